@@ -1,0 +1,67 @@
+# %% [markdown]
+# # Step 01: `Variable`, a box around an array
+#
+# A deep-learning framework computes with arrays, but it also has to remember
+# *how* each array was computed, so that it can later work out gradients.
+# The first thing we need is therefore a box that holds an array and that we
+# can attach more information to as the framework grows. We call it a
+# `Variable`.
+#
+# In this step the box only holds data. Two decisions already matter:
+#
+# * the box **holds** the array, it does not copy it: `x.data is data`;
+# * the box accepts only NumPy arrays. A list or a number is refused with a
+#   clear `TypeError`, because later steps rely on `data` having a shape and a
+#   dtype.
+
+# %%
+import numpy as np
+
+
+class Variable:
+    """A box around a NumPy array."""
+
+    def __init__(self, data):
+        if data is not None and not isinstance(data, np.ndarray):
+            raise TypeError(
+                f"Variable data must be a numpy.ndarray (or None), got {type(data).__name__}; "
+                "wrap it with np.array(...) first"
+            )
+        self.data = data
+
+
+# %% [markdown]
+# Put an array in the box and take it out again. The box holds the very same
+# array object, so no memory is copied:
+
+# %%
+data = np.array(1.0)
+x = Variable(data)
+print(x.data)
+print("same object:", x.data is data)
+
+# %% [markdown]
+# The data can be replaced, and it can have any shape:
+
+# %%
+x.data = np.array([[1.0, 2.0], [3.0, 4.0]])
+print(x.data.shape, x.data.ndim)
+
+# %% [markdown]
+# Anything that is not an ndarray is refused, with a message that says what to do:
+
+# %%
+try:
+    Variable([1, 2])
+except TypeError as e:
+    print("TypeError:", e)
+
+# %% [markdown]
+# ## Exercise
+# Make a `Variable` holding a 3×4 array of zeros (`np.zeros`) and print its shape.
+# The self-check cell below passes once `v` is right.
+
+# %%
+v = Variable(np.zeros((3, 4)))  # solution: replace with your own line
+assert isinstance(v, Variable) and v.data.shape == (3, 4), "v should hold a 3x4 array"
+print("self-check passed")
