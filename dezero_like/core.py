@@ -280,15 +280,11 @@ class Variable:
 
     def _as_node(self):
         """A stand-in without data: same place in the graph, no array kept."""
-        v = Variable.__new__(type(self) if type(self) is Variable else Variable)
-        v.data = None
+        v = _make_variable(None, self.requires_grad)
         v.name = self.name
-        v.grad = None
         v.creator = self.creator
         v.index = self.index
         v.generation = self.generation
-        v.requires_grad = self.requires_grad
-        v.loss_scale = None
         return v
 
     # ---- backpropagation ------------------------------------------------------
@@ -343,6 +339,23 @@ class Variable:
                           retain_graph or create_graph, loss_scale)
 
 
+_new_object = object.__new__
+
+
+def _make_variable(data, requires_grad):
+    """Variable(data) without the input checks: for arrays a function just produced."""
+    v = _new_object(Variable)
+    v.data = data
+    v.name = None
+    v.grad = None
+    v.creator = None
+    v.index = 0
+    v.generation = 0
+    v.requires_grad = requires_grad
+    v.loss_scale = None
+    return v
+
+
 def _accumulate_leaf(x, gx, loss_scale):
     # x.grad = x.grad + gx makes a new object: never `+=`, which would write
     # into an array that another variable's grad may share (step 15).
@@ -352,19 +365,27 @@ def _accumulate_leaf(x, gx, loss_scale):
 
 
 def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
-    """The backward loop: pop the newest function, apply its backward, push its inputs' creators.
+    """The backward loop: take the newest function, apply its backward, queue its inputs' creators.
 
-    A function enters the heap when its first output gradient arrives and
-    leaves it only after every function of a higher generation has run, so by
-    then all of its output gradients are complete (step 17).
+    A function is queued when its first output gradient arrives and runs only
+    after every function of a higher generation has run, so by then all of its
+    output gradients are complete (step 17). Queued functions wait in a heap
+    ordered by (-generation, arrival), so equal generations run in the order
+    they arrived. On a plain chain there is never more than one function
+    waiting; it is kept in ``nxt`` and the heap is not touched at all.
     """
+    heappush, heappop = heapq.heappush, heapq.heappop
     start._grads = [None] * len(start.outputs)
     start._grads[index] = seed
-    heap = [(-start.generation, 0, start)]
-    count = 0  # tie-breaker: equal generations run in the order they were queued
+    heap = []
+    nxt = start
+    count = 0  # arrival counter: the tie-breaker between equal generations
     try:
-        while heap:
-            f = heapq.heappop(heap)[2]
+        while nxt is not None or heap:
+            if nxt is not None:
+                f, nxt = nxt, None
+            else:
+                f = heappop(heap)[2]
             gys = f._grads
             f._grads = None
             if f._freed:
@@ -398,23 +419,32 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
                 if gx is None or not x.requires_grad:
                     continue
                 if not isinstance(gx, Variable):
-                    gx = Variable(as_array(gx), None, False)
+                    gx = _make_variable(as_array(gx), False)
                 c = x.creator
                 if c is None:
                     _accumulate_leaf(x, gx, loss_scale)
                     continue
                 slots = c._grads
-                if slots is None:
+                if slots is None:  # first gradient for c: queue it
                     slots = c._grads = [None] * len(c.outputs)
-                    count += 1
-                    heapq.heappush(heap, (-c.generation, count, c))
+                    if nxt is None and not heap:
+                        nxt = c
+                    else:
+                        if nxt is not None:  # a second one waits: both go to the heap
+                            count += 1
+                            heappush(heap, (-nxt.generation, count, nxt))
+                            nxt = None
+                        count += 1
+                        heappush(heap, (-c.generation, count, c))
                 i = x.index
                 slots[i] = gx if slots[i] is None else slots[i] + gx
             if not retain_graph:
                 f.release()
-    finally:
-        for item in heap:  # an exception left work queued: forget it
+    finally:  # an exception left work queued: forget it
+        for item in heap:
             item[2]._grads = None
+        if nxt is not None:
+            nxt._grads = None
 
 
 # --------------------------------------------------------------------------- #
@@ -444,52 +474,68 @@ class Function:
     _hooks = None
 
     def __call__(self, *inputs):
+        # One pass over the inputs gathers their arrays, whether each needs a
+        # gradient, and the newest generation among them. (Plain loops: this
+        # is the hottest code of the framework, and on Python 3.11 a list
+        # comprehension costs a function call.)
+        xs = []
+        needs = []
+        gen = 0
         for x in inputs:
             if not isinstance(x, Variable):
-                inputs = _as_inputs(inputs)
-                break
-        xs = [x.data for x in inputs]
-        build = False
-        if Config.enable_backprop:
-            needs = tuple([x.requires_grad for x in inputs])
-            self.needs_input_grad = needs
-            build = True in needs
+                return self(*_as_inputs(inputs))
+            xs.append(x.data)
+            needs.append(x.requires_grad)
+            if x.generation > gen:
+                gen = x.generation
+        build = Config.enable_backprop and True in needs
+        if build:
+            self.needs_input_grad = tuple(needs)
         hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
         if hooks:
             for hook in hooks:
                 hook.forward_preprocess(self, xs)
         ys = self.forward(*xs)
-        if type(ys) is not tuple:
-            ys = (ys,)
-        ys = [y if type(y) is np.ndarray else as_array(y) for y in ys]
+        # forward returns an array or a tuple of arrays; NumPy may hand back a
+        # scalar (np.float64) for 0-d input, which becomes a 0-d array again.
+        if type(ys) is tuple:
+            ys = list(ys)
+            for i, y in enumerate(ys):
+                if type(y) is not np.ndarray:
+                    ys[i] = as_array(y)
+        else:
+            ys = [ys if type(ys) is np.ndarray else as_array(ys)]
         if hooks:
             for hook in hooks:
                 hook.forward_postprocess(self, xs, ys)
-        if not build:
-            self._retained_out = None
+        if not build:  # no graph: plain results
             if len(ys) == 1:
-                return Variable(ys[0], None, False)
-            return [Variable(y, None, False) for y in ys]
+                return _make_variable(ys[0], False)
+            return [_make_variable(y, False) for y in ys]
         # Record the graph: outputs point to this function, which points to
-        # (only what it needs of) its inputs.
-        self.generation = gen = max([x.generation for x in inputs])
-        outputs = [Variable(y) for y in ys]
-        for i, y in enumerate(outputs):
-            y.creator = self
-            y.index = i
-            y.generation = gen + 1
-        self.outputs = [weakref.ref(y) for y in outputs]
+        # (only what it needs of) its inputs and holds its outputs weakly.
+        self.generation = gen
+        outputs = []
+        refs = []
+        for y in ys:
+            v = _make_variable(y, True)
+            v.creator = self
+            v.index = len(outputs)
+            v.generation = gen + 1
+            outputs.append(v)
+            refs.append(weakref.ref(v))
+        self.outputs = refs
         keep = self._retained_in
         if keep is None:
             self.inputs = inputs
         else:
-            self.inputs = tuple([
-                x if x.creator is None or i in keep else x._as_node()
-                for i, x in enumerate(inputs)
-            ])
+            kept = []
+            for i, x in enumerate(inputs):
+                kept.append(x if x.creator is None or i in keep else x._as_node())
+            self.inputs = tuple(kept)
         if self._retained_out is not None:
             self._retained_out = {i: ys[i] for i in self._retained_out}
-        return outputs if len(outputs) > 1 else outputs[0]
+        return outputs[0] if len(outputs) == 1 else outputs
 
     def forward(self, *xs):
         raise NotImplementedError(f"{type(self).__name__} must implement forward()")
@@ -514,16 +560,17 @@ class Function:
         for i, data in self._retained_out.items():
             y = self.outputs[i]()
             if y is None:  # the user dropped it: rebuild the same graph node
-                y = Variable(data)
+                y = _make_variable(data, True)
                 y.creator, y.index, y.generation = self, i, self.generation + 1
             result.append(y)
         return tuple(result)
 
     def release(self):
         """Drop the arrays saved for backward; the graph's shape stays for plotting."""
-        self.inputs = tuple([
-            x if x.creator is None or x.data is None else x._as_node() for x in self.inputs
-        ])
+        kept = []
+        for x in self.inputs:
+            kept.append(x if x.creator is None or x.data is None else x._as_node())
+        self.inputs = tuple(kept)
         self._retained_out = None
         self._freed = True
 
@@ -555,15 +602,17 @@ def _F():
 
 
 def _sum_to(gx, shape):
-    return gx if gx.shape == shape else _F().sum_to(gx, shape)
+    """Undo broadcasting: sum ``gx`` down to ``shape`` (a no-op when shapes agree)."""
+    return gx if gx.data.shape == shape else _F().sum_to(gx, shape)
 
 
 class Add(Function):
     """y = x0 + x1 (with broadcasting); dy/dx0 = dy/dx1 = 1."""
 
     def forward(self, x0, x1):
-        self.retain_inputs(())
-        self.shapes = (x0.shape, x1.shape)
+        if self.needs_input_grad:  # a graph is being built: keep shapes, no arrays
+            self.retain_inputs(())
+            self.shapes = (x0.shape, x1.shape)
         return x0 + x1
 
     def backward(self, gy):
@@ -576,9 +625,12 @@ class Mul(Function):
     """y = x0 * x1; dy/dx0 = x1, dy/dx1 = x0. Keeps only the factor it needs."""
 
     def forward(self, x0, x1):
-        n0, n1 = self.needs_input_grad or (True, True)
-        self.retain_inputs(((1,) if n0 else ()) + ((0,) if n1 else ()))
-        self.shapes = (x0.shape, x1.shape)
+        if self.needs_input_grad:  # a graph is being built
+            n0, n1 = self.needs_input_grad
+            # dy/dx0 needs x1 and dy/dx1 needs x0: keep a factor only when its
+            # partner needs a gradient (x * 2.0 keeps the 2.0, not x).
+            self.retain_inputs((1,) if not n1 else (0,) if not n0 else (0, 1))
+            self.shapes = (x0.shape, x1.shape)
         return x0 * x1
 
     def backward(self, gy):
@@ -592,7 +644,8 @@ class Neg(Function):
     """y = -x; dy/dx = -1."""
 
     def forward(self, x):
-        self.retain_inputs(())
+        if self.needs_input_grad:
+            self.retain_inputs(())
         return -x
 
     def backward(self, gy):
@@ -603,8 +656,9 @@ class Sub(Function):
     """y = x0 - x1; dy/dx0 = 1, dy/dx1 = -1."""
 
     def forward(self, x0, x1):
-        self.retain_inputs(())
-        self.shapes = (x0.shape, x1.shape)
+        if self.needs_input_grad:
+            self.retain_inputs(())
+            self.shapes = (x0.shape, x1.shape)
         return x0 - x1
 
     def backward(self, gy):
@@ -617,9 +671,10 @@ class Div(Function):
     """y = x0 / x1; dy/dx0 = 1/x1, dy/dx1 = -x0/x1**2."""
 
     def forward(self, x0, x1):
-        n0, n1 = self.needs_input_grad or (True, True)
-        self.retain_inputs((0, 1) if n1 else (1,))
-        self.shapes = (x0.shape, x1.shape)
+        if self.needs_input_grad:
+            # dy/dx0 needs x1; dy/dx1 needs x0 and x1
+            self.retain_inputs((0, 1) if self.needs_input_grad[1] else (1,))
+            self.shapes = (x0.shape, x1.shape)
         return x0 / x1
 
     def backward(self, gy):

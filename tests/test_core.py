@@ -1,0 +1,233 @@
+"""The package core: graph building, generation-ordered backward, memory rules, errors."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like.core import Function, Variable
+from dezero_like.utils import gradient_check
+
+
+def test_variable_rejects_non_arrays_with_clear_error():
+    with pytest.raises(TypeError, match=r"numpy.ndarray.*np.array"):
+        Variable([1, 2])
+    with pytest.raises(TypeError, match="numeric dtype"):
+        Variable(np.array(["a"]))
+
+
+def test_diamond_graph_runs_each_backward_once_in_generation_order():
+    calls = []
+
+    class Sq(Function):
+        def forward(self, x):
+            return x**2
+
+        def backward(self, gy):
+            calls.append((self, self._grads))
+            (x,) = self.inputs
+            return 2 * x * gy
+
+    x = Variable(np.array(3.0))
+    a = Sq()(x)
+    y = Sq()(a) + Sq()(a)
+    y.backward()
+    assert len(calls) == 3
+    assert len({id(f) for f, _ in calls}) == 3
+    assert calls[-1][0] is a.creator  # a's creator runs last, after both consumers
+    assert x.grad.data == pytest.approx(2 * 2 * (2 * 9) * 2 * 3 / 2)  # d(2 a^2)/dx = 4a * 2x = 216
+
+
+def test_deep_chain_has_no_recursion_error():
+    x = Variable(np.array(1.0))
+    y = x
+    for _ in range(100_000):
+        y = y + 0.0
+    y.backward()
+    assert x.grad.data == 1.0
+
+
+def test_retain_grad_and_default():
+    x = Variable(np.array(2.0))
+    a = x * x
+    y = a * 3.0
+    y.backward()
+    assert a.grad is None and y.grad is None
+    assert x.grad.data == 12.0
+    x.cleargrad()
+    a = x * x
+    y = a * 3.0
+    y.backward(retain_grad=True)
+    assert a.grad.data == 3.0 and y.grad.data == 1.0
+
+
+def test_no_grad_builds_no_graph_and_backward_says_why():
+    x = Variable(np.array(2.0))
+    with dz.no_grad():
+        y = x * x
+    assert y.creator is None
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        y.backward()
+
+
+def test_requires_grad_false_gets_no_gradient():
+    x = Variable(np.array(2.0))
+    c = Variable(np.array(5.0), requires_grad=False)
+    y = x * c
+    y.backward()
+    assert c.grad is None and x.grad.data == 5.0
+    z = c * c
+    assert z.creator is None and not z.requires_grad
+
+
+def test_seed_gradient_checks_type_and_shape():
+    x = Variable(np.array([1.0, 2.0]))
+    y = x * 3.0
+    with pytest.raises(TypeError, match="ndarray or a Variable"):
+        y.backward(gradient=[1.0, 1.0])
+    with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
+        y.backward(gradient=np.ones(3))
+    y.backward(gradient=np.array([1.0, 10.0]))
+    np.testing.assert_allclose(x.grad.data, [3.0, 30.0])
+
+
+def test_second_backward_through_freed_graph_is_a_clear_error():
+    x = Variable(np.array(2.0))
+    y = F.sin(x) * x
+    y.backward()
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        y.backward()
+    x.cleargrad()
+    y = F.sin(x) * x
+    y.backward(retain_graph=True)
+    y.backward()
+    expected = 2 * (np.cos(2.0) * 2.0 + np.sin(2.0))
+    assert x.grad.data == pytest.approx(expected)
+
+
+def test_create_graph_gives_second_derivatives():
+    x = Variable(np.array(2.0))
+    y = x**4 - 2 * x**2
+    y.backward(create_graph=True)
+    gx = x.grad
+    assert gx.data == pytest.approx(4 * 8 - 4 * 2)
+    x.cleargrad()
+    gx.backward()
+    assert x.grad.data == pytest.approx(12 * 4 - 4)
+
+
+def test_python_numbers_follow_float32_data():
+    x = Variable(np.ones((2, 2), np.float32))
+    for y in (x * 2.0, 2.0 - x, x / 2, x**3, 1 + x, -x):
+        assert y.dtype == np.float32
+    y = (x * 2.5 + 1.0).sum()
+    y.backward()
+    assert x.grad.dtype == np.float32
+
+
+def test_ndarray_on_the_left_gives_a_variable():
+    x = Variable(np.array([1.0, 2.0]))
+    y = np.array(2.0) * x
+    assert isinstance(y, Variable)
+    z = np.array([1.0, 1.0]) - x
+    assert isinstance(z, Variable)
+    (y + z).sum().backward()
+    np.testing.assert_allclose(x.grad.data, [1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "shape0, shape1", [((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((2, 3), ()), ((1,), (4, 1))]
+)
+@pytest.mark.parametrize(
+    "op", [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / b]
+)
+def test_arithmetic_gradients_with_broadcasting(shape0, shape1, op, rng):
+    x0 = rng.uniform(0.5, 2.0, shape0)
+    x1 = Variable(rng.uniform(0.5, 2.0, shape1))
+    gradient_check(lambda a: op(a, x1), x0)
+    x0v = Variable(x0)
+    gradient_check(lambda b: op(x0v, b), x1.data)
+
+
+def test_pow_and_neg_gradients(rng):
+    x = rng.uniform(0.5, 2.0, (2, 3))
+    gradient_check(lambda a: a**3, x)
+    gradient_check(lambda a: a**0.5, x)
+    gradient_check(lambda a: -a, x)
+
+
+def test_function_outputs_are_weak_and_graph_frees_without_gc():
+    gc.disable()
+    try:
+        x = Variable(np.array(1.0))
+        y = F.sin(x * 2.0)
+        f = weakref.ref(y.creator)
+        assert f() is not None
+        del y
+        assert f() is None
+    finally:
+        gc.enable()
+
+
+def test_graph_keeps_no_intermediate_arrays_for_constant_affine_chain():
+    # y = y * c + d keeps only c: the chain holds about one array, not one per function
+    x = Variable(np.zeros((256, 256), np.float32))
+    tracemalloc.start()
+    y = x
+    for _ in range(50):
+        y = y * 0.5 + 1.0
+    current, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    one = x.data.nbytes
+    assert current < 3 * one, f"graph holds {current / one:.1f} arrays"
+    y.backward()
+    assert x.grad.data == pytest.approx(np.full((256, 256), 0.5**50))
+
+
+def test_backward_releases_saved_arrays():
+    tracemalloc.start()
+    x = Variable(np.zeros((256, 256)))
+    y = x
+    for _ in range(20):
+        y = F.sin(y)
+    before, _ = tracemalloc.get_traced_memory()
+    y.backward()
+    gc.collect()
+    after, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # the 19 intermediate inputs that Sin saved are gone (x.grad is one new array)
+    assert after - before < -15 * x.data.nbytes
+
+
+def test_backward_of_wrong_arity_is_reported():
+    class Bad(Function):
+        def forward(self, x):
+            return x
+
+        def backward(self, gy):
+            return gy, gy
+
+    x = Variable(np.array(1.0))
+    with pytest.raises(RuntimeError, match="Bad.backward returned 2 gradients for 1 inputs"):
+        Bad()(x).backward()
+
+
+def test_multi_output_function_and_unused_output():
+    class Split(Function):
+        def forward(self, x):
+            return x[:1], x[1:]
+
+        def backward(self, g0, g1):
+            parts = [g if g is not None else Variable(np.zeros(1)) for g in (g0, g1)]
+            return Variable(np.concatenate([parts[0].data, parts[1].data]))
+
+    x = Variable(np.array([1.0, 2.0]))
+    a, b = Split()(x)
+    (a * 3.0).backward()
+    np.testing.assert_allclose(x.grad.data, [3.0, 0.0])
