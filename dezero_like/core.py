@@ -403,9 +403,12 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
             if hooks:
                 for hook in hooks:
                     hook.backward_preprocess(f, gys)
-            gxs = f.backward(*gys)
-            if type(gxs) is not tuple:
-                gxs = (gxs,)
+            if f._duplicates:  # the same variable in several slots, as in x * x
+                gxs = f.backward_accumulate(*gys)
+            else:
+                gxs = f.backward(*gys)
+                if type(gxs) is not tuple:
+                    gxs = (gxs,)
             if hooks:
                 for hook in hooks:
                     hook.backward_postprocess(f, gys, gxs)
@@ -472,6 +475,7 @@ class Function:
     _grads = None  # gradients of the outputs, gathered during backward
     _freed = False
     _hooks = None
+    _duplicates = False  # True when one variable fills several input slots
 
     def __call__(self, *inputs):
         # One pass over the inputs gathers their arrays, whether each needs a
@@ -525,6 +529,8 @@ class Function:
             outputs.append(v)
             refs.append(weakref.ref(v))
         self.outputs = refs
+        if len(inputs) > 1:
+            self._duplicates = len(set(map(id, inputs))) < len(inputs)
         keep = self._retained_in
         if keep is None:
             self.inputs = inputs
@@ -542,6 +548,30 @@ class Function:
 
     def backward(self, *gys):
         raise NotImplementedError(f"{type(self).__name__} must implement backward()")
+
+    def backward_accumulate(self, *gys):
+        """Backward for a function that received the same variable in several slots.
+
+        ``f(x, x)`` gives one gradient per slot; they are summed here, inside the
+        function's own backward step, into the first slot holding ``x`` (the
+        others get ``None``), so ``x`` receives one gradient, stored once, in
+        a fresh array. A function may override this to compute the fused
+        gradient directly (``x * x`` could return ``2 * x * gy`` at once).
+        """
+        gxs = self.backward(*gys)
+        if type(gxs) is not tuple:
+            gxs = (gxs,)
+        gxs = list(gxs)
+        first = {}
+        for i, x in enumerate(self.inputs):
+            key = id(x) if x.creator is None else (id(x.creator), x.index)
+            if key not in first:
+                first[key] = i
+            elif gxs[i] is not None:
+                j = first[key]
+                gxs[j] = gxs[i] if gxs[j] is None else gxs[j] + gxs[i]
+                gxs[i] = None
+        return tuple(gxs)
 
     # ---- what backward may read ---------------------------------------------
     def retain_inputs(self, indexes):

@@ -231,3 +231,19 @@ def test_multi_output_function_and_unused_output():
     a, b = Split()(x)
     (a * 3.0).backward()
     np.testing.assert_allclose(x.grad.data, [3.0, 0.0])
+
+
+def test_same_variable_in_two_slots_gets_one_accumulated_gradient():
+    x = Variable(np.array([3.0]))
+    y = x * x
+    assert y.creator._duplicates
+    gxs = y.creator.backward_accumulate(Variable(np.array([1.0])))
+    assert gxs[1] is None and gxs[0].data == pytest.approx(6.0)
+    y.backward()
+    assert x.grad.data == pytest.approx(6.0)
+    # an intermediate variable in two slots: stand-ins share (creator, index)
+    x.cleargrad()
+    a = x * 2.0
+    z = a * a
+    z.backward()
+    assert x.grad.data == pytest.approx(2 * 6.0 * 2.0)
