@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+
+import dezero_like
+import dezero_like as dz
+import dezero_like.functions as F
+
+# Each expression gets the variable plus the `square` and `exp` of one framework.
+EXPRESSIONS = {
+    "2.0 - x": lambda x, sq, ex: 2.0 - x,
+    "x / 2": lambda x, sq, ex: x / 2,
+    "x ** 3": lambda x, sq, ex: x**3,
+    "np.array(2.0) * x": lambda x, sq, ex: np.array(2.0) * x,
+    "-x + 6 / x": lambda x, sq, ex: -x + 6 / x,
+    "x * x + x": lambda x, sq, ex: x * x + x,
+    "x + x (aliasing)": lambda x, sq, ex: x + x,
+    "diamond": lambda x, sq, ex: sq(sq(x)) + sq(sq(x)),
+    "sigmoid": lambda x, sq, ex: 1 / (1 + ex(-x)),
+    "(x - 2) ** 3 / x - 1.5 * x + 4": lambda x, sq, ex: (x - 2) ** 3 / x - 1.5 * x + 4,
+    "exp(x ** 2) / (1 + square(x))": lambda x, sq, ex: ex(x**2) / (1 + sq(x)),
+}
+
+
+@pytest.mark.parametrize("name", list(EXPRESSIONS))
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_package_agrees_with_step22_snapshot(load_step, rng, name, shape):
+    snap = load_step(22)
+    expr = EXPRESSIONS[name]
+    v = rng.uniform(0.3, 2.0, size=shape)
+
+    xs = snap.Variable(v.copy())
+    ys = expr(xs, snap.square, snap.exp)
+    ys.backward()
+
+    xp = dz.Variable(v.copy())
+    yp = expr(xp, F.square, F.exp)
+    yp.backward()
+
+    assert isinstance(yp, dz.Variable)
+    np.testing.assert_allclose(yp.data, ys.data, rtol=1e-12)
+    np.testing.assert_allclose(xp.grad.data, xs.grad, rtol=1e-12)
+    assert dz.utils.gradient_check(lambda x: expr(x, F.square, F.exp), v)
+
+
+@pytest.mark.parametrize("name", ["2.0 - x", "x / 2", "x ** 3", "sigmoid"])
+def test_package_keeps_float32_like_the_snapshot(load_step, name):
+    snap = load_step(22)
+    expr = EXPRESSIONS[name]
+    v = np.array([0.5, 1.5], dtype=np.float32)
+    ys = expr(snap.Variable(v.copy()), snap.square, snap.exp)
+    yp = expr(dz.Variable(v.copy()), F.square, F.exp)
+    assert ys.dtype == yp.dtype == np.float32
+
+
+def test_top_level_exports():
+    for name in ("Variable", "Function", "as_variable", "as_array", "no_grad",
+                 "using_config", "Config"):
+        assert hasattr(dz, name), name
+        assert getattr(dz, name) is getattr(dezero_like.core, name)
+    for name in ("numerical_grad", "gradient_check", "array_equal", "array_allclose"):
+        assert callable(getattr(dezero_like.utils, name)), name
+
+
+def test_step_uses_the_package_not_a_copy(load_step):
+    step = load_step(23)
+    assert step.dz is dezero_like
+    assert not any(isinstance(v, type) and issubclass(v, dz.Function)
+                   for k, v in vars(step).items() if k not in ("Function",))
+
+
+def test_demo_output(load_step):
+    out = load_step(23).output
+    assert "dezero_like.core: The heart of dezero_like" in out
+    assert "2.0 - x            = -1.000   dy/dx = -1.000   result is a Variable" in out
+    assert "x + x:   y.grad = variable(1.0)  x.grad = variable(2.0)  same object: False" in out
+    assert "diamond: x.grad = variable(64.0)  a.grad = None" in out
+    assert "gradient_check: True" in out
+    assert "self-check passed" in out

@@ -1,0 +1,50 @@
+"""``import dezero_like`` stays light: no plotting, graph-drawing or GPU library is loaded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("matplotlib", "graphviz", "cupy")
+
+PROBE = """
+import json
+import sys
+import dezero_like
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})))
+"""
+
+
+def _run(*args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT.parent, check=False)
+
+
+def test_import_does_not_load_heavy_modules():
+    result = _run("-c", PROBE.format(heavy=set(HEAVY)))
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded == [], f"import dezero_like loaded {loaded}; import them lazily"
+
+
+def test_import_time_is_reported():
+    """Measure with ``python -X importtime``; printed (run pytest -s to see it), not asserted."""
+    result = _run("-X", "importtime", "-c", "import dezero_like")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("|") for line in result.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line]
+    total = {}
+    for row in rows:
+        name = row[2].strip()
+        if name in ("dezero_like", "numpy"):
+            total[name] = int(row[1].strip())  # cumulative microseconds
+    assert "dezero_like" in total, result.stderr[-2000:]
+    own = total["dezero_like"] - total.get("numpy", 0)
+    print(f"\nimport dezero_like: {total['dezero_like'] / 1000:.1f} ms cumulative "
+          f"(numpy {total.get('numpy', 0) / 1000:.1f} ms; the rest {own / 1000:.1f} ms)")
