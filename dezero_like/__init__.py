@@ -9,7 +9,7 @@
 variable(8.0)
 """
 
-from dezero_like import cuda, functions, layers, models, optimizers, utils  # noqa: E402
+from dezero_like import cuda, functions, layers, models, optimizers, utils
 from dezero_like.core import (
     Config,
     Function,

@@ -306,7 +306,7 @@ class Variable:
                     f"backward(gradient=...) has shape {gradient.shape}, but the output "
                     f"has shape {data.shape}; the seed must match the output's shape"
                 )
-            seed = gradient.astype(data.dtype, copy=False)
+            seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
         if loss_scale is not None:
             seed = seed * as_array(loss_scale, like=seed)
         return Variable(seed, requires_grad=False)
@@ -460,7 +460,11 @@ class Function:
 
     Subclasses write ``forward(*arrays)`` (raw arrays in, raw arrays out) and
     ``backward(*grads)`` (Variables in, one gradient Variable per input out;
-    ``None`` for an input that needs no gradient). Inside ``forward`` a function
+    ``None`` for an input that needs no gradient). A function with several
+    outputs receives ``None`` for an output that no gradient reached, and
+    treats it as zero. Gradients are never modified in place: several
+    variables may share one gradient object (``x0 + x1`` hands the same ``gy``
+    to both), so code that changes a gradient makes a new one. Inside ``forward`` a function
     may call ``retain_inputs``/``retain_outputs`` to keep only what its backward
     reads; by default all inputs are kept. ``needs_input_grad`` tells which
     inputs require a gradient.
