@@ -207,7 +207,7 @@ def build(out=BUILD / "site", cache=notebooks.CACHE, stage=BUILD / "docs-src", j
     start = time.perf_counter()
     if out.exists():
         shutil.rmtree(out)
-    run_sphinx(stage, out, jobs=jobs)
+    run_sphinx(stage, out)  # Sphinx's own -j gains nothing on a 2-core machine
     sphinx_s = time.perf_counter() - start
     return {
         "notebooks": len(names),
@@ -226,7 +226,7 @@ def main(argv=None):
     parser.add_argument("--stage", type=Path, default=BUILD / "docs-src",
                         help="where the sources are staged")
     parser.add_argument("-j", "--jobs", type=int, default=1,
-                        help="notebooks executed at a time, and Sphinx's -j")
+                        help="notebooks executed at a time (kernels)")
     parser.add_argument("--fresh", action="store_true", help="execute every notebook again")
     args = parser.parse_args(argv)
     try:

@@ -261,6 +261,8 @@ def execute(name, cache=CACHE, *, fresh=False, timeout=600):
         nbformat.write(nb, partial)
         os.replace(partial, target)
         meta_path.write_text(json.dumps({"key": key, "seconds": round(seconds, 3)}) + "\n")
+        with open(cache / "executions.log", "a") as log:  # who ran what, for diagnosis
+            log.write(f"{name} {seconds:.2f} s pid {os.getpid()}\n")
         return Executed(name, target, seconds, reused=False)
 
 
