@@ -74,3 +74,58 @@ def mnist_dir():
     if not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").exists():
         pytest.skip(f"real MNIST files not found at {SHARED_MNIST}")
     return SHARED_MNIST
+
+
+# =========================================================================== #
+# Notebooks and the docs site: executed once per test run, and timed.
+# (Section owned by the docs tooling; see docs/contributing.md.)
+# =========================================================================== #
+
+
+def run_tmp_root(tmp_path_factory):
+    """A temporary directory of this test run that every xdist worker shares.
+
+    Under xdist each worker's basetemp is ``<run basetemp>/popen-gwN``, so the
+    parent is common to the run and new for each run.
+    """
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def notebook_cache(tmp_path_factory):
+    """Where this run keeps executed notebooks (``tools/notebooks.py execute``'s cache).
+
+    Empty at the start of every run, shared by the workers: whichever test needs a
+    notebook first (its own test, or the docs build) executes it, the other reuses it.
+    """
+    path = run_tmp_root(tmp_path_factory) / "executed-notebooks"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Print how long the notebooks (and the docs build) took; keep them in .pytest_cache."""
+    times, docs = {}, None
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for key, value in getattr(report, "user_properties", ()):
+                if key == "notebook_seconds":
+                    times[report.nodeid.rsplit("[", 1)[-1].rstrip("]")] = value
+                elif key == "docs_build_seconds":
+                    docs = value
+    if not times and docs is None:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("notebook execution times")
+    if times:
+        slowest = sorted(times.items(), key=lambda kv: -kv[1])[:5]
+        write("slowest: " + ", ".join(f"{name} {sec:.1f} s" for name, sec in slowest))
+        write(f"total: {sum(times.values()):.1f} s for {len(times)} notebooks (kernel time)")
+    if docs is not None:
+        write(f"docs site build (sphinx, notebooks excluded): {docs:.1f} s")
+    cache = getattr(config, "cache", None)  # None with -p no:cacheprovider
+    if cache is not None:
+        cache.set("dezero_like/notebook-times", {"notebooks": times, "docs_build": docs})

@@ -16,25 +16,44 @@ in every notebook), then the script's cells in order.
 
     python tools/notebooks.py build    # write every notebook
     python tools/notebooks.py check    # exit 1 and name the notebooks that drifted
+    python tools/notebooks.py execute [step01 ...] [-j 2]   # run them headless, cached
+
+``execute`` runs notebooks headless on the CPU, each in an empty temporary
+directory (so a notebook that reads a file next to it fails), and keeps the
+executed copy in a cache (``build/executed/`` by default). A cached copy is
+reused while the notebook, the package sources and the NumPy/Python versions
+are unchanged; the docs build and the test suite share this machinery, so each
+notebook is executed once (see docs/contributing.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
+import os
+import platform
 import re
 import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ROOT / "steps"
 NOTEBOOKS = ROOT / "notebooks"
+PACKAGE = ROOT / "dezero_like"
+CACHE = ROOT / "build" / "executed"
 CELL_MARK = re.compile(r"^# %%(?P<md> \[markdown\])?\s*$")
+TITLE = re.compile(r"^#\s*Step\s+(?P<number>\d+)\s*[:.\u2014-]\s*(?P<title>.+?)\s*$")
 
 SETUP_SOURCE = """\
 # Set-up: install dezero_like only when it is missing (a no-op locally and in CI).
@@ -136,10 +155,140 @@ def step_scripts():
     return sorted(STEPS.glob("step[0-9][0-9]*.py"))
 
 
+def step_number(script):
+    """``steps/step14.py`` -> 14."""
+    return int(re.fullmatch(r"step(\d+)", Path(script).stem).group(1))
+
+
+def step_title(script):
+    """The title from the script's first Markdown cell: ``# # Step 14: Title`` -> ``Title``."""
+    script = Path(script)
+    kind, source = split_cells(script.read_text())[0]
+    first = source.splitlines()[0] if source else ""
+    m = TITLE.match(first)
+    if kind != "markdown" or not m:
+        raise ValueError(
+            f"{script.name}: the first cell must be Markdown starting with "
+            f"'# Step {step_number(script):02d}: Title', got {first!r}"
+        )
+    if int(m.group("number")) != step_number(script):
+        raise ValueError(f"{script.name}: its title says step {m.group('number')}")
+    return m.group("title")
+
+
+# --------------------------------------------------------------------------- #
+# Executing notebooks headless, once, into a cache
+# --------------------------------------------------------------------------- #
+
+
+class Executed(NamedTuple):
+    """One executed notebook: where the executed copy is and how long it ran."""
+
+    name: str
+    path: Path
+    seconds: float
+    reused: bool
+
+
+def execution_key(notebook):
+    """Fingerprint of everything an execution's result depends on."""
+    import numpy
+
+    h = hashlib.sha256()
+    h.update(Path(notebook).read_bytes())
+    for source in sorted(PACKAGE.rglob("*.py")):
+        h.update(str(source.relative_to(PACKAGE)).encode())
+        h.update(source.read_bytes())
+    h.update(f"{platform.python_version()} numpy {numpy.__version__}".encode())
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def file_lock(path):
+    """An exclusive lock on ``path`` (a no-op where fcntl is missing, e.g. Windows)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def execute(name, cache=CACHE, *, fresh=False, timeout=600):
+    """Execute ``notebooks/<name>.ipynb`` headless into ``cache``, or reuse the cached copy.
+
+    The kernel runs on the CPU in an empty temporary directory, with matplotlib's
+    inline backend (so ``plt.show()`` puts the figure in the notebook) and with
+    pip told not to reach any index (``PIP_NO_INDEX``), so the Colab set-up cell
+    can only ever be the no-op it is meant to be here. Safe to call from several
+    processes at once: a per-notebook lock makes the second caller wait and reuse
+    the first one's result. A failing cell raises ``nbclient``'s
+    ``CellExecutionError`` (naming the cell) and nothing is cached.
+    """
+    import nbclient
+    import nbformat
+
+    cache = Path(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    source = NOTEBOOKS / f"{name}.ipynb"
+    if not source.exists():
+        raise FileNotFoundError(f"{source} does not exist: run python tools/notebooks.py build")
+    key = execution_key(source)
+    target, meta_path = cache / f"{name}.ipynb", cache / f"{name}.json"
+    with file_lock(cache / f"{name}.lock"):
+        if not fresh and target.exists() and meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            if meta.get("key") == key:
+                return Executed(name, target, meta["seconds"], reused=True)
+        nb = nbformat.read(source, as_version=4)
+        env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
+                   PIP_NO_INDEX="1", CUDA_VISIBLE_DEVICES="")
+        env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+        with tempfile.TemporaryDirectory(prefix=f"{name}-") as workdir:
+            client = nbclient.NotebookClient(
+                nb, timeout=timeout, kernel_name="python3",
+                resources={"metadata": {"path": workdir}},
+            )
+            start = time.perf_counter()
+            client.execute(env=env, cwd=workdir)
+            seconds = time.perf_counter() - start
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        nbformat.write(nb, partial)
+        os.replace(partial, target)
+        meta_path.write_text(json.dumps({"key": key, "seconds": round(seconds, 3)}) + "\n")
+        with open(cache / "executions.log", "a") as log:  # who ran what, for diagnosis
+            log.write(f"{name} {seconds:.2f} s pid {os.getpid()}\n")
+        return Executed(name, target, seconds, reused=False)
+
+
+def execute_all(names, cache=CACHE, *, jobs=1, fresh=False):
+    """Execute several notebooks (``jobs`` at a time); return their ``Executed`` records."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(lambda n: execute(n, cache, fresh=fresh), names))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["build", "check"])
+    parser.add_argument("command", choices=["build", "check", "execute"])
+    parser.add_argument("names", nargs="*", help="execute: notebooks to run (default: all)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="execute: kernels at a time")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="execute: cache directory")
+    parser.add_argument("--fresh", action="store_true", help="execute: ignore cached results")
     args = parser.parse_args(argv)
+    if args.command == "execute":
+        names = args.names or [s.stem for s in step_scripts()]
+        total = 0.0
+        for done in execute_all(names, args.cache, jobs=args.jobs, fresh=args.fresh):
+            total += done.seconds
+            how = "cached" if done.reused else "ran"
+            print(f"{done.name}: {how} {done.seconds:6.2f} s -> {done.path}")
+        print(f"{len(names)} notebooks, {total:.2f} s of kernel time")
+        return 0
     drifted = []
     NOTEBOOKS.mkdir(exist_ok=True)
     for script in step_scripts():

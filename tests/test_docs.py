@@ -1,0 +1,315 @@
+"""The docs site builds with warnings as errors and shows every step; the README index is current.
+
+The site is built once per test run (shared by the xdist workers) from the
+notebooks that ``tests/test_notebooks.py`` executes; see docs/contributing.md.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / "tools"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"dezero_like_tools_{name}", TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build_docs = _load("build_docs")
+step_diffs = _load("step_diffs")
+readme_index = _load("readme_index")
+nbtool = build_docs.notebooks
+SCRIPTS = nbtool.step_scripts()
+NAMES = [s.stem for s in SCRIPTS]
+
+
+def page_text(path):
+    """The visible text of an HTML file, whitespace collapsed."""
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", Path(path).read_text(), flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", text)))
+
+
+# --------------------------------------------------------------------------- #
+# Tools, on small inputs made here
+# --------------------------------------------------------------------------- #
+
+
+def _write_step(folder, number, code, title="A step"):
+    path = folder / f"step{number:02d}.py"
+    path.write_text(
+        f"# %% [markdown]\n# # Step {number:02d}: {title}\n#\n# Prose.\n\n# %%\n{code}\n"
+    )
+    return path
+
+
+def test_step_diff_is_against_the_closest_previous_step(tmp_path):
+    first = _write_step(tmp_path, 1, "x = 1\nprint(x)")
+    third = _write_step(tmp_path, 3, "x = 1\ny = 2\nprint(x + y)", title="Other prose")
+    assert step_diffs.previous_script(third, tmp_path) == first
+    assert step_diffs.previous_script(first, tmp_path) is None
+    diff = step_diffs.step_diff(third, tmp_path)
+    assert diff.startswith("--- steps/step01.py\n+++ steps/step03.py\n")
+    assert "+y = 2\n" in diff and "-print(x)\n" in diff and "+print(x + y)\n" in diff
+    assert "Other prose" not in diff, "prose cells are left out of the default diff"
+    assert "+# # Step 03: Other prose\n" in step_diffs.step_diff(third, tmp_path, prose=True)
+    assert step_diffs.step_diff(first, tmp_path) == ""
+
+
+def test_step_diff_markdown_fence_survives_backticks(tmp_path):
+    _write_step(tmp_path, 1, "a = 1")
+    second = _write_step(tmp_path, 2, 'doc = """```python\\nx\\n```"""')
+    md = step_diffs.diff_markdown(second, tmp_path)
+    assert "1 lines added, 1 removed" in md
+    assert "\n````diff\n" in md and md.endswith("\n````")
+    first_md = step_diffs.diff_markdown(tmp_path / "step01.py", tmp_path)
+    assert "first step" in first_md and "```" not in first_md
+
+
+def test_api_pages_cover_every_public_module():
+    modules = build_docs.api_modules()
+    for name in ("dezero_like", "dezero_like.core", "dezero_like.functions",
+                 "dezero_like.utils", "dezero_like.cuda"):
+        assert name in modules
+    expected = {
+        "dezero_like." + p.stem for p in (ROOT / "dezero_like").glob("*.py")
+        if not p.stem.startswith("_")
+    }
+    assert expected <= set(modules)
+
+
+def test_readme_index_tool_round_trip(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Title\n\nIntro.\n")
+    assert readme_index.main(["check", "--readme", str(readme)]) == 2  # no markers
+    with pytest.raises(readme_index.MarkersMissing, match="curriculum:start"):
+        readme_index.render(readme.read_text(), "table")
+    readme.write_text(f"# Title\n\n{readme_index.START}\nold\n{readme_index.END}\n\nEnd.\n")
+    assert readme_index.main(["check", "--readme", str(readme)]) == 1
+    assert readme_index.main(["write", "--readme", str(readme)]) == 0
+    assert readme_index.main(["check", "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "old" not in text and text.endswith(f"{readme_index.END}\n\nEnd.\n")
+    for script in SCRIPTS:
+        title = nbtool.step_title(script).replace("|", "\\|")
+        row = f"| {nbtool.step_number(script):02d} | {title} | [script](steps/{script.name})"
+        assert row in text
+        assert f"[test](tests/steps/test_{script.stem}.py)" in text
+
+
+def test_readme_curriculum_index_is_current():
+    text = (ROOT / "README.md").read_text()
+    try:
+        expected = readme_index.render(text, readme_index.index_table())
+    except readme_index.MarkersMissing as e:
+        pytest.fail(f"README.md has no curriculum index: {e}")
+    assert text == expected, (
+        "README.md's curriculum index is stale: run python tools/readme_index.py write"
+    )
+
+
+# --------------------------------------------------------------------------- #
+# The site, built once per test run
+# --------------------------------------------------------------------------- #
+
+
+@pytest.fixture(scope="session")
+def site(notebook_cache):
+    """Build the site (once per run, whichever worker gets here first) and return its folder."""
+    pytest.importorskip("sphinx", reason="the docs tools are in the test extra")
+    pytest.importorskip("myst_nb", reason="the docs tools are in the test extra")
+    root = notebook_cache.parent  # this run's directory, shared by the workers
+    out, failed = root / "docs-site", root / "docs-site.failed"
+    with nbtool.file_lock(root / "docs-site.lock"):
+        if failed.exists():
+            pytest.fail(failed.read_text(), pytrace=False)
+        if not (out / "index.html").exists():
+            try:
+                timings = build_docs.build(out, notebook_cache, stage=root / "docs-src")
+            except build_docs.DocsBuildError as e:
+                failed.write_text(str(e))
+                pytest.fail(str(e), pytrace=False)
+            (root / "docs-site.json").write_text(json.dumps(timings))
+    return out
+
+
+def test_site_builds_with_warnings_as_errors(site, record_property):
+    assert (site / "index.html").exists()
+    timings = json.loads((site.parent / "docs-site.json").read_text())
+    record_property("docs_build_seconds", round(timings["sphinx_s"], 2))
+    assert timings["notebooks"] == len(NAMES)
+
+
+def test_home_page_has_the_two_commands(site):
+    text = page_text(site / "index.html")
+    assert "pip install -e . && python steps/step01.py" in text
+    assert 'pip install -e ".[test]" && python -m pytest -n 2' in text
+    for page in ("install.html", "contributing.html", "steps/index.html", "api/index.html"):
+        assert (site / page).exists(), page
+
+
+def test_curriculum_lists_every_step(site):
+    index = (site / "steps" / "index.html").read_text()
+    text = page_text(site / "steps" / "index.html")
+    for script in SCRIPTS:
+        assert f'href="{script.stem}.html"' in index, f"no link to the {script.stem} page"
+        title = re.sub(r"`", "", nbtool.step_title(script))
+        assert title in text
+        assert build_docs.github_url(f"tests/steps/test_{script.stem}.py") in index
+        assert nbtool.colab_url(script.stem) in index
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_step_page_has_outputs_and_diff(site, name):
+    page = site / "steps" / f"{name}.html"
+    assert page.exists()
+    raw = page.read_text()
+    assert 'class="cell_output' in raw, "the page shows no cell output: was it executed?"
+    text = page_text(page)
+    assert "What this step adds" in text
+    script = ROOT / "steps" / f"{name}.py"
+    if step_diffs.previous_script(script) is not None:
+        assert "highlight-diff" in raw, "the step's diff is not rendered as a diff block"
+
+
+def test_api_pages_document_the_package(site):
+    core = (site / "api" / "dezero_like.core.html").read_text()
+    assert 'id="dezero_like.core.Variable"' in core
+    assert 'id="dezero_like.core.Variable.backward"' in core
+    for module in build_docs.api_modules():
+        if module != "dezero_like":
+            assert (site / "api" / f"{module}.html").exists(), module
+
+
+# --------------------------------------------------------------------------- #
+# In a real browser
+# --------------------------------------------------------------------------- #
+
+PROBE = """<script>
+window.addEventListener("load", function () {
+  var shown = function (e) { return e.offsetHeight > 0 && e.offsetWidth > 0; };
+  var report = {inputs: [], outputs: [], images: []};
+  document.querySelectorAll("div.cell_input").forEach(function (e) {
+    if (shown(e)) report.inputs.push(e.innerText);
+  });
+  document.querySelectorAll("div.cell_output").forEach(function (e) {
+    if (shown(e)) report.outputs.push(e.innerText);
+  });
+  document.querySelectorAll("div.cell_output img, div.cell_output svg").forEach(function (e) {
+    var box = e.getBoundingClientRect();
+    var isImg = e.tagName.toLowerCase() === "img";
+    report.images.push({tag: e.tagName.toLowerCase(), src: e.getAttribute("src"),
+                        decoded: isImg ? (e.complete && e.naturalWidth > 0) : true,
+                        width: box.width, height: box.height});
+  });
+  var pre = document.createElement("pre");
+  pre.id = "browser-report";
+  pre.textContent = JSON.stringify(report);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+class _OutputImages(HTMLParser):
+    """Finds <img>/<svg> tags inside ``div.cell_output`` blocks of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.found = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "div":
+            self.depth.append("cell_output" in (dict(attrs).get("class") or "").split())
+        elif tag in ("img", "svg") and any(self.depth):
+            self.found += 1
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.depth:
+            self.depth.pop()
+
+
+def output_images(page):
+    parser = _OutputImages()
+    parser.feed(Path(page).read_text())
+    return parser.found
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no Chromium to test the site in a browser: apt-get install -y chromium "
+                "(.ci/run installs it)")
+
+
+def run_browser(chromium, url, tmp_path, *flags):
+    cmd = [
+        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", f"--user-data-dir={tmp_path / 'chromium-profile'}", *flags, url,
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def browser_report(chromium, page, tmp_path):
+    """Open ``page`` (a copy with a probe script, next to it) and return what the browser shows."""
+    probe = page.with_name(f"{page.stem}-probe.html")
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>", 1))
+    try:
+        dom = run_browser(chromium, probe.as_uri(), tmp_path, "--dump-dom")
+    finally:
+        probe.unlink()
+    m = re.search(r'<pre id="browser-report">(.*?)</pre>', dom, re.S)
+    assert m, "the probe script did not run in the browser"
+    return json.loads(html.unescape(m.group(1)))
+
+
+@pytest.mark.skipif(not NAMES, reason="no step scripts yet")
+def test_browser_shows_a_step_with_code_and_output(site, chromium, tmp_path):
+    page = site / "steps" / f"{NAMES[0]}.html"
+    report = browser_report(chromium, page, tmp_path)
+    code, shown = "\n".join(report["inputs"]), "\n".join(report["outputs"])
+    assert "import dezero_like" in code  # the Colab set-up cell
+    assert "dezero_like " in shown  # ...and what it printed
+    assert "self-check passed" in shown
+    if NAMES[0] == "step01":
+        assert "class Variable" in code
+        assert "same object: True" in shown
+    shot = tmp_path / f"{NAMES[0]}.png"
+    run_browser(chromium, page.as_uri(), tmp_path, f"--screenshot={shot}",
+                "--window-size=1280,1400", "--hide-scrollbars")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_browser_shows_a_rendered_graph_image(site, chromium, tmp_path):
+    pages = [site / "steps" / f"{n}.html" for n in NAMES]
+    with_images = [p for p in pages if output_images(p)]
+    if not with_images:
+        pytest.skip("no step page has an image output yet (graph images start at step 25)")
+    page = with_images[0]
+    report = browser_report(chromium, page, tmp_path)
+    assert report["images"], f"{page.name}: the browser shows no image in the cell outputs"
+    for image in report["images"]:
+        assert image["decoded"], f"{page.name}: image {image['src']} did not load"
+        assert image["width"] > 20 and image["height"] > 20, f"{page.name}: {image} is not visible"
+
+
+if __name__ == "__main__":  # pragma: no cover - handy for a quick local run
+    sys.exit(pytest.main([__file__, "-q"]))
