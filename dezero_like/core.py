@@ -315,13 +315,13 @@ class Variable:
                  retain_graph=False, loss_scale=None):
         """Compute the gradient of this variable with respect to every leaf.
 
-        gradient: the seed dL/d(self); default ones, for scalars and arrays alike.
-        retain_grad: also keep ``.grad`` on intermediate variables still alive.
-        create_graph: record the backward pass itself, so gradients can be
-            differentiated again (implies ``retain_graph``).
-        retain_graph: keep what functions saved, so backward can run again.
-        loss_scale: multiply the seed by this number; leaves remember it in
-            ``loss_scale`` and optimizers divide it out before the update.
+        * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+        * ``retain_grad``: also keep ``.grad`` on intermediate variables still alive.
+        * ``create_graph``: record the backward pass itself, so gradients can be
+          differentiated again (implies ``retain_graph``).
+        * ``retain_graph``: keep what functions saved, so backward can run again.
+        * ``loss_scale``: multiply the seed by this number; leaves remember it in
+          ``loss_scale`` and optimizers divide it out before the update.
         """
         if not self.requires_grad:
             raise RuntimeError(
