@@ -210,8 +210,8 @@ class GraphImage:
     """A rendered graph: the file written, and an SVG that Jupyter shows inline."""
 
     def __init__(self, path, dot_path, svg, renderer):
-        self.path = Path(path)
-        self.dot_path = Path(dot_path)
+        self.path = Path(path).resolve()  # absolute: still right after a chdir
+        self.dot_path = Path(dot_path).resolve()
         self.svg = svg
         self.renderer = renderer
 
