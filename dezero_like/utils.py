@@ -150,3 +150,4 @@ def reshape_sum_backward(gy, x_shape, axis, keepdims):
     if tupled_axis is None and not keepdims and ndim > 0:
         return gy.reshape((1,) * ndim)
     return gy
+from dezero_like.graph import get_dot_graph, plot_dot_graph  # noqa: E402,F401

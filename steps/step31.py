@@ -1,0 +1,118 @@
+# %% [markdown]
+# # Step 31: How `create_graph` works
+#
+# Step 30 showed that a gradient *can* carry a graph. This step opens the
+# mechanism. It is surprisingly small, because of a design decision made long
+# before: **`backward` methods take and return Variables, and compute with
+# differentiable functions**, not with raw arrays.
+#
+# Whether a function call records itself in the graph is decided by one switch,
+# `Config.enable_backprop` (step 19 used it through `no_grad()`). So:
+#
+# * `y.backward()` runs every function's `backward` with the switch **off**:
+#   the `*`, `cos`, ... inside compute values only;
+# * `y.backward(create_graph=True)` runs them with the switch **on**: each of
+#   those calls adds a node, and the gradients come out with a graph.
+#
+# That is all `create_graph` does. We can replay it by hand:
+
+# %%
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+
+x = dz.Variable(np.array(1.0))
+y = F.sin(x)
+sin_fn = y.creator
+seed = dz.Variable(np.array(1.0), requires_grad=False)
+
+with dz.using_config("enable_backprop", False):  # what y.backward() does
+    g_plain = sin_fn.backward(seed)
+with dz.using_config("enable_backprop", True):  # what y.backward(create_graph=True) does
+    g_graph = sin_fn.backward(seed)
+print("switch off:", g_plain, "creator", g_plain.creator)
+print("switch on: ", g_graph, "creator", g_graph.creator)
+
+# %% [markdown]
+# Same value, but only the second one remembers how it was computed.
+#
+# ## Differentiating a gradient
+#
+# For $y = x^4 - 2x^2$:
+# $y' = 4x^3 - 4x$ and $y'' = 12x^2 - 4$, so at $x = 2$: $y' = 24$, $y'' = 44$.
+# The recipe for the second derivative:
+#
+# 1. `y.backward(create_graph=True)`: `x.grad` is $y'$, with a graph;
+# 2. keep it: `gx = x.grad`;
+# 3. **`x.cleargrad()`**: otherwise the next backward *adds* $y''$ to the $y'$
+#    still sitting in `x.grad` (gradients accumulate, step 14);
+# 4. `gx.backward()`: now `x.grad` is $y''$.
+#
+# Forgetting step 3 is the classic mistake, so let us make it once on purpose:
+
+# %%
+def f(x):
+    return x**4 - 2 * x**2
+
+
+x = dz.Variable(np.array(2.0))
+y = f(x)
+y.backward(create_graph=True)
+gx = x.grad
+gx.backward()  # no cleargrad: the second derivative lands on top of the first
+wrong = float(x.grad.data)
+print("without cleargrad:", wrong, "= 24 + 44")
+
+x = dz.Variable(np.array(2.0))
+y = f(x)
+y.backward(create_graph=True)
+gx = x.grad
+x.cleargrad()
+gx.backward()
+right = float(x.grad.data)
+print("with cleargrad:   ", right)
+
+# %% [markdown]
+# ## Keeping the graph for later passes
+#
+# After an ordinary backward the functions drop the arrays they kept for it
+# (step 37 is about that). `create_graph=True` implies keeping them, because the
+# new graph refers back to the old one: here `gx.backward()` went through the
+# `Pow` functions of the forward pass again, as `Pow.backward` uses `x`.
+#
+# And to go further, each pass can itself be recorded: with
+# `gx.backward(create_graph=True)` the second derivative has a graph, a third
+# backward gives $y''' = 24x$, and so on:
+
+# %%
+x = dz.Variable(np.array(2.0))
+y = f(x)
+orders = [float(y.data)]
+g = y
+for _ in range(5):
+    x.cleargrad()
+    g.backward(create_graph=True)
+    g = x.grad
+    orders.append(float(g.data))
+print("f and its first five derivatives at 2:", orders)
+
+# %% [markdown]
+# $f'''' = 24$ is a constant. One more pass gives exactly 0: its graph still
+# goes through `x` (as $24 x^0$, from `Pow.backward`), and the derivative of
+# $x^0$ is $0 \cdot x^{-1} = 0$.
+#
+# ## Exercise
+# With the same recipe, compute the second derivative of $g(x) = x^3 - 5x$
+# at $x = 1.5$ and store it in `g2` (a float). By hand it is $6x = 9$.
+
+# %%
+xg = dz.Variable(np.array(1.5))  # solution:
+yg = xg**3 - 5 * xg
+yg.backward(create_graph=True)
+g1 = xg.grad
+xg.cleargrad()
+g1.backward()
+g2 = float(xg.grad.data)
+assert np.isclose(g2, 9.0), "the second derivative of x^3 - 5x at 1.5 is 9"
+print("self-check passed")

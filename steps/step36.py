@@ -1,0 +1,143 @@
+# %% [markdown]
+# # Step 36: Uses of double backprop
+#
+# Second derivatives are not only for Newton's method. Two uses appear all over
+# modern deep learning, and both need exactly what steps 30–33 built: a
+# gradient that is itself differentiable.
+#
+# 1. **Gradient penalties.** Some losses contain a gradient. The WGAN-GP critic,
+#    for example, is trained to keep the norm of its gradient with respect to
+#    its *input* close to 1, by adding $\lambda(\lVert\nabla_x D(x)\rVert - 1)^2$
+#    to the loss. Training with that loss needs the derivative, with respect to
+#    the weights, of a gradient: double backprop.
+# 2. **Hessian–vector products.** The Hessian $H$ of a function of $n$
+#    variables has $n^2$ entries, far too many to store for a network. But
+#    $Hv$, for a given vector $v$, costs only about two backward passes:
+#    $Hv = \nabla_x\big(\nabla_x f(x) \cdot v\big)$, because $v$ does not
+#    depend on $x$. Optimisers and analysis tools (curvature, eigenvalues of
+#    $H$) are built on it.
+
+# %%
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like.utils import numerical_grad
+
+rng = np.random.default_rng(0)
+
+# %% [markdown]
+# ## 1. A gradient penalty
+#
+# A tiny "critic" $D(x) = \tanh(xW)$ scores a batch of 8 inputs with 3
+# features. The penalty is the mean over the batch of $(\lVert\nabla_{x_i} D\rVert - 1)^2$.
+# Inside `gradient_penalty`, the first backward (with `create_graph=True`)
+# computes $\nabla_x D$ as a graph that depends on $W$; the penalty built from it
+# is then an ordinary function of $W$.
+
+# %%
+X = rng.normal(size=(8, 3))
+W0 = rng.normal(size=(3, 1))
+
+
+def gradient_penalty(W, X=X):
+    x = dz.Variable(X)
+    d = F.tanh(x @ W)
+    d.backward(create_graph=True)  # x.grad = dD/dx, a function of W
+    norms = F.sum(x.grad**2, axis=1) ** 0.5
+    return F.sum((norms - 1) ** 2) / len(X)
+
+
+W = dz.Variable(W0, name="W")
+penalty = gradient_penalty(W)
+W.cleargrad()  # the first backward also gave W a gradient (of D): drop it
+penalty.backward()
+print("penalty:", float(penalty.data))
+print("d penalty / dW by double backprop:", W.grad.data.ravel())
+
+# %% [markdown]
+# Check it twice. The value by hand: row $i$ of $\nabla_x D$ is
+# $(1 - D_i^2) W^\top$, so its norm is $(1 - D_i^2)\lVert W\rVert$. The gradient
+# numerically, by central differences on $W$:
+
+# %%
+D = np.tanh(X @ W0).ravel()
+by_hand = np.mean(((1 - D**2) * np.linalg.norm(W0) - 1) ** 2)
+numerical = numerical_grad(gradient_penalty, W0)
+print("penalty by hand:  ", by_hand)
+print("numerical gradient:", numerical.ravel())
+print("max difference:    ", np.max(np.abs(numerical - W.grad.data)))
+
+# %% [markdown]
+# A few steps of gradient descent on the penalty alone bring every gradient
+# norm towards 1:
+
+# %%
+W = dz.Variable(W0.copy())
+for _ in range(200):
+    p = gradient_penalty(W)
+    W.cleargrad()
+    p.backward()
+    W.data = W.data - 0.1 * W.grad.data
+D = np.tanh(X @ W.data).ravel()
+final_norms = (1 - D**2) * np.linalg.norm(W.data)
+print("penalty after 200 steps:", float(p.data))
+print("gradient norms:", np.round(final_norms, 3))
+
+# %% [markdown]
+# ## 2. Hessian–vector products
+#
+# Take $f(x) = \tfrac12 x^\top A x + \tfrac13\sum_i x_i^3$ for a fixed matrix
+# $A$. By hand: $\nabla f = S x + x^2$ with $S = (A + A^\top)/2$, and the Hessian is
+# $H = S + \mathrm{diag}(2x)$. With the framework:
+#
+# 1. `y.backward(create_graph=True)` gives $g = \nabla f$ with a graph;
+# 2. $s = g \cdot v$ (a number; $v$ is a constant);
+# 3. `x.cleargrad(); s.backward()` gives $\nabla_x s = Hv$.
+
+# %%
+n = 5
+A = rng.normal(size=(n, n))
+x_value = rng.normal(size=n)
+
+
+def f(x):
+    return 0.5 * F.sum(x * (A @ x)) + F.sum(x**3) / 3
+
+
+def hvp(x_value, v):
+    """Hessian of f at x_value times v, by double backprop."""
+    x = dz.Variable(x_value)
+    y = f(x)
+    y.backward(create_graph=True)
+    g = x.grad
+    x.cleargrad()
+    F.sum(g * v).backward()
+    return x.grad.data
+
+
+v = rng.normal(size=n)
+H = (A + A.T) / 2 + np.diag(2 * x_value)
+print("Hv by double backprop:", np.round(hvp(x_value, v), 6))
+print("Hv by hand:           ", np.round(H @ v, 6))
+
+# %% [markdown]
+# With the unit vectors as $v$, $n$ products give the whole Hessian, one column
+# each. That is how to get a full Hessian when $n$ is small:
+
+# %%
+H_auto = np.stack([hvp(x_value, e) for e in np.eye(n)], axis=1)
+print("full Hessian matches:", np.allclose(H_auto, H, rtol=1e-12, atol=1e-12))
+print("symmetric:", np.allclose(H_auto, H_auto.T))
+
+# %% [markdown]
+# ## Exercise
+# The *curvature of f along a direction* $u$ (a unit vector) is $u^\top H u$.
+# Compute it with one Hessian–vector product for $u = (1, 1, 1, 1, 1)/\sqrt 5$
+# at `x_value`, and store it in `curvature`.
+
+# %%
+u = np.ones(n) / np.sqrt(n)  # solution:
+curvature = float(u @ hvp(x_value, u))
+assert np.isclose(curvature, u @ H @ u), "curvature = u . (H u)"
+print("self-check passed")

@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.functions as F
+
+
+def test_second_backward_raises_a_clear_error(load_step):
+    msg = load_step(37).error_message
+    assert "freed" in msg and "retain_graph=True" in msg and "Pow" in msg
+
+
+def test_retain_graph_allows_a_second_pass_and_grads_accumulate(load_step):
+    step = load_step(37)
+    assert step.first == 12.0 and step.x.grad.data == 24.0
+    x = dz.Variable(np.array(0.5))
+    y = F.tanh(x) * x
+    y.backward(retain_graph=True)
+    y.backward(retain_graph=True)
+    y.backward()
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        y.backward()
+    expected = 3 * (np.tanh(0.5) + 0.5 * (1 - np.tanh(0.5) ** 2))
+    assert np.isclose(x.grad.data, expected)
+
+
+def test_multi_task_losses_sum_into_shared_parameters(load_step):
+    step = load_step(37)
+    assert np.allclose(step.grad_two_calls, step.W_sum.grad.data, rtol=1e-12, atol=1e-15)
+    assert not np.allclose(step.grad_after_loss1, step.grad_two_calls)
+    # and each head's gradient alone, from a fresh graph, adds up to the same
+    W1 = dz.Variable(step.W_init.copy())
+    step.two_losses(W1)[1].backward()
+    assert np.allclose(step.grad_after_loss1 + W1.grad.data, step.grad_two_calls)
+    assert step.W.grad is None  # cleared at the end of the demo
+
+
+def test_shared_trunk_without_retain_graph_fails(load_step):
+    msg = load_step(37).trunk_error
+    assert "second time" in msg and ("Tanh" in msg or "MatMul" in msg)
+
+
+def test_release_frees_the_saved_arrays(load_step):
+    step = load_step(37)
+    assert step.kept > 15 and step.freed < 4
+
+
+def test_demo_output(load_step):
+    out = load_step(37).output
+    assert "two backward calls == one backward of the sum: True" in out
+    assert "accumulated: True" in out and "self-check passed" in out

@@ -1,0 +1,176 @@
+"""Graph drawing: DOT text, and real images from each renderer (system dot, graphviz-pure)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like import graph
+from dezero_like.utils import get_dot_graph, plot_dot_graph
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+HAVE_DOT = shutil.which("dot") is not None
+HAVE_PURE = graph._installed_command(graph.FALLBACK_PROGRAM) is not None or bool(
+    shutil.which(graph.FALLBACK_PROGRAM)
+)
+
+
+def small_graph():
+    x = dz.Variable(np.ones((2, 3), np.float32), name="x")
+    W = dz.Variable(np.ones((3, 1), np.float32), name="W")
+    y = F.tanh(x @ W) * 2.0
+    y.name = "y"
+    return x, W, y
+
+
+def nodes_and_edges(dot):
+    nodes = dict(re.findall(r"^\s*(\w+) \[label=\"(.*?)\"", dot, re.M))
+    edges = re.findall(r"^\s*(\w+) -> (\w+);", dot, re.M)
+    return nodes, edges
+
+
+def test_dot_text_has_variables_functions_edges_and_verbose_labels():
+    x, W, y = small_graph()
+    dot = get_dot_graph(y)
+    assert dot.startswith("digraph g {") and dot.rstrip().endswith("}")
+    nodes, edges = nodes_and_edges(dot)
+    labels = set(nodes.values())
+    assert {"x: (2, 3) float32", "W: (3, 1) float32", "y: (2, 1) float32"} <= labels
+    assert {"MatMul", "Tanh", "Mul"} <= labels
+    assert "2: () float32" in labels  # the unnamed constant shows its value
+    key = {v: k for k, v in nodes.items()}
+    # variables and functions look different; constants are grey
+    assert "shape=box" in re.search(rf"{key['MatMul']} \[.*\]", dot).group()
+    assert "shape=ellipse" in re.search(rf"{key['x: (2, 3) float32']} \[.*\]", dot).group()
+    assert "#dddddd" in re.search(rf"{key['2: () float32']} \[.*\]", dot).group()
+    assert (key["x: (2, 3) float32"], key["MatMul"]) in edges
+    assert (key["W: (3, 1) float32"], key["MatMul"]) in edges
+    assert (key["Mul"], key["y: (2, 1) float32"]) in edges
+    assert len(edges) == 3 + 2 + 3  # MatMul: 2 in 1 out; Tanh: 1 in 1 out; Mul: 2 in 1 out
+    assert len(nodes) == 3 + 6  # 3 functions; x, W, h, t, constant 2, y
+
+
+def test_non_verbose_has_names_only():
+    _, _, y = small_graph()
+    dot = get_dot_graph(y, verbose=False)
+    assert 'label="x"' in dot and 'label="y"' in dot
+    assert "float32" not in dot
+
+
+def test_intermediate_variable_is_one_node_even_with_stand_ins():
+    # x*x keeps x (a leaf); h = exp(x) is used twice by Mul, which keeps data-less
+    # stand-ins of h: they must be drawn as one node, with its name if h is alive
+    x = dz.Variable(np.array([1.0, 2.0]), name="x")
+    h = F.exp(x)
+    h.name = "h"
+    y = F.sin(h) + F.cos(h)
+    nodes, edges = nodes_and_edges(get_dot_graph(y))
+    h_keys = [k for k, v in nodes.items() if v.startswith("h")]
+    assert len(h_keys) == 1 and nodes[h_keys[0]] == "h: (2,) float64"
+    assert sum(1 for a, _ in edges if a == h_keys[0]) == 2
+    del h  # now only stand-ins remain: still one node, without a shape
+    nodes2, _ = nodes_and_edges(get_dot_graph(y))
+    assert len(nodes2) == len(nodes)
+
+
+def test_graph_after_backward_still_draws():
+    x, W, y = small_graph()
+    before = get_dot_graph(y)
+    y.backward()
+    assert get_dot_graph(y) == before
+
+
+def test_leaf_alone_and_bad_input():
+    x = dz.Variable(np.array(1.0), name="x")
+    nodes, edges = nodes_and_edges(get_dot_graph(x))
+    assert list(nodes.values()) == ["x: () float64"] and edges == []
+    with pytest.raises(TypeError, match="expects a Variable"):
+        get_dot_graph(np.array(1.0))
+
+
+def test_label_is_escaped():
+    x = dz.Variable(np.array(1.0), name='say "hi" \\ bye')
+    assert 'label="say \\"hi\\" \\\\ bye: () float64"' in get_dot_graph(x)
+
+
+def check_image(path, fmt, names):
+    data = path.read_bytes()
+    if fmt == "png":
+        assert data.startswith(PNG_MAGIC)
+        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+        assert width > 50 and height > 100
+    elif fmt == "svg":
+        text = data.decode()
+        assert "<svg" in text
+        for name in names:
+            assert name in text
+    else:
+        assert data.startswith(b"%PDF")
+
+
+@pytest.mark.skipif(not HAVE_DOT, reason="system Graphviz (dot) is not installed")
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_renders_with_system_graphviz(tmp_path, fmt):
+    _, _, y = small_graph()
+    image = plot_dot_graph(y, to_file=tmp_path / f"g.{fmt}")
+    assert image.renderer == "dot"  # auto prefers the system Graphviz
+    check_image(image.path, fmt, ["x: (2, 3) float32", "MatMul"])
+    assert (tmp_path / "g.dot").read_text() == get_dot_graph(y)
+    assert "x: (2, 3) float32" in image._repr_svg_()
+
+
+@pytest.mark.skipif(not HAVE_PURE, reason="graphviz-pure (pip install graphviz-pure) is missing")
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_falls_back_to_graphviz_pure_without_dot_on_path(tmp_path, monkeypatch, fmt):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # no system dot can be found
+    _, _, y = small_graph()
+    image = plot_dot_graph(y, to_file=tmp_path / f"g.{fmt}")
+    assert image.renderer == "graphviz-pure"
+    check_image(image.path, fmt, ["x: (2, 3) float32", "MatMul"])
+    assert "W: (3, 1) float32" in image._repr_svg_()
+
+
+@pytest.mark.skipif(not HAVE_PURE, reason="graphviz-pure (pip install graphviz-pure) is missing")
+def test_renderer_can_be_chosen(tmp_path):
+    _, _, y = small_graph()
+    image = plot_dot_graph(y, to_file=tmp_path / "g.svg", renderer="graphviz-pure")
+    assert image.renderer == "graphviz-pure"
+    with pytest.raises(ValueError, match="renderer must be"):
+        plot_dot_graph(y, to_file=tmp_path / "g.svg", renderer="neato")
+
+
+def test_no_renderer_is_a_clear_error_and_the_dot_file_is_kept(tmp_path, monkeypatch):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    # as if graphviz-pure had not been installed: its distribution is not found
+    monkeypatch.setattr(graph, "FALLBACK_PROGRAM", "graphviz-pure-not-installed")
+    _, _, y = small_graph()
+    with pytest.raises(graph.RendererNotFoundError) as info:
+        plot_dot_graph(y, to_file=tmp_path / "out" / "g.png")
+    message = str(info.value)
+    assert "apt-get install graphviz" in message and "pip install" in message
+    assert "g.dot" in message
+    assert (tmp_path / "out" / "g.dot").read_text() == get_dot_graph(y)
+    assert not (tmp_path / "out" / "g.png").exists()
+
+
+@pytest.mark.skipif(not (HAVE_DOT or HAVE_PURE), reason="no DOT renderer installed")
+def test_renderer_failure_reports_its_error(tmp_path, monkeypatch):
+    name, program = graph.find_renderer()
+    (tmp_path / "bad.dot").write_text("digraph { this is not dot")
+    with pytest.raises(graph.RenderError, match="failed"):
+        graph._run(program, ["-Tsvg", str(tmp_path / "bad.dot")])
+
+
+def test_unknown_extension_is_rejected(tmp_path):
+    _, _, y = small_graph()
+    with pytest.raises(ValueError, match=r"\.png, \.svg or \.pdf"):
+        plot_dot_graph(y, to_file=tmp_path / "g.jpeg")
