@@ -7,6 +7,8 @@ Two chains of DEPTH functions on one large array x:
 
 * ``affine``: y = y * c + d, with scalar parameters c and d (Mul keeps its
   input y, since dL/dc needs it; Add keeps nothing);
+* ``const``: y = y * c + d with Python-number constants (Mul keeps only c,
+  so the graph holds no copy of y: peak memory stays near a few arrays);
 * ``tanh``: y = tanh(y) (Tanh keeps its output).
 
 Each combination of retain_graph and retain_grad runs in a fresh child process
@@ -80,7 +82,12 @@ def run_dezero(chain, size, depth, retain_graph, retain_grad):
     tracemalloc.reset_peak()
     y, intermediates = x, []
     for _ in range(depth):
-        y = y * c + d if chain == "affine" else F.tanh(y)
+        if chain == "affine":
+            y = y * c + d
+        elif chain == "const":
+            y = y * 0.99 + 0.01
+        else:
+            y = F.tanh(y)
         if retain_grad:
             intermediates.append(y)  # held, to read their .grad afterwards
     loss = F.sum(y)
@@ -108,7 +115,12 @@ def run_torch(chain, size, depth, retain_graph, retain_grad):
     can_peak = _reset_peak_rss()
     y, intermediates = x, []
     for _ in range(depth):
-        y = y * c + d if chain == "affine" else torch.tanh(y)
+        if chain == "affine":
+            y = y * c + d
+        elif chain == "const":
+            y = y * 0.99 + 0.01
+        else:
+            y = torch.tanh(y)
         if retain_grad:
             y.retain_grad()
             intermediates.append(y)
@@ -203,7 +215,7 @@ def main(argv=None):
     print("-" * len(header))
     start = time.perf_counter()
     for framework in frameworks:
-        for chain in ("affine", "tanh"):
+        for chain in ("affine", "const", "tanh"):
             for rg in (False, True):
                 for rgrad in (False, True):
                     r = measure(ctx, framework, chain, args.size, args.depth, rg, rgrad)
