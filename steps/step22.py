@@ -15,8 +15,8 @@
 # | `Div` | $x_0 / x_1$ | $1/x_1$ | $-x_0/x_1^2$ |
 # | `Pow` | $x^c$ ($c$ a constant) | $c\,x^{c-1}$ | |
 #
-# **Constants become variables.** `Function.__call__` now wraps every input that
-# is not a `Variable` (a number or an ndarray) with `as_variable`, so every
+# **Constants become variables.** `Function.__call__` now accepts numbers and
+# ndarrays besides `Variable`s, and wraps them with `as_variable`, so every
 # function accepts constants, not only the operators.
 #
 # **The reflected operators.** For `2.0 - x`, Python first asks the float:
@@ -31,6 +31,11 @@
 # a class that only defines `__rmul__`:
 
 # %%
+import contextlib
+import heapq
+import itertools
+import weakref
+
 import numpy as np
 
 
@@ -59,17 +64,11 @@ print("with opt-out:   ", repr(np.array([1.0, 2.0]) * OptedOut()))
 # the variable it is combined with (`like`). An ndarray keeps its own dtype, as
 # in NumPy.
 #
-# The changes to the framework are marked `new`.
+# In `Variable`, the only change is `__array_ufunc__ = None`.
 
 # %%
-import contextlib
-import heapq
-import itertools
-import weakref
-
-
 class Config:
-    """Global switches. enable_backprop: build the graph on every function call."""
+    """Global switches. enable_backprop: record the graph on every function call."""
 
     enable_backprop = True
 
@@ -86,14 +85,14 @@ def using_config(name, value):
 
 
 def no_grad():
-    """with no_grad(): compute values only, no graph (inference, updates)."""
+    """with no_grad(): compute values only, without a graph (inference, updates)."""
     return using_config("enable_backprop", False)
 
 
 class Variable:
-    """A box around a NumPy array that remembers the function that created it."""
+    """A box around a NumPy array."""
 
-    __array_ufunc__ = None  # new: ndarray (op) Variable hands over to Variable's operator
+    __array_ufunc__ = None  # ndarray (op) Variable: NumPy steps aside for Variable's operator
 
     def __init__(self, data, name=None):
         if data is not None and not isinstance(data, np.ndarray):
@@ -102,12 +101,11 @@ class Variable:
                 "wrap it with np.array(...) first"
             )
         self.data = data
-        self.name = name  # a label for printing and, later, for graph pictures
-        self.grad = None
-        self.creator = None
-        self.generation = 0  # leaves are generation 0
+        self.name = name  # a label for printing and, later, for pictures of graphs
+        self.grad = None  # dy/d(this variable), filled in by backprop
+        self.creator = None  # the Function that made this variable (None for inputs)
+        self.generation = 0  # depth in the graph: inputs are generation 0
 
-    # what a NumPy user expects of an array
     @property
     def shape(self):
         return self.data.shape
@@ -138,7 +136,7 @@ class Variable:
         self.generation = func.generation + 1  # one more than its creator
 
     def cleargrad(self):
-        """Forget the gradient, so the next backward starts from zero."""
+        """Forget the gradient, so that the next backward starts from zero."""
         self.grad = None
 
     def accumulate_grad(self, gx):
@@ -146,51 +144,62 @@ class Variable:
         if self.grad is None:
             self.grad = gx
         else:
-            self.grad = self.grad + gx  # a NEW array: never write into one that may be shared
+            self.grad = as_array(self.grad + gx)  # a NEW array: never write into a shared one
 
     def backward(self, retain_grad=False):
-        if self.grad is None:
-            self.grad = np.ones_like(self.data)
+        """Fill in the grad of every variable this one was computed from (with a loop).
 
-        funcs = []  # a heap of (-generation, arrival number, function)
-        seen = set()
-        arrivals = itertools.count()  # 0, 1, 2, ... breaks ties in arrival order
+        Only the inputs (leaves) keep their grads, unless ``retain_grad=True``.
+        """
+        if self.grad is None:
+            self.grad = np.ones_like(self.data)  # dy/dy = 1 for every element
+        funcs = []  # still to visit: a heap of (-generation, arrival number, function)
+        seen = set()  # the functions queued so far
+        arrivals = itertools.count()  # 0, 1, 2, ...: breaks ties in arrival order
 
         def add_func(f):
             if f not in seen:  # queue each function once
                 heapq.heappush(funcs, (-f.generation, next(arrivals), f))
                 seen.add(f)
 
-        add_func(self.creator)
+        if self.creator is not None:
+            add_func(self.creator)
         while funcs:
-            f = heapq.heappop(funcs)[2]  # the highest generation, first come first
-            gys = [output().grad for output in f.outputs]  # output() follows the weakref
-            gxs = f.backward(*gys)
+            f = heapq.heappop(funcs)[2]  # 1. the next function: highest generation, first come
+            gys = [output().grad for output in f.outputs]  # 2. output() follows the weakref
+            gxs = f.backward(*gys)  # 3. one step of the chain rule: one grad per input
             if not isinstance(gxs, tuple):
-                gxs = (gxs,)
-            for x, gx in zip(f.inputs, gxs):
-                x.accumulate_grad(gx)
+                gxs = (gxs,)  # a single gradient may be returned without a tuple
+            for x, gx in zip(f.inputs, gxs):  # each input gets its own gradient
+                x.accumulate_grad(as_array(gx))  # one method decides how gradients add up
                 if x.creator is not None:
-                    add_func(x.creator)
-
-            if not retain_grad:  # f has used its outputs' grads; drop them
+                    add_func(x.creator)  # 4. and continue from x
+            if not retain_grad:
                 for output in f.outputs:
-                    output().grad = None
+                    output().grad = None  # f has used its outputs' grads: free them
 
-def as_array(x, like=None):  # new: like
-    """Turn a number into a 0-d array; arrays pass through unchanged.
+
+# %% [markdown]
+# `as_array` learns `like`, `as_variable` wraps constants, and
+# `Function.__call__` accepts arrays and numbers and wraps them. The new
+# functions come next to `Mul`, their wrappers next to `mul`, and the operators
+# at the end.
+
+# %%
+def as_array(x, like=None):
+    """Return ``x`` as an ndarray: NumPy scalars (np.float64, ...) become 0-d arrays.
 
     A Python int or float takes the dtype of ``like`` when that is a floating
     array, so that float32 data combined with 2.0 stays float32.
     """
-    if isinstance(x, np.ndarray):
-        return x
-    if like is not None and like.dtype.kind == "f" and type(x) in (int, float):
-        return np.array(x, dtype=like.dtype)
-    return np.array(x)
+    if np.isscalar(x):
+        if like is not None and like.dtype.kind == "f" and type(x) in (int, float):
+            return np.array(x, dtype=like.dtype)
+        return np.array(x)
+    return x
 
 
-def as_variable(obj, like=None):  # new
+def as_variable(obj, like=None):
     """Return obj if it is a Variable, else wrap it (a number or an ndarray) in one."""
     if isinstance(obj, Variable):
         return obj
@@ -198,33 +207,45 @@ def as_variable(obj, like=None):  # new
 
 
 class Function:
-    """Base class: ``forward`` works on arrays, ``__call__`` wraps them in Variables."""
+    """Base class of every function: Variables in, new Variables out.
+
+    Subclasses implement ``forward(x0, x1, ...)``, which receives arrays and
+    returns an array or a tuple of arrays, and ``backward(gy0, ...)``, which turns
+    dy/d(each output) into dy/d(each input). One output is returned as a bare Variable,
+    several as a list.
+    """
 
     def __call__(self, *inputs):
-        like = next((x.data for x in inputs if isinstance(x, Variable)), None)  # new
-        inputs = [as_variable(x, like) for x in inputs]  # new: numbers, arrays -> Variables
-        xs = [x.data for x in inputs]
-        ys = self.forward(*xs)
+        for var in inputs:
+            if not isinstance(var, (Variable, np.ndarray, np.number, int, float)):
+                raise TypeError(
+                    f"{type(self).__name__} takes Variables, arrays or numbers, got "
+                    f"{type(var).__name__}; pass them as f(x0, x1)"
+                )
+        like = next((var.data for var in inputs if isinstance(var, Variable)), None)
+        inputs = [as_variable(var, like) for var in inputs]  # numbers, arrays -> Variables
+        xs = [var.data for var in inputs]  # take the arrays out of their boxes
+        ys = self.forward(*xs)  # compute on plain arrays: forward(x0, x1, ...)
         if not isinstance(ys, tuple):
-            ys = (ys,)
-        outputs = [Variable(as_array(y)) for y in ys]
+            ys = (ys,)  # one result may be returned without a tuple
+        outputs = [Variable(as_array(y)) for y in ys]  # put the results into new boxes
         if Config.enable_backprop:  # record the graph only when asked to
-            self.generation = max([x.generation for x in inputs])
+            self.generation = max(var.generation for var in inputs)  # the deepest input
             for output in outputs:
-                output.set_creator(self)
-            self.inputs = inputs
-            self.outputs = [weakref.ref(output) for output in outputs]
+                output.set_creator(self)  # each output remembers where it came from
+            self.inputs = inputs  # remembered for backward
+            self.outputs = [weakref.ref(output) for output in outputs]  # not owned: no cycle
         return outputs if len(outputs) > 1 else outputs[0]
 
     def forward(self, *xs):
-        raise NotImplementedError()
+        raise NotImplementedError(f"{type(self).__name__} must implement forward(x0, ...)")
 
     def backward(self, *gys):
-        raise NotImplementedError()
+        raise NotImplementedError(f"{type(self).__name__} must implement backward(gy0, ...)")
 
 
 class Square(Function):
-    """y = x**2; dy/dx = 2x."""
+    """y = x ** 2, element by element; dy/dx = 2x."""
 
     def forward(self, x):
         return x**2
@@ -235,7 +256,7 @@ class Square(Function):
 
 
 class Exp(Function):
-    """y = exp(x); dy/dx = exp(x)."""
+    """y = e ** x, element by element; dy/dx = e ** x."""
 
     def forward(self, x):
         return np.exp(x)
@@ -246,44 +267,28 @@ class Exp(Function):
 
 
 class Add(Function):
-    """y = x0 + x1; dy/dx0 = dy/dx1 = 1."""
+    """y = x0 + x1, element by element; dy/dx0 = dy/dx1 = 1."""
 
     def forward(self, x0, x1):
         return x0 + x1
 
     def backward(self, gy):
-        return gy, gy
+        return gy, gy  # one gradient per input, both passed on unchanged
 
 
 class Mul(Function):
-    """y = x0 * x1; dy/dx0 = x1, dy/dx1 = x0."""
+    """y = x0 * x1, element by element; dy/dx0 = x1, dy/dx1 = x0."""
 
     def forward(self, x0, x1):
         return x0 * x1
 
     def backward(self, gy):
         x0, x1 = self.inputs[0].data, self.inputs[1].data
-        return gy * x1, gy * x0
+        return gy * x1, gy * x0  # each input's gradient uses the other input
 
 
-def square(x):
-    return Square()(x)
-
-
-def exp(x):
-    return Exp()(x)
-
-
-def add(x0, x1):
-    return Add()(x0, x1)
-
-
-def mul(x0, x1):
-    return Mul()(x0, x1)
-
-
-class Neg(Function):  # new
-    """y = -x; dy/dx = -1."""
+class Neg(Function):
+    """y = -x, element by element; dy/dx = -1."""
 
     def forward(self, x):
         return -x
@@ -292,8 +297,8 @@ class Neg(Function):  # new
         return -gy
 
 
-class Sub(Function):  # new
-    """y = x0 - x1; dy/dx0 = 1, dy/dx1 = -1."""
+class Sub(Function):
+    """y = x0 - x1, element by element; dy/dx0 = 1, dy/dx1 = -1."""
 
     def forward(self, x0, x1):
         return x0 - x1
@@ -302,8 +307,8 @@ class Sub(Function):  # new
         return gy, -gy
 
 
-class Div(Function):  # new
-    """y = x0 / x1; dy/dx0 = 1/x1, dy/dx1 = -x0/x1**2."""
+class Div(Function):
+    """y = x0 / x1, element by element; dy/dx0 = 1 / x1, dy/dx1 = -x0 / x1 ** 2."""
 
     def forward(self, x0, x1):
         return x0 / x1
@@ -313,8 +318,8 @@ class Div(Function):  # new
         return gy / x1, gy * (-x0 / x1**2)
 
 
-class Pow(Function):  # new
-    """y = x**c for a constant number c; dy/dx = c * x**(c-1)."""
+class Pow(Function):
+    """y = x ** c for a constant number c, element by element; dy/dx = c x ** (c - 1)."""
 
     def __init__(self, c):
         self.c = c
@@ -327,40 +332,129 @@ class Pow(Function):  # new
         return self.c * x ** (self.c - 1) * gy
 
 
-def neg(x):  # new
+def square(x):
+    """x ** 2 of a Variable (creates a Square function and calls it)."""
+    return Square()(x)
+
+
+def exp(x):
+    """e ** x of a Variable (creates an Exp function and calls it)."""
+    return Exp()(x)
+
+
+def add(x0, x1):
+    """x0 + x1 of two Variables (creates an Add function and calls it)."""
+    return Add()(x0, x1)
+
+
+def mul(x0, x1):
+    """x0 * x1 of two Variables (creates a Mul function and calls it)."""
+    return Mul()(x0, x1)
+
+
+def neg(x):
+    """-x of a Variable (creates a Neg function and calls it)."""
     return Neg()(x)
 
 
-def sub(x0, x1):  # new
+def sub(x0, x1):
+    """x0 - x1 (creates a Sub function and calls it)."""
     return Sub()(x0, x1)
 
 
-def rsub(x0, x1):  # new: 2.0 - x calls x.__rsub__(2.0), that is rsub(x, 2.0)
+def rsub(x0, x1):
+    """x1 - x0: 2.0 - x calls x.__rsub__(2.0), that is rsub(x, 2.0)."""
     return Sub()(x1, x0)
 
 
-def div(x0, x1):  # new
+def div(x0, x1):
+    """x0 / x1 (creates a Div function and calls it)."""
     return Div()(x0, x1)
 
 
-def rdiv(x0, x1):  # new: 2.0 / x calls rdiv(x, 2.0)
+def rdiv(x0, x1):
+    """x1 / x0: 2.0 / x calls x.__rtruediv__(2.0), that is rdiv(x, 2.0)."""
     return Div()(x1, x0)
 
 
-def pow(x, c):  # new
+def pow(x, c):
+    """x ** c for a constant number c (creates a Pow function and calls it)."""
     return Pow(c)(x)
 
 
 Variable.__add__ = add  # a + b calls add(a, b)
-Variable.__radd__ = add  # new: 2.0 + a calls a.__radd__(2.0)
+Variable.__radd__ = add  # 2.0 + a calls a.__radd__(2.0), that is add(a, 2.0)
 Variable.__mul__ = mul  # a * b calls mul(a, b)
-Variable.__rmul__ = mul  # new
-Variable.__neg__ = neg  # new
-Variable.__sub__ = sub  # new
-Variable.__rsub__ = rsub  # new
-Variable.__truediv__ = div  # new
-Variable.__rtruediv__ = rdiv  # new
-Variable.__pow__ = pow  # new
+Variable.__rmul__ = mul
+Variable.__neg__ = neg
+Variable.__sub__ = sub
+Variable.__rsub__ = rsub
+Variable.__truediv__ = div
+Variable.__rtruediv__ = rdiv
+Variable.__pow__ = pow
+
+
+# %% [markdown]
+# The central difference of step 04 stays as our reference.
+
+# %%
+def numerical_diff(f, x, eps=1e-4):
+    """Derivative of ``f`` at ``x`` by the central difference.
+
+    f'(x) ~ (f(x + eps) - f(x - eps)) / (2 eps); the error shrinks like eps**2
+    until rounding errors (about 1e-16 / eps) take over.
+    """
+    y_plus = f(Variable(x.data + eps))
+    y_minus = f(Variable(x.data - eps))
+    return (y_plus.data - y_minus.data) / (2 * eps)
+
+
+# %% [markdown]
+# And the gradient checker of step 10 comes along unchanged.
+
+# %%
+def gradient_check(f, x, eps=1e-4, rtol=1e-5, atol=1e-8):
+    """Check backprop's gradient of sum(f(x)) against central differences.
+
+    ``f`` maps a Variable to a Variable; ``x`` is a float64 ndarray. Element i
+    of the numerical gradient is (S(x + eps e_i) - S(x - eps e_i)) / (2 eps)
+    with S = sum(f(.)). Returns True when all elements agree within
+    |backprop - numerical| <= atol + rtol * |numerical|; otherwise raises
+    AssertionError naming the function, the input shape and the worst element.
+    """
+    if not isinstance(x, np.ndarray) or x.dtype != np.float64:
+        got = f"ndarray of {x.dtype}" if isinstance(x, np.ndarray) else type(x).__name__
+        raise TypeError(
+            f"gradient_check needs a float64 ndarray, got {got}; "
+            "use np.asarray(x, dtype=np.float64)"
+        )
+    name = getattr(f, "__name__", type(f).__name__)
+    v = Variable(x.copy())
+    f(v).backward()
+    backprop = v.grad
+    if backprop is None or backprop.shape != x.shape:
+        shape = None if backprop is None else backprop.shape
+        raise AssertionError(f"{name}: backprop gave grad of shape {shape}, input is {x.shape}")
+
+    numerical = np.empty_like(x)
+    for idx in np.ndindex(x.shape):  # one element at a time
+        nudged = x.copy()
+        nudged[idx] = x[idx] + eps
+        plus = f(Variable(nudged)).data.sum()
+        nudged = x.copy()
+        nudged[idx] = x[idx] - eps
+        minus = f(Variable(nudged)).data.sum()
+        numerical[idx] = (plus - minus) / (2 * eps)
+
+    excess = np.abs(backprop - numerical) - (atol + rtol * np.abs(numerical))
+    if np.any(excess > 0):
+        worst = tuple(int(i) for i in np.unravel_index(np.argmax(excess), x.shape))
+        raise AssertionError(
+            f"gradient check failed for {name} on input of shape {x.shape}: "
+            f"{np.count_nonzero(excess > 0)} of {x.size} elements differ; worst at index "
+            f"{worst}: backprop {backprop[worst]:.6g}, numerical {numerical[worst]:.6g}"
+        )
+    return True
 
 
 # %% [markdown]
@@ -386,7 +480,9 @@ for text, make in [("-x", lambda x: -x), ("2.0 - x", lambda x: 2.0 - x),
 # ## Checking against numerical differentiation
 #
 # A formula using every operator, $f(x) = \frac{(x - 2)^3}{x} - 1.5x + 4$,
-# compared with central differences at a few points:
+# compared with central differences (`numerical_diff`) at three points at once
+# (every operator works element by element), and
+# with the gradient checker on an array:
 
 
 # %%
@@ -394,15 +490,13 @@ def f(x):
     return (x - 2) ** 3 / x - 1.5 * x + 4
 
 
-for v in [0.5, 1.0, 3.0]:
-    x = Variable(np.array(v))
-    y = f(x)
-    y.backward()
-    eps = 1e-6
-    numerical = (f(Variable(np.array(v + eps))).data - f(Variable(np.array(v - eps))).data) / (
-        2 * eps
-    )
-    print(f"x = {v}: backprop {float(x.grad):.8f}, numerical {float(numerical):.8f}")
+x = Variable(np.array([0.5, 1.0, 3.0]))
+y = f(x)
+y.backward()
+numerical = numerical_diff(f, x)
+for v, g, n in zip(x.data, x.grad, numerical):
+    print(f"x = {v}: backprop {g:.8f}, numerical {n:.8f}")
+print("gradient check:", gradient_check(f, np.array([[0.5, 1.0, 3.0], [1.5, 2.5, 4.0]])))
 
 # %% [markdown]
 # ## Dtypes are kept
