@@ -9,7 +9,7 @@
 variable(8.0)
 """
 
-from dezero_like import cuda, functions, utils  # noqa: E402  (after core on purpose)
+from dezero_like import cuda, functions, layers, models, optimizers, utils  # noqa: E402
 from dezero_like.core import (
     Config,
     Function,
@@ -26,5 +26,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Config", "Function", "Parameter", "Variable", "as_array", "as_variable", "no_grad",
-    "test_mode", "using_config", "cuda", "functions", "utils", "__version__",
+    "test_mode", "using_config", "cuda", "functions", "layers", "models", "optimizers", "utils",
+    "__version__",
 ]
