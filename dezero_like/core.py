@@ -308,7 +308,8 @@ class Variable:
                 )
             seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
         if loss_scale is not None:
-            seed = seed * as_array(loss_scale, like=seed)
+            # a 0-d seed times a 0-d scale is a NumPy scalar: as_array makes it an array again
+            seed = as_array(seed * as_array(loss_scale, like=seed))
         return Variable(seed, requires_grad=False)
 
     def backward(self, gradient=None, retain_grad=False, create_graph=False,
@@ -356,10 +357,20 @@ def _make_variable(data, requires_grad):
     return v
 
 
+def _add_grads(a, b):
+    """a + b for two gradients, as a new object (never ``+=``: see step 15).
+
+    With create_graph the sum must be differentiable, so it is a recorded Add;
+    otherwise the arrays are added directly, which is faster and keeps the
+    sum out of function hooks' view.
+    """
+    if Config.enable_backprop:
+        return a + b
+    return _make_variable(a.data + b.data, False)
+
+
 def _accumulate_leaf(x, gx, loss_scale):
-    # x.grad = x.grad + gx makes a new object: never `+=`, which would write
-    # into an array that another variable's grad may share (step 15).
-    x.grad = gx if x.grad is None else x.grad + gx
+    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
     if loss_scale is not None:
         x.loss_scale = loss_scale
 
@@ -440,7 +451,7 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
                         count += 1
                         heappush(heap, (-c.generation, count, c))
                 i = x.index
-                slots[i] = gx if slots[i] is None else slots[i] + gx
+                slots[i] = gx if slots[i] is None else _add_grads(slots[i], gx)
             if not retain_graph:
                 f.release()
     finally:  # an exception left work queued: forget it
@@ -573,7 +584,7 @@ class Function:
                 first[key] = i
             elif gxs[i] is not None:
                 j = first[key]
-                gxs[j] = gxs[i] if gxs[j] is None else gxs[j] + gxs[i]
+                gxs[j] = gxs[i] if gxs[j] is None else _add_grads(gxs[j], gxs[i])
                 gxs[i] = None
         return tuple(gxs)
 

@@ -1,0 +1,160 @@
+# %% [markdown]
+# # Step 63: Seeding backward, and variables that do not require grad
+#
+# Stage 6 looks at how industrial frameworks (PyTorch, Chainer) run
+# backpropagation, and at the small decisions that make their engines safe and
+# cheap. We start with the two ends of a backward pass:
+#
+# * **where it starts**: `y.backward()` needs a first gradient, the *seed*
+#   $\partial L / \partial y$. So far it was always "ones". Here we pass our own.
+# * **where it stops**: a variable created with `requires_grad=False` is a
+#   constant. No gradient flows into it, and a function whose inputs are all
+#   constants records no graph at all.
+
+# %%
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+
+# %% [markdown]
+# ## The seed is a vector–Jacobian product
+#
+# For a non-scalar output $y = f(x)$ with Jacobian $J = \partial y / \partial x$,
+# backprop never builds $J$. It pushes a vector $v$ (shaped like $y$) backwards
+# and lands on $x.\mathrm{grad} = v^\top J$, the *vector–Jacobian product*.
+# Choosing $v$ is choosing which scalar we differentiate: $v^\top J$ is the
+# gradient of $L = \sum_i v_i y_i$.
+#
+# DeZero's rule, which we keep: without a seed, $v$ is all ones, i.e. the
+# gradient of `y.sum()`. `backward(gradient=v)` lets us choose another $v$.
+
+# %%
+x = dz.Variable(np.array([1.0, 2.0, 3.0]))
+y = x**2  # dy_i/dx_i = 2 x_i, the Jacobian is diagonal
+y.backward()
+print("seed = ones:            x.grad =", x.grad.data)
+
+x.cleargrad()
+y = x**2
+v = np.array([1.0, 0.0, -1.0])
+y.backward(gradient=v)
+print("seed = [1, 0, -1]:      x.grad =", x.grad.data)
+
+# the same number, by differentiating the scalar sum(v * y)
+x2 = dz.Variable(np.array([1.0, 2.0, 3.0]))
+F.sum(x2**2 * v).backward()
+print("gradient of sum(v * y): x.grad =", x2.grad.data)
+
+# %% [markdown]
+# A seed is checked before any work is done. It must be an array (or a
+# Variable) of exactly the output's shape. A list, or an array that would only
+# *broadcast* to the right shape, is refused: silently broadcasting a seed would
+# differentiate a different loss from the one the caller had in mind.
+
+# %%
+y = x**2
+try:
+    y.backward(gradient=[1.0, 0.0, -1.0])
+except TypeError as e:
+    print("TypeError:", e)
+try:
+    y.backward(gradient=np.ones((3, 1)))
+except ValueError as e:
+    print("ValueError:", e)
+
+# %% [markdown]
+# ## How PyTorch differs
+#
+# PyTorch refuses to guess: `y.backward()` on a non-scalar `y` raises
+# "grad can be implicitly created only for scalar outputs", and you must write
+# `y.backward(gradient=torch.ones_like(y))` (or `y.sum().backward()`). Its
+# argument name `gradient` is the one we use. DeZero (and we) pick ones for
+# convenience; the price is that a forgotten `.sum()` or a wrong loss shape goes
+# unnoticed. The cell runs the real thing if PyTorch is installed.
+
+# %%
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("PyTorch is not installed: it would raise RuntimeError('grad can be implicitly "
+          "created only for scalar outputs') here.")
+if torch is not None:
+    tx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    ty = tx**2
+    try:
+        ty.backward()
+    except RuntimeError as e:
+        print("PyTorch says:", e)
+    ty.backward(gradient=torch.tensor([1.0, 0.0, -1.0]))
+    print("PyTorch with the seed:", tx.grad.numpy())
+
+# %% [markdown]
+# ## `requires_grad=False`: constants
+#
+# Most arrays in a network never need a gradient: the input images, the
+# labels, a frozen pretrained layer. Marking them `requires_grad=False` saves
+# two things:
+#
+# * **gradient work**: a function's backward receives `needs_input_grad` and
+#   returns `None` for inputs that do not need a gradient;
+# * **memory**: `Mul` keeps a factor only if the *other* factor needs a gradient
+#   ($\partial (a b) / \partial a = b$). In `h * data` with a constant `data`,
+#   the intermediate `h` is not kept: only `data`'s gradient would read it
+#   (step 69 measures what this saves).
+#
+# A function whose inputs *all* do not require grad records nothing: its output
+# is a constant too, with no creator, exactly as under `no_grad()`.
+
+# %%
+data = dz.Variable(np.array([0.5, -1.0, 2.0]), requires_grad=False)  # an input batch
+w = dz.Variable(np.array([2.0, 2.0, 2.0]))  # a parameter
+y = F.sum(w * data)
+y.backward()
+print("w.grad   =", w.grad.data)
+print("data.grad =", data.grad)
+mul = y.creator.inputs[0].creator
+print("Mul.needs_input_grad =", mul.needs_input_grad)
+
+z = F.exp(data) * 3.0
+print("constant in, constant out: creator =", z.creator, " requires_grad =", z.requires_grad)
+try:
+    z.backward()
+except RuntimeError as e:
+    print("RuntimeError:", e)
+
+# %% [markdown]
+# Numbers and arrays mixed into an expression (`w * 3.0`, `w + np.ones(3)`)
+# become such constants automatically, which is why `x * 2.0` never computes
+# a gradient for the `2.0`.
+
+# %% [markdown]
+# ## Exercise
+# The full Jacobian can be built from vector–Jacobian products: seeding with
+# the one-hot vector $e_i$ gives row $i$ of $J$. Write `jacobian(f, x)` that
+# returns the $n \times n$ matrix of any `f` from $\mathbb{R}^n$ to
+# $\mathbb{R}^n$, running `f` once and backward $n$ times (hint:
+# `retain_graph=True`, and `cleargrad` between rows).
+
+# %%
+def jacobian(f, x_data):
+    # solution:
+    x = dz.Variable(x_data)
+    y = f(x)
+    rows = []
+    for i in range(y.size):
+        x.cleargrad()
+        e = np.zeros_like(y.data)
+        e[i] = 1.0
+        y.backward(gradient=e, retain_graph=True)
+        rows.append(x.grad.data.copy())
+    return np.stack(rows)
+
+
+xs = np.array([1.0, 2.0, 3.0])
+J = jacobian(lambda x: x**2, xs)
+assert np.allclose(J, np.diag(2 * xs)), J
+J2 = jacobian(lambda x: x * F.sum(x), xs)  # y_i = x_i * s: dy_i/dx_j = s [i=j] + x_i
+assert np.allclose(J2, np.eye(3) * xs.sum() + xs[:, None]), J2
+print("self-check passed")

@@ -1,0 +1,156 @@
+# %% [markdown]
+# # Step 64: One variable in several input slots, `f(x, x)`
+#
+# In step 14 we met `add(x, x)`: the same variable fills both input slots of a
+# function, so it must receive the *sum* of both slots' gradients. Step 15
+# showed how summing them carelessly (`x.grad += gx`) makes two gradients share
+# one array. Industrial engines handle this case in one precise place: **inside
+# the function's own backward step**, before anything is stored.
+#
+# * PyTorch's engine gathers all gradients meant for one input of the next
+#   node in an input buffer and sums them there, before that node runs.
+# * Chainer lets a function implement `backward_accumulate`, which receives the
+#   gradients already flowing into its inputs and may fuse the sum with its
+#   own computation.
+#
+# `dezero_like` follows both ideas. When a function is called with the same
+# variable in several slots, the core calls `Function.backward_accumulate`
+# instead of `backward`. The default version calls `backward`, adds the slots
+# that hold the same variable into the first of them and sets the others to
+# `None`. The variable therefore receives **one** gradient, a fresh array that
+# shares memory with nothing else.
+
+# %%
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+
+# %% [markdown]
+# ## `x * x` and `x + x`
+#
+# $\frac{\partial}{\partial x}(x \cdot x) = x + x = 2x$. `Mul.backward` returns
+# $(g_y \cdot x_1,\; g_y \cdot x_0)$, one gradient per slot; here both slots are
+# $x$, so they are summed:
+
+# %%
+x = dz.Variable(np.array([1.0, 2.0, 3.0]))
+y = x * x
+print("Mul saw a duplicate input:", y.creator._duplicates)
+y.backward(retain_grad=True)
+print("d(x*x)/dx =", x.grad.data)
+
+x.cleargrad()
+y = x + x
+y.backward(retain_grad=True)
+print("d(x+x)/dx =", x.grad.data)
+
+# %% [markdown]
+# `Add.backward` returns the *same* gradient object for both slots: for `x + x`
+# that is `y.grad` itself, twice. If the first slot were stored as `x.grad`
+# and the second added in place, `y.grad` would be doubled too: the bug of
+# step 15. The accumulated gradient is a new array:
+
+# %%
+print("x.grad shares memory with y.grad:", np.shares_memory(x.grad.data, y.grad.data))
+print("y.grad is still ones:", y.grad.data)
+
+# %% [markdown]
+# The same happens for an intermediate variable: in `h * h` the two gradients
+# for `h` are summed inside `Mul`'s backward step and handed to `Exp` (the
+# creator of `h`) as one gradient.
+
+# %%
+x = dz.Variable(np.array([0.5]))
+h = F.exp(x)
+y = h * h  # = exp(2x), derivative 2 exp(2x)
+y.backward()
+print("d exp(x)^2 / dx =", x.grad.data, " expected", 2 * np.exp(2 * 0.5))
+
+# %% [markdown]
+# ## A function of our own: `concat`
+#
+# `concat(a, b, ...)` joins arrays along an axis. Its backward cuts the output
+# gradient back into pieces, one per input:
+# $g_{x_k} = g_y[\text{offset}_k : \text{offset}_k + n_k]$. Nothing in it
+# mentions duplicates, yet `concat(x, x, w)` works: the base class sums the two
+# pieces meant for `x`.
+
+# %%
+class Concat(dz.Function):
+    """y = concatenate(xs, axis); the gradient of input k is the slice of gy it came from."""
+
+    def __init__(self, axis=0):
+        self.axis = axis
+
+    def forward(self, *xs):
+        self.retain_inputs(())  # backward needs only the sizes
+        self.sizes = [x.shape[self.axis] for x in xs]
+        xp = dz.cuda.get_array_module(xs[0])
+        return xp.concatenate(xs, axis=self.axis)
+
+    def backward(self, gy):
+        gxs = []
+        start = 0
+        lead = (slice(None),) * self.axis
+        for n, needed in zip(self.sizes, self.needs_input_grad):
+            gxs.append(gy[lead + (slice(start, start + n),)] if needed else None)
+            start += n
+        return tuple(gxs)
+
+
+def concat(*xs, axis=0):
+    return Concat(axis)(*xs)
+
+
+x = dz.Variable(np.array([1.0, 2.0]))
+w = dz.Variable(np.array([10.0]))
+y = concat(x, x, w)
+print("concat(x, x, w) =", y.data)
+weights = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+F.sum(y * weights).backward()
+print("x.grad =", x.grad.data, "(= [1, 2] + [3, 4])")
+print("w.grad =", w.grad.data)
+
+# %% [markdown]
+# ## Fusing the sum into the function
+#
+# The default `backward_accumulate` computes every slot's gradient and then
+# adds them. A function that knows its algebra can do better. For $x \cdot x$
+# the fused gradient is $2 x\, g_y$: two multiplications and no addition, and
+# no temporary for the second slot. Overriding `backward_accumulate` is how a
+# function says so (it is only called when a variable fills several slots):
+
+# %%
+class FusedMul(dz.core.Mul):
+    """x0 * x1 whose backward computes 2 * x * gy directly when x0 and x1 are one variable."""
+
+    def backward_accumulate(self, gy):
+        x0, _ = self.inputs
+        return gy * (2.0 * x0), None
+
+
+x = dz.Variable(np.array([1.0, 2.0, 3.0]))
+FusedMul()(x, x).backward()
+print("fused d(x*x)/dx =", x.grad.data)
+
+# %% [markdown]
+# ## Exercise
+# `stack2(a, b)` stacks two arrays of equal shape along a new first axis,
+# $y = [a; b]$. Write it with `Concat` (hint: `reshape` each input to
+# `(1,) + shape` first) and check that for `stack2(x, x)` the gradient of
+# `sum(y * m)` is `m[0] + m[1]`.
+
+# %%
+def stack2(a, b):
+    # solution:
+    return concat(a.reshape((1,) + a.shape), b.reshape((1,) + b.shape), axis=0)
+
+
+x = dz.Variable(np.array([[1.0, 2.0], [3.0, 4.0]]))
+m = np.arange(8.0).reshape(2, 2, 2)
+y = stack2(x, x)
+assert y.shape == (2, 2, 2)
+F.sum(y * m).backward()
+assert np.allclose(x.grad.data, m[0] + m[1]), x.grad.data
+print("self-check passed")

@@ -1,0 +1,153 @@
+# %% [markdown]
+# # Step 68: Benchmarking forward and backward per iteration
+#
+# "Training is slow" is not something you can fix. "The backward of `Linear`
+# takes 60% of an iteration" is. Framework benchmarks (the ones in PyTorch's
+# and Chainer's repositories, or MLPerf) therefore time each **pass** of a
+# training iteration separately:
+#
+# * **forward**: the model and the loss;
+# * **backward**: clearing old gradients and `loss.backward()`;
+# * **update**: the optimizer step.
+#
+# and report each as **mean, min and max** over many iterations:
+#
+# * *min* is the speed the code can reach when nothing disturbs it (the best
+#   number to compare two versions of the code);
+# * *mean* is what training will actually cost;
+# * *max* shows the hiccups: garbage collection, other programs, a first call
+#   that allocates memory.
+#
+# Three rules make the numbers trustworthy:
+#
+# 1. **Warm up.** The first iterations create lazily initialised weights, fill
+#    caches and start BLAS threads. They are run but not measured.
+# 2. **Use a monotonic, high-resolution clock**: `time.perf_counter()`.
+# 3. **On a GPU, synchronise before reading the clock.** GPU work is queued
+#    and runs asynchronously; without a synchronisation you time the queueing,
+#    not the work. (`cupy.cuda.Device().synchronize()`,
+#    `torch.cuda.synchronize()`.)
+
+# %%
+import os
+import platform
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like.hooks import TimerHook
+from dezero_like.models import MLP
+from dezero_like.optimizers import SGD
+
+# %% [markdown]
+# ## A timing loop
+#
+# The model: an MLP 784 → 1000 → 10 with ReLU, as for MNIST, on random
+# MNIST-shaped batches (no download needed: the speed does not depend on the
+# pixel values).
+
+# %%
+def sync(x):
+    """Wait until the device that holds ``x`` has finished (a no-op on the CPU)."""
+    if dz.cuda.is_cupy_array(x):
+        dz.cuda.require_gpu().cuda.Device().synchronize()
+
+
+def time_passes(model, optimizer, x, t, iters=20, warmup=3):
+    """Seconds per iteration of forward, backward and update: ``{pass: [s, ...]}``."""
+    times = {"forward": [], "backward": [], "update": []}
+    for i in range(warmup + iters):
+        sync(x)
+        t0 = time.perf_counter()
+        loss = F.softmax_cross_entropy(model(x), t)
+        sync(x)
+        t1 = time.perf_counter()
+        model.cleargrads()
+        loss.backward()
+        sync(x)
+        t2 = time.perf_counter()
+        optimizer.update()
+        sync(x)
+        t3 = time.perf_counter()
+        if i >= warmup:
+            times["forward"].append(t1 - t0)
+            times["backward"].append(t2 - t1)
+            times["update"].append(t3 - t2)
+    return times
+
+
+def print_table(times):
+    print(f"{'pass':<10}{'mean ms':>10}{'min ms':>10}{'max ms':>10}")
+    for name, seconds in times.items():
+        ms = np.array(seconds) * 1e3
+        print(f"{name:<10}{ms.mean():>10.3f}{ms.min():>10.3f}{ms.max():>10.3f}")
+
+
+rng = np.random.default_rng(0)
+x = rng.random((100, 784), dtype=np.float32)
+t = rng.integers(0, 10, size=100)
+np.random.seed(0)
+model = MLP((1000, 10), activation=F.relu)
+optimizer = SGD(lr=0.1).setup(model)
+times = time_passes(model, optimizer, x, t)
+print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, numpy {np.__version__}")
+print_table(times)
+
+# %% [markdown]
+# The numbers depend on your machine (and, on a shared one, on your
+# neighbours), which is why a benchmark always prints what it ran on.
+# Typically backward costs one to two forwards: for each `Linear`, forward
+# does one matrix product ($xW$) and backward two ($g_y W^\top$ and
+# $x^\top g_y$).
+#
+# A histogram of the iterations shows why mean and min differ:
+
+# %%
+total_ms = 1e3 * (np.array(times["forward"]) + np.array(times["backward"])
+                  + np.array(times["update"]))
+plt.hist(total_ms, bins=15)
+plt.xlabel("ms per iteration")
+plt.ylabel("iterations")
+plt.title("MLP 784-1000-10, batch 100")
+plt.show()
+
+# %% [markdown]
+# ## Where the time goes inside a pass
+#
+# The pass totals say *which* pass is slow; the `TimerHook` of step 65 says
+# which function. Both views together are what a profiler gives you:
+
+# %%
+with TimerHook() as timer:
+    time_passes(model, optimizer, x, t, iters=5, warmup=0)
+timer.print_report()
+
+# %% [markdown]
+# ## The full benchmark
+#
+# `benchmarks/passes.py` in the repository does the same for two networks
+# (784-1000-10 and 784-1000-1000-10), optionally beside PyTorch on the same
+# weights and data (`--torch`), on a GPU (`--device gpu`) and with the
+# per-function table (`--profile`). It prints the command and the machine
+# first, so a number can always be traced back to where it came from:
+#
+#     python benchmarks/passes.py --iters 100 --warmup 10 --torch
+#
+# ## Exercise
+# One slow iteration (a garbage collection, another program) drags the mean
+# up but leaves the **median** almost unchanged. Write `robust_stats(ms)`
+# returning `(mean, median)` and check it on a run with one outlier.
+
+# %%
+def robust_stats(ms):
+    # solution:
+    ms = np.asarray(ms, dtype=float)
+    return float(ms.mean()), float(np.median(ms))
+
+
+mean, median = robust_stats([2.0, 2.1, 1.9, 2.0, 40.0])
+assert np.isclose(mean, 9.6) and np.isclose(median, 2.0), (mean, median)
+print("self-check passed")
