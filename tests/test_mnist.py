@@ -366,3 +366,42 @@ def test_all_mirrors_failing_is_a_clear_error(server, tmp_path, monkeypatch):
     msg = str(info.value)
     assert "the download failed" in msg and "truncated" in msg and "MD5" in msg
     assert _leftovers(tmp_path / "mnist") == []
+
+
+# --------------------------------------------------------------------------- #
+# Real-data training
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.slow
+def test_mlp_trained_on_8000_real_images_gets_90_percent_on_the_other_2000(mnist_dir):
+    """An MLP (784-100-10, ReLU) after 3 epochs of SGD, on real MNIST digits only."""
+    import dezero_like as dz
+    import dezero_like.functions as F
+    from dezero_like import DataLoader, optimizers
+    from dezero_like.models import MLP
+
+    train, test = datasets.mnist_train_test(data_dir=mnist_dir.parent)
+    assert train.source == "test-split" and (len(train), len(test)) == (8000, 2000)
+    np.random.seed(0)
+    model = MLP((100, 10), activation=F.relu)
+    optimizer = optimizers.SGD(lr=0.5).setup(model)
+    loader = DataLoader(train, batch_size=100, seed=0)
+    start = time.perf_counter()
+    first_loss = None
+    for _epoch in range(3):
+        for x, t in loader:
+            loss = F.softmax_cross_entropy(model(x), t)
+            model.cleargrads()
+            loss.backward()
+            optimizer.update()
+            first_loss = first_loss or float(loss.data)
+    elapsed = time.perf_counter() - start
+    correct = 0.0
+    with dz.no_grad():
+        for x, t in DataLoader(test, batch_size=500, shuffle=False):
+            correct += float(F.accuracy(model(x), t).data) * len(t)
+    acc = correct / len(test)
+    print(f"test accuracy {acc:.4f} after {elapsed:.1f} s of training")
+    assert float(loss.data) < first_loss / 3
+    assert acc >= 0.90
