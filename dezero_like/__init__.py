@@ -9,7 +9,17 @@
 variable(8.0)
 """
 
-from dezero_like import cuda, functions, hooks, layers, models, optimizers, utils
+from dezero_like import (
+    cuda,
+    datasets,
+    functions,
+    hooks,
+    layers,
+    models,
+    optimizers,
+    transforms,
+    utils,
+)
 from dezero_like.core import (
     Config,
     Function,
@@ -21,12 +31,13 @@ from dezero_like.core import (
     test_mode,
     using_config,
 )
+from dezero_like.dataloaders import DataLoader
 from dezero_like.hooks import debug_mode
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Config", "Function", "Parameter", "Variable", "as_array", "as_variable", "no_grad",
-    "test_mode", "using_config", "cuda", "debug_mode", "functions", "hooks", "layers", "models",
-    "optimizers", "utils", "__version__",
+    "Config", "DataLoader", "Function", "Parameter", "Variable", "as_array", "as_variable",
+    "cuda", "datasets", "debug_mode", "functions", "hooks", "layers", "models", "no_grad",
+    "optimizers", "test_mode", "transforms", "using_config", "utils", "__version__",
 ]

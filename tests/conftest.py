@@ -9,14 +9,23 @@ import runpy
 import types
 from pathlib import Path
 
-import numpy as np
-import pytest
+# Set before NumPy loads its BLAS: with pytest-xdist's workers on a small
+# machine, multi-threaded BLAS oversubscribes the cores and runs 5-10x slower.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ROOT / "steps"
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # steps that plot must not open windows
+# Tests never download: MNIST comes from the real files shipped beside the
+# project (steps, notebooks and subprocesses inherit these settings).
+os.environ.setdefault("DEZERO_LIKE_OFFLINE", "1")
+os.environ.setdefault("DEZERO_LIKE_DATA", str(SHARED_MNIST.parent))
 
 
 def run_step(number, cwd):
