@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from dezero_like import cuda, utils
-from dezero_like.core import Function, Variable, as_variable
+from dezero_like.core import Config, Function, Variable, as_variable
 
 # --------------------------------------------------------------------------- #
 # Elementwise functions
@@ -248,7 +248,420 @@ def matmul(x, W):
     return MatMul()(x, W)
 
 
+
+class Linear(Function):
+    """y = x @ W + b (b optional); dL/dx = gy @ W.T, dL/dW = x.T @ gy, dL/db = sum of gy over rows.
+
+    One function instead of ``matmul`` followed by ``+``: the product ``x @ W``
+    is never kept as a separate array, and only what backward reads is retained
+    (``W`` for the gradient of ``x``, ``x`` for the gradient of ``W``; ``b``'s
+    gradient needs neither).
+    """
+
+    def forward(self, x, W, b=None):
+        needs = self.needs_input_grad or (True, True, True)
+        self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
+        y = x @ W
+        if b is not None:
+            self.b_shape = b.shape
+            y += b  # y is a fresh array: add the bias in place, no temporary
+        return y
+
+    def backward(self, gy):
+        needs = self.needs_input_grad
+        x, W = self.inputs[0], self.inputs[1]
+        gx = matmul(gy, W.T) if needs[0] else None
+        gW = matmul(x.T, gy) if needs[1] else None
+        if len(needs) == 2:
+            return gx, gW
+        gb = sum_to(gy, self.b_shape) if needs[2] else None
+        return gx, gW, gb
+
+
+def linear(x, W, b=None):
+    """Affine map ``x @ W + b`` of a batch ``x`` (N, in) with ``W`` (in, out) and ``b`` (out,)."""
+    if b is None:
+        return Linear()(x, W)
+    return Linear()(x, W, b)
+
+
+def flatten(x):
+    """Keep the first (batch) axis and flatten the rest: (N, ...) -> (N, -1)."""
+    x = as_variable(x)
+    return reshape(x, (x.shape[0], -1))
+
+
+# --------------------------------------------------------------------------- #
+# Activation functions
+# --------------------------------------------------------------------------- #
+
+
+class Sigmoid(Function):
+    """y = 1 / (1 + exp(-x)); dy/dx = y * (1 - y).
+
+    Computed as ``0.5 * tanh(0.5 * x) + 0.5``, the same value without the
+    overflow of ``exp(-x)`` for large negative ``x``. Backward reads the output.
+    """
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        xp = cuda.get_array_module(x)
+        y = xp.tanh(x * 0.5)
+        y *= 0.5
+        y += 0.5
+        return y
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return gy * y * (1 - y)
+
+
+def sigmoid(x):
+    return Sigmoid()(x)
+
+
+class ReLU(Function):
+    """y = max(x, 0); dy/dx = 1 where x > 0, else 0.
+
+    Backward needs only *where* x was positive, so a boolean mask (one byte per
+    element) is kept instead of the input. The derivative is piecewise constant,
+    so the second derivative is zero: ``gy * mask`` is differentiable in ``gy``.
+    """
+
+    def forward(self, x):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(x)
+        if self.needs_input_grad:
+            self.mask = x > 0
+        return xp.maximum(x, 0)
+
+    def backward(self, gy):
+        return gy * self.mask
+
+
+def relu(x):
+    return ReLU()(x)
+
+
+class Clip(Function):
+    """y = min(max(x, x_min), x_max); dy/dx = 1 inside [x_min, x_max], else 0."""
+
+    def __init__(self, x_min, x_max):
+        if x_min > x_max:
+            raise ValueError(f"clip needs x_min <= x_max, got x_min={x_min}, x_max={x_max}")
+        self.x_min = x_min
+        self.x_max = x_max
+
+    def forward(self, x):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(x)
+        if self.needs_input_grad:
+            self.mask = (x >= self.x_min) & (x <= self.x_max)
+        return xp.clip(x, self.x_min, self.x_max)
+
+    def backward(self, gy):
+        return gy * self.mask
+
+
+def clip(x, x_min, x_max):
+    return Clip(x_min, x_max)(x)
+
+
+class Max(Function):
+    """y = max of x over ``axis``; the gradient flows to the elements that were the maximum.
+
+    When several elements tie for the maximum, each of them receives the full
+    gradient (the same choice DeZero makes); ties are rare with real data.
+    """
+
+    _reduce = "max"
+
+    def __init__(self, axis=None, keepdims=False):
+        self.axis = axis
+        self.keepdims = keepdims
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        y = getattr(x, self._reduce)(axis=self.axis, keepdims=True)
+        if self.needs_input_grad:
+            self.mask = x == y  # where the extreme value sits
+        if not self.keepdims:
+            y = y.reshape(_reduced_shape(x.shape, self.axis))
+        return y
+
+    def backward(self, gy):
+        gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
+        return broadcast_to(gy, self.x_shape) * self.mask
+
+
+class Min(Max):
+    """y = min of x over ``axis``; the gradient flows to the elements that were the minimum."""
+
+    _reduce = "min"
+
+
+def _reduced_shape(shape, axis):
+    if axis is None:
+        return ()
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes = {a % len(shape) for a in axes}
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+    return Max(axis, keepdims)(x)
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+    return Min(axis, keepdims)(x)
+
+
+# --------------------------------------------------------------------------- #
+# Softmax and losses
+# --------------------------------------------------------------------------- #
+
+
+def _logsumexp(x, axis):
+    """log(sum(exp(x))) over ``axis`` (kept), without overflow: shift by the max first."""
+    xp = cuda.get_array_module(x)
+    m = x.max(axis=axis, keepdims=True)
+    s = xp.exp(x - m)
+    s = s.sum(axis=axis, keepdims=True)
+    xp.log(s, out=s)
+    s += m
+    return s
+
+
+class Softmax(Function):
+    """y_i = exp(x_i) / sum_j exp(x_j) over ``axis``; dL/dx = y * (gy - sum(y * gy)).
+
+    The max is subtracted before ``exp`` so large logits do not overflow.
+    Backward reads only the output.
+    """
+
+    def __init__(self, axis=1):
+        self.axis = axis
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        xp = cuda.get_array_module(x)
+        y = x - x.max(axis=self.axis, keepdims=True)
+        xp.exp(y, out=y)
+        y /= y.sum(axis=self.axis, keepdims=True)
+        return y
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        gx = y * gy
+        return gx - y * sum(gx, axis=self.axis, keepdims=True)
+
+
+def softmax(x, axis=1):
+    return Softmax(axis)(x)
+
+
+class LogSoftmax(Function):
+    """y = x - logsumexp(x) over ``axis``; dL/dx = gy - exp(y) * sum(gy)."""
+
+    def __init__(self, axis=1):
+        self.axis = axis
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        return x - _logsumexp(x, self.axis)
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
+
+
+def log_softmax(x, axis=1):
+    return LogSoftmax(axis)(x)
+
+
+class SoftmaxCrossEntropy(Function):
+    """L = -mean_n log softmax(x_n)[t_n] for logits x (N, C) and integer labels t (N,).
+
+    dL/dx = (softmax(x) - onehot(t)) / N. Forward uses log-sum-exp, so logits
+    of any size give a finite loss. The labels get no gradient.
+    """
+
+    def forward(self, x, t):
+        if x.ndim != 2:
+            raise ValueError(
+                f"softmax_cross_entropy expects logits of shape (N, C), got {x.shape}"
+            )
+        if t.dtype.kind not in "iu" or t.shape != (x.shape[0],):
+            raise ValueError(
+                f"softmax_cross_entropy expects integer labels of shape ({x.shape[0]},), got "
+                f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
+            )
+        xp = cuda.get_array_module(x)
+        n = x.shape[0]
+        log_z = _logsumexp(x, axis=1)
+        neg_log_p = log_z[:, 0] - x[xp.arange(n), t]
+        return neg_log_p.sum() / n
+
+    def backward(self, gy):
+        x, t = self.inputs
+        xp = cuda.get_array_module(x.data)
+        n, c = x.shape
+        onehot = xp.eye(c, dtype=x.dtype)[t.data]
+        gx = (softmax(x, axis=1) - onehot) * (gy / n)
+        return gx, None
+
+
+def softmax_cross_entropy(x, t):
+    return SoftmaxCrossEntropy()(x, t)
+
+
+class MeanSquaredError(Function):
+    """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1."""
+
+    def forward(self, x0, x1):
+        diff = x0 - x1
+        return (diff * diff).sum() / len(diff)
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        diff = x0 - x1
+        gx0 = gy * diff * (2.0 / len(diff))
+        n0, n1 = self.needs_input_grad
+        return (gx0 if n0 else None), (-gx0 if n1 else None)
+
+
+def mean_squared_error(x0, x1):
+    return MeanSquaredError()(x0, x1)
+
+
+# --------------------------------------------------------------------------- #
+# Regularisation and metrics
+# --------------------------------------------------------------------------- #
+
+
+def dropout(x, dropout_ratio=0.5):
+    """Zero each element with probability ``dropout_ratio`` and scale the rest by 1/(1-ratio).
+
+    Only in training (``Config.train``); under ``dezero_like.test_mode()`` it is
+    the identity, and thanks to the scaling the expected value is the same in
+    both modes ("inverted dropout"). Built from ``*``, so backward multiplies by
+    the same mask.
+    """
+    x = as_variable(x)
+    if not 0.0 <= dropout_ratio < 1.0:
+        raise ValueError(f"dropout_ratio must be in [0, 1), got {dropout_ratio}")
+    if not Config.train:
+        return x
+    xp = cuda.get_array_module(x)
+    keep = xp.random.random(x.shape) > dropout_ratio
+    scale = keep.astype(x.dtype)
+    scale *= 1.0 / (1.0 - dropout_ratio)
+    return x * scale
+
+
+def accuracy(y, t):
+    """Fraction of rows of ``y`` (scores, (N, C)) whose argmax equals the label in ``t``.
+
+    Returns a Variable that is not part of any graph (accuracy has no gradient).
+    """
+    y_data = y.data if isinstance(y, Variable) else y
+    t_data = t.data if isinstance(t, Variable) else t
+    xp = cuda.get_array_module(y_data)
+    pred = y_data.argmax(axis=1).reshape(t_data.shape)
+    acc = (pred == t_data).mean()
+    dtype = y_data.dtype if y_data.dtype.kind == "f" else np.float64
+    return Variable(xp.asarray(acc, dtype=dtype), requires_grad=False)
+
+
+# --------------------------------------------------------------------------- #
+# Indexing: get_item and its backward, GetItemGrad
+# --------------------------------------------------------------------------- #
+
+
+def _index_data(slices):
+    """Replace Variables inside an index by their arrays."""
+    if isinstance(slices, Variable):
+        return slices.data
+    if isinstance(slices, tuple):
+        return tuple(s.data if isinstance(s, Variable) else s for s in slices)
+    return slices
+
+
+def _is_basic_index(slices):
+    items = slices if isinstance(slices, tuple) else (slices,)
+    return all(
+        s is None or s is Ellipsis or isinstance(s, (slice, int, np.integer)) for s in items
+    )
+
+
+def _scatter_add(xp, target, slices, values):
+    """target[slices] += values, where repeated indices add up (unlike ``+=``)."""
+    if xp is np:
+        np.add.at(target, slices, values)
+        return
+    add_at = getattr(xp.add, "at", None)  # recent CuPy ufuncs have .at
+    if add_at is not None:
+        add_at(target, slices, values)
+        return
+    import cupyx  # older CuPy: the same operation lives in cupyx
+
+    cupyx.scatter_add(target, slices, values)
+
+
+class GetItem(Function):
+    """y = x[slices]; the gradient is scattered back into zeros of x's shape (GetItemGrad)."""
+
+    def __init__(self, slices):
+        self.slices = slices
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.in_shape = x.shape
+        return x[self.slices]
+
+    def backward(self, gy):
+        return GetItemGrad(self.slices, self.in_shape)(gy)
+
+
+class GetItemGrad(Function):
+    """gx = zeros(in_shape); gx[slices] += gy, where repeated indices accumulate.
+
+    A plain ``gx[slices] += gy`` would keep only one contribution per repeated
+    index; ``np.add.at`` adds them all. This function is linear in ``gy``, and
+    its own backward is ``get_item`` again: indexing and scattering are each
+    other's transpose, which is why second derivatives through slicing work.
+    """
+
+    def __init__(self, slices, in_shape):
+        self.slices = slices
+        self.in_shape = in_shape
+
+    def forward(self, gy):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(gy)
+        gx = xp.zeros(self.in_shape, dtype=gy.dtype)
+        if _is_basic_index(self.slices):
+            gx[self.slices] = gy  # no index can repeat: plain assignment is enough
+        else:
+            _scatter_add(xp, gx, self.slices, gy)
+        return gx
+
+    def backward(self, ggx):
+        return get_item(ggx, self.slices)
+
+
+def get_item(x, slices):
+    """x[slices] as a differentiable function (``Variable.__getitem__`` calls it)."""
+    return GetItem(_index_data(slices))(x)
+
+
 __all__ = [
     "Variable", "square", "exp", "log", "sin", "cos", "tanh", "reshape", "transpose",
-    "sum", "sum_to", "broadcast_to", "matmul",
+    "sum", "sum_to", "broadcast_to", "matmul", "linear", "flatten", "sigmoid", "relu", "clip",
+    "max", "min", "softmax", "log_softmax", "softmax_cross_entropy", "mean_squared_error",
+    "dropout", "accuracy", "get_item", "GetItem", "GetItemGrad",
 ]

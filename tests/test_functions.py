@@ -1,0 +1,448 @@
+"""Every differentiable function: float64 gradient checks over several shapes,
+second derivatives, dtype preservation, numerical stability, and (when PyTorch
+is installed) values and gradients compared with PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like.utils import gradient_check
+
+SHAPES = [(), (3,), (2, 3), (1, 4, 1)]
+
+
+def away_from(rng, shape, points=(0.0,), margin=0.1, scale=2.0):
+    """Random float64 data that keeps ``margin`` away from the kinks in ``points``."""
+    x = rng.uniform(-scale, scale, size=shape)
+    for p in points:
+        near = np.abs(x - p) < margin
+        x = np.where(near, p + np.where(x >= p, margin, -margin) * 2, x)
+    return np.asarray(x, dtype=np.float64)
+
+
+def distinct(rng, shape):
+    """float64 data without ties (for max/min)."""
+    n = int(np.prod(shape)) if shape else 1
+    return (rng.permutation(n).astype(np.float64) * 0.5 + rng.uniform(0, 0.1, n)).reshape(shape)
+
+
+ELEMENTWISE = {
+    "square": (F.square, lambda r, s: r.normal(size=s)),
+    "exp": (F.exp, lambda r, s: r.normal(size=s)),
+    "log": (F.log, lambda r, s: r.uniform(0.5, 2.0, size=s)),
+    "sin": (F.sin, lambda r, s: r.normal(size=s)),
+    "cos": (F.cos, lambda r, s: r.normal(size=s)),
+    "tanh": (F.tanh, lambda r, s: r.normal(size=s)),
+    "sigmoid": (F.sigmoid, lambda r, s: r.normal(size=s)),
+    "relu": (F.relu, lambda r, s: away_from(r, s)),
+    "clip": (lambda x: F.clip(x, -0.5, 0.8), lambda r, s: away_from(r, s, (-0.5, 0.8))),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_elementwise_gradient_check(name, shape, rng):
+    f, make = ELEMENTWISE[name]
+    x = np.asarray(make(rng, shape), dtype=np.float64)
+    assert gradient_check(f, x)
+
+
+def second_derivative(f, weight):
+    """x -> d/dx sum(weight * f(x)), built with create_graph so it can be differentiated."""
+
+    def g(x):
+        y = F.sum(f(x) * weight)
+        y.backward(create_graph=True)
+        gx = x.grad
+        x.cleargrad()  # gradient_check reads x.grad after differentiating gx
+        return gx
+
+    return g
+
+
+@pytest.mark.parametrize("name", sorted(set(ELEMENTWISE) - {"relu", "clip"}))
+def test_elementwise_second_derivative(name, rng):
+    f, make = ELEMENTWISE[name]
+    x = np.asarray(make(rng, (2, 3)), dtype=np.float64)
+    assert gradient_check(second_derivative(f, rng.normal(size=(2, 3))), x)
+
+
+def test_relu_second_derivative_is_zero(rng):
+    x = dz.Variable(away_from(rng, (3, 4)))
+    y = F.sum(F.relu(x) ** 2)  # relu(x)**2 has second derivative 2 where x > 0
+    y.backward(create_graph=True)
+    gx = x.grad
+    x.cleargrad()
+    F.sum(gx).backward()
+    np.testing.assert_allclose(x.grad.data, 2.0 * (x.data > 0))
+
+
+@pytest.mark.parametrize(
+    "shape,new_shape", [((2, 3), (6,)), ((2, 3), (3, 2)), ((1, 4, 1), (4,)), ((6,), (1, 2, 3))]
+)
+def test_reshape(shape, new_shape, rng):
+    x = rng.normal(size=shape)
+    assert gradient_check(F.reshape, x, new_shape)
+    assert gradient_check(lambda v: v.reshape(*new_shape), x)
+    assert F.reshape(dz.Variable(x), new_shape).shape == new_shape
+
+
+@pytest.mark.parametrize(
+    "shape,axes", [((2, 3), None), ((2, 3, 4), (1, 0, 2)), ((2, 3, 4), (2, 0, 1)),
+                   ((1, 4, 1), (-1, 0, 1))]
+)
+def test_transpose(shape, axes, rng):
+    x = rng.normal(size=shape)
+    weight = rng.normal(size=np.transpose(x, axes).shape)  # makes the position of each grad matter
+    assert gradient_check(lambda v: F.transpose(v, axes) * weight, x)
+
+
+@pytest.mark.parametrize(
+    "shape,axis,keepdims",
+    [((2, 3), None, False), ((2, 3), 0, False), ((2, 3), 1, True), ((2, 3, 4), (0, 2), False),
+     ((2, 3, 4), -1, True), ((1, 4, 1), 0, False), ((), None, False)],
+)
+def test_sum(shape, axis, keepdims, rng):
+    x = rng.normal(size=shape)
+    y_shape = np.sum(x, axis=axis, keepdims=keepdims).shape
+    weight = rng.normal(size=y_shape)
+    assert gradient_check(lambda v: F.sum(v, axis, keepdims) * weight, x)
+    np.testing.assert_allclose(F.sum(dz.Variable(x), axis, keepdims).data,
+                               np.sum(x, axis=axis, keepdims=keepdims))
+
+
+@pytest.mark.parametrize(
+    "shape,target", [((2, 3), (3,)), ((2, 3), (2, 1)), ((2, 3), (1, 3)), ((4, 1, 3), (1, 3)),
+                     ((2, 3), ()), ((2, 3), (1, 1))]
+)
+def test_sum_to_and_broadcast_to_are_transposes(shape, target, rng):
+    x = rng.normal(size=shape)
+    weight = rng.normal(size=target)
+    assert gradient_check(lambda v: F.sum_to(v, target) * weight, x)
+    small = rng.normal(size=target)
+    big_weight = rng.normal(size=shape)
+    assert gradient_check(lambda v: F.broadcast_to(v, shape) * big_weight, small)
+    ref = x.sum(axis=tuple(range(len(shape) - len(target))))
+    ref = ref.sum(axis=tuple(i for i, s in enumerate(target) if s == 1), keepdims=True)
+    np.testing.assert_allclose(F.sum_to(dz.Variable(x), target).data, ref)
+
+
+@pytest.mark.parametrize(
+    "s0,s1", [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 3), (2, 1)), ((1, 3), (4, 1)), ((3,), ())]
+)
+@pytest.mark.parametrize("op", ["add", "mul", "sub", "div"])
+def test_broadcasting_operators_sum_grads_back(op, s0, s1, rng):
+    a = rng.uniform(0.5, 2.0, size=s0)
+    b = rng.uniform(0.5, 2.0, size=s1)
+    fn = {"add": lambda u, v: u + v, "mul": lambda u, v: u * v,
+          "sub": lambda u, v: u - v, "div": lambda u, v: u / v}[op]
+    assert gradient_check(lambda u: fn(u, dz.Variable(b)), a)
+    assert gradient_check(lambda v: fn(dz.Variable(a), v), b)
+    x0, x1 = dz.Variable(a), dz.Variable(b)
+    fn(x0, x1).backward()
+    assert x0.grad.shape == s0 and x1.grad.shape == s1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=0, max_size=3), st.data())
+def test_broadcast_grads_have_input_shapes(shape, data):
+    """Property: for any shape and any broadcast-compatible partner, grads match input shapes."""
+    partner = [data.draw(st.sampled_from([1, s])) for s in shape]
+    partner = partner[data.draw(st.integers(0, len(partner))):]
+    a = dz.Variable(np.ones(shape))
+    b = dz.Variable(np.full(partner, 2.0))
+    F.sum(a * b + b).backward()
+    assert a.grad.shape == tuple(shape) and b.grad.shape == tuple(partner)
+    np.testing.assert_allclose(a.grad.data, 2.0)
+    n_copies = int(np.prod(shape)) // max(int(np.prod(partner)), 1)
+    np.testing.assert_allclose(b.grad.data, 2.0 * n_copies)
+
+
+@pytest.mark.parametrize("s0,s1", [((2, 3), (3, 4)), ((1, 3), (3, 1)), ((4, 1), (1, 5))])
+def test_matmul(s0, s1, rng):
+    a, b = rng.normal(size=s0), rng.normal(size=s1)
+    assert gradient_check(lambda u: F.matmul(u, dz.Variable(b)), a)
+    assert gradient_check(lambda v: F.matmul(dz.Variable(a), v), b)
+    assert gradient_check(lambda u: u @ dz.Variable(b), a)
+    np.testing.assert_allclose(F.matmul(a, dz.Variable(b)).data, a @ b)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("n,i,o", [(4, 3, 2), (1, 5, 1), (3, 1, 4)])
+def test_linear(n, i, o, with_bias, rng):
+    x, W, b = rng.normal(size=(n, i)), rng.normal(size=(i, o)), rng.normal(size=(o,))
+    bv = dz.Variable(b) if with_bias else None
+    assert gradient_check(lambda u: F.linear(u, dz.Variable(W), bv), x)
+    assert gradient_check(lambda w: F.linear(dz.Variable(x), w, bv), W)
+    if with_bias:
+        assert gradient_check(lambda c: F.linear(dz.Variable(x), dz.Variable(W), c), b)
+    expected = x @ W + (b if with_bias else 0)
+    np.testing.assert_allclose(F.linear(x, dz.Variable(W), bv).data, expected)
+    assert gradient_check(second_derivative(lambda u: F.linear(u, dz.Variable(W), bv) ** 2,
+                                            rng.normal(size=(n, o))), x)
+
+
+def test_linear_keeps_only_what_backward_reads(rng):
+    x = dz.Variable(rng.normal(size=(4, 3)))
+    # W is a constant: its gradient (which would read h) is not needed, so the
+    # intermediate h is not kept; W (a leaf) is kept for h's gradient.
+    h = F.exp(x)
+    y = F.linear(h, dz.Variable(rng.normal(size=(3, 2)), requires_grad=False))
+    assert y.creator.inputs[0].data is None
+    assert y.creator.inputs[1].data is not None
+    # W needs a gradient: now h must be kept.
+    h2 = F.exp(x)
+    y2 = F.linear(h2, dz.Variable(rng.normal(size=(3, 2))))
+    assert y2.creator.inputs[0].data is not None
+    F.sum(y + y2).backward()
+    assert x.grad.shape == (4, 3)
+
+
+def test_flatten(rng):
+    x = rng.normal(size=(2, 3, 4))
+    assert F.flatten(dz.Variable(x)).shape == (2, 12)
+    assert gradient_check(lambda v: F.flatten(v) * np.arange(24).reshape(2, 12), x)
+
+
+@pytest.mark.parametrize(
+    "shape,axis,keepdims", [((5,), None, False), ((2, 3), 0, False), ((2, 3), 1, True),
+                            ((2, 3, 4), (0, 2), False), ((1, 4, 1), -2, True)]
+)
+@pytest.mark.parametrize("fn", [F.max, F.min])
+def test_max_min(fn, shape, axis, keepdims, rng):
+    x = distinct(rng, shape)
+    ref = (np.max if fn is F.max else np.min)(x, axis=axis, keepdims=keepdims)
+    y = fn(dz.Variable(x), axis, keepdims)
+    assert y.shape == ref.shape
+    np.testing.assert_allclose(y.data, ref)
+    weight = rng.normal(size=ref.shape)
+    assert gradient_check(lambda v: fn(v, axis, keepdims) * weight, x)
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 3), 1), ((4, 2), 0), ((2, 3, 4), -1), ((1, 5), 1)])
+@pytest.mark.parametrize("fn", [F.softmax, F.log_softmax])
+def test_softmax_and_log_softmax(fn, shape, axis, rng):
+    x = rng.normal(size=shape)
+    weight = rng.normal(size=shape)  # a plain sum of softmax is constant: weight it
+    assert gradient_check(lambda v: fn(v, axis) * weight, x)
+    assert gradient_check(second_derivative(lambda v: fn(v, axis), weight), x)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    p = e / e.sum(axis=axis, keepdims=True)
+    np.testing.assert_allclose(fn(dz.Variable(x), axis).data,
+                               p if fn is F.softmax else np.log(p), rtol=1e-7)
+
+
+@pytest.mark.parametrize("n,c", [(4, 3), (1, 5), (6, 2)])
+def test_softmax_cross_entropy(n, c, rng):
+    x = rng.normal(size=(n, c)) * 3
+    t = rng.integers(0, c, size=n)
+    assert gradient_check(F.softmax_cross_entropy, x, t)
+    assert gradient_check(second_derivative(lambda v: F.softmax_cross_entropy(v, t), 1.0), x)
+    p = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)
+    expected = -np.log(p[np.arange(n), t]).mean()
+    np.testing.assert_allclose(F.softmax_cross_entropy(x, t).data, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_cross_entropy_is_finite_for_huge_logits(dtype):
+    x = dz.Variable(np.array([[1e4, -1e4, 0.0], [-1e4, 1e4, 1e4], [1e4, 1e4, 1e4]], dtype))
+    t = np.array([0, 0, 2])
+    loss = F.softmax_cross_entropy(x, t)
+    loss.backward()
+    assert np.isfinite(loss.data) and np.all(np.isfinite(x.grad.data))
+    # row 0 is right with certainty (loss 0), row 1 is wrong by 2e4 (loss 2e4 + log 2),
+    # row 2 is a three-way tie (loss log 3)
+    np.testing.assert_allclose(loss.data, (0 + 2e4 + np.log(2) + np.log(3)) / 3, rtol=1e-6)
+    assert np.all(np.isfinite(F.softmax(x).data))
+    assert np.all(np.isfinite(F.log_softmax(x).data))
+
+
+def test_softmax_cross_entropy_rejects_bad_labels():
+    x = dz.Variable(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="integer labels"):
+        F.softmax_cross_entropy(x, np.eye(3)[:2])
+    with pytest.raises(ValueError, match=r"\(N, C\)"):
+        F.softmax_cross_entropy(dz.Variable(np.zeros(3)), np.array([0]))
+
+
+@pytest.mark.parametrize("shape", [(4,), (3, 2), (5, 1)])
+def test_mean_squared_error(shape, rng):
+    a, b = rng.normal(size=shape), rng.normal(size=shape)
+    assert gradient_check(lambda u: F.mean_squared_error(u, dz.Variable(b)), a)
+    assert gradient_check(lambda v: F.mean_squared_error(dz.Variable(a), v), b)
+    np.testing.assert_allclose(F.mean_squared_error(a, dz.Variable(b)).data,
+                               ((a - b) ** 2).sum() / len(a))
+
+
+def test_dropout_train_and_test_mode(rng):
+    x = rng.normal(size=(50, 40))
+
+    def f(v):
+        np.random.seed(1)  # the same mask for every evaluation of the numerical gradient
+        return F.dropout(v, 0.3)
+
+    assert gradient_check(f, x)
+    y = f(dz.Variable(x)).data
+    kept = y != 0
+    assert 0.6 < kept.mean() < 0.8
+    np.testing.assert_allclose(y[kept], x[kept] / 0.7)
+    with dz.test_mode():
+        v = dz.Variable(x)
+        assert F.dropout(v, 0.3) is v
+    with pytest.raises(ValueError, match="dropout_ratio"):
+        F.dropout(v, 1.0)
+
+
+def test_accuracy_is_a_constant_variable():
+    y = dz.Variable(np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]], np.float32))
+    acc = F.accuracy(y, np.array([1, 0, 0, 0]))
+    assert isinstance(acc, dz.Variable) and not acc.requires_grad and acc.creator is None
+    assert float(acc.data) == pytest.approx(0.75)
+    assert acc.dtype == np.float32
+
+
+# ---- get_item ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape,index",
+    [((5,), 2), ((5,), slice(1, 4)), ((3, 4), (slice(None), 1)), ((3, 4), np.array([0, 2, 0])),
+     ((3, 4), (np.array([0, 0, 2]), np.array([1, 1, 3]))), ((3, 4), np.array([True, False, True])),
+     ((2, 3, 4), (Ellipsis, 2)), ((2, 3, 4), (1, None, slice(None, None, -1)))],
+    ids=["int", "slice", "column", "rows-repeated", "pairs-repeated", "bool", "ellipsis",
+         "newaxis-reverse"],
+)
+def test_get_item(shape, index, rng):
+    x = rng.normal(size=shape)
+    weight = rng.normal(size=x[index].shape)
+    assert gradient_check(lambda v: F.get_item(v, index) * weight, x)
+    assert gradient_check(lambda v: v[index] * weight, x)
+    assert gradient_check(second_derivative(lambda v: F.get_item(v, index) ** 3, weight), x)
+    np.testing.assert_array_equal(F.get_item(dz.Variable(x), index).data, x[index])
+
+
+def test_get_item_repeated_indices_accumulate():
+    x = dz.Variable(np.arange(12, dtype=np.float32).reshape(4, 3))
+    y = x[[0, 0, 3, 0]]  # row 0 used three times
+    y.backward()
+    np.testing.assert_array_equal(x.grad.data[:, 0], [3, 0, 0, 1])
+    assert x.grad.dtype == np.float32
+    naive = np.zeros((4, 3))
+    naive[[0, 0, 3, 0]] += 1  # what a plain += would give: one count per row
+    assert naive[0, 0] == 1
+
+
+def test_get_item_double_backprop_symmetry(rng):
+    """GetItemGrad's backward is get_item: index and scatter are each other's transpose."""
+    x = dz.Variable(rng.normal(size=(5,)))
+    idx = np.array([1, 1, 4])
+    y = F.sum(x[idx] ** 2)  # dy/dx_i = 2 * count_i * x_i ; d2y/dx_i2 = 2 * count_i
+    y.backward(create_graph=True)
+    gx = x.grad
+    assert isinstance(gx.creator, F.GetItemGrad)
+    counts = np.bincount(idx, minlength=5)
+    np.testing.assert_allclose(gx.data, 2 * counts * x.data)
+    x.cleargrad()
+    F.sum(gx).backward()
+    np.testing.assert_allclose(x.grad.data, 2.0 * counts)
+    ggy = dz.Variable(rng.normal(size=(3,)))
+    g = F.GetItemGrad(idx, (5,))(ggy)
+    back = dz.Variable(rng.normal(size=(5,)))
+    # <scatter(ggy), back> == <ggy, gather(back)>
+    np.testing.assert_allclose((g.data * back.data).sum(), (ggy.data * back.data[idx]).sum())
+
+
+def test_get_item_accepts_variable_index():
+    x = dz.Variable(np.arange(4.0))
+    y = x[dz.Variable(np.array([3, 3]), requires_grad=False)]
+    F.sum(y).backward()
+    np.testing.assert_array_equal(x.grad.data, [0, 0, 0, 2])
+
+
+# ---- dtypes ------------------------------------------------------------------
+
+FLOAT32_CASES = {
+    **{k: (lambda f: (lambda x: f(x)))(v[0]) for k, v in ELEMENTWISE.items() if k != "log"},
+    "log": lambda x: F.log(F.exp(x)),
+    "reshape": lambda x: F.reshape(x, (6,)),
+    "transpose": lambda x: F.transpose(x),
+    "sum": lambda x: F.sum(x, axis=0),
+    "sum_to": lambda x: F.sum_to(x, (1, 3)),
+    "broadcast_to": lambda x: F.broadcast_to(x, (4, 2, 3)),
+    "matmul": lambda x: F.matmul(x, dz.Variable(np.ones((3, 2), np.float32))),
+    "linear": lambda x: F.linear(x, dz.Variable(np.ones((3, 2), np.float32)),
+                                 dz.Variable(np.ones(2, np.float32))),
+    "max": lambda x: F.max(x, axis=1),
+    "min": lambda x: F.min(x),
+    "softmax": F.softmax,
+    "log_softmax": F.log_softmax,
+    "softmax_cross_entropy": lambda x: F.softmax_cross_entropy(x, np.array([0, 2])),
+    "mean_squared_error": lambda x: F.mean_squared_error(x, np.zeros((2, 3), np.float32)),
+    "dropout": lambda x: F.dropout(x, 0.5),
+    "get_item": lambda x: x[[1, 1]],
+    "scalar_ops": lambda x: 2.0 * x / 3 - 1 + x ** 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT32_CASES))
+def test_float32_in_float32_out_and_grads(name, rng):
+    x = dz.Variable(rng.normal(size=(2, 3)).astype(np.float32))
+    y = FLOAT32_CASES[name](x)
+    assert y.dtype == np.float32
+    F.sum(y).backward(create_graph=True)
+    assert x.grad.dtype == np.float32
+
+
+# ---- PyTorch as an oracle ------------------------------------------------------
+
+
+TORCH_CASES = {
+    "sigmoid": (F.sigmoid, "sigmoid"),
+    "relu": (F.relu, "relu"),
+    "tanh": (F.tanh, "tanh"),
+    "softmax": (lambda x: F.softmax(x, 1), lambda t, x: t.softmax(x, 1)),
+    "log_softmax": (lambda x: F.log_softmax(x, 1), lambda t, x: t.log_softmax(x, 1)),
+    "max": (lambda x: F.max(x, axis=0), lambda t, x: t.amax(x, 0)),
+    "clip": (lambda x: F.clip(x, -0.5, 0.5), lambda t, x: t.clamp(x, -0.5, 0.5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_CASES))
+def test_matches_torch(name, rng):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: no oracle to compare")
+    ours, theirs = TORCH_CASES[name]
+    if isinstance(theirs, str):
+        theirs = getattr(torch, theirs)
+    else:
+        theirs = (lambda f: lambda x: f(torch, x))(theirs)
+    data = distinct(rng, (4, 5)) - 5.0
+    weight = rng.normal(size=(4, 5))
+    x = dz.Variable(data)
+    y = ours(x)
+    F.sum(y * weight[: y.shape[0]].reshape(-1)[: y.size].reshape(y.shape)).backward()
+    xt = torch.tensor(data, requires_grad=True)
+    yt = theirs(xt)
+    wt = torch.tensor(weight[: yt.shape[0]].reshape(-1)[: yt.numel()].reshape(yt.shape))
+    (yt * wt).sum().backward()
+    np.testing.assert_allclose(y.data, yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(x.grad.data, xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_cross_entropy_and_linear_match_torch(rng):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: no oracle to compare")
+    x, W, b = rng.normal(size=(6, 4)), rng.normal(size=(4, 3)), rng.normal(size=3)
+    t = rng.integers(0, 3, size=6)
+    xv, Wv, bv = dz.Variable(x), dz.Variable(W), dz.Variable(b)
+    loss = F.softmax_cross_entropy(F.linear(xv, Wv, bv), t)
+    loss.backward()
+    xt, Wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, W, b))
+    lt = torch.nn.functional.cross_entropy(xt @ Wt + bt, torch.tensor(t))
+    lt.backward()
+    np.testing.assert_allclose(loss.data, lt.item(), rtol=1e-10)
+    for ours, theirs in ((xv, xt), (Wv, Wt), (bv, bt)):
+        np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-9, atol=1e-12)
