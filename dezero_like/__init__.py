@@ -9,7 +9,7 @@
 variable(8.0)
 """
 
-from dezero_like import cuda, functions, utils  # noqa: E402  (after core on purpose)
+from dezero_like import cuda, datasets, functions, transforms, utils  # noqa: E402  (after core on purpose)
 from dezero_like.core import (
     Config,
     Function,
@@ -21,10 +21,12 @@ from dezero_like.core import (
     test_mode,
     using_config,
 )
+from dezero_like.dataloaders import DataLoader
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Config", "Function", "Parameter", "Variable", "as_array", "as_variable", "no_grad",
     "test_mode", "using_config", "cuda", "functions", "utils", "__version__",
+    "datasets", "transforms", "DataLoader",
 ]
