@@ -9,7 +9,16 @@
 variable(8.0)
 """
 
-from dezero_like import cuda, datasets, functions, transforms, utils  # noqa: E402  (after core on purpose)
+from dezero_like import (  # noqa: E402
+    cuda,
+    datasets,
+    functions,
+    layers,
+    models,
+    optimizers,
+    transforms,
+    utils,
+)
 from dezero_like.core import (
     Config,
     Function,
@@ -27,6 +36,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Config", "Function", "Parameter", "Variable", "as_array", "as_variable", "no_grad",
-    "test_mode", "using_config", "cuda", "functions", "utils", "__version__",
-    "datasets", "transforms", "DataLoader",
+    "test_mode", "using_config", "cuda", "functions", "layers", "models", "optimizers", "utils",
+    "__version__", "datasets", "transforms", "DataLoader",
 ]

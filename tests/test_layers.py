@@ -1,0 +1,262 @@
+"""Layers and models: parameter registration, lazy Linear, dtypes, and safe weight files."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.functions as F
+import dezero_like.layers as L
+from dezero_like.core import Parameter
+from dezero_like.models import MLP, Model, Sequential
+from dezero_like.utils import gradient_check
+
+
+def test_layer_registers_parameters_and_sublayers_in_order():
+    class Net(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.p = Parameter(np.zeros(2))
+            self.inner = L.Linear(3, in_size=2)
+            self.not_a_param = dz.Variable(np.ones(1))
+            self.number = 5
+
+    net = Net()
+    params = list(net.params())
+    assert params == [net.p, net.inner.W, net.inner.b]
+    net.p = None  # replaced by something that is not a Parameter: unregistered
+    assert list(net.params()) == [net.inner.W, net.inner.b]
+    del net.inner
+    assert list(net.params()) == []
+
+
+def test_layer_without_super_init_still_registers():
+    class Sloppy(L.Layer):
+        def __init__(self):
+            self.W = Parameter(np.ones(3))
+
+    assert len(list(Sloppy().params())) == 1
+
+
+def test_cleargrads():
+    model = MLP((4, 2))
+    y = model(np.ones((3, 5), np.float32))
+    F.sum(y).backward()
+    assert all(p.grad is not None for p in model.params())
+    model.cleargrads()
+    assert all(p.grad is None for p in model.params())
+
+
+def test_linear_is_lazy_and_uses_the_dtype():
+    np.random.seed(0)
+    layer = L.Linear(3, dtype=np.float64)
+    assert layer.W.data is None
+    y = layer(np.ones((5, 4)))
+    assert layer.W.shape == (4, 3) and layer.in_size == 4
+    assert layer.W.dtype == np.float64 and layer.b.dtype == np.float64
+    assert y.shape == (5, 3)
+    big = L.Linear(500, in_size=400)
+    assert big.W.dtype == np.float32
+    assert big.W.data.std() == pytest.approx((1 / 400) ** 0.5, rel=0.02)  # randn * sqrt(1/in)
+    assert L.Linear(2, nobias=True, in_size=3).b is None
+    assert len(list(L.Linear(2, nobias=True, in_size=3).params())) == 1
+
+
+def test_linear_gradient_check_through_the_layer():
+    layer = L.Linear(3, dtype=np.float64, in_size=4)
+    layer.b.data = np.random.default_rng(0).normal(size=3)
+    x = np.random.default_rng(1).normal(size=(2, 4))
+    assert gradient_check(lambda v: layer(v) ** 2, x)
+    assert gradient_check(lambda w: F.linear(dz.Variable(x), w, layer.b) ** 2, layer.W.data)
+
+
+@pytest.mark.parametrize("activation", [F.sigmoid, F.relu, F.tanh])
+def test_mlp_keeps_float32_through_forward_and_backward(activation):
+    np.random.seed(0)
+    model = MLP((8, 8, 3), activation=activation)
+    x = np.random.randn(5, 4).astype(np.float32)
+    t = np.array([0, 1, 2, 1, 0])
+    loss = F.softmax_cross_entropy(model(x), t)
+    assert loss.dtype == np.float32
+    loss.backward()
+    for p in model.params():
+        assert p.dtype == np.float32 and p.grad.dtype == np.float32
+
+
+def test_sequential_mixes_layers_and_functions():
+    np.random.seed(0)
+    model = Sequential(L.Linear(5), F.relu, L.Linear(2))
+    y = model(np.ones((3, 4), np.float32))
+    assert y.shape == (3, 2)
+    assert len(list(model.params())) == 4
+    with pytest.raises(TypeError, match="not callable"):
+        Sequential(L.Linear(2), 3)
+
+
+def test_model_is_a_layer_with_plot():
+    assert issubclass(MLP, Model) and hasattr(Model, "plot")
+
+
+# ---- saving and loading --------------------------------------------------------
+
+
+def trained_mlp(seed=0):
+    np.random.seed(seed)
+    model = MLP((6, 3))
+    model(np.ones((1, 4), np.float32))  # create the lazy weights
+    return model
+
+
+def snapshot(model):
+    return [p.data.copy() for p in model.params()]
+
+
+def test_save_and_load_round_trip_is_exact(tmp_path):
+    path = tmp_path / "weights.npz"
+    a = trained_mlp(0)
+    a.save_weights(path)
+    assert os.listdir(tmp_path) == ["weights.npz"]  # no temporary file left behind
+    b = trained_mlp(1)
+    b.load_weights(path)
+    for pa, pb in zip(a.params(), b.params()):
+        assert pa.dtype == pb.dtype and np.array_equal(pa.data, pb.data)
+    with np.load(path, allow_pickle=False) as npz:
+        assert sorted(npz.files) == ["l0/W", "l0/b", "l1/W", "l1/b"]
+
+
+def test_load_into_a_fresh_lazy_model(tmp_path):
+    path = tmp_path / "w.npz"
+    a = trained_mlp(0)
+    a.save_weights(path)
+    fresh = MLP((6, 3))
+    fresh.load_weights(path)
+    x = np.random.default_rng(0).normal(size=(2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(fresh(x).data, a(x).data)
+
+
+def test_save_before_weights_exist_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="forward pass"):
+        MLP((3,)).save_weights(tmp_path / "w.npz")
+    assert not list(tmp_path.iterdir())
+
+
+def test_save_overwrites_atomically(tmp_path):
+    path = tmp_path / "w.npz"
+    trained_mlp(0).save_weights(path)
+    model = trained_mlp(1)
+    model.save_weights(path)
+    other = trained_mlp(2)
+    other.load_weights(path)
+    assert all(np.array_equal(p.data, q.data) for p, q in zip(model.params(), other.params()))
+
+
+def test_interrupted_save_keeps_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "w.npz"
+    old = trained_mlp(0)
+    old.save_weights(path)
+    before = path.read_bytes()
+
+    def fail(*args, **kwargs):
+        raise KeyboardInterrupt  # as if the user pressed Ctrl-C in the middle of writing
+
+    monkeypatch.setattr(np, "savez", fail)
+    with pytest.raises(KeyboardInterrupt):
+        trained_mlp(1).save_weights(path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["w.npz"]
+
+
+def assert_rejected(model, path, match):
+    before = snapshot(model)
+    with pytest.raises(ValueError, match=match):
+        model.load_weights(path)
+    after = snapshot(model)
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(before, after))
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.6, 0.95])
+def test_truncated_file_is_rejected_and_model_unchanged(tmp_path, keep):
+    path = tmp_path / "w.npz"
+    trained_mlp(0).save_weights(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+    assert_rejected(trained_mlp(1), path, "cannot load weights")
+
+
+def test_missing_key_is_rejected(tmp_path):
+    path = tmp_path / "w.npz"
+    a = trained_mlp(0)
+    arrays = {k: p.data for k, p in a._flatten_params().items() if k != "l1/b"}
+    np.savez(path, **arrays)
+    assert_rejected(trained_mlp(1), path, "missing l1/b")
+
+
+def test_extra_key_is_rejected(tmp_path):
+    path = tmp_path / "w.npz"
+    arrays = {k: p.data for k, p in trained_mlp(0)._flatten_params().items()}
+    np.savez(path, extra=np.zeros(2, np.float32), **arrays)
+    assert_rejected(trained_mlp(1), path, "unexpected extra")
+
+
+def test_wrong_shape_is_rejected_even_if_other_keys_fit(tmp_path):
+    path = tmp_path / "w.npz"
+    arrays = {k: p.data for k, p in trained_mlp(0)._flatten_params().items()}
+    arrays["l1/W"] = np.zeros((6, 4), np.float32)  # l0 would load fine: it must not
+    np.savez(path, **arrays)
+    assert_rejected(trained_mlp(1), path, r"l1/W has shape \(6, 4\)")
+
+
+def test_wrong_dtype_is_rejected(tmp_path):
+    path = tmp_path / "w.npz"
+    arrays = {k: p.data for k, p in trained_mlp(0)._flatten_params().items()}
+    arrays["l0/b"] = arrays["l0/b"].astype(np.float64)
+    np.savez(path, **arrays)
+    assert_rejected(trained_mlp(1), path, "l0/b has dtype float64")
+
+
+def test_object_arrays_are_never_unpickled(tmp_path):
+    path = tmp_path / "evil.npz"
+    arrays = {k: p.data for k, p in trained_mlp(0)._flatten_params().items()}
+    arrays["l0/b"] = np.array([object()], dtype=object)
+    np.savez(path, **arrays)  # numpy pickles object arrays inside the .npz
+    assert_rejected(trained_mlp(1), path, "pickled")
+
+
+def test_not_an_npz_is_rejected(tmp_path):
+    npy = tmp_path / "single.npy"
+    np.save(npy, np.zeros(3))
+    assert_rejected(trained_mlp(1), npy, "not an .npz")
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"this is not a zip file at all")
+    assert_rejected(trained_mlp(1), junk, "cannot load weights")
+    corrupt = tmp_path / "corrupt.npz"
+    trained_mlp(0).save_weights(corrupt)
+    with zipfile.ZipFile(corrupt) as z:
+        names = z.namelist()
+    raw = bytearray(corrupt.read_bytes())
+    start = raw.find(b"\x93NUMPY")  # damage the first array's header in place
+    raw[start:start + 6] = b"XXXXXX"
+    corrupt.write_bytes(bytes(raw))
+    assert names
+    assert_rejected(trained_mlp(1), corrupt, "cannot load weights")
+
+
+def test_missing_file_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        trained_mlp(0).load_weights(tmp_path / "nope.npz")
+
+
+@pytest.mark.gpu
+def test_to_gpu_and_back():
+    if not dz.cuda.gpu_available():
+        pytest.skip("no CUDA GPU with CuPy on this machine")
+    model = trained_mlp(0)
+    before = snapshot(model)
+    model.to_gpu()
+    assert all(not isinstance(p.data, np.ndarray) for p in model.params())
+    model.to_cpu()
+    assert all(np.array_equal(a, p.data) for a, p in zip(before, model.params()))
