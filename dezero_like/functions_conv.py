@@ -116,6 +116,29 @@ def im2col_array(img, kernel_size, stride, pad, to_matrix=True, pad_value=0):
     return col
 
 
+def _im2col_channels_first(img, kernel_size, stride, pad):
+    """im2col with the layout ``(C, KH, KW, N, OH, OW)``: the weight gradient's favourite.
+
+    Reshaped to ``(C*KH*KW, N*OH*OW)`` it is contiguous, so the weight gradient
+    is one matrix product with no copy of the (large) column array.
+    """
+    xp = cuda.get_array_module(img)
+    N, C, H, W = img.shape
+    KH, KW = kernel_size
+    SH, SW = stride
+    PH, PW = pad
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(W, KW, SW, PW)
+    if PH or PW:
+        img = xp.pad(img, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant")
+    img = img.transpose(1, 0, 2, 3)
+    col = xp.empty((C, KH, KW, N, OH, OW), dtype=img.dtype)
+    for i in range(KH):
+        for j in range(KW):
+            col[:, i, j] = img[:, :, i:i + SH * OH:SH, j:j + SW * OW:SW]
+    return col
+
+
 def col2im_array(col, img_shape, kernel_size, stride, pad, to_matrix=True):
     """Add every column back into its window: the transpose of :func:`im2col_array`.
 
@@ -365,12 +388,11 @@ class Conv2DGradW(Function):
         N, C = x.shape[:2]
         KH, KW = self.kernel_size
         OC, OH, OW = gy.shape[1:]
-        col = im2col_array(x, self.kernel_size, self.stride, self.pad, to_matrix=False)
-        # one matrix product: (OC, N*OH*OW) @ (N*OH*OW, C*KH*KW)
-        gy_mat = gy.transpose(1, 0, 2, 3).reshape(OC, -1)
-        col_mat = col.transpose(0, 4, 5, 1, 2, 3).reshape(N * OH * OW, -1)
-        gW = xp.matmul(gy_mat, col_mat)
-        return gW.reshape(OC, C, KH, KW)
+        col = _im2col_channels_first(x, self.kernel_size, self.stride, self.pad)
+        # one matrix product, (C*KH*KW, N*OH*OW) @ (N*OH*OW, OC), with no copy of col
+        gy_mat = gy.reshape(N, OC, OH * OW).transpose(0, 2, 1).reshape(-1, OC)
+        gW = xp.matmul(col.reshape(C * KH * KW, -1), gy_mat).T
+        return xp.ascontiguousarray(gW).reshape(OC, C, KH, KW)
 
     def backward(self, ggW):
         x, gy = self.inputs
@@ -386,6 +408,12 @@ class Conv2DGradW(Function):
 # --------------------------------------------------------------------------- #
 # Pooling
 # --------------------------------------------------------------------------- #
+#
+# Pooling reads the same windows as im2col, but it only needs one value per
+# window, so it never builds ``col``: for each kernel offset (i, j) it takes
+# the strided slice of the padded input that holds element (i, j) of every
+# window, and folds it into a running maximum or sum. Again only the KH*KW
+# offsets are looped over in Python.
 
 
 def _pool_geometry(name, x_shape, kernel_size, stride, pad):
@@ -401,7 +429,54 @@ def _pool_geometry(name, x_shape, kernel_size, stride, pad):
     return kernel_size, stride, pad
 
 
-class Pooling(Function):
+def _window_offsets(pool):
+    """``(k, index)`` for every kernel offset: ``padded[index]`` is element k of every window."""
+    (KH, KW), (SH, SW) = pool.kernel_size, pool.stride
+    OH, OW = pool.out_hw
+    for i in range(KH):
+        for j in range(KW):
+            yield i * KW + j, (Ellipsis, slice(i, i + SH * OH, SH), slice(j, j + SW * OW, SW))
+
+
+def _padded(x, pad, value):
+    PH, PW = pad
+    if not (PH or PW):
+        return x
+    xp = cuda.get_array_module(x)
+    return xp.pad(x, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant",
+                  constant_values=value)
+
+
+def _scatter_to_windows(pool, values_at):
+    """The input-shaped array that adds ``values_at(k)`` into element k of every window."""
+    xp = cuda.get_array_module(values_at(0))
+    N, C, H, W = pool.x_shape
+    PH, PW = pool.pad
+    SH, SW = pool.stride
+    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1), dtype=pool.dtype)
+    for k, index in _window_offsets(pool):
+        g[index] += values_at(k)
+    return g[:, :, PH:PH + H, PW:PW + W]
+
+
+class _Pool(Function):
+    def __init__(self, kernel_size, stride=None, pad=0):
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.pad = pad
+
+    def _setup(self, name, x):
+        self.kernel_size, self.stride, self.pad = _pool_geometry(
+            name, x.shape, self.kernel_size, self.stride, self.pad)
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        self.dtype = x.dtype
+        H, W = x.shape[2:]
+        self.out_hw = tuple(get_conv_outsize(s, k, st, p) for s, k, st, p in
+                            zip((H, W), self.kernel_size, self.stride, self.pad))
+
+
+class Pooling(_Pool):
     """Max pooling: ``y = max`` of each ``KH x KW`` window (padding counts as ``-inf``).
 
     The derivative is 1 for the element that won the max (the first one on ties)
@@ -409,33 +484,25 @@ class Pooling(Function):
     (:class:`PoolingGrad`).
     """
 
-    def __init__(self, kernel_size, stride=None, pad=0):
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.pad = pad
-
     def forward(self, x):
-        self.kernel_size, self.stride, self.pad = _pool_geometry(
-            "pooling", x.shape, self.kernel_size, self.stride, self.pad)
-        self.retain_inputs(())
-        self.x_shape = x.shape
-        self.dtype = x.dtype
-        col = im2col_array(x, self.kernel_size, self.stride, self.pad, to_matrix=False,
-                           pad_value=-np.inf)
-        N, C, KH, KW, OH, OW = col.shape
-        col = col.reshape(N, C, KH * KW, OH, OW)
-        self.indexes = col.argmax(axis=2)
-        return col.max(axis=2)
+        self._setup("pooling", x)
+        xp = cuda.get_array_module(x)
+        padded = _padded(x, self.pad, -np.inf)
+        y = indexes = None
+        for k, index in _window_offsets(self):
+            candidate = padded[index]
+            if y is None:
+                y = candidate.copy()
+                indexes = xp.zeros(y.shape, dtype=np.int32)
+                continue
+            better = candidate > y  # strict: the first maximum wins ties
+            y = xp.where(better, candidate, y)
+            indexes[better] = k
+        self.indexes = indexes  # which window element won, 0 .. KH*KW-1
+        return y
 
     def backward(self, gy):
         return PoolingGrad(self)(gy)
-
-
-def _window_mask(indexes, n_window, dtype):
-    """One-hot over the window axis: ``mask[n, c, k, p, q] = (indexes[n, c, p, q] == k)``."""
-    xp = cuda.get_array_module(indexes)
-    k = xp.arange(n_window).reshape(1, 1, n_window, 1, 1)
-    return (indexes[:, :, None] == k).astype(dtype)
 
 
 class PoolingGrad(Function):
@@ -450,12 +517,10 @@ class PoolingGrad(Function):
 
     def forward(self, gy):
         self.retain_inputs(())
-        p = self.pool
-        N, C, OH, OW = gy.shape
-        KH, KW = p.kernel_size
-        mask = _window_mask(p.indexes, KH * KW, gy.dtype)
-        gcol = (mask * gy[:, :, None]).reshape(N, C, KH, KW, OH, OW)
-        return col2im_array(gcol, p.x_shape, p.kernel_size, p.stride, p.pad, to_matrix=False)
+        xp = cuda.get_array_module(gy)
+        idx = self.pool.indexes
+        zero = gy.dtype.type(0)
+        return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
 
     def backward(self, ggx):
         return Pooling2DWithIndexes(self.pool)(ggx)
@@ -469,11 +534,13 @@ class Pooling2DWithIndexes(Function):
 
     def forward(self, x):
         self.retain_inputs(())
-        p = self.pool
-        col = im2col_array(x, p.kernel_size, p.stride, p.pad, to_matrix=False)
-        N, C, KH, KW, OH, OW = col.shape
-        col = col.reshape(N, C, KH * KW, OH, OW)
-        return (col * _window_mask(p.indexes, KH * KW, x.dtype)).sum(axis=2)
+        xp = cuda.get_array_module(x)
+        padded = _padded(x, self.pool.pad, 0)
+        idx = self.pool.indexes
+        y = xp.zeros(idx.shape, dtype=x.dtype)
+        for k, index in _window_offsets(self.pool):
+            y = xp.where(idx == k, padded[index], y)
+        return y
 
     def backward(self, gy):
         return PoolingGrad(self.pool)(gy)
@@ -490,25 +557,21 @@ def pooling(x, kernel_size, stride=None, pad=0):
 max_pooling = pooling
 
 
-class AveragePooling(Function):
+class AveragePooling(_Pool):
     """Average pooling: ``y = mean`` of each ``KH x KW`` window (padding counts as 0).
 
     Every element of a window gets ``gy / (KH*KW)``; the backward is
     :class:`AveragePoolingGrad`, whose own backward is average pooling again.
     """
 
-    def __init__(self, kernel_size, stride=None, pad=0):
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.pad = pad
-
     def forward(self, x):
-        self.kernel_size, self.stride, self.pad = _pool_geometry(
-            "average_pooling", x.shape, self.kernel_size, self.stride, self.pad)
-        self.retain_inputs(())
-        self.x_shape = x.shape
-        col = im2col_array(x, self.kernel_size, self.stride, self.pad, to_matrix=False)
-        return col.mean(axis=(2, 3))
+        self._setup("average_pooling", x)
+        padded = _padded(x, self.pad, 0)
+        y = None
+        for _, index in _window_offsets(self):
+            y = padded[index].copy() if y is None else y + padded[index]
+        KH, KW = self.kernel_size
+        return y / (KH * KW)
 
     def backward(self, gy):
         return AveragePoolingGrad(self)(gy)
@@ -522,12 +585,9 @@ class AveragePoolingGrad(Function):
 
     def forward(self, gy):
         self.retain_inputs(())
-        p = self.pool
-        xp = cuda.get_array_module(gy)
-        N, C, OH, OW = gy.shape
-        KH, KW = p.kernel_size
-        gcol = xp.broadcast_to((gy / (KH * KW))[:, :, None, None], (N, C, KH, KW, OH, OW))
-        return col2im_array(gcol, p.x_shape, p.kernel_size, p.stride, p.pad, to_matrix=False)
+        KH, KW = self.pool.kernel_size
+        share = gy / (KH * KW)
+        return _scatter_to_windows(self.pool, lambda k: share)
 
     def backward(self, ggx):
         p = self.pool
