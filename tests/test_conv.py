@@ -526,3 +526,163 @@ def test_conv_and_pooling_on_gpu_match_cpu():
     for cpu, gpu in zip(*results):
         assert gpu.dtype == np.float32
         np.testing.assert_allclose(cpu, gpu, rtol=1e-4, atol=1e-4)
+
+
+# --------------------------------------------------------------------------- #
+# Layers and models
+# --------------------------------------------------------------------------- #
+
+
+def test_conv2d_layer_creates_W_lazily_with_the_right_shape_and_scale():
+    import dezero_like.layers_conv as Lc
+
+    np.random.seed(0)
+    conv = Lc.Conv2d(64, kernel_size=3, stride=1, pad=1)
+    assert conv.W.data is None
+    x = np.random.rand(2, 32, 8, 8).astype(np.float32)
+    y = conv(x)
+    assert y.shape == (2, 64, 8, 8) and y.dtype == np.float32
+    assert conv.W.shape == (64, 32, 3, 3) and conv.W.dtype == np.float32
+    assert abs(conv.W.data.std() - (1 / (32 * 9)) ** 0.5) < 0.005  # He-like: 1/sqrt(fan-in)
+    np.testing.assert_allclose(y.data, Fc.conv2d(x, conv.W.data, conv.b.data, 1, 1).data)
+    assert [p.name for p in conv.params()] == ["W", "b"]
+    eager = Lc.Conv2d(4, 2, in_channels=3, nobias=True)
+    assert eager.W.shape == (4, 3, 2, 2) and eager.b is None
+    with pytest.raises(ValueError, match=r"\(N, C, H, W\)"):
+        Lc.Conv2d(4, 3)(np.zeros((2, 784), np.float32))
+
+
+def test_deconv2d_layer_upsamples():
+    import dezero_like.layers_conv as Lc
+
+    deconv = Lc.Deconv2d(3, kernel_size=2, stride=2)
+    y = deconv(np.random.rand(2, 5, 4, 4).astype(np.float32))
+    assert y.shape == (2, 3, 8, 8) and deconv.W.shape == (5, 3, 2, 2)
+
+
+def test_batch_norm_layer_train_and_test_modes_and_saving(tmp_path):
+    import dezero_like.layers_conv as Lc
+
+    bn = Lc.BatchNorm(decay=0.5)
+    rng = np.random.default_rng(80)
+    x = (rng.standard_normal((8, 3, 4, 4)) * 2 + 5).astype(np.float32)
+    y = bn(x)
+    np.testing.assert_allclose(y.data.mean(axis=(0, 2, 3)), 0, atol=1e-5)
+    np.testing.assert_allclose(bn.avg_mean.data, 0.5 * x.mean(axis=(0, 2, 3)), rtol=1e-5)
+    y.sum().backward()
+    assert bn.gamma.grad is not None and bn.avg_mean.grad is None  # running stats get no grad
+    with dz.test_mode():
+        yt = bn(x)
+    expect = (x - bn.avg_mean.data.reshape(1, 3, 1, 1)) / np.sqrt(
+        bn.avg_var.data.reshape(1, 3, 1, 1) + 2e-5)
+    np.testing.assert_allclose(yt.data, expect, rtol=1e-4, atol=1e-5)
+    path = tmp_path / "bn.npz"
+    bn.save_weights(path)
+    other = Lc.BatchNorm()
+    other.load_weights(path)
+    np.testing.assert_array_equal(other.avg_var.data, bn.avg_var.data)
+
+
+def test_simple_conv_net_shapes_and_parameter_count():
+    from dezero_like.models_conv import SimpleConvNet, summary
+
+    np.random.seed(0)
+    model = SimpleConvNet()
+    y = model(np.zeros((3, 1, 28, 28), np.float32))
+    assert y.shape == (3, 10)
+    n = sum(p.size for p in model.params())
+    assert n == sum(row[2] for row in summary(model, (1, 28, 28))) == 162_710
+    assert model(np.zeros((2, 784), np.float32)).shape == (2, 10)  # flat MNIST rows work too
+
+
+def test_vgg16_structure_without_allocating_it():
+    from dezero_like.models_conv import VGG16, summary
+
+    model = VGG16()
+    assert all(p.data is None for p in model.params() if p.name == "W")  # lazy: nothing yet
+    rows = summary(model, (3, 224, 224))
+    assert sum(r[2] for r in rows) == 138_357_544  # the published VGG16 size
+    convs = [r for r in rows if r[0].startswith("conv")]
+    assert len(convs) == 13 and convs[-1][1] == (512, 14, 14)
+    assert [r for r in rows if r[0] == "pool"][-1][1] == (512, 7, 7)
+    assert rows[-1] == ("fc8", (1000,), 4_097_000)
+
+
+def test_vgg16_runs_on_a_small_image():
+    from dezero_like.layers import Linear
+    from dezero_like.models_conv import VGG16
+
+    np.random.seed(0)
+    model = VGG16(num_classes=3)
+    model.fc6, model.fc7 = Linear(8), Linear(8)  # thin layers: the wiring is what is tested
+    for name in model.conv_names:
+        conv = getattr(model, name)
+        conv.out_channels = 4
+        conv.b.data = np.zeros(4, np.float32)
+    y = model(np.random.rand(1, 3, 32, 32).astype(np.float32))
+    assert y.shape == (1, 3)
+
+
+def test_vgg16_pretrained_offline_gives_a_clear_error(tmp_path, monkeypatch):
+    from dezero_like.models_conv import VGG16, PretrainedWeightsUnavailable
+
+    monkeypatch.setenv("DEZERO_LIKE_DATA", str(tmp_path))
+    monkeypatch.setenv("DEZERO_LIKE_OFFLINE", "1")
+    with pytest.raises(PretrainedWeightsUnavailable, match="vgg16.npz") as info:
+        VGG16(pretrained=True)
+    assert "pretrained=False" in str(info.value)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        VGG16(pretrained=True, weights_file=tmp_path / "missing.npz")
+
+
+# --------------------------------------------------------------------------- #
+# Real data: a small CNN beats an MLP on MNIST
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.slow
+def test_cnn_beats_mlp_on_real_mnist(mnist_dir):
+    """Both train two epochs (Adam, batch 100, same order) on 8,000 real MNIST test images
+    and are evaluated on the other 2,000."""
+    import time
+
+    import dezero_like.functions as F
+    from dezero_like import datasets, optimizers
+    from dezero_like import transforms as T
+    from dezero_like.models import MLP
+    from dezero_like.models_conv import SimpleConvNet
+
+    image = T.Compose([T.ToFloat(), T.Normalize(0.0, 255.0)])  # (1, 28, 28) in [0, 1]
+    kwargs = dict(transform=image, data_dir=mnist_dir.parent, source="test-split",
+                  download=False)
+    train = datasets.MNIST(train=True, **kwargs)
+    test = datasets.MNIST(train=False, **kwargs)
+    assert (len(train), len(test)) == (8000, 2000)
+
+    class FlatMLP(MLP):
+        def forward(self, x):
+            return super().forward(F.flatten(x))
+
+    def fit_and_score(model):
+        np.random.seed(0)
+        loader = dz.DataLoader(train, batch_size=100, seed=0)
+        opt = optimizers.Adam(0.001).setup(model)
+        for _epoch in range(2):
+            for x, t in loader:
+                loss = F.softmax_cross_entropy(model(x), t)
+                model.cleargrads()
+                loss.backward()
+                opt.update()
+        with dz.no_grad(), dz.test_mode():
+            xs, ts = zip(*(test[i] for i in range(len(test))))
+            return float(F.accuracy(model(np.stack(xs)), np.array(ts)).data)
+
+    start = time.perf_counter()
+    np.random.seed(0)
+    cnn_acc = fit_and_score(SimpleConvNet())
+    cnn_s = time.perf_counter() - start
+    np.random.seed(0)
+    mlp_acc = fit_and_score(FlatMLP((100, 10), activation=F.relu))
+    print(f"CNN {cnn_acc:.3f} ({cnn_s:.1f} s), MLP {mlp_acc:.3f}")
+    assert cnn_acc > 0.95
+    assert cnn_acc > mlp_acc + 0.02
