@@ -63,10 +63,13 @@ print("pooling_simple == Fc.pooling:",
       np.allclose(pooling_simple(dz.Variable(maps), 2).data, Fc.pooling(maps, 2).data))
 
 # %% [markdown]
-# The package's `Fc.pooling` pads with $-\infty$ instead of zero, so a
-# window that overlaps the border never picks the padding, even when every
-# real value in it is negative. It also remembers *which* element won each
-# window (`argmax`), which its backward needs.
+# The package's `Fc.pooling` differs in three ways. It pads with $-\infty$
+# instead of zero, so a window that overlaps the border never picks the
+# padding, even when every real value in it is negative. It never builds
+# `col`: for each of the $K_H K_W$ kernel offsets it takes the strided slice
+# of the input that holds that element of every window and keeps a running
+# maximum, which saves the memory of the copies. And it remembers *which*
+# element won each window, which its backward needs.
 #
 # ## Backward: where does the gradient go?
 #
