@@ -446,3 +446,28 @@ def test_cross_entropy_and_linear_match_torch(rng):
     np.testing.assert_allclose(loss.data, lt.item(), rtol=1e-10)
     for ours, theirs in ((xv, xt), (Wv, Wt), (bv, bt)):
         np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ---- GPU (CuPy) ------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_gpu_matches_cpu_including_repeated_get_item():
+    if not dz.cuda.gpu_available():
+        pytest.skip("no CUDA GPU with CuPy on this machine")
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(6, 4)).astype(np.float32)
+    W = rng.normal(size=(4, 3)).astype(np.float32)
+    idx = np.array([0, 0, 5, 2, 0, 5])
+    t = np.array([0, 1, 2, 0, 1, 2])
+
+    def run(to_device):
+        x, w = dz.Variable(to_device(data)), dz.Variable(to_device(W))
+        h = F.sigmoid(F.linear(x[to_device(idx)], w))
+        loss = F.softmax_cross_entropy(h, to_device(t)) + F.sum(F.relu(x) * F.softmax(x))
+        loss.backward()
+        return [dz.cuda.as_numpy(a) for a in (loss.data, x.grad.data, w.grad.data)]
+
+    for cpu, gpu in zip(run(lambda a: a), run(dz.cuda.as_cupy)):
+        assert gpu.dtype == cpu.dtype
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,95 @@
+# %% [markdown]
+# # Step 38: Tensors — elementwise functions on arrays
+#
+# Until now our examples mostly used scalars: `Variable(np.array(3.0))`. Neural
+# networks work with arrays of numbers — vectors, matrices, and higher
+# dimensional *tensors*. The good news: every function we wrote so far already
+# accepts arrays, because NumPy applies `np.sin`, `np.exp`, `*`, `+` element by
+# element. This step checks that backpropagation works for arrays too, and
+# fixes one rule that the rest of Stage 4 depends on:
+#
+# > **The gradient of a variable has the same shape as the variable.**
+#
+# `x.grad[i, j]` answers "how much does the final result change if I nudge
+# `x[i, j]`?", so there is exactly one gradient entry per element of `x`.
+
+# %%
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like.utils import gradient_check, numerical_grad
+
+x = dz.Variable(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+y = F.sin(x)
+print("y =", y)
+print("y.shape:", y.shape)
+
+# %% [markdown]
+# ## What does backward mean for an array output?
+#
+# `backward()` starts from a seed gradient for `y`. When we do not give one,
+# the seed is an array of ones with `y`'s shape. That is the same as
+# differentiating the **sum** of all elements, $L = \sum_{ij} y_{ij}$, because
+# $\partial L / \partial y_{ij} = 1$ for every element.
+#
+# For an elementwise function $y_{ij} = f(x_{ij})$, element $y_{ij}$ depends only
+# on $x_{ij}$. Its Jacobian is diagonal, so the chain rule collapses to an
+# elementwise product:
+#
+# $$\frac{\partial L}{\partial x_{ij}} = \frac{\partial L}{\partial y_{ij}} f'(x_{ij}).$$
+#
+# That is exactly what `Sin.backward` computes with `gy * cos(x)` — the code
+# never needed to change.
+
+# %%
+y.backward()
+print("x.grad =", x.grad)
+print("x.grad.shape:", x.grad.shape, "== x.shape:", x.grad.shape == x.shape)
+print("equals cos(x):", np.allclose(x.grad.data, np.cos(x.data)))
+
+# %% [markdown]
+# ## Checking against numerical differentiation
+#
+# The numerical gradient of step 4 works element by element: nudge one entry,
+# see how the sum changes. `dezero_like.utils.gradient_check` does this for
+# every element in float64 and compares with backprop. It also works for a
+# composition of elementwise functions and operators:
+
+# %%
+def f(x):
+    return F.exp(-x) * F.tanh(x) + x**2 / 3
+
+
+data = np.random.default_rng(0).normal(size=(3, 4))
+print("gradient_check passed:", gradient_check(f, data))
+print("numerical grad shape:", numerical_grad(f, data).shape)
+
+# %% [markdown]
+# ## Seeds that are not all ones
+#
+# `backward(gradient=g)` seeds with any array of `y`'s shape. Backprop then
+# computes $\sum_{ij} g_{ij}\, \partial y_{ij}/\partial x$: the gradient of a
+# *weighted* sum. Weights of zero switch elements off:
+
+# %%
+x = dz.Variable(np.array([0.0, 1.0, 2.0]))
+y = x**2
+y.backward(gradient=np.array([1.0, 0.0, 10.0]))
+print("weighted grad:", x.grad)  # 2x times the weights
+
+# %% [markdown]
+# ## Exercise
+# For `a = Variable(np.arange(6.0).reshape(3, 2))`, compute `b = F.tanh(a) * a`,
+# run `b.backward()` and store `a.grad` in `grad_a`. By the product rule its
+# entries are $\tanh(a) + a(1 - \tanh^2 a)$.
+
+# %%
+a = dz.Variable(np.arange(6.0).reshape(3, 2))
+b = F.tanh(a) * a  # solution:
+b.backward()
+grad_a = a.grad
+t = np.tanh(a.data)
+assert grad_a.shape == (3, 2), "the gradient keeps the input's shape"
+assert np.allclose(grad_a.data, t + a.data * (1 - t**2)), "use the product rule"
+print("self-check passed")

@@ -1,0 +1,94 @@
+# %% [markdown]
+# # Step 39: `reshape` and `transpose`
+#
+# Some functions do no arithmetic at all: they only **move elements around**.
+# `reshape` reads the same elements in the same order into a different shape;
+# `transpose` permutes the axes. They matter because networks constantly
+# change the layout of data (a batch of images flattened into rows, a weight
+# matrix used as $W^\top$).
+#
+# How do gradients flow through a pure rearrangement? Each output element *is*
+# one input element, moved. So its gradient simply goes back to where the
+# element came from: the backward pass applies the **inverse** rearrangement
+# to the gradient.
+#
+# | forward | backward |
+# | --- | --- |
+# | `reshape(x, shape)` | `reshape(gy, x.shape)` |
+# | `transpose(x, axes)` | `transpose(gy, inverse(axes))` |
+
+# %%
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like.utils import gradient_check
+
+x = dz.Variable(np.arange(6.0).reshape(2, 3))
+y = F.reshape(x, (6,))
+print("y =", y)
+y.backward(gradient=np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0]))
+print("x.grad =", x.grad)
+
+# %% [markdown]
+# Each gradient landed on the element that produced it: `y[4]` came from
+# `x[1, 1]`, so `x.grad[1, 1]` is 50. The gradient has `x`'s shape again.
+#
+# Variables also have the NumPy-style methods `x.reshape(...)`, `x.transpose(...)`
+# and `x.T`; they call the same functions, so they are differentiable too:
+
+# %%
+x = dz.Variable(np.arange(6.0).reshape(2, 3))
+print(x.reshape(3, 2).shape, x.reshape((6, 1)).shape, x.T.shape)
+
+# %% [markdown]
+# ## Transposing with an axis order
+#
+# `transpose(x, axes)` puts input axis `axes[i]` at position `i`. To undo it we
+# need the *inverse permutation*: position `axes[i]` must get axis `i` back. For
+# a permutation stored as an array, `np.argsort(axes)` is exactly that inverse.
+
+# %%
+axes = (2, 0, 1)
+inverse = tuple(int(i) for i in np.argsort(axes))
+print("axes", axes, "-> inverse", inverse)
+a = np.random.default_rng(0).normal(size=(2, 3, 4))
+print("round trip is identity:",
+      np.array_equal(a.transpose(axes).transpose(inverse), a))
+
+x = dz.Variable(a)
+y = F.transpose(x, axes)
+print("y.shape:", y.shape)
+weights = np.random.default_rng(1).normal(size=y.shape)
+F.sum(y * weights).backward()
+print("x.grad.shape:", x.grad.shape)
+print("x.grad equals the weights moved back:",
+      np.array_equal(x.grad.data, weights.transpose(inverse)))
+
+# %% [markdown]
+# The gradient checker confirms both functions numerically. Multiplying by
+# random weights makes *where* each gradient lands matter (with a plain sum
+# every element's gradient would be 1 wherever it went):
+
+# %%
+w6 = np.arange(1.0, 7.0).reshape(3, 2)
+print(gradient_check(lambda v: F.reshape(v, (3, 2)) * w6, np.ones((2, 3))))
+print(gradient_check(lambda v: F.transpose(v, axes) * weights, a))
+
+# %% [markdown]
+# ## Exercise
+# Write `swap_last_two(v)` that swaps the last two axes of a 3-D Variable using
+# `F.transpose`. Check that the gradient of `sum(swap_last_two(v) * w)` for a
+# weight `w` of the output's shape is `w` with its last two axes swapped back.
+
+# %%
+def swap_last_two(v):
+    return F.transpose(v, (0, 2, 1))  # solution:
+
+
+v = dz.Variable(np.zeros((2, 3, 4)))
+w = np.random.default_rng(2).normal(size=(2, 4, 3))
+F.sum(swap_last_two(v) * w).backward()
+assert swap_last_two(v).shape == (2, 4, 3)
+assert np.array_equal(v.grad.data, w.transpose(0, 2, 1))
+print("self-check passed")

@@ -1,0 +1,113 @@
+# %% [markdown]
+# # Step 43: Linear regression
+#
+# Time to learn something. We have 100 points $(x_i, y_i)$ that lie roughly on a
+# line, and we want the line $\hat y = xW + b$ that fits them best. "Best" means
+# the smallest **mean squared error**
+#
+# $$L(W, b) = \frac{1}{N}\sum_{i=1}^{N} (\hat y_i - y_i)^2 .$$
+#
+# We do not solve for $W, b$ with a formula. Instead we use the tool we built:
+# compute $L$, let backprop give $\partial L/\partial W$ and $\partial L/\partial b$,
+# step both a little *against* their gradients, and repeat. This is gradient
+# descent (step 28), now on a real fitting problem with array data.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+
+np.random.seed(0)
+x = np.random.rand(100, 1)
+y = 5 + 2 * x + np.random.rand(100, 1)  # the truth: slope 2, intercept 5.5 on average
+print("x:", x.shape, "y:", y.shape)
+
+# %% [markdown]
+# The noise `np.random.rand` is uniform on [0, 1), with mean 0.5, so the best
+# line has slope 2 and intercept about 5.5.
+#
+# ## The model and the loss
+#
+# `x` holds the N inputs as an (N, 1) matrix and `W` is (1, 1), so `x @ W` is the
+# batch of predictions, and the bias `b` of shape (1,) is broadcast over the
+# rows (step 41). `F.mean_squared_error(a, b)` computes $\frac1N\sum(a-b)^2$ in
+# one function, whose backward is $\frac{2}{N}(a - b)$.
+
+# %%
+W = dz.Variable(np.zeros((1, 1)))
+b = dz.Variable(np.zeros(1))
+
+
+def predict(x):
+    return F.matmul(x, W) + b
+
+
+lr = 0.1
+losses = []
+for i in range(100):
+    loss = F.mean_squared_error(predict(x), y)
+    W.cleargrad()
+    b.cleargrad()
+    loss.backward()
+    W.data -= lr * W.grad.data  # update the arrays directly: no graph for the update
+    b.data -= lr * b.grad.data
+    losses.append(float(loss.data))
+    if i % 20 == 0 or i == 99:
+        print(f"iter {i:3d}  loss {losses[-1]:.4f}  W {W.data[0, 0]:.3f}  b {b.data[0]:.3f}")
+
+# %% [markdown]
+# The loss falls quickly and then flattens out at the noise level (the variance
+# of uniform noise is 1/12 ≈ 0.083; no line can do better than that). The
+# updates change `W.data` in place, outside any graph: the update is not part
+# of the model we differentiate.
+#
+# Compare with the least-squares solution NumPy computes in closed form:
+
+# %%
+A = np.hstack([x, np.ones_like(x)])
+(slope, intercept), *_ = np.linalg.lstsq(A, y[:, 0], rcond=None)
+print(f"gradient descent: W={W.data[0, 0]:.3f}, b={b.data[0]:.3f}")
+print(f"least squares:    W={slope:.3f}, b={intercept:.3f}")
+
+# %%
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 3.5))
+ax0.scatter(x, y, s=10, label="data")
+grid = np.linspace(0, 1, 2)[:, None]
+ax0.plot(grid, predict(grid).data, color="C1", label="fitted line")
+ax0.set_xlabel("x")
+ax0.set_ylabel("y")
+ax0.legend()
+ax1.plot(losses)
+ax1.set_xlabel("iteration")
+ax1.set_ylabel("mean squared error")
+ax1.set_yscale("log")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# After 100 iterations gradient descent is close to, but not yet at, the
+# least-squares answer: the slope and intercept trade off against each other
+# along a shallow valley, which takes many small steps to walk down. Step 47's
+# optimizers walk such valleys faster.
+#
+# ## Exercise
+# Train the same model for 1000 iterations instead of 100 (reset `W` and `b`
+# to zeros first) and store the final loss in `final_loss`. It should be within
+# 1e-4 of the least-squares loss.
+
+# %%
+W = dz.Variable(np.zeros((1, 1)))
+b = dz.Variable(np.zeros(1))
+for _ in range(1000):  # solution:
+    loss = F.mean_squared_error(predict(x), y)
+    W.cleargrad()
+    b.cleargrad()
+    loss.backward()
+    W.data -= lr * W.grad.data
+    b.data -= lr * b.grad.data
+final_loss = float(F.mean_squared_error(predict(x), y).data)
+best = float(np.mean((A @ np.array([slope, intercept]) - y[:, 0]) ** 2))
+assert abs(final_loss - best) < 1e-4, (final_loss, best)
+print("self-check passed")

@@ -1,0 +1,126 @@
+# %% [markdown]
+# # Step 44: A neural network by hand
+#
+# A straight line cannot fit a sine wave, however well we train it. To fit
+# curves we need a model that is **nonlinear** in its input. The simplest
+# neural network gets there by putting a nonlinear *activation function* between
+# two linear maps:
+#
+# $$h = \sigma(xW_1 + b_1), \qquad \hat y = hW_2 + b_2, \qquad \sigma(a) = \frac{1}{1 + e^{-a}}.$$
+#
+# With 10 hidden units, $\hat y$ is a weighted sum of 10 shifted and stretched
+# S-curves — enough bumps and slopes to trace one period of a sine.
+#
+# Two package functions make this short:
+#
+# * `F.linear(x, W, b)` computes $xW + b$ as one function. Its backward is the
+#   matmul backward of step 42 plus `sum_to` for the bias (step 41), but it
+#   never stores $xW$ separately, and it keeps only the inputs its backward
+#   reads.
+# * `F.sigmoid(x)`, whose derivative is $\sigma'(a) = \sigma(a)(1 - \sigma(a))$ —
+#   written in terms of the *output*, so backward keeps the output, not the input.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like.utils import gradient_check
+
+np.random.seed(0)
+x = np.random.rand(100, 1)
+y = np.sin(2 * np.pi * x) + np.random.rand(100, 1)
+print("data:", x.shape, y.shape)
+
+# %% [markdown]
+# Both functions pass the gradient check, for every input of `linear`:
+
+# %%
+rng = np.random.default_rng(0)
+xs, Ws, bs = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=2)
+print("sigmoid:", gradient_check(F.sigmoid, xs))
+print("linear wrt x, W, b:",
+      gradient_check(lambda v: F.linear(v, dz.Variable(Ws), dz.Variable(bs)), xs),
+      gradient_check(lambda v: F.linear(dz.Variable(xs), v, dz.Variable(bs)), Ws),
+      gradient_check(lambda v: F.linear(dz.Variable(xs), dz.Variable(Ws), v), bs))
+
+# %% [markdown]
+# ## The parameters and the training loop
+#
+# The inputs lie in $[0, 1)$. If the first-layer weights were tiny, every
+# sigmoid would be almost a straight line over that range and training would
+# first crawl along a long plateau; starting them at a few units wide lets the
+# hidden units bend right away. The second layer starts small.
+
+# %%
+I, H, O = 1, 10, 1
+np.random.seed(1)
+W1 = dz.Variable(5.0 * np.random.randn(I, H))
+b1 = dz.Variable(np.zeros(H))
+W2 = dz.Variable(0.3 * np.random.randn(H, O))
+b2 = dz.Variable(np.zeros(O))
+params = [W1, b1, W2, b2]
+
+
+def predict(x):
+    h = F.sigmoid(F.linear(x, W1, b1))
+    return F.linear(h, W2, b2)
+
+
+lr = 0.3
+iters = 4000
+losses = []
+for i in range(iters):
+    loss = F.mean_squared_error(y, predict(x))
+    for p in params:
+        p.cleargrad()
+    loss.backward()
+    for p in params:
+        p.data -= lr * p.grad.data
+    losses.append(float(loss.data))
+    if i % 1000 == 0 or i == iters - 1:
+        print(f"iter {i:4d}  loss {losses[-1]:.4f}")
+
+# %% [markdown]
+# The noise is uniform on [0, 1), so the best possible curve is
+# $\sin(2\pi x) + 0.5$ with a loss near the noise variance $1/12 \approx 0.083$:
+
+# %%
+grid = np.linspace(0, 1, 200)[:, None]
+fit = predict(grid).data
+truth = np.sin(2 * np.pi * grid) + 0.5
+mean_abs_error = float(np.abs(fit - truth).mean())
+print(f"mean |prediction - (sin(2 pi x) + 0.5)| on [0, 1]: {mean_abs_error:.3f}")
+
+fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 3.5))
+ax0.scatter(x, y, s=10, label="data")
+ax0.plot(grid, fit, color="C1", label="network")
+ax0.plot(grid, truth, "k--", lw=1, label="sin(2πx) + 0.5")
+ax0.legend()
+ax1.plot(losses)
+ax1.set_xlabel("iteration")
+ax1.set_ylabel("loss")
+ax1.set_yscale("log")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# We had to list the parameters ourselves, clear each gradient, and update
+# each array. With two layers that is bearable; with twenty it is not. Step 45
+# lets layers keep track of their own parameters.
+#
+# ## Exercise
+# Replace the sigmoid with `F.tanh` in a `predict_tanh(x)` that uses the same
+# parameters, and check that its loss (before any training with it) is finite.
+# Then check that `tanh(a) = 2 sigmoid(2a) - 1` numerically for a few values.
+
+# %%
+def predict_tanh(x):
+    return F.linear(F.tanh(F.linear(x, W1, b1)), W2, b2)  # solution:
+
+
+a = np.linspace(-3, 3, 7)
+assert np.isfinite(float(F.mean_squared_error(y, predict_tanh(x)).data))
+assert np.allclose(F.tanh(a).data, 2 * F.sigmoid(2 * a).data - 1)
+print("self-check passed")

@@ -1,0 +1,114 @@
+# %% [markdown]
+# # Step 46: `Model`, `MLP` and `Sequential`
+#
+# A **model** is the whole network: a Layer at the top of the tree, the thing
+# we train, save and draw. `dezero_like.models.Model` is a `Layer` with one
+# extra: `model.plot(x, to_file="model.png")` runs the model on `x` and renders
+# the computational graph with Graphviz (the tool of step 26). Rendering needs
+# the `dot` program, so in this step we print the model's structure instead.
+#
+# With a Model class we can also ship ready-made networks:
+#
+# * **`MLP(fc_output_sizes, activation=F.sigmoid)`**, the multi-layer perceptron:
+#   fully connected `Linear` layers with an activation between them.
+#   `MLP((10, 1))` is step 44's network; `MLP((100, 100, 10), F.relu)` a
+#   deeper classifier. Input sizes are inferred on the first call.
+# * **`Sequential(*layers)`**: apply layers, or plain functions such as `F.relu`,
+#   one after the other.
+
+# %%
+import numpy as np
+
+import dezero_like.functions as F
+import dezero_like.layers as L
+from dezero_like.models import MLP, Model, Sequential
+
+
+def describe(model, x):
+    """Print each layer of an MLP/Sequential with its parameter shapes, then the totals."""
+    model(x)  # create lazy weights so their shapes are known
+    for i, layer in enumerate(model.layers):
+        if isinstance(layer, L.Layer):
+            shapes = ", ".join(f"{q.name}{q.shape}" for q in layer.params())
+            print(f"  {i}: {type(layer).__name__:<8} {shapes}")
+        else:
+            print(f"  {i}: {layer.__name__}")
+    total = sum(q.size for q in model.params())
+    print(f"  {len(list(model.params()))} parameter arrays, {total} numbers")
+
+
+np.random.seed(0)
+mlp = MLP((10, 1))
+print("MLP((10, 1)), activation", mlp.activation.__name__)
+describe(mlp, np.zeros((1, 1), np.float32))
+
+# %% [markdown]
+# `Sequential` spells out the same kind of network element by element, which is
+# convenient when the activations differ between layers:
+
+# %%
+seq = Sequential(L.Linear(32), F.relu, L.Linear(16), F.tanh, L.Linear(3))
+print("Sequential:")
+describe(seq, np.zeros((1, 8), np.float32))
+
+# %% [markdown]
+# ## Writing a model
+#
+# Your own model is a `Model` subclass; it gains `plot` and everything a Layer
+# has (`params`, `cleargrads`, saving and loading weights):
+
+# %%
+class Residual(Model):
+    """y = x + f(x): the skip connection behind very deep networks."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.inner = MLP((size, size), activation=F.tanh)
+
+    def forward(self, x):
+        return x + self.inner(x)
+
+
+res = Residual(4)
+print("Residual output shape:", res(np.ones((2, 4), np.float32)).shape,
+      "| parameter arrays:", len(list(res.params())))
+
+# %% [markdown]
+# ## Training an MLP on the sine data
+#
+# The training loop of step 45 works unchanged for any model. Float64 data
+# flows through float32 weights here, so we convert the data once, up front,
+# to keep everything in float32.
+
+# %%
+np.random.seed(0)
+x = np.random.rand(100, 1).astype(np.float32)
+y = (np.sin(2 * np.pi * x) + np.random.rand(100, 1)).astype(np.float32)
+np.random.seed(1)
+model = MLP((10, 1))
+model(x)
+model.l0.W.data *= 5.0  # wide first layer, as in step 44
+
+lr = 0.3
+losses = []
+for _ in range(4000):
+    loss = F.mean_squared_error(y, model(x))
+    model.cleargrads()
+    loss.backward()
+    for q in model.params():
+        q.data -= lr * q.grad.data
+    losses.append(float(loss.data))
+print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}, dtype {loss.dtype}")
+
+# %% [markdown]
+# ## Exercise
+# Build `deep = MLP((20, 20, 20, 1), activation=F.relu)` and count its numbers
+# (`sum(q.size for q in deep.params())`) after one call on a (1, 1) input. By
+# hand: $(1\cdot20+20) + 2(20\cdot20+20) + (20\cdot1+1)$.
+
+# %%
+deep = MLP((20, 20, 20, 1), activation=F.relu)  # solution:
+deep(np.zeros((1, 1), np.float32))
+count = sum(q.size for q in deep.params())
+assert count == (1 * 20 + 20) + 2 * (20 * 20 + 20) + (20 * 1 + 1), count
+print("self-check passed")

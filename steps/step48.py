@@ -1,0 +1,133 @@
+# %% [markdown]
+# # Step 48: `get_item` and its backward, `GetItemGrad`
+#
+# Indexing picks elements out of an array: `x[1]`, `x[:, 2]`, `x[[0, 0, 3]]`.
+# Classification losses need it (pick the score of the correct class in each
+# row), and so does any code that slices a batch. To differentiate through
+# indexing, think again about where each output element came from.
+#
+# **Forward** (`get_item`): $y = x[\text{idx}]$ *gathers* elements.
+#
+# **Backward** (`GetItemGrad`): each $g_y$ entry goes back to the position it
+# came from; every other position of $x$ gets 0. So the backward *scatters*
+# $g_y$ into a zero array shaped like $x$:
+#
+# ```python
+# gx = zeros(x.shape)
+# gx[idx] += gy        # almost right ...
+# ```
+#
+# The "almost" is the heart of this step. When an index **repeats** — `x[[0, 0, 3]]`
+# uses `x[0]` twice — the gradients of both copies must **add up** (the rule
+# of step 14). NumPy's `gx[idx] += gy` does not do that.
+
+# %%
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like.utils import gradient_check
+
+x = dz.Variable(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+y = x[1]  # Variable.__getitem__ calls F.get_item
+print("x[1] =", y)
+y.backward()
+print("x.grad =", x.grad)
+
+# %% [markdown]
+# ## The repeated-index trap
+#
+# `gx[idx] += gy` is evaluated as `gx[idx] = gx[idx] + gy`: NumPy reads the
+# selected elements once, adds, and writes back, so for a repeated index the
+# last write wins and one contribution is lost. `np.add.at(gx, idx, gy)` is the
+# *unbuffered* version: it adds every contribution, repeats included.
+
+# %%
+idx = np.array([0, 0, 3])
+gy = np.array([1.0, 1.0, 1.0])
+
+naive = np.zeros(4)
+naive[idx] += gy
+correct = np.zeros(4)
+np.add.at(correct, idx, gy)
+print("gx[idx] += gy        ->", naive, "(x[0] used twice, counted once: wrong)")
+print("np.add.at(gx, idx, gy) ->", correct)
+
+# %% [markdown]
+# `GetItemGrad` uses `np.add.at` (on the GPU, CuPy's equivalent). For plain
+# slices and integers no index can repeat, so it uses the faster assignment.
+# The framework gets repeated indices right:
+
+# %%
+v = dz.Variable(np.array([10.0, 20.0, 30.0, 40.0]))
+picked = v[idx]
+print("v[[0, 0, 3]] =", picked)
+F.sum(picked).backward()
+print("v.grad =", v.grad)
+
+# %% [markdown]
+# ## The double-backprop symmetry
+#
+# Gathering and scattering are *transposes* of each other: for any arrays $a$
+# (shaped like $x$) and $b$ (shaped like $y$),
+# $\langle \text{gather}(a), b\rangle = \langle a, \text{scatter}(b)\rangle$.
+# Both are linear, and each is the other's derivative. So:
+#
+# * `GetItem.backward` is `GetItemGrad` (scatter), and
+# * `GetItemGrad.backward` is `get_item` (gather) again.
+#
+# Because both backwards are built from these differentiable functions, second
+# derivatives through indexing work. Take $L = \sum_k x_{\text{idx}_k}^3$:
+# $\partial L/\partial x_i = 3 c_i x_i^2$ and $\partial^2 L/\partial x_i^2 = 6 c_i x_i$,
+# where $c_i$ counts how often $i$ appears in idx.
+
+# %%
+x = dz.Variable(np.array([1.0, 2.0, 3.0, 4.0]))
+L = F.sum(x[idx] ** 3)
+L.backward(create_graph=True)
+gx = x.grad
+print("first derivative :", gx, "made by", type(gx.creator).__name__)
+counts = np.bincount(idx, minlength=4)
+x.cleargrad()
+F.sum(gx).backward()
+print("second derivative:", x.grad, "expected", 6 * counts * x.data)
+
+a = np.random.default_rng(0).normal(size=4)
+b = np.random.default_rng(1).normal(size=3)
+scattered = F.GetItemGrad(idx, (4,))(dz.Variable(b)).data
+print("<gather(a), b> == <a, scatter(b)>:", np.isclose(a[idx] @ b, a @ scattered))
+
+# %% [markdown]
+# The numerical gradient check agrees, for fancy indices with repeats and for
+# a second derivative:
+
+# %%
+data = np.random.default_rng(2).normal(size=(3, 4))
+rows = np.array([2, 0, 2, 2])
+w = np.random.default_rng(3).normal(size=(4, 4))
+print(gradient_check(lambda t: t[rows] * w, data))
+
+
+def d_dx(t):
+    F.sum(t[rows] ** 3 * w).backward(create_graph=True)
+    g = t.grad
+    t.cleargrad()
+    return g
+
+
+print(gradient_check(d_dx, data))
+
+# %% [markdown]
+# ## Exercise
+# A classification loss picks, in each row $n$ of a score matrix, the score of
+# the correct class $t_n$: `scores[np.arange(N), t]`. Compute the gradient of
+# the sum of the picked scores for the labels below and store it in
+# `grad_scores`: it is a one-hot matrix.
+
+# %%
+scores = dz.Variable(np.random.default_rng(4).normal(size=(3, 4)))
+t = np.array([2, 0, 2])
+F.sum(scores[np.arange(3), t]).backward()  # solution:
+grad_scores = scores.grad.data
+assert np.array_equal(grad_scores, np.eye(4)[t])
+print("self-check passed")

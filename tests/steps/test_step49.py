@@ -1,0 +1,34 @@
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+
+
+def test_naive_overflows_package_does_not(load_step):
+    step = load_step(49)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert np.isnan(step.naive_softmax(step.logits)).any()
+    np.testing.assert_allclose(F.softmax(dz.Variable(step.logits)).data, [[1.0, 0.0, 0.0]])
+
+
+def test_no_overflow_for_large_logits(load_step):
+    step = load_step(49)
+    assert step.big_loss.dtype == np.float32
+    assert np.isfinite(step.big_loss.data)
+    np.testing.assert_allclose(step.big_loss.data, (2e4 + np.log(3)) / 3, rtol=1e-6)
+    assert np.all(np.isfinite(step.big.grad.data))
+    np.testing.assert_allclose(step.big.grad.data[2], [1 / 9, 1 / 9, -2 / 9], rtol=1e-5)
+
+
+def test_gradient_is_p_minus_onehot_over_n(load_step):
+    step = load_step(49)
+    np.testing.assert_allclose(step.x.grad.data, (step.p - np.eye(3)[step.t]) / 2)
+
+
+def test_exercise(load_step):
+    step = load_step(49)
+    assert "self-check passed" in step.output
+    assert "softmax_cross_entropy: True" in step.output

@@ -1,0 +1,36 @@
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+
+
+def test_spiral_data(load_step):
+    step = load_step(50)
+    x, t = step.make_spiral(points_per_class=50, classes=4, seed=3)
+    assert x.shape == (200, 2) and x.dtype == np.float32
+    np.testing.assert_array_equal(np.bincount(t), [50, 50, 50, 50])
+    assert np.abs(x).max() < 1.5
+
+
+def test_accuracy_well_above_chance(load_step):
+    step = load_step(50)
+    assert step.train_accuracy > 0.9
+    assert step.test_accuracy > 0.8
+    assert step.history[-1] < 0.3 * step.history[0]
+
+
+def test_accuracy_recomputed_independently(load_step):
+    step = load_step(50)
+    with dz.no_grad():
+        scores = step.model(step.x).data
+    assert np.isclose((scores.argmax(axis=1) == step.t).mean(), step.train_accuracy)
+    assert F.accuracy(scores, step.t).dtype == np.float32
+
+
+def test_decision_boundary_covers_all_classes(load_step):
+    step = load_step(50)
+    assert set(np.unique(step.predicted)) == {0, 1, 2}
+
+
+def test_self_check(load_step):
+    assert "self-check passed" in load_step(50).output
