@@ -9,7 +9,7 @@
 variable(8.0)
 """
 
-from dezero_like import (  # noqa: E402
+from dezero_like import (  # noqa: E402  (after core on purpose)
     cuda,
     datasets,
     functions,

@@ -199,6 +199,9 @@ def download(urls, path, md5=None, size=None, progress=True, timeout=30):
     raise OSError(f"could not download {path.name}; tried:\n  " + "\n  ".join(failures))
 
 
+_download = download  # MNIST's `download` argument shadows the function's name
+
+
 def _fetch_verified(url, path, md5, size, progress, timeout):
     import hashlib
     import tempfile
@@ -420,7 +423,7 @@ class MNIST(Dataset):
                 for name in todo:
                     _, md5, size = next(v for v in wanted.values() if v[0] == name)
                     try:
-                        download([m.rstrip("/") + "/" + name for m in mirrors], root / name,
+                        _download([m.rstrip("/") + "/" + name for m in mirrors], root / name,
                                  md5=md5, size=size, progress=progress)
                     except OSError as e:
                         failures.append(str(e))

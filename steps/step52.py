@@ -1,0 +1,182 @@
+# %% [markdown]
+# # Step 52: `DataLoader` and accuracy
+#
+# Step 51 gave us datasets: `len(ds)` and `ds[i]`. A training loop wants
+# something else: **mini-batches**, a few dozen examples stacked into one array,
+# in a fresh random order every epoch, each example used exactly once per
+# epoch. That bookkeeping is the same for every data set, so it gets its own
+# object, the `DataLoader`:
+#
+# ```python
+# loader = DataLoader(train_set, batch_size=30)        # shuffle=True by default
+# for epoch in range(max_epoch):
+#     for x, t in loader:                             # one epoch
+#         ...
+# ```
+#
+# The second half of the step is about measuring. The loss tells the optimiser
+# which way to go, but a person wants to know *how often the model is right*:
+# the **accuracy**.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like import DataLoader, optimizers
+from dezero_like.datasets import Dataset
+from dezero_like.models import MLP
+
+# %% [markdown]
+# ## What a `DataLoader` does
+#
+# A tiny dataset whose inputs show their own index makes the batches easy to
+# read. Ten examples in batches of four give three batches: the last one holds
+# the two examples left over. Nothing is dropped, so every example counts once
+# per epoch.
+
+# %%
+class Numbers(Dataset):
+    """x_i = [i], t_i = i % 2 (even or odd)."""
+
+    def prepare(self):
+        self.data = np.arange(10, dtype=np.float32).reshape(10, 1)
+        self.label = np.arange(10) % 2
+
+
+loader = DataLoader(Numbers(), batch_size=4, shuffle=False)
+print("batches per epoch:", len(loader))
+for x, t in loader:
+    print("x", x.ravel(), " t", t)
+
+# %% [markdown]
+# With `shuffle=True` each epoch draws a new order (from `np.random`, so
+# `np.random.seed` makes runs repeatable). A different order every epoch
+# matters: with a fixed order, the same examples would always share a batch
+# and push the parameters in the same sequence of directions.
+
+# %%
+np.random.seed(0)
+loader = DataLoader(Numbers(), batch_size=4)
+for epoch in range(2):
+    print(f"epoch {epoch}:", [x.ravel().astype(int).tolist() for x, t in loader])
+
+# %% [markdown]
+# ## Accuracy
+#
+# For a classifier with $C$ classes, the model's output for one example is a
+# row of $C$ scores. Its prediction is the class with the largest score, the
+# `argmax` of the row; the accuracy is the fraction of predictions equal to the
+# label:
+#
+# $$\mathrm{accuracy} = \frac{1}{N} \sum_{i=1}^{N} [\,\arg\max_c y_{ic} = t_i\,].$$
+#
+# Unlike the loss, accuracy has no useful gradient (it jumps from one value to
+# the next), so it is for watching training, not for driving it.
+# `F.accuracy` computes it; its result is a Variable outside any graph.
+
+# %%
+scores = np.array([[0.2, 0.8, 0.0],   # predicts 1
+                   [0.1, 0.4, 0.5],   # predicts 2
+                   [0.9, 0.1, 0.0],   # predicts 0
+                   [0.3, 0.2, 0.5]],  # predicts 2
+                  dtype=np.float32)
+labels = np.array([1, 2, 1, 0])
+print("accuracy:", float(F.accuracy(scores, labels).data))
+
+# %% [markdown]
+# ## Training on the spiral with both
+#
+# Now the spiral classifier of step 50, written with datasets and loaders: a
+# training loader that shuffles and a test loader that does not need to. After
+# each epoch we evaluate on the **test set**, points the model never trained
+# on, under `dz.no_grad()` (no graph is needed to evaluate).
+#
+# When averaging a metric over batches, weight each batch by its size: the last
+# batch may be smaller, and a plain mean of batch accuracies would count its
+# examples more than the others.
+
+# %%
+np.random.seed(0)
+max_epoch, batch_size, hidden_size, lr = 300, 30, 10, 1.0
+
+train_set = dz.datasets.Spiral(train=True)
+test_set = dz.datasets.Spiral(train=False)
+train_loader = DataLoader(train_set, batch_size)
+test_loader = DataLoader(test_set, batch_size, shuffle=False)
+
+model = MLP((hidden_size, 3))
+optimizer = optimizers.SGD(lr).setup(model)
+
+history = {"train_loss": [], "train_acc": [], "test_loss": [], "test_acc": []}
+for epoch in range(max_epoch):
+    sum_loss = sum_acc = 0.0
+    for x, t in train_loader:
+        y = model(x)
+        loss = F.softmax_cross_entropy(y, t)
+        acc = F.accuracy(y, t)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+        sum_loss += float(loss.data) * len(t)
+        sum_acc += float(acc.data) * len(t)
+    history["train_loss"].append(sum_loss / len(train_set))
+    history["train_acc"].append(sum_acc / len(train_set))
+
+    sum_loss = sum_acc = 0.0
+    with dz.no_grad():
+        for x, t in test_loader:
+            y = model(x)
+            sum_loss += float(F.softmax_cross_entropy(y, t).data) * len(t)
+            sum_acc += float(F.accuracy(y, t).data) * len(t)
+    history["test_loss"].append(sum_loss / len(test_set))
+    history["test_acc"].append(sum_acc / len(test_set))
+    if (epoch + 1) % 50 == 0:
+        print(f"epoch {epoch + 1:3d}  train loss {history['train_loss'][-1]:.4f} "
+              f"acc {history['train_acc'][-1]:.3f}  |  test loss {history['test_loss'][-1]:.4f} "
+              f"acc {history['test_acc'][-1]:.3f}")
+
+# %% [markdown]
+# Chance level is 1/3. The curves show loss falling and accuracy rising, and
+# the test curve tracking the training curve closely: this small model has not
+# memorised its training points, so it does as well on new points drawn from
+# the same spirals. A gap opening between the two curves would be the sign of
+# overfitting (step 56).
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+for key, style in (("train", "-"), ("test", "--")):
+    axes[0].plot(history[f"{key}_loss"], style, label=key)
+    axes[1].plot(history[f"{key}_acc"], style, label=key)
+axes[0].set(xlabel="epoch", ylabel="loss")
+axes[1].set(xlabel="epoch", ylabel="accuracy")
+axes[0].legend()
+plt.show()
+
+# %% [markdown]
+# ## Exercise
+# Write `evaluate(model, loader)`, which returns the accuracy over *all*
+# examples of the loader as a Python float, weighting every batch by its size
+# and building no graph. The self-check compares it with the accuracy computed
+# on the whole test set at once, using a loader whose last batch is smaller
+# (batch size 7 does not divide 300).
+
+# %%
+# solution:
+def evaluate(model, loader):
+    correct = 0.0
+    count = 0
+    with dz.no_grad():
+        for x, t in loader:
+            correct += float(F.accuracy(model(x), t).data) * len(t)
+            count += len(t)
+    return correct / count
+
+
+with dz.no_grad():
+    whole = float(F.accuracy(model(test_set.data), test_set.label).data)
+got = evaluate(model, DataLoader(test_set, batch_size=7))
+assert abs(got - whole) < 1e-6, (got, whole)
+print(f"test accuracy {got:.3f}")
+print("self-check passed")

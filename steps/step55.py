@@ -1,0 +1,180 @@
+# %% [markdown]
+# # Step 55: Saving and loading parameters, safely
+#
+# A trained model is its parameters. Training takes minutes or days; using the
+# model afterwards should not. So we need to write the parameters to a file
+# and read them back into a fresh model, later, on another machine.
+#
+# Two questions decide the design:
+#
+# * **What goes in the file?** Only arrays, each under a name that says where
+#   it belongs: `l0/W` is the weight of the first `Linear` layer, `l1/b` the
+#   bias of the second. The model's *code* is not saved: a fresh `MLP` of the
+#   same shape is built by the program that loads the weights. NumPy's `.npz`
+#   format (a zip archive of `.npy` arrays) does exactly this.
+# * **What can a file do to us?** Python's `pickle` can save any object, which
+#   is why many frameworks used it. But loading a pickle *runs code chosen by
+#   whoever wrote the file*. Weights are shared on the internet; a loader that
+#   can execute code is a security hole. `np.load(..., allow_pickle=False)`
+#   refuses anything that is not plain numeric data, and `load_weights` always
+#   loads that way.
+
+# %%
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like import DataLoader, optimizers
+from dezero_like.models import MLP
+
+tmp = Path(tempfile.mkdtemp())  # a scratch folder for this step's files
+
+# %% [markdown]
+# ## Train, save, load
+#
+# A quick model on the spiral data (step 52), so there is something worth
+# saving:
+
+# %%
+np.random.seed(0)
+train_set = dz.datasets.Spiral(train=True)
+model = MLP((30, 3), activation=F.relu)
+optimizer = optimizers.Adam(0.02).setup(model)
+loader = DataLoader(train_set, 30)
+for _epoch in range(100):
+    for x, t in loader:
+        loss = F.softmax_cross_entropy(model(x), t)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+
+x_all, t_all = train_set.data, train_set.label
+with dz.no_grad():
+    trained_acc = float(F.accuracy(model(x_all), t_all).data)
+print(f"trained model: accuracy {trained_acc:.3f}")
+
+path = tmp / "spiral_mlp.npz"
+model.save_weights(path)
+print("saved", path.name, f"({path.stat().st_size:,} bytes)")
+
+# %% [markdown]
+# The file is an ordinary `.npz`: named arrays and nothing else.
+
+# %%
+with np.load(path, allow_pickle=False) as archive:
+    for name in archive.files:
+        print(f"{name:5s} {archive[name].shape} {archive[name].dtype}")
+
+# %% [markdown]
+# A fresh model of the same architecture starts with different random weights,
+# and a `Linear` layer only creates its weight once it sees its first input;
+# `load_weights` fills them in from the file. The loaded model computes
+# exactly what the trained one did:
+
+# %%
+np.random.seed(1)
+fresh = MLP((30, 3), activation=F.relu)
+fresh.load_weights(path)
+with dz.no_grad():
+    same_outputs = np.array_equal(model(x_all).data, fresh(x_all).data)
+    loaded_acc = float(F.accuracy(fresh(x_all), t_all).data)
+print("loaded model: accuracy", f"{loaded_acc:.3f}", "| identical outputs:", same_outputs)
+
+# %% [markdown]
+# `save_weights` writes to a temporary file next to the target and renames it
+# when complete, so a crash in the middle of saving never leaves a half-written
+# file under the real name: the previous checkpoint survives.
+#
+# ## Files that do not fit
+#
+# Loading checks everything before it changes anything: every parameter must be
+# present, with the right shape and dtype. A file for another architecture is
+# refused with a message that says what differs, and the model is unchanged.
+
+# %%
+other = MLP((50, 3))
+other(x_all[:1])
+before = [p.data.copy() for p in other.params()]
+try:
+    other.load_weights(path)
+except ValueError as e:
+    print("ValueError:", e)
+print("unchanged:", all(np.array_equal(b, p.data) for b, p in zip(before, other.params())))
+
+# %% [markdown]
+# A damaged file (here, cut in half, as by an interrupted copy) is refused too:
+
+# %%
+broken = tmp / "broken.npz"
+broken.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+try:
+    fresh.load_weights(broken)
+except ValueError as e:
+    print("ValueError:", e)
+
+# %% [markdown]
+# ## A malicious file cannot run code
+#
+# Here is what an attacker could ship. `pickle` stores an object as "call this
+# function with these arguments to rebuild me", and `__reduce__` chooses the
+# function. This one would call `print`, but it could as well call
+# `os.system`. NumPy can store such an object inside an `.npz` as an array of
+# Python objects (`dtype=object`), which it saves with pickle.
+
+# %%
+class Payload:
+    def __reduce__(self):
+        return (print, ("!!! code from the weights file ran !!!",))
+
+
+evil = tmp / "evil.npz"
+np.savez(evil, **{"l0/W": np.array([Payload()], dtype=object), "l0/b": np.zeros(30),
+                  "l1/W": np.zeros((30, 3)), "l1/b": np.zeros(3)})
+print("file written:", evil.name)
+
+# %% [markdown]
+# Loading it the safe way never unpickles anything: NumPy refuses the object
+# array, and so does `load_weights`. The payload's message does not appear in
+# the output below.
+
+# %%
+try:
+    with np.load(evil, allow_pickle=False) as archive:
+        archive["l0/W"]
+except ValueError as e:
+    print("np.load refused:", e)
+
+try:
+    fresh.load_weights(evil)
+except ValueError as e:
+    print("load_weights refused:", e)
+
+# %% [markdown]
+# (With `allow_pickle=True`, reading `archive["l0/W"]` would have printed the
+# message: the file, not the program, would have decided what runs.)
+#
+# ## Exercise
+# Write `same_weights(a, b)`: True when two models have the same parameters
+# (same number, and each pair equal with `np.array_equal`), walking
+# `a.params()` and `b.params()` together. The self-check uses the models above.
+
+# %%
+# solution:
+def same_weights(a, b):
+    pa, pb = list(a.params()), list(b.params())
+    return len(pa) == len(pb) and all(np.array_equal(p.data, q.data) for p, q in zip(pa, pb))
+
+
+assert same_weights(model, fresh)
+np.random.seed(2)
+unrelated = MLP((30, 3), activation=F.relu)
+unrelated(x_all[:1])
+assert not same_weights(model, unrelated)
+for f in tmp.iterdir():
+    os.remove(f)
+os.rmdir(tmp)
+print("self-check passed")

@@ -1,0 +1,190 @@
+# %% [markdown]
+# # Step 56: Dropout and test mode
+#
+# A network with many parameters and little data can do something useless
+# very well: memorise the training examples, noise included. Training error
+# goes to almost zero while the error on new data stays high. This is
+# **overfitting**.
+#
+# **Dropout** is a simple defence. During training, every time the network
+# runs, each hidden unit is switched off (its output set to zero) with
+# probability $p$, independently. No unit can rely on one particular other
+# unit being present, so the network has to spread what it learns over many
+# units, and it cannot build the fragile, very specific combinations that
+# memorising noise needs. One way to see it: every mini-batch trains a
+# different random "thinned" sub-network, all sharing the same weights.
+#
+# At test time we want one deterministic prediction, so dropout is switched
+# off. That raises a question of scale, answered below, and it means the
+# framework needs to know whether it is training or testing: **test mode**.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+import dezero_like.layers as L
+from dezero_like import optimizers
+from dezero_like.models import Model
+
+# %% [markdown]
+# ## `F.dropout` in training mode
+#
+# In training, `F.dropout(x, p)` multiplies `x` by a random mask of zeros and
+# ones (each one with probability $1 - p$) and by $1 / (1 - p)$:
+#
+# $$y = x \cdot \frac{m}{1 - p}, \qquad m_i \sim \mathrm{Bernoulli}(1 - p).$$
+#
+# The scaling is the answer to the question of scale: it keeps the expected
+# value of every unit unchanged, $\mathbb{E}[y] = x$, so the next layer sees
+# inputs of the same size whether dropout is on or off. (This is "inverted"
+# dropout; the original paper scaled at test time instead.)
+
+# %%
+np.random.seed(0)
+x = np.ones(10, dtype=np.float32)
+y = F.dropout(x, dropout_ratio=0.5)
+print("one draw:", y.data)
+
+big = np.ones(100_000, dtype=np.float32)
+y = F.dropout(big, 0.5).data
+print(f"fraction dropped: {np.mean(y == 0):.3f}   mean: {y.mean():.3f}   dtype: {y.dtype}")
+
+# %% [markdown]
+# ## Test mode
+#
+# `dz.Config.train` says which mode we are in. The context manager
+# `dz.test_mode()` sets it to False for the code inside the `with` block (and
+# restores it afterwards, even after an error); there `F.dropout` returns its
+# input unchanged.
+
+# %%
+print("Config.train:", dz.Config.train)
+with dz.test_mode():
+    print("inside test_mode, Config.train:", dz.Config.train)
+    print("dropout is the identity:", F.dropout(x, 0.5).data)
+print("after the block, Config.train:", dz.Config.train)
+
+# %% [markdown]
+# ## The gradient goes through the same mask
+#
+# Dropout is a multiplication by a constant mask, so its derivative is that
+# mask (times the scale): a dropped unit gets no gradient, so its incoming
+# weights are not updated by this mini-batch.
+
+# %%
+np.random.seed(0)
+v = dz.Variable(np.arange(1.0, 7.0, dtype=np.float32))
+out = F.dropout(v, 0.5)
+out.backward()
+print("output:  ", out.data)
+print("gradient:", v.grad.data)
+
+# %% [markdown]
+# ## Dropout in a model
+#
+# A model uses dropout after its hidden activations. Here is an MLP with a
+# dropout ratio as a parameter; `ratio=0` gives the plain network. It has two
+# hidden layers of 200 units: tens of thousands of weights for a data set of
+# 20 noisy points of a sine curve, a recipe for overfitting.
+
+# %%
+class DropoutMLP(Model):
+    def __init__(self, hidden_size, out_size, ratio=0.5):
+        super().__init__()
+        self.ratio = ratio
+        self.l1 = L.Linear(hidden_size)
+        self.l2 = L.Linear(hidden_size)
+        self.l3 = L.Linear(out_size)
+
+    def forward(self, x):
+        h = F.dropout(F.relu(self.l1(x)), self.ratio)
+        h = F.dropout(F.relu(self.l2(h)), self.ratio)
+        return self.l3(h)
+
+
+rng = np.random.default_rng(0)
+x_train = rng.random((20, 1)).astype(np.float32)
+t_train = (np.sin(2 * np.pi * x_train) + 0.3 * rng.standard_normal((20, 1))).astype(np.float32)
+x_test = np.linspace(0, 1, 200, dtype=np.float32).reshape(-1, 1)
+t_test = np.sin(2 * np.pi * x_test)  # the curve behind the noise
+
+
+def fit(ratio, iters=2000):
+    np.random.seed(0)
+    model = DropoutMLP(200, 1, ratio)
+    optimizer = optimizers.Adam(0.01).setup(model)
+    for _ in range(iters):
+        loss = F.mean_squared_error(model(x_train), t_train)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+    with dz.test_mode(), dz.no_grad():
+        train_mse = float(F.mean_squared_error(model(x_train), t_train).data)
+        test_mse = float(F.mean_squared_error(model(x_test), t_test).data)
+    return model, train_mse, test_mse
+
+
+models, mse = {}, {}
+for ratio in (0.0, 0.5):
+    models[ratio], *mse[ratio] = fit(ratio)
+    print(f"dropout {ratio}: train MSE {mse[ratio][0]:.4f}   error against the true curve "
+          f"{mse[ratio][1]:.4f}")
+
+# %% [markdown]
+# Without dropout, the network follows the noise: its training error is the
+# lowest, its curve wiggles through the points, and it is furthest from the
+# true sine. With dropout the training error is higher (it can no longer
+# memorise the noise) and the curve is smoother. How much dropout helps
+# depends on the data and the model; on another draw of 20 points it may help
+# less. The ratio is a setting to choose on held-out data, like the learning
+# rate.
+
+# %%
+with dz.test_mode(), dz.no_grad():
+    for ratio, style in ((0.0, "-"), (0.5, "-")):
+        plt.plot(x_test, models[ratio](x_test).data, style, label=f"dropout {ratio}")
+plt.plot(x_test, t_test, "k:", label="true curve")
+plt.scatter(x_train, t_train, s=15, color="k", label="training points")
+plt.legend()
+plt.show()
+
+# %% [markdown]
+# ## Forgetting test mode
+#
+# A classic bug: evaluating without `test_mode()`. Dropout stays on, and the
+# "prediction" changes from one call to the next.
+
+# %%
+model = models[0.5]
+with dz.no_grad():
+    first, second = model(x_test[:3]).data.ravel(), model(x_test[:3]).data.ravel()
+print("training mode, two calls:", first, second)
+with dz.test_mode(), dz.no_grad():
+    first, second = model(x_test[:3]).data.ravel(), model(x_test[:3]).data.ravel()
+print("test mode, two calls:    ", first, second)
+
+# %% [markdown]
+# ## Exercise
+# Write your own `my_dropout(x, ratio)` on NumPy arrays: in training mode
+# (`dz.Config.train` is True) keep each element with probability
+# $1 - \mathrm{ratio}$ and scale kept elements by $1 / (1 - \mathrm{ratio})$;
+# in test mode return `x` unchanged. The self-check tests both modes.
+
+# %%
+# solution:
+def my_dropout(x, ratio=0.5):
+    if not dz.Config.train:
+        return x
+    mask = np.random.random(x.shape) > ratio
+    return x * mask / (1.0 - ratio)
+
+
+np.random.seed(0)
+sample = my_dropout(np.ones(200_000), 0.3)
+assert abs(np.mean(sample == 0) - 0.3) < 0.01, "about 30% should be dropped"
+assert abs(sample.mean() - 1.0) < 0.01, "the mean should be preserved"
+with dz.test_mode():
+    assert np.array_equal(my_dropout(np.arange(5.0), 0.3), np.arange(5.0))
+print("self-check passed")

@@ -1,0 +1,148 @@
+"""GPU support: CPU behaviour everywhere, and CPU/GPU agreement where a GPU exists."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like import cuda
+
+HAS_GPU = cuda.gpu_available()
+needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs CuPy and a CUDA GPU "
+                               "(pip install cupy-cuda12x on a machine with an NVIDIA GPU)")
+cpu_only = pytest.mark.skipif(HAS_GPU, reason="checks what a machine without a GPU is told")
+
+
+# --------------------------------------------------------------------------- #
+# CPU behaviour
+# --------------------------------------------------------------------------- #
+
+
+def test_get_array_module_is_numpy_for_cpu_data():
+    x = np.ones(3)
+    assert cuda.get_array_module(x) is np
+    assert cuda.get_array_module(dz.Variable(x)) is np
+    assert cuda.get_array_module(3.0) is np
+
+
+def test_as_numpy_passes_arrays_through_and_converts_the_rest():
+    x = np.arange(3.0)
+    assert cuda.as_numpy(x) is x
+    assert cuda.as_numpy(dz.Variable(x)) is x
+    s = cuda.as_numpy(2.5)
+    assert isinstance(s, np.ndarray) and s.shape == () and s == 2.5
+    np.testing.assert_array_equal(cuda.as_numpy([1, 2]), [1, 2])
+
+
+def test_gpu_enable_matches_gpu_available():
+    assert cuda.gpu_enable is cuda.gpu_available()
+
+
+@cpu_only
+def test_as_cupy_without_gpu_says_how_to_fix_it():
+    with pytest.raises(RuntimeError) as info:
+        cuda.as_cupy(np.ones(2))
+    msg = str(info.value)
+    assert "A GPU was requested but" in msg
+    assert "pip install" in msg and "cupy-cuda12x" in msg and "Colab" in msg
+
+
+@cpu_only
+def test_variable_to_gpu_without_gpu_is_a_clear_error_and_keeps_the_data():
+    data = np.ones(2, dtype=np.float32)
+    x = dz.Variable(data)
+    with pytest.raises(RuntimeError, match="GPU was requested.*pip install"):
+        x.to_gpu()
+    assert x.data is data
+    assert x.to_cpu() is x and x.data is data
+
+
+@cpu_only
+def test_require_gpu_without_gpu():
+    with pytest.raises(RuntimeError, match="CuPy is not installed|no CUDA GPU is visible"):
+        cuda.require_gpu()
+
+
+# --------------------------------------------------------------------------- #
+# One MLP training step, written once, run on either device
+# --------------------------------------------------------------------------- #
+
+
+def _mlp_problem(dtype=np.float32):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 10)).astype(dtype)
+    t = np.sin(x.sum(axis=1, keepdims=True)).astype(dtype)
+    params = {
+        "W1": (rng.standard_normal((10, 32)) * 0.3).astype(dtype),
+        "b1": np.zeros(32, dtype=dtype),
+        "W2": (rng.standard_normal((32, 1)) * 0.3).astype(dtype),
+        "b2": np.zeros(1, dtype=dtype),
+    }
+    return x, t, params
+
+
+def _train_steps(x, t, params, device, steps=5, lr=0.1):
+    """Plain code with no device branches: only the arrays' location differs."""
+    p = {k: dz.Parameter(v.copy()) for k, v in params.items()}
+    x, t = dz.Variable(x, requires_grad=False), dz.Variable(t, requires_grad=False)
+    if device == "gpu":
+        for v in (x, t, *p.values()):
+            v.to_gpu()
+    losses = []
+    for _ in range(steps):
+        h = F.tanh(F.matmul(x, p["W1"]) + p["b1"])
+        y = F.matmul(h, p["W2"]) + p["b2"]
+        loss = F.sum((y - t) ** 2) / len(x)
+        for v in p.values():
+            v.cleargrad()
+        loss.backward()
+        for v in p.values():
+            v.data = v.data - lr * v.grad.data
+        losses.append(float(cuda.as_numpy(loss.data)))
+    return losses, {k: cuda.as_numpy(v.data) for k, v in p.items()}
+
+
+def test_mlp_steps_on_cpu_reduce_the_loss():
+    losses, params = _train_steps(*_mlp_problem(), device="cpu")
+    assert losses[-1] < losses[0]
+    assert all(v.dtype == np.float32 for v in params.values())
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_the_same_mlp_steps_agree_on_cpu_and_gpu():
+    import cupy
+
+    x, t, params = _mlp_problem()
+    cpu_losses, cpu_params = _train_steps(x, t, params, "cpu")
+    gpu_losses, gpu_params = _train_steps(x, t, params, "gpu")
+    np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-5)
+    for k in params:
+        np.testing.assert_allclose(gpu_params[k], cpu_params[k], rtol=1e-4, atol=1e-6)
+    v = dz.Variable(np.ones(3, dtype=np.float32)).to_gpu()
+    assert isinstance(v.data, cupy.ndarray) and cuda.get_array_module(v) is cupy
+    assert isinstance(v.to_cpu().data, np.ndarray)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_float64_mlp_steps_agree_closely_on_cpu_and_gpu():
+    x, t, params = _mlp_problem(np.float64)
+    cpu_losses, cpu_params = _train_steps(x, t, params, "cpu")
+    gpu_losses, gpu_params = _train_steps(x, t, params, "gpu")
+    np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-12)
+    for k in params:
+        np.testing.assert_allclose(gpu_params[k], cpu_params[k], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_as_numpy_and_as_cupy_round_trip():
+    x = np.arange(6.0).reshape(2, 3)
+    g = cuda.as_cupy(x)
+    assert cuda.get_array_module(g) is not np
+    back = cuda.as_numpy(g)
+    assert isinstance(back, np.ndarray)
+    np.testing.assert_array_equal(back, x)

@@ -1,0 +1,138 @@
+"""DataLoader: mini-batches, shuffling per epoch, the last partial batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dezero_like import DataLoader, cuda
+from dezero_like.datasets import Dataset, Spiral
+
+
+class Range(Dataset):
+    """x_i = [i, -i] as float32, t_i = i: batches show which examples they hold."""
+
+    def __init__(self, n, **kwargs):
+        self.n = n
+        super().__init__(**kwargs)
+
+    def prepare(self):
+        i = np.arange(self.n)
+        self.data = np.stack([i, -i], axis=1).astype(np.float32)
+        self.label = i
+
+
+class NoLabels(Dataset):
+    def prepare(self):
+        self.data = np.arange(6.0)
+
+
+def _epoch(loader):
+    return [(x.copy(), t.copy()) for x, t in loader]
+
+
+def test_batches_in_order_without_shuffle_and_last_batch_kept():
+    loader = DataLoader(Range(10), batch_size=4, shuffle=False)
+    batches = _epoch(loader)
+    assert len(loader) == 3 and len(batches) == 3
+    assert [t.tolist() for _, t in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    x, _ = batches[0]
+    assert x.shape == (4, 2) and x.dtype == np.float32
+    np.testing.assert_array_equal(x[:, 1], -np.arange(4))
+
+
+def test_each_epoch_uses_every_example_once_in_a_new_order():
+    loader = DataLoader(Range(23), batch_size=5, seed=0)
+    orders = []
+    for _ in range(3):
+        labels = np.concatenate([t for _, t in loader])
+        assert sorted(labels.tolist()) == list(range(23))
+        orders.append(labels.tolist())
+    assert orders[0] != orders[1] != orders[2]
+
+
+def test_same_seed_same_batches():
+    a = DataLoader(Range(20), batch_size=6, seed=3)
+    b = DataLoader(Range(20), batch_size=6, seed=3)
+    for _ in range(2):
+        for (xa, ta), (xb, tb) in zip(a, b):
+            np.testing.assert_array_equal(xa, xb)
+            np.testing.assert_array_equal(ta, tb)
+
+
+def test_shuffle_follows_numpy_global_seed_like_the_book():
+    np.random.seed(0)
+    first = [t.tolist() for _, t in DataLoader(Range(12), batch_size=5)]
+    np.random.seed(0)
+    second = [t.tolist() for _, t in DataLoader(Range(12), batch_size=5)]
+    assert first == second
+
+
+def test_next_and_reset_and_break_mid_epoch():
+    loader = DataLoader(Range(10), batch_size=3, shuffle=False)
+    x, t = loader.next()
+    assert t.tolist() == [0, 1, 2]
+    assert next(loader)[1].tolist() == [3, 4, 5]
+    # a new `for` loop after a partial epoch starts again from the beginning
+    assert [t.tolist() for _, t in loader][0] == [0, 1, 2]
+    for _batch in loader:
+        break
+    assert len(list(loader)) == 4
+    with pytest.raises(StopIteration):
+        loader.iteration = loader.max_iter
+        next(loader)
+    assert loader.iteration == 0  # reset after StopIteration
+
+
+def test_transforms_are_applied_per_example():
+    loader = DataLoader(Range(4, transform=lambda x: x * 2, target_transform=lambda t: t + 100),
+                        batch_size=4, shuffle=False)
+    x, t = next(iter(loader))
+    np.testing.assert_array_equal(x[:, 0], [0, 2, 4, 6])
+    assert t.tolist() == [100, 101, 102, 103]
+
+
+def test_unlabelled_data_gives_none():
+    x, t = next(iter(DataLoader(NoLabels(), batch_size=4, shuffle=False)))
+    assert t is None and x.tolist() == [0, 1, 2, 3]
+
+
+def test_spiral_batches():
+    loader = DataLoader(Spiral(), batch_size=30)
+    x, t = next(iter(loader))
+    assert x.shape == (30, 2) and t.shape == (30,) and t.dtype == np.int64
+    assert len(loader) == 10
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="positive int"):
+        DataLoader(Range(3), batch_size=0)
+    with pytest.raises(ValueError, match="positive int"):
+        DataLoader(Range(3), batch_size=2.5)
+    with pytest.raises(ValueError, match="empty dataset"):
+        DataLoader(Range(0), batch_size=2)
+
+
+@pytest.mark.skipif(cuda.gpu_available(), reason="checks the CPU-only error message")
+def test_to_gpu_without_gpu_is_a_clear_error():
+    loader = DataLoader(Range(4), batch_size=2)
+    with pytest.raises(RuntimeError, match="CuPy"):
+        loader.to_gpu()
+    assert loader.gpu is False
+    assert loader.to_cpu() is loader
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.gpu_available(), reason="needs CuPy and a CUDA GPU")
+def test_to_gpu_gives_cupy_batches_with_the_same_values():
+    import cupy
+
+    cpu = DataLoader(Range(10), batch_size=4, shuffle=False)
+    gpu = DataLoader(Range(10), batch_size=4, shuffle=False, gpu=True)
+    for (xc, tc), (xg, tg) in zip(cpu, gpu):
+        assert isinstance(xg, cupy.ndarray) and isinstance(tg, cupy.ndarray)
+        np.testing.assert_array_equal(xc, cupy.asnumpy(xg))
+        np.testing.assert_array_equal(tc, cupy.asnumpy(tg))
+    gpu.to_cpu()
+    x, _ = next(iter(gpu))
+    assert isinstance(x, np.ndarray)

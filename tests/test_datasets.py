@@ -1,0 +1,155 @@
+"""Dataset base class, the spiral data set and transforms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dezero_like import datasets
+from dezero_like import transforms as T
+from dezero_like.datasets import Dataset, Spiral
+
+
+class Squares(Dataset):
+    """A tiny labelled dataset: x = i, t = i**2."""
+
+    def prepare(self):
+        self.data = np.arange(5, dtype=np.float64)
+        self.label = self.data**2
+
+
+class Unlabelled(Dataset):
+    def prepare(self):
+        self.data = np.ones((3, 2))
+
+
+def test_dataset_gives_examples_and_length():
+    ds = Squares()
+    assert len(ds) == 5
+    assert ds[2] == (2.0, 4.0)
+    assert ds[-1] == (4.0, 16.0)
+    assert ds[np.int64(3)] == (3.0, 9.0)
+    assert ds.train is True and Squares(train=False).train is False
+
+
+def test_transforms_apply_when_read_not_to_the_stored_data():
+    ds = Squares(transform=lambda x: x * 10, target_transform=lambda t: -t)
+    assert ds[3] == (30.0, -9.0)
+    assert ds.data[3] == 3.0 and ds.label[3] == 9.0
+
+
+def test_unlabelled_dataset_gives_none_as_label():
+    x, t = Unlabelled()[0]
+    assert t is None and x.shape == (2,)
+
+
+def test_dataset_index_must_be_an_int():
+    with pytest.raises(TypeError, match="one example at a time.*DataLoader"):
+        Squares()[1:3]
+    with pytest.raises(TypeError, match="callables"):
+        Squares(transform=3)
+
+
+def test_base_dataset_without_prepare_is_empty():
+    assert len(Dataset()) == 0
+    with pytest.raises(RuntimeError, match=r"prepare\(\) did not set self.data"):
+        Dataset()[0]
+
+
+def test_spiral_has_300_points_in_3_balanced_classes():
+    ds = Spiral()
+    assert len(ds) == 300
+    assert ds.data.shape == (300, 2) and ds.data.dtype == np.float32
+    assert ds.label.dtype == np.int64
+    assert np.bincount(ds.label).tolist() == [100, 100, 100]
+    radius = np.linalg.norm(ds.data, axis=1)
+    assert radius.max() < 1.0 and radius.min() == 0.0  # each arm starts at the origin
+
+
+def test_spiral_is_deterministic_and_leaves_global_random_state_alone():
+    np.random.seed(5)
+    before = np.random.rand()
+    np.random.seed(5)
+    a = Spiral()
+    after = np.random.rand()
+    assert before == after
+    b = Spiral()
+    np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(a.label, b.label)
+
+
+def test_spiral_train_and_test_differ_and_seed_is_honoured():
+    train, test = Spiral(train=True), Spiral(train=False)
+    assert not np.array_equal(train.data, test.data)
+    x, t = datasets.get_spiral(seed=1984)
+    np.testing.assert_array_equal(x, train.data)
+    assert not np.array_equal(Spiral(seed=1).data, train.data)
+
+
+def test_spiral_points_lie_on_their_arm():
+    """Without noise, arm j at radius r has angle 4j + 4r; the noise has sd 0.2."""
+    x, t = datasets.get_spiral()
+    r = np.linalg.norm(x, axis=1)
+    angle = np.arctan2(x[:, 0], x[:, 1])  # x = r sin(theta), y = r cos(theta)
+    expected = 4.0 * t + 4.0 * r
+    diff = np.angle(np.exp(1j * (angle - expected)))  # wrapped to (-pi, pi]
+    keep = r > 0
+    assert np.abs(diff[keep]).max() < 1.0  # 5 sd
+    assert 0.15 < diff[keep].std() < 0.25
+
+
+# --------------------------------------------------------------------------- #
+# Transforms
+# --------------------------------------------------------------------------- #
+
+
+def test_mnist_style_pipeline():
+    image = np.arange(4, dtype=np.uint8).reshape(2, 2) * 85
+    f = T.Compose([T.Flatten(), T.ToFloat(), T.Normalize(0.0, 255.0)])
+    y = f(image)
+    assert y.shape == (4,) and y.dtype == np.float32
+    np.testing.assert_allclose(y, [0, 1 / 3, 2 / 3, 1], rtol=1e-6)
+    assert "Flatten()" in repr(f) and "Normalize(mean=0.0, std=255.0)" in repr(f)
+
+
+def test_compose_order_and_identity():
+    f = T.Compose([lambda x: x + 1, lambda x: x * 10])
+    assert f(1) == 20
+    assert T.Compose()(7) == 7
+    with pytest.raises(TypeError, match="callables"):
+        T.Compose([T.Flatten(), "not a transform"])
+
+
+def test_normalize_keeps_float32_with_array_statistics():
+    x = np.ones((3, 2), dtype=np.float32)
+    mean = np.array([0.5, 0.0])  # float64 statistics
+    std = np.array([0.5, 2.0])
+    y = T.Normalize(mean, std)(x)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, [[1.0, 0.5]] * 3)
+    with pytest.raises(ValueError, match="std must not be zero"):
+        T.Normalize(0.0, 0.0)
+
+
+def test_astype_toint_tofloat():
+    assert T.AsType()(np.array([1, 2])).dtype == np.float32
+    assert T.AsType(np.float64)(np.array([1])).dtype == np.float64
+    assert T.ToFloat()(np.array(3)).dtype == np.float32
+    assert T.ToInt()(np.array([1.9, 2.0])).tolist() == [1, 2]
+    assert T.ToInt()(np.array([1.0])).dtype == np.int64
+    assert T.ToInt(np.uint8)(np.array([1.0])).dtype == np.uint8
+    with pytest.raises(TypeError, match="floating"):
+        T.ToFloat(np.int32)
+    with pytest.raises(TypeError, match="integer"):
+        T.ToInt(np.float32)
+    assert repr(T.ToFloat()) == "ToFloat(float32)"
+
+
+def test_flatten_one_example():
+    assert T.Flatten()(np.zeros((1, 28, 28))).shape == (784,)
+
+
+def test_transforms_on_the_dataset():
+    ds = Spiral(transform=T.Compose([T.AsType(np.float64)]), target_transform=T.ToInt(np.int8))
+    x, t = ds[0]
+    assert x.dtype == np.float64 and t.dtype == np.int8
