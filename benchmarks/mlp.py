@@ -52,6 +52,7 @@ import dezero_like.functions as F  # noqa: E402
 from dezero_like import optimizers  # noqa: E402
 from dezero_like.models import MLP  # noqa: E402
 
+TORCH_MISSING = "skipped (--no-torch)" if ARGS.no_torch else "not installed"
 try:
     if ARGS.no_torch:
         raise ImportError
@@ -195,7 +196,7 @@ def machine():
         f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs",
         f"python {platform.python_version()}, numpy {np.__version__} ({blas}), "
-        f"dezero_like {dz.__version__}, torch {torch.__version__ if torch else 'not installed'}",
+        f"dezero_like {dz.__version__}, torch {torch.__version__ if torch else TORCH_MISSING}",
         f"threads: {ARGS.threads} (OPENBLAS/OMP/MKL_NUM_THREADS"
         + (", torch.set_num_threads" if torch else "") + ")",
     ]
@@ -213,7 +214,10 @@ def main():
     print(f"data: {x.shape} float32, batch {ARGS.batch}, SGD lr {ARGS.lr}, "
           f"{ARGS.epochs} epoch(s), best of {ARGS.repeats}")
     print()
-    header = f"{'network':<18} {'act':<8} {'impl':<12} {'s/epoch':>9} {'vs numpy':>9}  loss"
+    header = (f"{'network':<18} {'act':<8} {'impl':<12} {'wall s':>8} {'ratio':>8} "
+              f"{'cpu s':>8} {'ratio':>8}  loss")
+    print("seconds per epoch; ratio = time / hand numpy's time. With one thread, cpu s (process")
+    print("time) is the fairer figure on a busy machine: other processes' load inflates wall s.")
     print(header)
     print("-" * len(header))
     archs = ARGS.arch or ["784-1000-10", "784-1000-1000-10"]
@@ -228,17 +232,20 @@ def main():
             # Round-robin: under a fluctuating machine load every implementation gets
             # its turns at the same times; the fastest turn of each is reported.
             times = {name: [] for name, _ in impls}
+            cpu = {name: [] for name, _ in impls}
             results = {}
             for _ in range(ARGS.repeats):
                 for name, fn in impls:
-                    start = time.perf_counter()
+                    start, start_cpu = time.perf_counter(), time.process_time()
                     results[name] = fn(x, t, sizes, act, weights, ARGS.epochs)
                     times[name].append((time.perf_counter() - start) / ARGS.epochs)
-            base = min(times["hand numpy"])
+                    cpu[name].append((time.process_time() - start_cpu) / ARGS.epochs)
+            base, base_cpu = min(times["hand numpy"]), min(cpu["hand numpy"])
             for name, _ in impls:
-                secs = min(times[name])
-                print(f"{arch:<18} {act:<8} {name:<12} {secs:9.3f} {secs / base:8.3f}x  "
-                      f"{results[name][0][-1]:.4f}", flush=True)
+                secs, secs_cpu = min(times[name]), min(cpu[name])
+                print(f"{arch:<18} {act:<8} {name:<12} {secs:8.2f} {secs / base:7.3f}x "
+                      f"{secs_cpu:8.2f} {secs_cpu / base_cpu:7.3f}x  {results[name][0][-1]:.4f}",
+                      flush=True)
             diff = max(float(np.abs(a - b).max())
                        for a, b in zip(results["dezero_like"][1], results["hand numpy"][1]))
             print(f"{'':<18} {'':<8} final weights, dezero_like vs hand numpy: max |diff| "

@@ -318,6 +318,7 @@ class Sigmoid(Function):
 
 
 def sigmoid(x):
+    """Logistic sigmoid 1 / (1 + exp(-x)), elementwise; see :class:`Sigmoid`."""
     return Sigmoid()(x)
 
 
@@ -341,6 +342,7 @@ class ReLU(Function):
 
 
 def relu(x):
+    """Rectified linear unit max(x, 0), elementwise; see :class:`ReLU`."""
     return ReLU()(x)
 
 
@@ -365,6 +367,7 @@ class Clip(Function):
 
 
 def clip(x, x_min, x_max):
+    """Clip x to [x_min, x_max]; the gradient is zero outside the interval."""
     return Clip(x_min, x_max)(x)
 
 
@@ -411,10 +414,12 @@ def _reduced_shape(shape, axis):
 
 
 def max(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+    """Maximum over ``axis`` (all axes when None), like ``np.max``; see :class:`Max`."""
     return Max(axis, keepdims)(x)
 
 
 def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+    """Minimum over ``axis`` (all axes when None), like ``np.min``; see :class:`Min`."""
     return Min(axis, keepdims)(x)
 
 
@@ -460,6 +465,7 @@ class Softmax(Function):
 
 
 def softmax(x, axis=1):
+    """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow."""
     return Softmax(axis)(x)
 
 
@@ -480,6 +486,7 @@ class LogSoftmax(Function):
 
 
 def log_softmax(x, axis=1):
+    """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits."""
     return LogSoftmax(axis)(x)
 
 
@@ -516,6 +523,7 @@ class SoftmaxCrossEntropy(Function):
 
 
 def softmax_cross_entropy(x, t):
+    """Mean cross entropy of logits ``x`` (N, C) against integer labels ``t`` (N,)."""
     return SoftmaxCrossEntropy()(x, t)
 
 
@@ -535,6 +543,7 @@ class MeanSquaredError(Function):
 
 
 def mean_squared_error(x0, x1):
+    """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`."""
     return MeanSquaredError()(x0, x1)
 
 
