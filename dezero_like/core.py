@@ -259,6 +259,10 @@ class Variable:
             if id(f) in seen:
                 continue
             seen.add(id(f))
+            for ref in f.outputs:  # the real outputs (a layer's state, say); the
+                y = ref()  # inputs below may be data-less stand-ins of them
+                if y is not None:
+                    y.unchain()
             for x in f.inputs:
                 if x.creator is not None:
                     funcs.append(x.creator)

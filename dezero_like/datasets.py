@@ -494,3 +494,7 @@ def mnist_train_test(data_dir=None, transform=_DEFAULT, target_transform=None, n
     train.summary = (f"training on the {len(train):,} MNIST training images; "
                      f"evaluating on the {len(test):,} test images")
     return train, test
+
+
+# Time-series data (step 61) lives in datasets_seq.
+from dezero_like.datasets_seq import SinCurve  # noqa: E402, F401

@@ -674,3 +674,21 @@ __all__ = [
     "max", "min", "softmax", "log_softmax", "softmax_cross_entropy", "mean_squared_error",
     "dropout", "accuracy", "get_item", "GetItem", "GetItemGrad",
 ]
+
+
+# Convolution and pooling live in functions_conv; as in the book, F.conv2d works too.
+from dezero_like.functions_conv import (  # noqa: E402, F401
+    average_pooling,
+    batch_norm,
+    col2im,
+    conv2d,
+    deconv2d,
+    embed_id,
+    im2col,
+    pooling,
+)
+
+__all__ += [
+    "average_pooling", "batch_norm", "col2im", "conv2d", "deconv2d", "embed_id", "im2col",
+    "pooling",
+]

@@ -225,3 +225,7 @@ class Linear(Layer):
             if xp is not np and self.b is not None:
                 self.b.to_gpu()  # the input is on the GPU: keep the whole layer there
         return F.linear(x, self.W, self.b)
+
+
+# Convolutional and recurrent layers live in layers_conv; L.Conv2d, L.LSTM work too.
+from dezero_like.layers_conv import LSTM, RNN, BatchNorm, Conv2d, Deconv2d, EmbedID  # noqa: E402, F401

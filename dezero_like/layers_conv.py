@@ -144,19 +144,6 @@ class EmbedID(Layer):
         return Fc.embed_id(x, self.W)
 
 
-def _cut_if_spent(state):
-    """Treat a recurrent state whose graph was already backpropagated (and freed) as a constant.
-
-    Truncated BPTT cuts the graph behind the state after each backward
-    (``loss.unchain_backward()``). The core frees what a function saved once
-    backward has run through it, and it keeps only data-less stand-ins of the
-    inputs, so that walk may not reach the very Variable the layer holds; this
-    check makes the cut happen anyway, on the next step.
-    """
-    if state is not None and state.creator is not None and state.creator._freed:
-        state.unchain()
-
-
 class RNN(Layer):
     r"""Elman recurrent layer: $h_t = \tanh(x_t W_x + b + h_{t-1} W_h)$.
 
@@ -176,7 +163,6 @@ class RNN(Layer):
         self.h = None
 
     def forward(self, x):
-        _cut_if_spent(self.h)
         if self.h is None:
             h_new = F.tanh(self.x2h(x))
         else:
@@ -217,8 +203,6 @@ class LSTM(Layer):
         self.c = None
 
     def forward(self, x):
-        _cut_if_spent(self.h)
-        _cut_if_spent(self.c)
         if self.h is None:
             f = F.sigmoid(self.x2f(x))
             i = F.sigmoid(self.x2i(x))

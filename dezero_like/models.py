@@ -57,3 +57,7 @@ class Sequential(Model):
         for layer in self.layers:
             x = layer(x)
         return x
+
+
+# CNN models live in models_conv; models.VGG16 works too.
+from dezero_like.models_conv import VGG16, SimpleConvNet  # noqa: E402, F401

@@ -196,10 +196,6 @@ def test_truncated_bptt_runs_several_windows(cell):
     assert model.rnn.h is not None
 
 
-@pytest.mark.xfail(reason="core: Variable.unchain_backward reaches only the data-less stand-ins "
-                          "of inputs, not the state Variable a layer holds; fix proposed to the "
-                          "lead (also unchain each visited function's live outputs)",
-                   strict=False)
 def test_unchain_backward_after_backward_cuts_the_layer_state():
     np.random.seed(6)
     rnn = Lc.RNN(3, in_size=1)
