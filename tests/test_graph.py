@@ -174,3 +174,11 @@ def test_unknown_extension_is_rejected(tmp_path):
     _, _, y = small_graph()
     with pytest.raises(ValueError, match=r"\.png, \.svg or \.pdf"):
         plot_dot_graph(y, to_file=tmp_path / "g.jpeg")
+
+
+@pytest.mark.skipif(not (HAVE_DOT or HAVE_PURE), reason="no renderer: dot or graphviz-pure")
+def test_model_plot_renders_the_models_graph(tmp_path):
+    model = dz.models.MLP((10, 3))
+    x = np.random.default_rng(0).standard_normal((4, 2)).astype(np.float32)
+    image = model.plot(x, to_file=tmp_path / "model.svg")
+    check_image(image.path, "svg", ["Linear", "Sigmoid", "(4, 3) float32"])

@@ -30,12 +30,7 @@ class Quadratic(L.Layer):
 
 
 def backward(loss, loss_scale=None):
-    if loss_scale is None:
-        loss.backward()
-    else:
-        # (1,) rather than (): core's seed * loss_scale on a 0-d seed currently yields a
-        # NumPy scalar, which Variable rejects (reported to the lead)
-        F.reshape(loss, (1,)).backward(loss_scale=loss_scale)
+    loss.backward(loss_scale=loss_scale)  # a 0-d loss, as in training
 
 
 def run(optimizer, steps=5, dtype=np.float64, w0=(1.0, -2.0, 0.5, 3.0), loss_scale=None):
