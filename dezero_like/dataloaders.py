@@ -75,8 +75,17 @@ class DataLoader:
         if self.iteration >= self.max_iter:
             self.reset()
             raise StopIteration
+        batch = self._collate(self._batch_index())
+        self.iteration += 1
+        return batch
+
+    def _batch_index(self):
+        """Which examples make up the current batch."""
         i, size = self.iteration, self.batch_size
-        batch_index = self.index[i * size:(i + 1) * size]
+        return self.index[i * size:(i + 1) * size]
+
+    def _collate(self, batch_index):
+        """Stack the examples at ``batch_index`` into arrays ``(x, t)`` on the loader's device."""
         examples = [self.dataset[int(j)] for j in batch_index]
         x = np.stack([np.asarray(ex[0]) for ex in examples])
         labels = [ex[1] for ex in examples]
@@ -84,7 +93,6 @@ class DataLoader:
         if self.gpu:
             x = cuda.as_cupy(x)
             t = None if t is None else cuda.as_cupy(t)
-        self.iteration += 1
         return x, t
 
     def next(self):

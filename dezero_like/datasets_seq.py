@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dezero_like import cuda
 from dezero_like.dataloaders import DataLoader
 from dezero_like.datasets import Dataset
 
@@ -88,20 +87,9 @@ class SeqDataLoader(DataLoader):
     def __len__(self):
         return self.max_iter
 
-    def __next__(self):
-        if self.iteration >= self.max_iter:
-            self.reset()
-            raise StopIteration
-        offsets = np.arange(self.batch_size) * self.jump + self.iteration
-        examples = [self.dataset[int(j)] for j in offsets]
-        x = np.stack([np.asarray(ex[0]) for ex in examples])
-        labels = [ex[1] for ex in examples]
-        t = None if labels[0] is None else np.stack([np.asarray(lb) for lb in labels])
-        if self.gpu:
-            x = cuda.as_cupy(x)
-            t = None if t is None else cuda.as_cupy(t)
-        self.iteration += 1
-        return x, t
+    def _batch_index(self):
+        """Element ``iteration`` of every stream: ``[k, jump + k, 2*jump + k, ...]``."""
+        return np.arange(self.batch_size) * self.jump + self.iteration
 
     def __repr__(self):
         return (f"SeqDataLoader({self.dataset!r}, batch_size={self.batch_size}, "
