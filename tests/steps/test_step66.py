@@ -9,6 +9,8 @@ from dezero_like import core
 from dezero_like.hooks import DebugError
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_forward_overflow_is_caught_at_exp(load_step):
     step = load_step(66)
     logits = dz.Variable(np.array([[800.0, 1.0]]))
