@@ -6,7 +6,8 @@
 # updates the weights, and we train in **mini-batches**, the way every real
 # training loop works.
 #
-# The data: three arms of a spiral in the plane, one arm per class. No straight
+# The data: three arms of a spiral in the plane, one arm per class
+# (`dz.datasets.get_spiral`, which step 51 wraps as a `Dataset`). No straight
 # line separates them, so a linear classifier cannot get far above chance
 # (1/3); a network with one hidden layer can bend its decision boundaries
 # around the arms.
@@ -23,17 +24,7 @@ from dezero_like import optimizers
 from dezero_like.models import MLP
 
 
-def make_spiral(points_per_class=100, classes=3, noise=0.2, seed=0):
-    """Points on `classes` spiral arms: radius grows with the angle, each arm rotated."""
-    rng = np.random.default_rng(seed)
-    r = np.tile(np.linspace(0.0, 1.0, points_per_class), classes)
-    label = np.repeat(np.arange(classes), points_per_class)
-    angle = label * (2 * np.pi / classes) + 4.0 * r + rng.normal(scale=noise, size=r.size)
-    x = np.stack([r * np.sin(angle), r * np.cos(angle)], axis=1).astype(np.float32)
-    return x, label
-
-
-x, t = make_spiral()
+x, t = dz.datasets.get_spiral(train=True)  # 100 points on each of 3 arms, shuffled
 print("x:", x.shape, x.dtype, " t:", t.shape, "classes:", np.bincount(t))
 
 # %% [markdown]
@@ -106,12 +97,12 @@ plt.show()
 
 # %% [markdown]
 # ## Exercise
-# Check generalisation: make a *new* spiral with `make_spiral(seed=1)` (points
-# the network never saw) and store the model's accuracy on it in `test_accuracy`.
-# It should also be far above chance.
+# Check generalisation: take the test spiral, `dz.datasets.get_spiral(train=False)`
+# (points drawn with another seed, which the network never saw), and store the
+# model's accuracy on it in `test_accuracy`. It should also be far above chance.
 
 # %%
-x_new, t_new = make_spiral(seed=1)
+x_new, t_new = dz.datasets.get_spiral(train=False)
 with dz.no_grad():  # solution:
     test_accuracy = float(F.accuracy(model(x_new), t_new).data)
 print(f"accuracy on a fresh spiral: {test_accuracy:.3f}")
