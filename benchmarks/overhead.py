@@ -197,7 +197,8 @@ def main(argv=None):
         best = measure(fns, make, repeats)
         rows.append((chain, label, best))
     names = list(table)
-    print(f"\nmicroseconds per function (forward + backward), best of repeats, chain of {N}")
+    print(f"\nmicroseconds per chain step, forward + backward, best of repeats, {N} steps "
+          "(a sin step is one function, an affine step two: * and +)")
     header = f"{'chain':8} {'input':20}" + "".join(f"{n:>13}" for n in names)
     print(header)
     print("-" * len(header))

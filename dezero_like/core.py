@@ -30,6 +30,8 @@ import weakref
 
 import numpy as np
 
+from dezero_like import cuda  # cuda imports core only inside its functions
+
 # --------------------------------------------------------------------------- #
 # Configuration
 # --------------------------------------------------------------------------- #
@@ -80,45 +82,39 @@ _global_hooks: list = []
 
 def _is_array(x):
     """True for a NumPy array or, when CuPy is in use, a CuPy array."""
-    if isinstance(x, np.ndarray):
-        return True
-    from dezero_like import cuda  # imported here: cuda imports this module
-
-    return cuda.is_cupy_array(x)
+    return isinstance(x, np.ndarray) or cuda.is_cupy_array(x)
 
 
 def as_array(x, like=None):
-    """Turn a scalar into a 0-d array; arrays pass through unchanged.
+    """Turn a number into a 0-d array; arrays pass through unchanged.
 
     A Python ``int`` or ``float`` takes the dtype of ``like`` (an array it will
-    be combined with) when that is a floating or complex array, so
-    ``float32_data * 2.0`` stays float32. NumPy 2 would otherwise treat a 0-d
-    float64 array as a "strong" type and promote the result to float64.
+    be combined with) when that is a floating or complex array (or, for an
+    ``int``, an integer array), so ``float32_data * 2.0`` stays float32. NumPy 2
+    would otherwise treat a 0-d float64 array as a "strong" type and promote
+    the result to float64. NumPy scalars keep their own dtype, as in NumPy.
     """
-    if type(x) is np.ndarray or _is_array(x):
+    if type(x) is np.ndarray:
         return x
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, complex, np.generic)):
-        if isinstance(x, (bool, np.bool_)):
+    if type(x) is float or type(x) is int:
+        if like is None:
             return np.asarray(x)
-        raise TypeError(
-            f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
-            "wrap lists with np.array(...) first"
-        )
-    if like is None:
-        return np.asarray(x)
-    xp = np if type(like) is np.ndarray else _array_module(like)
-    kind = like.dtype.kind
-    if isinstance(x, np.generic):
-        return xp.asarray(x)  # NumPy scalars keep their own dtype, as in NumPy
-    if kind in "fc" and not isinstance(x, complex) or kind in "iu" and isinstance(x, int):
-        return xp.asarray(x, dtype=like.dtype)
-    return xp.asarray(x)
-
-
-def _array_module(x):
-    from dezero_like import cuda
-
-    return cuda.get_array_module(x)
+        kind = like.dtype.kind
+        if kind in "fc" or (kind in "iu" and type(x) is int):
+            if type(like) is np.ndarray:
+                return np.asarray(x, like.dtype)
+            return cuda.get_array_module(like).asarray(x, like.dtype)
+        return cuda.get_array_module(like).asarray(x)
+    if _is_array(x):
+        return x
+    if isinstance(x, (int, float, complex, np.generic)):  # bool, complex, np.float32(2), ...
+        if like is None or type(like) is np.ndarray:
+            return np.asarray(x)
+        return cuda.get_array_module(like).asarray(x)
+    raise TypeError(
+        f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
+        "wrap lists with np.array(...) first"
+    )
 
 
 def as_variable(obj):
@@ -139,10 +135,14 @@ def _as_inputs(inputs):
         if isinstance(x, Variable):
             like = x.data
             break
-    return tuple(
-        x if isinstance(x, Variable) else Variable(as_array(x, like), requires_grad=False)
-        for x in inputs
-    )
+    result = []
+    for x in inputs:
+        if not isinstance(x, Variable):
+            data = as_array(x, like)
+            x = Variable(data, requires_grad=False) if type(data) is not np.ndarray \
+                else _make_variable(data, False)
+        result.append(x)
+    return result
 
 
 # --------------------------------------------------------------------------- #
@@ -269,33 +269,33 @@ class Variable:
                     x.unchain()
 
     def to_cpu(self):
-        from dezero_like import cuda
-
         if self.data is not None:
             self.data = cuda.as_numpy(self.data)
         return self
 
     def to_gpu(self):
-        from dezero_like import cuda
-
         if self.data is not None:
             self.data = cuda.as_cupy(self.data)
         return self
 
     def _as_node(self):
         """A stand-in without data: same place in the graph, no array kept."""
-        v = _make_variable(None, self.requires_grad)
+        v = _new_object(Variable)
+        v.data = None
         v.name = self.name
+        v.grad = None
         v.creator = self.creator
         v.index = self.index
         v.generation = self.generation
+        v.requires_grad = self.requires_grad
+        v.loss_scale = None
         return v
 
     # ---- backpropagation ------------------------------------------------------
     def _seed(self, gradient, loss_scale):
         data = self.data
         if gradient is None:
-            xp = np if type(data) is np.ndarray else _array_module(data)
+            xp = np if type(data) is np.ndarray else cuda.get_array_module(data)
             seed = xp.ones_like(data)
         else:
             if isinstance(gradient, Variable):
@@ -436,8 +436,8 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
             for x, gx in zip(inputs, gxs):
                 if gx is None or not x.requires_grad:
                     continue
-                if not isinstance(gx, Variable):
-                    gx = _make_variable(as_array(gx), False)
+                if type(gx) is not Variable and not isinstance(gx, Variable):
+                    gx = _make_variable(as_array(gx), False)  # backward returned an array
                 c = x.creator
                 if c is None:
                     _accumulate_leaf(x, gx, loss_scale)
@@ -497,6 +497,19 @@ class Function:
     _duplicates = False  # True when one variable fills several input slots
 
     def __call__(self, *inputs):
+        if not Config.enable_backprop and not _global_hooks and not self._hooks:
+            # No graph and nobody watching (inference, and backward without
+            # create_graph): compute and wrap, nothing more.
+            xs = []
+            for x in inputs:
+                if type(x) is not Variable and not isinstance(x, Variable):
+                    return self(*_as_inputs(inputs))
+                xs.append(x.data)
+            ys = self.forward(*xs)
+            if type(ys) is not tuple:
+                return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
+            outs = [_make_variable(y if type(y) is np.ndarray else as_array(y), False) for y in ys]
+            return outs[0] if len(outs) == 1 else outs
         # One pass over the inputs gathers their arrays, whether each needs a
         # gradient, and the newest generation among them. (Plain loops: this
         # is the hottest code of the framework, and on Python 3.11 a list
@@ -505,7 +518,7 @@ class Function:
         needs = []
         gen = 0
         for x in inputs:
-            if not isinstance(x, Variable):
+            if type(x) is not Variable and not isinstance(x, Variable):
                 return self(*_as_inputs(inputs))
             xs.append(x.data)
             needs.append(x.requires_grad)
@@ -541,10 +554,15 @@ class Function:
         outputs = []
         refs = []
         for y in ys:
-            v = _make_variable(y, True)
+            v = _new_object(Variable)  # what _make_variable does, inlined: hot
+            v.data = y
+            v.name = None
+            v.grad = None
             v.creator = self
             v.index = len(outputs)
             v.generation = gen + 1
+            v.requires_grad = True
+            v.loss_scale = None
             outputs.append(v)
             refs.append(weakref.ref(v))
         self.outputs = refs

@@ -247,3 +247,31 @@ def test_same_variable_in_two_slots_gets_one_accumulated_gradient():
     z = a * a
     z.backward()
     assert x.grad.data == pytest.approx(2 * 6.0 * 2.0)
+
+
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_forward_returning_a_one_tuple_gives_one_variable(grad_mode):
+    class One(Function):
+        def forward(self, x):
+            return (x * 2,)
+
+        def backward(self, gy):
+            return gy * 2.0
+
+    x = Variable(np.array(1.5))
+    with dz.using_config("enable_backprop", grad_mode):
+        y = One()(x)
+    assert isinstance(y, Variable) and y.data == 3.0
+
+
+def test_numbers_become_constants_of_the_datas_dtype():
+    from dezero_like.core import as_array
+
+    f32 = np.ones(2, np.float32)
+    assert as_array(2.0, f32).dtype == np.float32
+    assert as_array(2, np.ones(2, np.int32)).dtype == np.int32
+    assert as_array(2.5, np.ones(2, np.int32)).dtype == np.float64  # as NumPy would promote
+    assert as_array(np.float64(2.0), f32).dtype == np.float64  # NumPy scalars keep their dtype
+    assert as_array(True).dtype == np.bool_
+    with pytest.raises(TypeError, match="wrap lists with np.array"):
+        as_array([1.0])
