@@ -89,8 +89,9 @@ def numerical_diff(f, x, eps=1e-4):
     f'(x) ~ (f(x + eps) - f(x - eps)) / (2 eps); the error shrinks like eps**2
     until rounding errors (about 1e-16 / eps) take over.
     """
-    y_plus = f(Variable(x.data + eps))
-    y_minus = f(Variable(x.data - eps))
+    # np.asarray: for a 0-d array, x.data + eps is a NumPy scalar, not an array
+    y_plus = f(Variable(np.asarray(x.data + eps)))
+    y_minus = f(Variable(np.asarray(x.data - eps)))
     return (y_plus.data - y_minus.data) / (2 * eps)
 
 
@@ -138,7 +139,7 @@ print(f"relative error: {abs(numerical - exact)[0] / exact[0]:.1e}")
 # %%
 def forward_diff(f, x, eps=1e-4):
     """The one-sided difference (f(x + eps) - f(x)) / eps, for comparison."""
-    return (f(Variable(x.data + eps)).data - f(x).data) / eps
+    return (f(Variable(np.asarray(x.data + eps))).data - f(x).data) / eps
 
 
 epsilons = [10.0**-k for k in range(1, 12)]

@@ -134,8 +134,9 @@ def numerical_diff(f, x, eps=1e-4):
     f'(x) ~ (f(x + eps) - f(x - eps)) / (2 eps); the error shrinks like eps**2
     until rounding errors (about 1e-16 / eps) take over.
     """
-    y_plus = f(Variable(x.data + eps))
-    y_minus = f(Variable(x.data - eps))
+    # np.asarray: for a 0-d array, x.data + eps is a NumPy scalar, not an array
+    y_plus = f(Variable(np.asarray(x.data + eps)))
+    y_minus = f(Variable(np.asarray(x.data - eps)))
     return (y_plus.data - y_minus.data) / (2 * eps)
 
 

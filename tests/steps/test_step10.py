@@ -90,3 +90,10 @@ def test_demo_output(load_step):
     assert "AssertionError: gradient check failed for square_with_bug" in out
     assert "all passed: True" in out
     assert "self-check passed" in out
+
+
+def test_numerical_diff_accepts_a_0d_array(load_step):
+    step = load_step(10)
+    x = step.Variable(np.array(2.0))
+    got = step.numerical_diff(step.square, x)
+    assert np.asarray(got).shape == () and abs(float(got) - 4.0) < 1e-8

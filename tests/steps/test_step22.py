@@ -89,3 +89,10 @@ def test_demo_output(load_step):
     assert "np.array(2.0) * x  =  6.000   dy/dx =  2.000   result is a Variable" in out
     assert "x / 3.0, grad:  float32 float32" in out
     assert "self-check passed" in out
+
+
+def test_numerical_diff_accepts_a_0d_array(load_step):
+    step = load_step(22)
+    x = step.Variable(np.array(3.0))
+    got = step.numerical_diff(lambda v: v**3 - 2 * v, x)
+    assert abs(float(got) - (3 * 9.0 - 2.0)) < 1e-6
