@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import statistics
 import sys
 import time
 
+import _machine  # benchmarks/_machine.py, beside this script
 import numpy as np
 
 import dezero_like as dz
@@ -65,19 +65,6 @@ def time_it(fn, repeat, warmup=3):
     return statistics.median(times)
 
 
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
@@ -90,7 +77,7 @@ def main(argv=None):
         torch = None
 
     print("command:", shlex.join([os.path.basename(sys.executable)] + sys.argv))
-    print("machine:", machine())
+    print("machine:", _machine.describe())
     print(f"numpy {np.__version__}, dezero_like {dz.__version__}"
           + (f", torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch else
              ", torch not installed"))

@@ -41,6 +41,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import _machine  # benchmarks/_machine.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -135,17 +137,6 @@ def run_torch(chain, size, depth, retain_graph, retain_grad):
     }
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def have_torch():
     import importlib.util
 
@@ -188,7 +179,7 @@ def main(argv=None):
 
     frameworks = ["dezero_like"] + (["torch"] if have_torch() and not args.no_torch else [])
     print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
-    print(f"machine: {platform.platform()}; CPU: {cpu_name()} ({os.cpu_count()} logical)")
+    print(f"machine: {platform.platform()}; CPU: {_machine.cpu_name()} ({os.cpu_count()} logical)")
     versions = f"python {platform.python_version()}, numpy {np.__version__}"
     if "torch" in frameworks:
         import torch

@@ -45,6 +45,7 @@ ARGS = parse_args()
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(ARGS.threads)
 
+import _machine  # noqa: E402  (benchmarks/_machine.py, beside this script)
 import numpy as np  # noqa: E402
 
 import dezero_like as dz  # noqa: E402
@@ -193,7 +194,7 @@ def machine():
     except Exception:  # older NumPy without mode="dicts": the BLAS name is only cosmetic
         pass
     lines = [
-        f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
+        f"machine: {platform.platform()}, {_machine.cpu_name()}, "
         f"{os.cpu_count()} CPUs",
         f"python {platform.python_version()}, numpy {np.__version__} ({blas}), "
         f"dezero_like {dz.__version__}, torch {torch.__version__ if torch else TORCH_MISSING}",

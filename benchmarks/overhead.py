@@ -24,10 +24,10 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import platform
 import sys
 import time
 
+import _machine  # benchmarks/_machine.py, beside this script
 import numpy as np
 
 N = 1000
@@ -159,20 +159,6 @@ def measure(fns, make_input, repeats):
     return best
 
 
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}, NumPy {np.__version__}")
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
@@ -180,7 +166,7 @@ def main(argv=None):
     found, notes = load_frameworks()
     table = chains(found)
     print("command:", " ".join([os.path.basename(sys.executable)] + sys.argv))
-    print("machine:", machine())
+    print("machine:", _machine.describe())
     for line in notes:
         print("note:", line)
     cases = [

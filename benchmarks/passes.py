@@ -53,6 +53,7 @@ if ARGS.threads is not None:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(ARGS.threads)
 
+import _machine  # noqa: E402  (benchmarks/_machine.py, beside this script)
 import numpy as np  # noqa: E402
 
 import dezero_like as dz  # noqa: E402
@@ -182,7 +183,7 @@ def table(rows):
 def machine(torch=None):
     """A few lines that say what the numbers were measured on."""
     lines = [
-        f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
+        f"machine: {platform.platform()}, {_machine.cpu_name()}, "
         f"{os.cpu_count()} CPUs",
         f"python {platform.python_version()}, numpy {np.__version__}, dezero_like "
         f"{dz.__version__}, torch {torch.__version__ if torch else 'not used'}",
