@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import operator
 import weakref
 
 import numpy as np
@@ -142,7 +143,7 @@ def _as_inputs(inputs):
             x = Variable(data, requires_grad=False) if type(data) is not np.ndarray \
                 else _make_variable(data, False)
         result.append(x)
-    return result
+    return tuple(result)
 
 
 # --------------------------------------------------------------------------- #
@@ -500,12 +501,15 @@ class Function:
         if not Config.enable_backprop and not _global_hooks and not self._hooks:
             # No graph and nobody watching (inference, and backward without
             # create_graph): compute and wrap, nothing more.
-            xs = []
-            for x in inputs:
-                if type(x) is not Variable and not isinstance(x, Variable):
-                    return self(*_as_inputs(inputs))
-                xs.append(x.data)
-            ys = self.forward(*xs)
+            if len(inputs) == 1 and isinstance(inputs[0], Variable):
+                ys = self.forward(inputs[0].data)  # one input: no list to build
+            else:
+                xs = []
+                for x in inputs:
+                    if type(x) is not Variable and not isinstance(x, Variable):
+                        return self(*_as_inputs(inputs))
+                    xs.append(x.data)
+                ys = self.forward(*xs)
             if type(ys) is not tuple:
                 return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
             outs = [_make_variable(y if type(y) is np.ndarray else as_array(y), False) for y in ys]
@@ -514,19 +518,28 @@ class Function:
         # gradient, and the newest generation among them. (Plain loops: this
         # is the hottest code of the framework, and on Python 3.11 a list
         # comprehension costs a function call.)
-        xs = []
-        needs = []
-        gen = 0
-        for x in inputs:
-            if type(x) is not Variable and not isinstance(x, Variable):
-                return self(*_as_inputs(inputs))
-            xs.append(x.data)
-            needs.append(x.requires_grad)
-            if x.generation > gen:
-                gen = x.generation
+        if len(inputs) == 1 and isinstance(inputs[0], Variable):
+            x = inputs[0]
+            xs = (x.data,)
+            needs = (x.requires_grad,)
+            gen = x.generation
+        else:
+            for x in inputs:
+                if type(x) is not Variable and not isinstance(x, Variable):
+                    inputs = _as_inputs(inputs)  # numbers and arrays become constants
+                    break
+            xs = []
+            needs = []
+            gen = 0
+            for x in inputs:
+                xs.append(x.data)
+                needs.append(x.requires_grad)
+                if x.generation > gen:
+                    gen = x.generation
+            needs = tuple(needs)
         build = Config.enable_backprop and True in needs
         if build:
-            self.needs_input_grad = tuple(needs)
+            self.needs_input_grad = needs
         hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
         if hooks:
             for hook in hooks:
@@ -566,8 +579,11 @@ class Function:
             outputs.append(v)
             refs.append(weakref.ref(v))
         self.outputs = refs
-        if len(inputs) > 1:
-            self._duplicates = len(set(map(id, inputs))) < len(inputs)
+        n = len(inputs)
+        if n == 2:
+            self._duplicates = inputs[0] is inputs[1]
+        elif n > 2:
+            self._duplicates = len(set(map(id, inputs))) < n
         keep = self._retained_in
         if keep is None:
             self.inputs = inputs
@@ -770,12 +786,32 @@ class Pow(Function):
         return gy * (c * x ** (c - 1))
 
 
+# The operators below skip the Function object when no graph is recorded and
+# no hook is watching: then ``x * y`` is just the array operation, wrapped once.
+# That is the case for every operator inside a plain ``backward()`` (gradients
+# are computed with these same operators) and for inference under no_grad(),
+# and it halves the cost of an operator there. With a graph (or a hook) the
+# Function runs as usual, so create_graph and the hooks see the same graph.
+
+
+def _plain(op, x0, x1):
+    """``op`` on the arrays of two operands, wrapped as a Variable without a graph."""
+    a = x0.data  # x0 is the Variable whose operator was called
+    b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
+    y = op(a, b)
+    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
+
+
 def add(x0, x1):
-    return Add()(x0, x1)
+    if Config.enable_backprop or _global_hooks:
+        return Add()(x0, x1)
+    return _plain(operator.add, x0, x1)
 
 
 def mul(x0, x1):
-    return Mul()(x0, x1)
+    if Config.enable_backprop or _global_hooks:
+        return Mul()(x0, x1)
+    return _plain(operator.mul, x0, x1)
 
 
 def neg(x):
@@ -783,19 +819,35 @@ def neg(x):
 
 
 def sub(x0, x1):
-    return Sub()(x0, x1)
+    if Config.enable_backprop or _global_hooks:
+        return Sub()(x0, x1)
+    return _plain(operator.sub, x0, x1)
 
 
 def rsub(x0, x1):
-    return Sub()(x1, x0)
+    if Config.enable_backprop or _global_hooks:
+        return Sub()(x1, x0)
+    return _plain(_reverse_sub, x0, x1)
 
 
 def div(x0, x1):
-    return Div()(x0, x1)
+    if Config.enable_backprop or _global_hooks:
+        return Div()(x0, x1)
+    return _plain(operator.truediv, x0, x1)
 
 
 def rdiv(x0, x1):
-    return Div()(x1, x0)
+    if Config.enable_backprop or _global_hooks:
+        return Div()(x1, x0)
+    return _plain(_reverse_div, x0, x1)
+
+
+def _reverse_sub(a, b):
+    return b - a
+
+
+def _reverse_div(a, b):
+    return b / a
 
 
 def pow(x, c):  # noqa: A001 - the book's name

@@ -275,3 +275,48 @@ def test_numbers_become_constants_of_the_datas_dtype():
     assert as_array(True).dtype == np.bool_
     with pytest.raises(TypeError, match="wrap lists with np.array"):
         as_array([1.0])
+
+
+OPERATOR_CASES = [
+    ("x * 2.0", lambda x, a: x * 2.0),
+    ("2.0 * x", lambda x, a: 2.0 * x),
+    ("x + a", lambda x, a: x + a),
+    ("a + x", lambda x, a: a + x),
+    ("x - 3", lambda x, a: x - 3),
+    ("3 - x", lambda x, a: 3 - x),
+    ("x / a", lambda x, a: x / a),
+    ("1.5 / x", lambda x, a: 1.5 / x),
+    ("x * x", lambda x, a: x * x),
+    ("x - Variable(a)", lambda x, a: x - Variable(a)),
+    ("Variable(a) / x", lambda x, a: Variable(a) / x),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (2, 3)])
+@pytest.mark.parametrize("name, expr", OPERATOR_CASES, ids=[c[0] for c in OPERATOR_CASES])
+def test_operators_without_a_graph_match_the_recorded_functions(name, expr, shape, dtype):
+    """Under no_grad the operators skip the Function object (a fast path): same result."""
+    rng = np.random.default_rng(0)
+    x = Variable(rng.uniform(0.5, 2.0, shape).astype(dtype))
+    a = rng.uniform(0.5, 2.0, (3,)).astype(dtype)
+    recorded = expr(x, a)
+    assert recorded.creator is not None
+    with dz.no_grad():
+        plain = expr(x, a)
+    assert isinstance(plain, Variable) and plain.creator is None and not plain.requires_grad
+    assert type(plain.data) is np.ndarray  # a 0-d result stays an array, not a NumPy scalar
+    assert plain.dtype == recorded.dtype == dtype
+    np.testing.assert_array_equal(plain.data, recorded.data)
+
+
+def test_operators_without_a_graph_still_check_operands_and_reach_hooks():
+    from dezero_like.hooks import TimerHook
+
+    x = Variable(np.ones(2))
+    with dz.no_grad():
+        with pytest.raises(TypeError, match="wrap lists with np.array"):
+            x * [1.0, 2.0]
+        with TimerHook() as timer:  # a hook is watching: the Function runs, and is seen
+            x * 2.0 + 1.0
+    assert {"Mul", "Add"} <= set(timer.summary())
