@@ -786,32 +786,31 @@ class Pow(Function):
         return gy * (c * x ** (c - 1))
 
 
-# The operators below skip the Function object when no graph is recorded and
-# no hook is watching: then ``x * y`` is just the array operation, wrapped once.
-# That is the case for every operator inside a plain ``backward()`` (gradients
-# are computed with these same operators) and for inference under no_grad(),
-# and it halves the cost of an operator there. With a graph (or a hook) the
-# Function runs as usual, so create_graph and the hooks see the same graph.
+def _binary(function, op, x0, x1, reverse=False):
+    """Apply a two-operand operator; ``x0`` is the Variable whose operator was called.
 
-
-def _plain(op, x0, x1):
-    """``op`` on the arrays of two operands, wrapped as a Variable without a graph."""
-    a = x0.data  # x0 is the Variable whose operator was called
+    ``reverse`` is for the reflected operators: ``2.0 - x`` calls ``x.__rsub__(2.0)``,
+    which computes ``x1 - x0``. When no graph is recorded and no hook is watching,
+    the Function object is skipped and ``op`` runs on the arrays directly. That is
+    the case for every operator inside a plain ``backward()`` (gradients are computed
+    with these same operators) and under no_grad(), and it halves an operator's cost
+    there. With a graph (or a hook) the Function runs as usual, so create_graph and
+    the hooks see every operation.
+    """
+    if Config.enable_backprop or _global_hooks:
+        return function()(x1, x0) if reverse else function()(x0, x1)
+    a = x0.data
     b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
-    y = op(a, b)
+    y = op(b, a) if reverse else op(a, b)
     return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
 
 
 def add(x0, x1):
-    if Config.enable_backprop or _global_hooks:
-        return Add()(x0, x1)
-    return _plain(operator.add, x0, x1)
+    return _binary(Add, operator.add, x0, x1)
 
 
 def mul(x0, x1):
-    if Config.enable_backprop or _global_hooks:
-        return Mul()(x0, x1)
-    return _plain(operator.mul, x0, x1)
+    return _binary(Mul, operator.mul, x0, x1)
 
 
 def neg(x):
@@ -819,35 +818,19 @@ def neg(x):
 
 
 def sub(x0, x1):
-    if Config.enable_backprop or _global_hooks:
-        return Sub()(x0, x1)
-    return _plain(operator.sub, x0, x1)
+    return _binary(Sub, operator.sub, x0, x1)
 
 
 def rsub(x0, x1):
-    if Config.enable_backprop or _global_hooks:
-        return Sub()(x1, x0)
-    return _plain(_reverse_sub, x0, x1)
+    return _binary(Sub, operator.sub, x0, x1, reverse=True)
 
 
 def div(x0, x1):
-    if Config.enable_backprop or _global_hooks:
-        return Div()(x0, x1)
-    return _plain(operator.truediv, x0, x1)
+    return _binary(Div, operator.truediv, x0, x1)
 
 
 def rdiv(x0, x1):
-    if Config.enable_backprop or _global_hooks:
-        return Div()(x1, x0)
-    return _plain(_reverse_div, x0, x1)
-
-
-def _reverse_sub(a, b):
-    return b - a
-
-
-def _reverse_div(a, b):
-    return b / a
+    return _binary(Div, operator.truediv, x0, x1, reverse=True)
 
 
 def pow(x, c):  # noqa: A001 - the book's name
