@@ -1,11 +1,13 @@
-"""Shared fixtures: running a step script, and finding the real MNIST files."""
+"""Shared fixtures: running a step, importing a benchmark, finding the real MNIST files."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 import runpy
+import sys
 import types
 from pathlib import Path
 
@@ -69,6 +71,33 @@ def load_step(tmp_path_factory):
         return cache[number]
 
     return load
+
+
+@pytest.fixture
+def load_benchmark(monkeypatch):
+    """``load_benchmark("passes")`` imports ``benchmarks/passes.py`` as a module.
+
+    Run as scripts, the benchmarks import their neighbours (``_machine.py``,
+    ``overhead.py``) because Python puts a script's folder on ``sys.path``.
+    Imported from a test they are not there, so each neighbour is imported from
+    its file and registered under its name, and removed again after the test.
+    """
+
+    def load(name):
+        for neighbour in ("_machine", "overhead"):
+            if neighbour != name:
+                module = _import_file(neighbour, ROOT / "benchmarks" / f"{neighbour}.py")
+                monkeypatch.setitem(sys.modules, neighbour, module)
+        return _import_file(name, ROOT / "benchmarks" / f"{name}.py")
+
+    return load
+
+
+def _import_file(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture

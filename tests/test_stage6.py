@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -19,25 +18,6 @@ from dezero_like.optimizers import MomentumSGD
 
 ROOT = Path(__file__).resolve().parent.parent
 gpu = pytest.mark.skipif(not cuda.gpu_available(), reason="no CUDA GPU with CuPy on this machine")
-
-
-def _load_file(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def load_passes(monkeypatch):
-    """Import benchmarks/passes.py as a module.
-
-    Run as a script, passes.py finds its neighbour ``_machine.py`` because Python puts
-    the script's folder on ``sys.path``. Imported from a test it is not there, so the
-    neighbour is registered under its name first (and removed again by monkeypatch).
-    """
-    machine = _load_file("_machine", ROOT / "benchmarks" / "_machine.py")
-    monkeypatch.setitem(sys.modules, "_machine", machine)
-    return _load_file("passes", ROOT / "benchmarks" / "passes.py")
 
 
 def test_passes_benchmark_runs_and_prints_command_machine_and_table(tmp_path):
@@ -58,8 +38,8 @@ def test_passes_benchmark_runs_and_prints_command_machine_and_table(tmp_path):
     assert "Linear" in out and "fwd ms" in out
 
 
-def test_passes_helpers(monkeypatch):
-    passes = load_passes(monkeypatch)
+def test_passes_helpers(load_benchmark):
+    passes = load_benchmark("passes")
     s = passes.stats_ms([0.001, 0.002, 0.003])
     assert s == pytest.approx({"mean": 2.0, "min": 1.0, "max": 3.0})
     x, t = passes.make_data(4)
@@ -128,7 +108,7 @@ def test_float16_mlp_with_loss_scale_follows_float32():
 
 
 @gpu
-def test_hooks_and_benchmark_on_gpu(monkeypatch):
+def test_hooks_and_benchmark_on_gpu(load_benchmark):
     cp = cuda.require_gpu()
     x = dz.Variable(cp.asarray(np.array([1.0, 0.0, 2.0], dtype=np.float32)))
     with TimerHook() as timer:
@@ -137,7 +117,7 @@ def test_hooks_and_benchmark_on_gpu(monkeypatch):
     with pytest.raises(DebugError, match="forward of Log produced -inf"):
         with dz.debug_mode():
             F.log(x)
-    passes = load_passes(monkeypatch)
+    passes = load_benchmark("passes")
     xb, tb = passes.make_data(8)
     times = passes.time_dezero([784, 16, 10], xb, tb, iters=2, warmup=1, device="gpu")
     assert all(len(v) == 2 for v in times.values())

@@ -1,0 +1,124 @@
+"""Machine instructions per chain step, counted by Valgrind: a timing that does not wobble.
+
+    python benchmarks/instructions.py                 # both chains, dezero_like (and DeZero)
+    python benchmarks/instructions.py --chain sin --runs 5 20
+
+Wall-clock timings of a microsecond-sized step move by 10-20 % from run to run on
+a shared machine, which hides the effect of a small change to the hot path.
+Counting the instructions the CPU executes (``valgrind --tool=cachegrind``) gives
+the same number every time, as long as nothing else varies: one BLAS thread
+(an idle OpenBLAS thread spins and is counted) and a fixed hash seed.
+
+The chain runs R1 times in one process and R2 times in another; the difference
+divided by (R2 - R1) x 1000 steps is the cost of one step, without the start-up
+(imports) that both processes share. Fewer instructions usually means less time,
+but not always (cache misses and branch mispredictions are not counted), so
+report wall-clock figures from ``overhead.py`` and use this one to compare two
+versions of the code.
+
+Needs Valgrind (``apt-get install valgrind``); runs the chains of overhead.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import _machine  # benchmarks/_machine.py, beside this script
+import overhead  # benchmarks/overhead.py: the same chains, written once
+
+STEPS = overhead.N  # steps per chain
+
+
+def run_chain(framework, chain, runs):
+    """The child process: run the chain of overhead.py ``runs`` times."""
+    import numpy as np
+
+    if framework == "numpy":
+        fn = overhead.numpy_sin if chain == "sin" else overhead.numpy_affine
+    else:
+        if framework == "dezero":
+            if not hasattr(np, "int"):
+                np.int = int  # DeZero 0.0.13 uses the alias NumPy 2 removed
+            import dezero as mod
+            import dezero.functions as F
+        else:
+            import dezero_like as mod
+            import dezero_like.functions as F
+        fn = overhead.framework_sin(mod, F) if chain == "sin" else overhead.framework_affine(mod)
+    for _ in range(runs):
+        fn(np.array([0.5]))
+
+
+def count(framework, chain, runs, valgrind):
+    """Instructions executed by one child process (start-up included)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+           sys.executable, os.path.abspath(__file__), "--child", framework, chain, str(runs)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    return parse_total(proc.stderr, proc.returncode)
+
+
+def parse_total(valgrind_output, returncode=0):
+    """The ``I refs`` total from cachegrind's summary, as an int."""
+    match = re.search(r"I\s+refs:\s+([\d,]+)", valgrind_output)
+    if returncode != 0 or match is None:
+        tail = "\n".join(valgrind_output.strip().splitlines()[-10:])
+        raise RuntimeError(f"the counted run failed (exit {returncode}):\n{tail}")
+    return int(match.group(1).replace(",", ""))
+
+
+def per_step(low, high, runs_low, runs_high):
+    """Instructions of one chain step from two totals."""
+    return (high - low) / ((runs_high - runs_low) * STEPS)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--chain", action="append", choices=["sin", "affine"],
+                   help="chain(s) to count (default both)")
+    p.add_argument("--runs", nargs=2, type=int, default=[2, 8], metavar=("R1", "R2"),
+                   help="runs of the chain in the two processes (default 2 8)")
+    p.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        framework, chain, runs = args.child
+        run_chain(framework, chain, int(runs))
+        return 0
+    r1, r2 = args.runs
+    if not 0 <= r1 < r2:
+        p.error("--runs needs 0 <= R1 < R2")
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        p.exit(2, "valgrind is not installed: apt-get install valgrind (or use overhead.py, "
+                  "which measures wall-clock time)\n")
+    frameworks = ["numpy", "dezero_like"]
+    if importlib.util.find_spec("dezero") is not None:  # the book's framework, if installed
+        frameworks.append("dezero")
+    print("command:", " ".join([os.path.basename(sys.executable)] + sys.argv))
+    print("machine:", _machine.describe())
+    print(f"instructions per chain step (forward + backward), {STEPS} steps, "
+          f"runs {r1} vs {r2}, valgrind cachegrind, 1 BLAS thread, PYTHONHASHSEED=0")
+    print(f"{'chain':8} {'framework':12} {'instructions':>13}")
+    results = {}
+    for chain in args.chain or ["sin", "affine"]:
+        for fw in frameworks:
+            n = per_step(count(fw, chain, r1, valgrind), count(fw, chain, r2, valgrind), r1, r2)
+            results[chain, fw] = n
+            print(f"{chain:8} {fw:12} {n:13,.0f}")
+    for chain in args.chain or ["sin", "affine"]:
+        if (chain, "dezero") in results:
+            ours, theirs, floor = (results[chain, k] for k in ("dezero_like", "dezero", "numpy"))
+            overhead_ratio = (ours - floor) / (theirs - floor)
+            print(f"{chain}: dezero_like / dezero = {ours / theirs:.2f}; overhead (instructions "
+                  f"beyond NumPy's) vs dezero's = {overhead_ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The benchmark scripts run, print their command and machine, and compute what they claim.
+
+Timings are never asserted: only that each script works and that its arithmetic
+(per-step counts, ratios) is right.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dezero_like
+import dezero_like.functions as F
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_script(*args, timeout=600):
+    proc = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_instruction_counts_are_parsed_and_divided_per_step(load_benchmark):
+    bench = load_benchmark("instructions")
+    summary = "==12== \n==12== I   refs:      509,052,232\n"
+    assert bench.parse_total(summary) == 509_052_232
+    assert bench.per_step(1_000_000, 61_000_000, 2, 8) == pytest.approx(10_000)
+    with pytest.raises(RuntimeError, match="exit 1"):
+        bench.parse_total("Traceback ...\nImportError: no module", returncode=1)
+    with pytest.raises(RuntimeError, match="counted run failed"):
+        bench.parse_total("no summary here")
+
+
+def test_chain_runs_the_same_chains_as_overhead_py(load_benchmark):
+    bench = load_benchmark("instructions")
+    for framework in ("numpy", "dezero_like"):
+        for chain in ("sin", "affine"):
+            bench.run_chain(framework, chain, 1)  # raises if a chain is broken
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None,
+                    reason="valgrind is not installed (apt-get install valgrind)")
+def test_instructions_benchmark_counts_a_real_run():
+    out = run_script("benchmarks/instructions.py", "--chain", "sin", "--runs", "0", "1")
+    assert out.startswith("command: ") and "machine: " in out
+    rows = {line.split()[1]: float(line.split()[2].replace(",", ""))
+            for line in out.splitlines() if line.startswith("sin ")}
+    # NumPy's calls are part of every framework's step, so the framework costs more
+    assert rows["dezero_like"] > rows["numpy"] > 1000
+
+
+def test_overhead_chains_compute_numpys_gradient(load_benchmark):
+    bench = load_benchmark("overhead")
+    a = np.array([0.5])
+    ours = bench.framework_sin(dezero_like, F)(a)
+    np.testing.assert_allclose(ours.data, bench.numpy_sin(a))  # same math, same gradient
+    np.testing.assert_allclose(bench.framework_affine(dezero_like)(a).data, bench.numpy_affine(a))
