@@ -130,7 +130,13 @@ def _as_inputs(inputs):
 
     Constants take the dtype of the first Variable input (see ``as_array``) and
     do not require grad: nobody can read their gradient, so none is computed.
+    When every input is a Variable already, ``inputs`` comes back as it is.
     """
+    for x in inputs:
+        if type(x) is not Variable and not isinstance(x, Variable):
+            break
+    else:
+        return inputs
     like = None
     for x in inputs:
         if isinstance(x, Variable):
@@ -505,9 +511,7 @@ class Function:
                 ys = self.forward(inputs[0].data)  # one input: no list to build
             else:
                 xs = []
-                for x in inputs:
-                    if type(x) is not Variable and not isinstance(x, Variable):
-                        return self(*_as_inputs(inputs))
+                for x in _as_inputs(inputs):
                     xs.append(x.data)
                 ys = self.forward(*xs)
             if type(ys) is not tuple:
@@ -524,10 +528,7 @@ class Function:
             needs = (x.requires_grad,)
             gen = x.generation
         else:
-            for x in inputs:
-                if type(x) is not Variable and not isinstance(x, Variable):
-                    inputs = _as_inputs(inputs)  # numbers and arrays become constants
-                    break
+            inputs = _as_inputs(inputs)  # numbers and arrays become constants
             xs = []
             needs = []
             gen = 0
@@ -787,7 +788,7 @@ class Pow(Function):
 
 
 def _binary(function, op, x0, x1, reverse=False):
-    """Apply a two-operand operator; ``x0`` is the Variable whose operator was called.
+    """Apply a two-operand operator; ``x0`` is normally the Variable whose operator was called.
 
     ``reverse`` is for the reflected operators: ``2.0 - x`` calls ``x.__rsub__(2.0)``,
     which computes ``x1 - x0``. When no graph is recorded and no hook is watching,
@@ -797,7 +798,7 @@ def _binary(function, op, x0, x1, reverse=False):
     there. With a graph (or a hook) the Function runs as usual, so create_graph and
     the hooks see every operation.
     """
-    if Config.enable_backprop or _global_hooks:
+    if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0.data
     b = x1.data if isinstance(x1, Variable) else as_array(x1, a)

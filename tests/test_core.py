@@ -320,3 +320,15 @@ def test_operators_without_a_graph_still_check_operands_and_reach_hooks():
         with TimerHook() as timer:  # a hook is watching: the Function runs, and is seen
             x * 2.0 + 1.0
     assert {"Mul", "Add"} <= set(timer.summary())
+
+
+def test_operator_functions_called_directly_accept_a_non_variable_first():
+    """``mul(2.0, x)`` as in the book (not through ``*``): the first operand may be a number."""
+    from dezero_like.core import add, mul, rsub
+
+    x = Variable(np.array([2.0], np.float32))
+    for grad_mode in (True, False):
+        with dz.using_config("enable_backprop", grad_mode):
+            assert mul(3.0, x).data.tolist() == [6.0] and mul(3.0, x).dtype == np.float32
+            assert add(np.array([1.0], np.float32), x).data.tolist() == [3.0]
+            assert rsub(x, 5.0).data.tolist() == [3.0]
