@@ -319,8 +319,10 @@ class Variable:
                 )
             seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
         if loss_scale is not None:
-            # a 0-d seed times a 0-d scale is a NumPy scalar: as_array makes it an array again
-            seed = as_array(seed * as_array(loss_scale, like=seed))
+            # the scale takes the seed's dtype (np.float64(1024) must not turn float32
+            # gradients into float64); a 0-d product is a NumPy scalar: make it an array
+            xp = np if type(seed) is np.ndarray else cuda.get_array_module(seed)
+            seed = as_array(seed * xp.asarray(loss_scale, dtype=seed.dtype))
         return Variable(seed, requires_grad=False)
 
     def backward(self, gradient=None, retain_grad=False, create_graph=False,
@@ -377,10 +379,24 @@ def _add_grads(a, b):
     """
     if Config.enable_backprop:
         return a + b
-    return _make_variable(a.data + b.data, False)
+    y = a.data + b.data  # two 0-d arrays add up to a NumPy scalar: make it an array again
+    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
 
 
 def _accumulate_leaf(x, gx, loss_scale):
+    """Add ``gx`` to the gradient of the leaf ``x``.
+
+    A leaf's gradient always has the leaf's dtype (a float32 weight combined
+    with a float64 constant still gets a float32 gradient, as in PyTorch), and
+    is an ordinary writable array: a read-only view (``broadcast_to`` in the
+    backward of ``sum``) is copied before it becomes ``x.grad``.
+    """
+    data = gx.data
+    if data.dtype != x.data.dtype:
+        gx = _F().astype(gx, x.data.dtype)
+    elif not data.flags.writeable:
+        gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
+            else _F().astype(gx, data.dtype, copy=True)
     x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
     if loss_scale is not None:
         x.loss_scale = loss_scale
@@ -784,6 +800,8 @@ class Pow(Function):
     def backward(self, gy):
         (x,) = self.inputs
         c = self.c
+        if c == 0:  # x**0 is constant; c * x**(c-1) would be 0 * inf = NaN at x = 0
+            return gy * 0
         return gy * (c * x ** (c - 1))
 
 

@@ -11,7 +11,23 @@ from __future__ import annotations
 import numpy as np
 
 from dezero_like import cuda, utils
-from dezero_like.core import Config, Function, Variable, as_variable
+
+# The arithmetic behind Variable's operators lives in core; as in the book,
+# ``F.add(x, y)`` and friends are the same functions under their plain names.
+from dezero_like.core import (  # noqa: A004, F401
+    Config,
+    Function,
+    Variable,
+    add,
+    as_variable,
+    div,
+    mul,
+    neg,
+    pow,  # noqa: A004, F401 - the book's name
+    rdiv,
+    rsub,
+    sub,
+)
 
 # --------------------------------------------------------------------------- #
 # Elementwise functions
@@ -110,6 +126,30 @@ class Tanh(Function):
 
 def tanh(x):
     return Tanh()(x)
+
+
+class AsType(Function):
+    """y = x converted to ``dtype``; the gradient is converted back to x's dtype."""
+
+    def __init__(self, dtype, copy=False):
+        self.dtype = np.dtype(dtype)
+        self.copy = copy
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.x_dtype = x.dtype
+        return x.astype(self.dtype, copy=self.copy)
+
+    def backward(self, gy):
+        return astype(gy, self.x_dtype)
+
+
+def astype(x, dtype, copy=False):
+    """x as an array of ``dtype`` (differentiable); ``copy=True`` always makes a new array."""
+    x = as_variable(x)
+    if x.dtype == np.dtype(dtype) and not copy:
+        return x
+    return AsType(dtype, copy)(x)
 
 
 # --------------------------------------------------------------------------- #
@@ -228,25 +268,85 @@ def broadcast_to(x, shape):
 # --------------------------------------------------------------------------- #
 
 
+def _check_matmul_shapes(a_shape, b_shape, where):
+    """Raise a clear error when ``a @ b`` is impossible (the inner sizes differ)."""
+    if len(a_shape) == 0 or len(b_shape) == 0:
+        raise ValueError(
+            f"{where}: matmul needs arrays with at least one axis, got shapes {a_shape} and "
+            f"{b_shape}; use * to multiply by a scalar"
+        )
+    k_a = a_shape[-1]
+    k_b = b_shape[0] if len(b_shape) == 1 else b_shape[-2]
+    if k_a != k_b:
+        raise ValueError(
+            f"{where}: cannot multiply shapes {a_shape} @ {b_shape}: the last axis of the first "
+            f"({k_a}) must equal the {'only' if len(b_shape) == 1 else 'second-to-last'} axis of "
+            f"the second ({k_b})"
+        )
+
+
+def _swap_last(x):
+    """Transpose of the last two axes of a Variable (``x.T`` for a matrix)."""
+    if x.ndim == 2:
+        return transpose(x)
+    axes = list(range(x.ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return transpose(x, axes)
+
+
 class MatMul(Function):
-    """y = x @ W; dL/dx = dL/dy @ W.T, dL/dW = x.T @ dL/dy."""
+    """y = x @ W with NumPy's rules (1-D operands, stacks of matrices that broadcast).
+
+    For matrices, dL/dx = gy @ W.T and dL/dW = x.T @ gy. A 1-D operand is
+    treated as a row (x) or a column (W) with that axis removed from y; for
+    stacks, the same products are taken per matrix and the gradient is summed
+    over the batch axes that were broadcast (``sum_to``).
+    """
 
     def forward(self, x, W):
+        _check_matmul_shapes(x.shape, W.shape, "matmul")
         n0, n1 = self.needs_input_grad or (True, True)
         self.retain_inputs(((1,) if n0 else ()) + ((0,) if n1 else ()))
+        self.shapes = (x.shape, W.shape)
         return x @ W
 
     def backward(self, gy):
         x, W = self.inputs
         n0, n1 = self.needs_input_grad
-        gx = matmul(gy, W.T) if n0 else None
-        gW = matmul(x.T, gy) if n1 else None
+        x_shape, W_shape = self.shapes
+        if len(x_shape) == 2 and len(W_shape) == 2:  # the common case, as in the book
+            gx = matmul(gy, W.T) if n0 else None
+            gW = matmul(x.T, gy) if n1 else None
+            return gx, gW
+        # Give 1-D operands (and the matching axis of gy) their missing axis back,
+        # so every product below is between stacks of matrices.
+        if len(x_shape) == 1:
+            gy = reshape(gy, gy.shape[:-1] + (1,) + gy.shape[-1:]) if len(W_shape) > 1 \
+                else reshape(gy, (1,) + gy.shape)
+        if len(W_shape) == 1:
+            gy = reshape(gy, gy.shape + (1,))
+        gx = gW = None
+        if n0:
+            W2 = reshape(W, (W_shape[0], 1)) if len(W_shape) == 1 else W
+            gx = matmul(gy, _swap_last(W2))
+            gx = reshape(sum_to(gx, _matrix_shape(x_shape, row=True)), x_shape)
+        if n1:
+            x2 = reshape(x, (1, x_shape[0])) if len(x_shape) == 1 else x
+            gW = matmul(_swap_last(x2), gy)
+            gW = reshape(sum_to(gW, _matrix_shape(W_shape, row=False)), W_shape)
         return gx, gW
 
 
-def matmul(x, W):
-    return MatMul()(x, W)
+def _matrix_shape(shape, row):
+    """The shape of an operand after its missing axis is restored (row for x, column for W)."""
+    if len(shape) != 1:
+        return shape
+    return (1, shape[0]) if row else (shape[0], 1)
 
+
+def matmul(x, W):
+    """Matrix product ``x @ W`` (NumPy's rules: 1-D operands and broadcast stacks)."""
+    return MatMul()(x, W)
 
 
 class Linear(Function):
@@ -259,6 +359,11 @@ class Linear(Function):
     """
 
     def forward(self, x, W, b=None):
+        if x.ndim != 2 or W.ndim != 2 or x.shape[1] != W.shape[0]:
+            raise ValueError(
+                f"linear expects x of shape (N, in_size) and W of shape (in_size, out_size), "
+                f"got x {x.shape} and W {W.shape}"
+            )
         needs = self.needs_input_grad or (True, True, True)
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
         y = x @ W
@@ -299,18 +404,27 @@ def flatten(x):
 class Sigmoid(Function):
     """y = 1 / (1 + exp(-x)); dy/dx = y * (1 - y).
 
-    Computed as ``0.5 * tanh(0.5 * x) + 0.5``, the same value without the
-    overflow of ``exp(-x)`` for large negative ``x``. Backward reads the output.
+    Computed without overflow and accurate on both sides: with ``e = exp(-|x|)``
+    (never above 1), y is ``1 / (1 + e)`` for x >= 0 and ``e / (1 + e)`` for
+    x < 0. (The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
+    in float32 it gives 2.98e-08 for sigmoid(-18), whose true value is 1.52e-08,
+    and 0 for sigmoid(-20), so log(sigmoid(-20)) would be -inf.) Backward reads
+    the output.
     """
 
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
-        y = xp.tanh(x * 0.5)
-        y *= 0.5
-        y += 0.5
-        return y
+        if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
+            return self.forward(x.reshape(1)).reshape(())
+        e = xp.abs(x)
+        xp.negative(e, out=e)
+        xp.exp(e, out=e)  # e = exp(-|x|) in (0, 1]
+        y = e + 1
+        xp.reciprocal(y, out=y)  # 1 / (1 + e): the value for x >= 0
+        e *= y  # e / (1 + e): the value for x < 0
+        return xp.where(x < 0, e, y)
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
@@ -509,6 +623,15 @@ class SoftmaxCrossEntropy(Function):
             )
         xp = cuda.get_array_module(x)
         n = x.shape[0]
+        if xp is np and n:  # on a GPU this check would wait for the device: skipped there
+            low, high = int(t.min()), int(t.max())
+            if low < 0 or high >= x.shape[1]:
+                bad = low if low < 0 else high
+                raise ValueError(
+                    f"softmax_cross_entropy: label {bad} is out of range for {x.shape[1]} "
+                    f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
+                    "would silently pick the last class)"
+                )
         log_z = _logsumexp(x, axis=1)
         neg_log_p = log_z[:, 0] - x[xp.arange(n), t]
         return neg_log_p.sum() / n
@@ -531,6 +654,13 @@ class MeanSquaredError(Function):
     """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1."""
 
     def forward(self, x0, x1):
+        if x0.shape != x1.shape:
+            raise ValueError(
+                f"mean_squared_error needs two arrays of the same shape, got {x0.shape} and "
+                f"{x1.shape} (NumPy would broadcast them: (N, 1) against (N,) makes an N x N "
+                "difference, a wrong loss with no error). Reshape one of them first, e.g. "
+                "t.reshape(y.shape)"
+            )
         diff = x0 - x1
         return (diff * diff).sum() / len(diff)
 
@@ -669,7 +799,8 @@ def get_item(x, slices):
 
 
 __all__ = [
-    "Variable", "square", "exp", "log", "sin", "cos", "tanh", "reshape", "transpose",
+    "Variable", "add", "sub", "rsub", "mul", "div", "rdiv", "neg", "pow", "astype",
+    "square", "exp", "log", "sin", "cos", "tanh", "reshape", "transpose",
     "sum", "sum_to", "broadcast_to", "matmul", "linear", "flatten", "sigmoid", "relu", "clip",
     "max", "min", "softmax", "log_softmax", "softmax_cross_entropy", "mean_squared_error",
     "dropout", "accuracy", "get_item", "GetItem", "GetItemGrad",

@@ -268,6 +268,7 @@ class Conv2d(Function):
         # x is read only to compute gW; W only to compute gx
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
         self.x_shape = x.shape
+        self.kernel_size = (KH, KW)  # W itself may not be kept (only x is, for gW)
         xp = cuda.get_array_module(x)
         N = x.shape[0]
         OC = W.shape[0]
@@ -284,7 +285,7 @@ class Conv2d(Function):
         if needs[0]:
             gx = deconv2d(gy, W, None, self.stride, self.pad, outsize=self.x_shape[2:])
         if needs[1]:
-            gW = Conv2DGradW(W.shape[2:], self.stride, self.pad)(x, gy)
+            gW = Conv2DGradW(self.kernel_size, self.stride, self.pad)(x, gy)
         if len(needs) == 3 and needs[2]:
             gb = _sum_bias_grad(gy)
         return (gx, gW) if len(needs) == 2 else (gx, gW, gb)
@@ -323,6 +324,7 @@ class Deconv2d(Function):
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
         xp = cuda.get_array_module(x)
         C, OC, KH, KW = W.shape
+        self.kernel_size = (KH, KW)  # W itself may not be kept (only x is, for gW)
         N, _, H, Wd = x.shape
         SH, SW = self.stride
         PH, PW = self.pad
@@ -352,7 +354,7 @@ class Deconv2d(Function):
         if needs[0]:
             gx = conv2d(gy, W, None, self.stride, self.pad)
         if needs[1]:
-            gW = Conv2DGradW(W.shape[2:], self.stride, self.pad)(gy, x)
+            gW = Conv2DGradW(self.kernel_size, self.stride, self.pad)(gy, x)
         if len(needs) == 3 and needs[2]:
             gb = _sum_bias_grad(gy)
         return (gx, gW) if len(needs) == 2 else (gx, gW, gb)

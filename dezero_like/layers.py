@@ -8,9 +8,9 @@ NumPy ``.npz`` files, never with pickle.
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
-import zipfile
 
 import numpy as np
 
@@ -45,6 +45,8 @@ class Layer:
         if isinstance(value, (Parameter, Layer)):
             if name not in names:
                 names.append(name)
+            if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
+                object.__setattr__(value, "_attr_name", name)  # for error messages
         elif name in names:  # replaced by something that is not a parameter
             names.remove(name)
         object.__setattr__(self, name, value)
@@ -62,13 +64,31 @@ class Layer:
     def forward(self, *inputs):
         raise NotImplementedError(f"{type(self).__name__} must implement forward()")
 
+    def _describe(self):
+        """How error messages name this layer: ``layer 'l1' (Linear)``, or ``a Linear layer``."""
+        name = self.__dict__.get("_attr_name")
+        kind = type(self).__name__
+        return f"layer {name!r} ({kind})" if name else f"a {kind} layer"
+
     # ---- parameters -----------------------------------------------------------
     def params(self):
-        """Yield every Parameter of this layer and of its sub-layers (depth first)."""
+        """Yield every Parameter of this layer and of its sub-layers (depth first), once each.
+
+        A parameter shared by two layers (tied weights, or one layer used twice
+        in a model) is yielded the first time it is met only, so an optimizer
+        updates it once per step.
+        """
+        seen = set()
+        for p in self._walk_params():
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield p
+
+    def _walk_params(self):
         for name in self._names():
             obj = self.__dict__[name]
             if isinstance(obj, Layer):
-                yield from obj.params()
+                yield from obj._walk_params()
             else:
                 yield obj
 
@@ -170,15 +190,17 @@ class Layer:
 def _read_npz(path):
     """All arrays of an ``.npz`` file, fully read (so a damaged member fails here)."""
     name = os.fspath(path)
+    with open(name, "rb") as f:  # FileNotFoundError stays what it is
+        raw = f.read()  # parsed from memory: no file handle can stay open on an error
     try:
-        archive = np.load(path, allow_pickle=False)
+        archive = np.load(io.BytesIO(raw), allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise ValueError("it is a single array, not an .npz archive of named arrays")
         with archive:
             return {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure to parse untrusted bytes is bad input
+        # a damaged archive surfaces as many types: BadZipFile, EOFError, KeyError,
+        # RuntimeError or NotImplementedError from the zip reader, ValueError from NumPy
         reason = str(e) or type(e).__name__
         if "pickle" in reason.lower():
             reason = "it contains Python objects (pickled data), which are never loaded"
@@ -224,6 +246,12 @@ class Linear(Layer):
             self._init_W(xp)
             if xp is not np and self.b is not None:
                 self.b.to_gpu()  # the input is on the GPU: keep the whole layer there
+        elif x.ndim == 0 or x.shape[-1] != self.W.data.shape[0]:
+            raise ValueError(
+                f"{self._describe()} expects input of shape (N, in_size) with in_size="
+                f"{self.W.data.shape[0]}, got shape {x.shape}; check the output size of the "
+                "layer before it, or flatten images first (F.flatten(x))"
+            )
         return F.linear(x, self.W, self.b)
 
 

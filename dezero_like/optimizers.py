@@ -16,7 +16,12 @@ from __future__ import annotations
 import math
 
 from dezero_like import cuda
-from dezero_like.core import Parameter, Variable
+from dezero_like.core import Parameter, Variable, as_array
+
+
+def _new_grad(data):
+    """A fresh gradient Variable; arithmetic on a 0-d array gives a NumPy scalar, made an array."""
+    return Variable(as_array(data), requires_grad=False)
 
 
 class Optimizer:
@@ -52,7 +57,7 @@ class Optimizer:
         for p in params:
             if p.loss_scale is not None:
                 # a new array: grads may be shared between parameters (never divide in place)
-                p.grad = Variable(p.grad.data / float(p.loss_scale), requires_grad=False)
+                p.grad = _new_grad(p.grad.data / float(p.loss_scale))
                 p.loss_scale = None
         for f in self.hooks:
             f(params)
@@ -195,7 +200,7 @@ class WeightDecay:
     def __call__(self, params):
         for p in params:
             if p.grad is not None:
-                p.grad = Variable(p.grad.data + self.rate * p.data, requires_grad=False)
+                p.grad = _new_grad(p.grad.data + self.rate * p.data)
 
 
 class ClipGrad:
@@ -211,7 +216,7 @@ class ClipGrad:
         if rate < 1:
             for p in params:
                 if p.grad is not None:
-                    p.grad = Variable(p.grad.data * rate, requires_grad=False)
+                    p.grad = _new_grad(p.grad.data * rate)
 
 
 class FreezeParam:

@@ -21,14 +21,22 @@ def _host(x):
 
 
 def array_equal(a, b):
-    """True when ``a`` and ``b`` have the same shape and the same values."""
+    """``np.array_equal`` for Variables, NumPy and CuPy arrays: same shape, same values."""
     return bool(np.array_equal(_host(a), _host(b)))
 
 
 def array_allclose(a, b, rtol=1e-4, atol=1e-5):
-    """True when ``a`` and ``b`` have the same shape and close values."""
+    """``np.allclose`` for Variables, NumPy and CuPy arrays (broadcasting as NumPy does).
+
+    As with ``np.allclose``, a scalar or a shape that broadcasts is compared
+    element by element; shapes that cannot broadcast give False.
+    """
     a, b = _host(a), _host(b)
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=atol))
+    try:
+        np.broadcast_shapes(np.shape(a), np.shape(b))
+    except ValueError:
+        return False
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol))
 
 
 # --------------------------------------------------------------------------- #
@@ -80,12 +88,15 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     so a failing test says what went wrong without a debugger.
     """
     x = as_variable(x)
-    if x.dtype != np.float64:
+    if x.dtype.kind in "biu":  # integers (np.arange(6), say) are exact in float64
+        x = Variable(x.data.astype(np.float64))
+    elif x.dtype != np.float64:
         raise TypeError(
             f"gradient_check needs float64 input for a meaningful comparison, got {x.dtype}; "
             "use x.astype(np.float64)"
         )
-    x = Variable(x.data.astype(np.float64))
+    else:
+        x = Variable(x.data.copy())
     num_grad = numerical_grad(f, x, *args, **kwargs)
     y = f(x, *args, **kwargs)
     if isinstance(y, (list, tuple)):

@@ -1,0 +1,107 @@
+"""Run the DeZero book's own unit tests, unchanged, against dezero_like.
+
+    python tools/book_tests.py PATH/TO/deep-learning-from-scratch-3/tests
+    python tools/book_tests.py PATH -- -k matmul -q     # extra pytest options after --
+
+The book's repository keeps a ``tests/`` folder of unittest cases that import
+``dezero``. This tool installs an import alias (``dezero`` and every
+``dezero.xxx`` resolve to ``dezero_like`` and ``dezero_like.xxx``), then runs
+pytest on that folder. The book's files are read where they lie: nothing of
+them is copied into this project. Test files that import Chainer (the book uses
+it as an oracle in some tests) are skipped unless Chainer is installed, and the
+GPU tests (``tests/gpu``) unless CuPy is.
+
+Set ``DEZERO_BOOK_TESTS`` to the same folder and ``tests/test_book_suite.py``
+runs this as part of the suite; without it that test is skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.abc
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import dezero.x`` gives the module ``dezero_like.x`` (the same object)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "dezero" and not name.startswith("dezero."):
+            return None
+        real = "dezero_like" + name[len("dezero"):]
+        if importlib.util.find_spec(real) is None:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=True)
+
+    def create_module(self, spec):
+        return importlib.import_module("dezero_like" + spec.name[len("dezero"):])
+
+    def exec_module(self, module):  # already executed under its real name
+        pass
+
+
+def install_alias():
+    """Make ``dezero`` an alias of ``dezero_like`` in this process."""
+    if not any(isinstance(f, _Alias) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Alias())
+
+
+def pytest_configure(config):  # used when this file is loaded as a pytest plugin
+    install_alias()
+
+
+def _has(module):
+    return importlib.util.find_spec(module) is not None
+
+
+def select(folder):
+    """The book's test files that can run here, and the ones left out with why."""
+    folder = Path(folder)
+    chosen, left_out = [], []
+    for path in sorted(folder.rglob("*test*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "import chainer" in text and not _has("chainer"):
+            left_out.append((path, "imports Chainer (the book's oracle), which is not installed"))
+        elif "gpu" in path.parts and not _has("cupy"):
+            left_out.append((path, "a GPU test, and CuPy is not installed"))
+        else:
+            chosen.append(path)
+    return chosen, left_out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="the book repository's tests/ folder")
+    parser.add_argument("pytest_args", nargs="*", help="extra pytest options (after --)")
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        print(f"error: {args.folder} is not a folder. Point this tool at the tests/ folder of "
+              "a checkout of the book's repository (oreilly-japan/deep-learning-from-scratch-3).",
+              file=sys.stderr)
+        return 2
+    chosen, left_out = select(args.folder)
+    for path, why in left_out:
+        print(f"left out {path.name}: {why}")
+    if not chosen:
+        print("no test file of the book can run here", file=sys.stderr)
+        return 2
+    tools = Path(__file__).resolve().parent
+    command = [
+        sys.executable, "-m", "pytest", "-p", "book_tests", "-p", "no:cacheprovider",
+        "--rootdir", str(args.folder), "-o", "addopts=", "-q",
+        *map(str, chosen), *args.pytest_args,
+    ]
+    env_path = str(tools)
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env_path, env.get("PYTHONPATH", "")]))
+    return subprocess.run(command, env=env, cwd=args.folder).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
