@@ -1,0 +1,297 @@
+"""Regression tests for results that were once wrong or confusing, plus two generators.
+
+* Each test in the first part pins one defect found by checking the package
+  against PyTorch and by making a learner's mistakes on purpose.
+* A hypothesis test builds random expression graphs and compares values and
+  gradients with PyTorch (skipped, with the reason, without PyTorch).
+* A fuzz test flips random bytes of a saved weights file: every outcome is a
+  clean load of the same values or a ``ValueError``, the model unchanged.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dezero_like as dz
+import dezero_like.functions as F
+import dezero_like.layers as L
+from dezero_like.models import MLP, Sequential
+from dezero_like.optimizers import SGD
+from dezero_like.utils import array_allclose, array_equal, gradient_check
+
+# ---- matmul --------------------------------------------------------------------
+
+
+def test_batched_matmul_gradient():
+    x = dz.Variable(np.arange(8.0).reshape(2, 2, 2))
+    W = dz.Variable(np.arange(8.0).reshape(2, 2, 2) + 1)
+    F.sum(x @ W).backward()
+    # d/dx sum(x @ W) = ones @ W^T per matrix: each row holds W's row sums
+    expected = np.ones((2, 2, 2)) @ np.swapaxes(W.data, -1, -2)
+    assert np.array_equal(x.grad.data, expected)
+    assert np.array_equal(x.grad.data[0], [[3.0, 7.0], [3.0, 7.0]])
+
+
+@pytest.mark.parametrize("sa,sb", [
+    ((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((5, 2, 3), (3, 4)),
+    ((2, 3), (5, 3, 4)), ((5, 1, 2, 3), (4, 3, 2)), ((4,), (2, 4, 3)), ((2, 3, 4), (4,)),
+])
+def test_matmul_gradient_check_all_operand_kinds(sa, sb, rng):
+    a, b = rng.normal(size=sa), rng.normal(size=sb)
+    w = rng.normal(size=np.matmul(a, b).shape)
+    assert gradient_check(lambda v: F.matmul(v, b) * w, a)
+    assert gradient_check(lambda v: F.matmul(a, v) * w, b)
+
+
+def test_matmul_and_linear_shape_errors_say_what_to_do():
+    with pytest.raises(ValueError, match=r"cannot multiply shapes \(2, 3\) @ \(2, 3\)"):
+        F.matmul(np.ones((2, 3)), np.ones((2, 3)))
+    model = MLP((10, 3))
+    model(np.ones((2, 5), np.float32))
+    with pytest.raises(ValueError, match=r"layer 'l0' \(Linear\).*in_size=5.*\(2, 4\)"):
+        model(np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError, match=r"linear expects x of shape \(N, in_size\)"):
+        F.linear(np.ones((2, 4)), np.ones((3, 2)))
+
+
+# ---- convolution with computed weights -------------------------------------------
+
+
+@pytest.mark.parametrize("fn,w_shape", [(F.conv2d, (3, 2, 3, 3)), (F.deconv2d, (2, 3, 3, 3))])
+def test_conv_weight_computed_and_input_constant(fn, w_shape, rng):
+    x = rng.normal(size=(1, 2, 5, 5))
+    V = dz.Variable(rng.normal(size=w_shape))
+    F.sum(fn(x, V * 0.5)).backward()
+    assert V.grad.shape == w_shape
+    assert gradient_check(lambda v: fn(x, v * 0.5), V.data)
+
+
+@pytest.mark.parametrize("fn", [F.conv2d, F.deconv2d])
+def test_conv_double_backprop_through_reshapes(fn, rng):
+    """The same variable is the image and the filter; the second backward used to crash."""
+    xv = dz.Variable(rng.normal(size=(9,)))
+    y = fn(F.reshape(xv, (1, 1, 3, 3)), F.reshape(xv, (1, 1, 3, 3)))
+    F.sum(y).backward(create_graph=True)
+    g = xv.grad
+    xv.cleargrad()
+    F.sum(g * g).backward()
+    assert xv.grad.shape == (9,) and np.isfinite(xv.grad.data).all()
+    assert gradient_check(lambda v: fn(F.reshape(v, (1, 1, 3, 3)), F.reshape(v, (1, 1, 3, 3))),
+                          xv.data)
+
+
+# ---- losses and activations -------------------------------------------------------
+
+
+def test_mean_squared_error_refuses_shapes_that_would_broadcast():
+    y = np.ones((4, 1))
+    t = np.array([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match=r"same shape, got \(4, 1\) and \(4,\)"):
+        F.mean_squared_error(y, t)
+    with pytest.raises(ValueError, match="same shape"):
+        F.mean_squared_error(np.ones((3, 2)), np.ones(2))
+    loss = F.mean_squared_error(y, t.reshape(y.shape))  # what the message suggests
+    assert loss.data == pytest.approx((0 + 1 + 4 + 9) / 4)
+
+
+def test_sigmoid_is_accurate_for_negative_inputs():
+    x = np.array([-18.0, -20.0, -40.0], np.float32)
+    y = F.sigmoid(x).data
+    true = np.exp(x.astype(np.float64)) / (1 + np.exp(x.astype(np.float64)))
+    np.testing.assert_allclose(y, true, rtol=1e-6)
+    v = dz.Variable(np.array(-20.0, np.float32))
+    loss = F.log(F.sigmoid(v))
+    loss.backward()
+    assert np.isfinite(loss.data) and loss.data == pytest.approx(-20.0)
+    assert np.isfinite(v.grad.data) and v.grad.data == pytest.approx(1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning for large |x|
+        assert np.array_equal(F.sigmoid(np.array([-1000.0, 1000.0])).data, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("labels,bad", [([0, -1], -1), ([0, 3], 3)])
+def test_softmax_cross_entropy_refuses_out_of_range_labels(labels, bad):
+    with pytest.raises(ValueError, match=rf"label {bad} is out of range for 3 classes"):
+        F.softmax_cross_entropy(np.zeros((2, 3)), np.array(labels))
+
+
+def test_power_zero_has_zero_gradient_at_zero():
+    x = dz.Variable(np.array([0.0, 2.0]))
+    y = F.sum(x**0)
+    y.backward(create_graph=True)
+    assert np.array_equal(x.grad.data, [0.0, 0.0])
+
+
+# ---- parameters shared between layers ----------------------------------------------
+
+
+def test_a_layer_used_twice_is_updated_once_per_step():
+    layer = L.Linear(2, in_size=2)
+    model = Sequential(layer, F.relu, layer)
+    params = list(model.params())
+    assert len(params) == 2 and len({id(p) for p in params}) == 2
+    x = np.ones((1, 2), np.float32)
+    W0 = layer.W.data.copy()
+    model.cleargrads()
+    F.sum(model(x)).backward()
+    g = layer.W.grad.data.copy()
+    SGD(lr=0.1).setup(model).update()
+    np.testing.assert_allclose(layer.W.data, W0 - 0.1 * g, rtol=1e-6)
+
+
+def test_tied_weights_are_yielded_once():
+    a, b = L.Linear(3, in_size=3), L.Linear(3, in_size=3)
+    b.W = a.W  # tied
+    model = Sequential(a, b)
+    assert sum(p is a.W for p in model.params()) == 1
+
+
+# ---- the book's helpers ---------------------------------------------------------------
+
+
+def test_book_helpers_follow_numpy_semantics():
+    assert array_allclose(np.array([2.0]), np.array(2.0))  # broadcasts, as np.allclose
+    assert not array_allclose(np.ones(3), np.ones(2))  # cannot broadcast: False, no error
+    assert not array_equal(np.ones(1), np.ones(()))  # np.array_equal compares shapes
+    assert gradient_check(F.sin, np.arange(3))  # integers are cast to float64
+    with pytest.raises(TypeError, match="float64"):
+        gradient_check(F.sin, np.ones(3, np.float32))
+    assert F.add is dz.core.add and F.mul(2.0, dz.Variable(np.array(3.0))).data == 6.0
+
+
+# ---- weights files -------------------------------------------------------------------------
+
+
+def _model():
+    np.random.seed(0)
+    model = MLP((4, 3))
+    model(np.ones((1, 5), np.float32))
+    return model
+
+
+def test_load_weights_error_types_and_no_open_handle(tmp_path):
+    model = _model()
+    path = tmp_path / "w.npz"
+    model.save_weights(path)
+    raw = path.read_bytes()
+    before = [p.data.copy() for p in model.params()]
+    for damaged in (raw[: len(raw) // 2], raw[:30], b"", b"PK\x03\x04" + b"\0" * 40):
+        path.write_bytes(damaged)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            with pytest.raises(ValueError, match="model was left unchanged"):
+                model.load_weights(path)
+            gc.collect()
+    for p, b in zip(model.params(), before):
+        assert np.array_equal(p.data, b)
+
+
+def test_fuzzed_weights_load_the_same_values_or_raise_value_error(tmp_path):
+    """Flip bytes anywhere in the file, 300 times: same values, or ValueError."""
+    model = _model()
+    path = tmp_path / "w.npz"
+    model.save_weights(path)
+    raw = bytearray(path.read_bytes())
+    saved = {k: p.data.copy() for k, p in model._flatten_params().items()}
+    rng = np.random.default_rng(7)
+    outcomes = {"same values": 0, "ValueError": 0}
+    for _ in range(300):
+        damaged = bytearray(raw)
+        for _ in range(int(rng.integers(1, 4))):
+            i = int(rng.integers(0, len(damaged)))
+            damaged[i] ^= int(rng.integers(1, 256))
+        path.write_bytes(bytes(damaged))
+        try:
+            model.load_weights(path)
+        except ValueError:
+            outcomes["ValueError"] += 1
+        else:
+            outcomes["same values"] += 1
+        for key, p in model._flatten_params().items():
+            assert np.array_equal(p.data, saved[key]), f"{key} changed: {outcomes}"
+            assert p.data.dtype == saved[key].dtype
+    assert outcomes["ValueError"] > 0
+
+
+# ---- random expression graphs against PyTorch -----------------------------------------------
+
+UNARY = {
+    "sin": (F.sin, "sin"), "cos": (F.cos, "cos"), "tanh": (F.tanh, "tanh"),
+    "exp": (lambda v: F.exp(v * 0.3), lambda t, v: t.exp(v * 0.3)),
+    "sigmoid": (F.sigmoid, "sigmoid"), "square": (F.square, "square"),
+    "neg": (lambda v: -v, lambda t, v: -v),
+    "softplus_log": (lambda v: F.log(F.exp(v * 0.3) + 1.0),
+                     lambda t, v: t.log(t.exp(v * 0.3) + 1.0)),
+}
+BINARY = {
+    "add": (lambda a, b: a + b), "sub": (lambda a, b: a - b), "mul": (lambda a, b: a * b),
+    "div": (lambda a, b: a / (b * b + 1.0)),
+}
+
+
+@st.composite
+def expression(draw):
+    """A random program: a list of (op, arguments) over three inputs and earlier results."""
+    steps = []
+    n_values = 3
+    for _ in range(draw(st.integers(2, 12))):
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.sampled_from(sorted(UNARY))),
+                          draw(st.integers(0, n_values - 1))))
+        else:
+            steps.append(("b", draw(st.sampled_from(sorted(BINARY))),
+                          draw(st.integers(0, n_values - 1)), draw(st.integers(0, n_values - 1))))
+        n_values += 1
+    shapes = draw(st.sampled_from([((3,), (3,), (3,)), ((2, 3), (3,), (1, 3)),
+                                   ((2, 1), (1, 3), ()), ((), (), ())]))
+    seed = draw(st.integers(0, 2**16))
+    return steps, shapes, seed
+
+
+def _torch_op(torch, spec):
+    if isinstance(spec, str):
+        return getattr(torch, spec)
+    return lambda v: spec(torch, v)
+
+
+def _run(steps, inputs, unary, binary):
+    values = list(inputs)
+    for step in steps:
+        if step[0] == "u":
+            values.append(unary[step[1]](values[step[2]]))
+        else:
+            values.append(binary[step[1]](values[step[2]], values[step[3]]))
+    return values[-1]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expression())
+def test_random_graphs_match_torch(program):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: no oracle")
+    steps, shapes, seed = program
+    rng = np.random.default_rng(seed)
+    arrays = [rng.uniform(-1.5, 1.5, size=s) for s in shapes]
+    xs = [dz.Variable(a.copy()) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    ours_u = {k: f for k, (f, _) in UNARY.items()}
+    theirs_u = {k: _torch_op(torch, g) for k, (_, g) in UNARY.items()}
+    y = _run(steps, xs, ours_u, BINARY)
+    yt = _run(steps, ts, theirs_u, BINARY)
+    y = F.sum(y) if isinstance(y, dz.Variable) else y
+    np.testing.assert_allclose(y.data, yt.sum().detach().numpy(), rtol=1e-9, atol=1e-12)
+    if not y.requires_grad:
+        return
+    y.backward(create_graph=True)
+    used = [t for t in ts if t.requires_grad]
+    gts = torch.autograd.grad(yt.sum(), used, create_graph=True, allow_unused=True)
+    for x, gt in zip(xs, gts):
+        expected = 0.0 if gt is None else gt.detach().numpy()
+        got = 0.0 if x.grad is None else x.grad.data
+        np.testing.assert_allclose(got, np.broadcast_to(expected, np.shape(got)),
+                                   rtol=1e-8, atol=1e-10)
