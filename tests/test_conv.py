@@ -509,23 +509,35 @@ def test_conv2d_double_backward_agrees_with_torch():
 # --------------------------------------------------------------------------- #
 
 
+def _conv_pool_chain(to_device):
+    """conv2d -> pooling * average_pooling + deconv2d of the same output; values and grads."""
+    x, Wt, b, s, p = _case(CONV_CASES[2], 70, np.float32)
+    xv, Wv, bv = (dz.Variable(to_device(a)) for a in (x, Wt, b))
+    y = Fc.conv2d(xv, Wv, bv, s, p)
+    z = (Fc.pooling(y, 2, 1, 1) * Fc.average_pooling(y, 2, 1, 1)).sum()
+    # deconv2d's weight is (in_channels, out_channels, KH, KW): in_channels = y's channels
+    Wd = to_device(np.ones((y.shape[1], 2, 3, 3), np.float32))
+    z = z + Fc.deconv2d(y, Wd, None, 2).sum()
+    z.backward()
+    assert cuda.get_array_module(xv.grad) is cuda.get_array_module(xv.data)
+    return [cuda.as_numpy(a.data) for a in (y, xv.grad, Wv.grad, bv.grad)]
+
+
+def test_conv_pool_chain_runs_on_the_cpu():
+    """The chain the GPU test compares, on NumPy: it must run (it once had a shape bug)."""
+    y, gx, gW, gb = _conv_pool_chain(lambda a: a)
+    assert gx.dtype == np.float32 and np.isfinite(gx).all() and gb.shape == (y.shape[1],)
+
+
 @pytest.mark.gpu
 def test_conv_and_pooling_on_gpu_match_cpu():
     if not cuda.gpu_available():
         pytest.skip("no CuPy / CUDA GPU on this machine: GPU test skipped")
-    x, Wt, b, s, p = _case(CONV_CASES[2], 70, np.float32)
-    results = []
-    for to_device in (lambda a: a, cuda.as_cupy):
-        xv, Wv, bv = (dz.Variable(to_device(a)) for a in (x, Wt, b))
-        y = Fc.conv2d(xv, Wv, bv, s, p)
-        z = (Fc.pooling(y, 2, 1, 1) * Fc.average_pooling(y, 2, 1, 1)).sum()
-        z = z + Fc.deconv2d(y, to_device(np.ones((4, 2, 3, 3), np.float32)), None, 2).sum()
-        z.backward()
-        results.append([cuda.as_numpy(a.data) for a in (y, xv.grad, Wv.grad, bv.grad)])
-        assert cuda.get_array_module(xv.grad) is cuda.get_array_module(xv.data)
-    for cpu, gpu in zip(*results):
-        assert gpu.dtype == np.float32
-        np.testing.assert_allclose(cpu, gpu, rtol=1e-4, atol=1e-4)
+    cpu = _conv_pool_chain(lambda a: a)
+    gpu = _conv_pool_chain(cuda.as_cupy)
+    for c, g in zip(cpu, gpu):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(c, g, rtol=1e-4, atol=1e-4)
 
 
 # --------------------------------------------------------------------------- #
