@@ -121,10 +121,12 @@ def run_numpy(x, t, sizes, activation, weights, epochs):
                 h = h @ W
                 h += b
                 if i < len(params) - 1:
-                    if activation == "sigmoid":
-                        h = np.tanh(h * 0.5)
-                        h *= 0.5
-                        h += 0.5
+                    if activation == "sigmoid":  # 1 / (1 + exp(-h)), as F.sigmoid
+                        h = np.negative(h)
+                        with np.errstate(over="ignore"):
+                            np.exp(h, out=h)
+                        h += 1
+                        np.reciprocal(h, out=h)
                     else:
                         h = np.maximum(h, 0)
                     acts.append(h)

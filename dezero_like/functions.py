@@ -237,8 +237,17 @@ class SumTo(Function):
 
 
 def sum_to(x, shape):
-    if x.shape == tuple(shape):
+    """Sum ``x`` down to ``shape``, the shape it was broadcast from (the reverse of broadcast_to)."""
+    shape = tuple(shape)
+    if x.shape == shape:
         return as_variable(x)
+    if len(shape) > len(x.shape) or any(
+        s != 1 and s != n for s, n in zip(shape[::-1], x.shape[::-1])
+    ):
+        raise ValueError(
+            f"sum_to: shape {shape} does not broadcast to the input's shape {x.shape}; the "
+            "target must be a shape that x could have been broadcast from"
+        )
     return SumTo(shape)(x)
 
 
@@ -404,12 +413,14 @@ def flatten(x):
 class Sigmoid(Function):
     """y = 1 / (1 + exp(-x)); dy/dx = y * (1 - y).
 
-    Computed without overflow and accurate on both sides: with ``e = exp(-|x|)``
-    (never above 1), y is ``1 / (1 + e)`` for x >= 0 and ``e / (1 + e)`` for
-    x < 0. (The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
-    in float32 it gives 2.98e-08 for sigmoid(-18), whose true value is 1.52e-08,
-    and 0 for sigmoid(-20), so log(sigmoid(-20)) would be -inf.) Backward reads
-    the output.
+    Computed as written, ``1 / (1 + exp(-x))``, which is accurate on both
+    sides: for very negative x, ``exp(-x)`` is huge and its reciprocal keeps
+    full relative precision (it only overflows to inf, giving the right limit
+    0, below about -88 in float32; that overflow is expected and not warned
+    about). The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
+    in float32 it gives 2.98e-08 for sigmoid(-18), whose true value is
+    1.52e-08, and 0 for sigmoid(-20), so log(sigmoid(-20)) would be -inf.
+    Backward reads the output.
     """
 
     def forward(self, x):
@@ -418,13 +429,12 @@ class Sigmoid(Function):
         xp = cuda.get_array_module(x)
         if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
             return self.forward(x.reshape(1)).reshape(())
-        e = xp.abs(x)
-        xp.negative(e, out=e)
-        xp.exp(e, out=e)  # e = exp(-|x|) in (0, 1]
-        y = e + 1
-        xp.reciprocal(y, out=y)  # 1 / (1 + e): the value for x >= 0
-        e *= y  # e / (1 + e): the value for x < 0
-        return xp.where(x < 0, e, y)
+        y = xp.negative(x)
+        with np.errstate(over="ignore"):
+            xp.exp(y, out=y)
+        y += 1
+        xp.reciprocal(y, out=y)
+        return y
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()

@@ -86,6 +86,12 @@ def test_conv_double_backprop_through_reshapes(fn, rng):
                           xv.data)
 
 
+def test_sum_to_refuses_a_shape_that_does_not_broadcast():
+    with pytest.raises(ValueError, match=r"shape \(3,\) does not broadcast"):
+        F.sum_to(np.ones((2, 4)), (3,))
+    assert F.sum_to(np.ones((2, 4)), (1, 4)).shape == (1, 4)
+
+
 # ---- losses and activations -------------------------------------------------------
 
 
