@@ -237,7 +237,7 @@ class SumTo(Function):
 
 
 def sum_to(x, shape):
-    """Sum ``x`` down to ``shape``, the shape it was broadcast from (the reverse of broadcast_to)."""
+    """Sum ``x`` down to ``shape``, a shape it was broadcast from (undoes broadcast_to)."""
     shape = tuple(shape)
     if x.shape == shape:
         return as_variable(x)
