@@ -26,6 +26,7 @@ falls back to that split otherwise, saying so in its ``note``.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -289,16 +290,49 @@ def load_idx(path):
 # --------------------------------------------------------------------------- #
 
 
+DATA_EXIT_CODE = 3  # exit status of a script stopped by MNISTUnavailableError
+
+
 class MNISTUnavailableError(FileNotFoundError):
     """The MNIST files needed are neither cached nor downloadable.
 
     ``reason`` is a short phrase (e.g. "downloads are disabled by
-    DEZERO_LIKE_OFFLINE=1"); the message says how to fix it.
+    DEZERO_LIKE_OFFLINE=1"); the message is one paragraph that says what is
+    missing, where it looked and how to fix it.
+
+    A learner who meets this error needs the fix, not a stack of frames: left
+    uncaught in a script it prints just that paragraph and exits with status
+    ``DATA_EXIT_CODE`` (3), and in Jupyter or Colab the cell shows the paragraph
+    alone. Set ``DEZERO_LIKE_TRACEBACK=1`` to get the full traceback back.
     """
 
     def __init__(self, message, reason=""):
         super().__init__(message)
         self.reason = reason
+        _install_excepthook()
+
+    def _render_traceback_(self):  # IPython shows these lines instead of a traceback
+        if os.environ.get("DEZERO_LIKE_TRACEBACK"):
+            raise AttributeError("_render_traceback_")  # IPython falls back to the traceback
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _install_excepthook():
+    """Make an uncaught MNISTUnavailableError end a script with its paragraph only."""
+    previous = sys.excepthook
+    if getattr(previous, "_dezero_like", False) or os.environ.get("DEZERO_LIKE_TRACEBACK"):
+        return
+
+    def hook(kind, value, tb):
+        if isinstance(value, MNISTUnavailableError):
+            sys.stdout.flush()
+            print(f"\n{type(value).__name__}: {value}", file=sys.stderr)
+            sys.stderr.flush()
+            os._exit(DATA_EXIT_CODE)  # the paragraph is all that should show
+        previous(kind, value, tb)
+
+    hook._dezero_like = True
+    sys.excepthook = hook
 
 
 _DEFAULT = object()
@@ -456,14 +490,14 @@ class MNIST(Dataset):
             lines.append(f"({', '.join(bad)}: wrong size or MD5 sum, so not used)")
         lines.append(f"and {reason}.")
         if details:
-            lines.append(details)
+            lines.append("(" + details.replace("\n", "; ") + ")")
         lines.append(
             f"To fix: allow a download (unset {OFFLINE_ENV}, keep a network connection), or "
             f"put the files in {root}, or set {DATA_ENV} to a directory that holds "
             "mnist/ with them (or pass data_dir=...). Offline with only the test images, "
             "use MNIST(train=..., source='test-split')."
         )
-        raise MNISTUnavailableError("\n".join(lines), reason=reason)
+        raise MNISTUnavailableError(" ".join(lines), reason=reason)
 
 
 def mnist_train_test(data_dir=None, transform=_DEFAULT, target_transform=None, n_train=8000,
@@ -481,8 +515,17 @@ def mnist_train_test(data_dir=None, transform=_DEFAULT, target_transform=None, n
     try:
         train = MNIST(train=True, **kwargs)
     except MNISTUnavailableError as e:
-        train = MNIST(train=True, source="test-split", n_train=n_train, **kwargs)
-        test = MNIST(train=False, source="test-split", n_train=n_train, **kwargs)
+        try:
+            train = MNIST(train=True, source="test-split", n_train=n_train, **kwargs)
+            test = MNIST(train=False, source="test-split", n_train=n_train, **kwargs)
+        except MNISTUnavailableError as none_at_all:
+            # neither split: one error that names every missing file (no chained traceback)
+            root = data_root(data_dir) / "mnist"
+            todo = [name for name, _, _ in MNIST.FILES.values() if not (root / name).exists()]
+            try:
+                MNIST._raise_unavailable(root, todo, [], none_at_all.reason)
+            except MNISTUnavailableError as combined:
+                raise combined from None
         train.fallback_reason = e.reason
         train.summary = (
             f"training on {n_train:,} of the 10,000 MNIST test images because the training set "

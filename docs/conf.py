@@ -16,6 +16,9 @@ extensions = [
     "myst_nb",  # Markdown pages and executed notebooks
     "sphinx.ext.autodoc",  # the API reference, from docstrings
     "sphinx.ext.viewcode",  # [source] links to the package code
+    # MathJax served from the site itself (_static/mathjax), so formulas render
+    # with no network; the package ships MathJax 3 and sets mathjax_path.
+    "sphinx-mathjax-offline",
 ]
 
 exclude_patterns = ["_build", ".doctrees", "**.ipynb_checkpoints"]

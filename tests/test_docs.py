@@ -313,5 +313,54 @@ def test_browser_shows_a_rendered_graph_image(site, chromium, tmp_path):
         assert image["width"] > 20 and image["height"] > 20, f"{page.name}: {image} is not visible"
 
 
+MATH_PROBE = """<script>
+window.addEventListener("load", function () {
+  var report = function (how) {
+    var pre = document.createElement("pre");
+    pre.id = "browser-report";
+    var text = document.querySelector("article") || document.body;
+    pre.textContent = JSON.stringify({
+      how: how,
+      rendered: document.querySelectorAll("mjx-container").length,
+      raw: (text.innerText.match(/\\\\\\(|\\\\\\[/g) || []).length,
+      mathjax: Array.from(document.scripts).map(function (s) { return s.src; })
+        .filter(function (src) { return src.indexOf("mathjax") >= 0; })
+    });
+    document.body.appendChild(pre);
+  };
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(function () { report("typeset"); },
+                                 function () { report("failed"); });
+  } else {
+    report("no MathJax");
+  }
+});
+</script>"""
+
+
+def test_browser_renders_maths_without_network(site, chromium, tmp_path):
+    """MathJax is served from the site: formulas render with no network (raw TeX otherwise)."""
+    page = site / "steps" / "step04.html"
+    assert "$" in (ROOT / "steps" / "step04.py").read_text(), "step 04 has formulas"
+    probe = page.with_name("step04-math-probe.html")
+    probe.write_text(page.read_text().replace("</body>", MATH_PROBE + "</body>", 1))
+    try:
+        dom = run_browser(chromium, probe.as_uri(), tmp_path, "--dump-dom",
+                          "--virtual-time-budget=20000")
+    finally:
+        probe.unlink()
+    m = re.search(r'<pre id="browser-report">(.*?)</pre>', dom, re.S)
+    assert m, "the probe script did not run in the browser"
+    report = json.loads(html.unescape(m.group(1)))
+    assert report["mathjax"] and all(src.startswith("file:") for src in report["mathjax"]), (
+        f"MathJax must come from the site itself, not a CDN: {report['mathjax']}"
+    )
+    assert report["how"] == "typeset" and report["rendered"] > 0, report
+    assert report["raw"] == 0, f"raw TeX left in the page: {report}"
+    badge = re.search(r'<img alt="Open In Colab" src="([^"]+)"', page.read_text())
+    assert badge and not badge.group(1).startswith("http"), "the badge image is the site's own"
+    assert (page.parent / badge.group(1)).resolve().exists()
+
+
 if __name__ == "__main__":  # pragma: no cover - handy for a quick local run
     sys.exit(pytest.main([__file__, "-q"]))

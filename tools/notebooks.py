@@ -57,13 +57,48 @@ TITLE = re.compile(r"^#\s*Step\s+(?P<number>\d+)\s*[:.\u2014-]\s*(?P<title>.+?)\
 
 SETUP_SOURCE = """\
 # Set-up: install dezero_like only when it is missing (a no-op locally and in CI).
-# No runtime restart is needed afterwards.
+# No runtime restart is needed afterwards. If the install fails, this cell says
+# why and how to fix it, and stops "Run all" here.
 try:
     import dezero_like
 except ImportError:
-    %pip install --quiet "dezero_like @ git+{repository}@{branch}"
+    import importlib, subprocess, sys
+    REPOSITORY, BRANCH = "{repository}", "{branch}"
+    SOURCE = f"dezero_like @ git+{{REPOSITORY}}@{{BRANCH}}"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", SOURCE],
+                         capture_output=True, text=True)
+    if pip.returncode != 0:
+        said = (pip.stderr.strip().splitlines() or ["(no message)"])[-1]
+        class SetupFailed(Exception):
+            def _render_traceback_(self):  # Jupyter and Colab show this text, not a traceback
+                return [str(self)]
+        raise SetupFailed(
+            f"Could not install dezero_like from {{REPOSITORY}} (branch {{BRANCH}}); "
+            f"pip said: {{said}}\\n"
+            "To fix: put the address of a reachable copy (your fork, say) in REPOSITORY above and "
+            "run this cell again; or download the repository as a zip, upload it to this runtime "
+            "(Files panel) and run: %pip install /content/<the zip file>, then this cell again."
+        ) from None
+    importlib.invalidate_caches()
     import dezero_like
 print("dezero_like", dezero_like.__version__)"""
+
+# The address the repository ships with. Badges and set-up cells made from it
+# work only for the original project: a copy warns until it points at itself.
+PLACEHOLDER_REPOSITORY = "https://github.com/dezero-like/dezero_like"
+
+
+def placeholder_warning():
+    """A warning line while [tool.dezero_like] repository is the shipped address, else None."""
+    repository, _ = project_settings()
+    if repository != PLACEHOLDER_REPOSITORY:
+        return None
+    return (
+        f"note: [tool.dezero_like] repository in pyproject.toml is still {PLACEHOLDER_REPOSITORY}, "
+        "the address this project ships with. If you publish your own copy, set it to your "
+        "repository's address and run python tools/notebooks.py build (README: \"Publish your "
+        "own copy\")."
+    )
 
 
 def project_settings():
@@ -290,6 +325,9 @@ def main(argv=None):
         print(f"{len(names)} notebooks, {total:.2f} s of kernel time")
         return 0
     drifted = []
+    warning = placeholder_warning()
+    if warning:
+        print(warning, file=sys.stderr)
     NOTEBOOKS.mkdir(exist_ok=True)
     for script in step_scripts():
         target = NOTEBOOKS / f"{script.stem}.ipynb"
