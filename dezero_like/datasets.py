@@ -26,12 +26,12 @@ falls back to that split otherwise, saying so in its ``note``.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from dezero_like import transforms as _T
+from dezero_like._fixable import EXIT_CODE, FixableError
 
 __all__ = [
     "Dataset", "Spiral", "get_spiral", "MNIST", "MNISTUnavailableError", "ChecksumError",
@@ -290,49 +290,21 @@ def load_idx(path):
 # --------------------------------------------------------------------------- #
 
 
-DATA_EXIT_CODE = 3  # exit status of a script stopped by MNISTUnavailableError
+DATA_EXIT_CODE = EXIT_CODE  # exit status of a script stopped by MNISTUnavailableError
 
 
-class MNISTUnavailableError(FileNotFoundError):
+class MNISTUnavailableError(FixableError, FileNotFoundError):
     """The MNIST files needed are neither cached nor downloadable.
 
     ``reason`` is a short phrase (e.g. "downloads are disabled by
     DEZERO_LIKE_OFFLINE=1"); the message is one paragraph that says what is
-    missing, where it looked and how to fix it.
-
-    A learner who meets this error needs the fix, not a stack of frames: left
-    uncaught in a script it prints just that paragraph and exits with status
-    ``DATA_EXIT_CODE`` (3), and in Jupyter or Colab the cell shows the paragraph
-    alone. Set ``DEZERO_LIKE_TRACEBACK=1`` to get the full traceback back.
+    missing, where it looked and how to fix it. Uncaught, it shows that
+    paragraph without a traceback (see ``dezero_like._fixable``).
     """
 
     def __init__(self, message, reason=""):
         super().__init__(message)
         self.reason = reason
-        _install_excepthook()
-
-    def _render_traceback_(self):  # IPython shows these lines instead of a traceback
-        if os.environ.get("DEZERO_LIKE_TRACEBACK"):
-            raise AttributeError("_render_traceback_")  # IPython falls back to the traceback
-        return [f"{type(self).__name__}: {self}"]
-
-
-def _install_excepthook():
-    """Make an uncaught MNISTUnavailableError end a script with its paragraph only."""
-    previous = sys.excepthook
-    if getattr(previous, "_dezero_like", False) or os.environ.get("DEZERO_LIKE_TRACEBACK"):
-        return
-
-    def hook(kind, value, tb):
-        if isinstance(value, MNISTUnavailableError):
-            sys.stdout.flush()
-            print(f"\n{type(value).__name__}: {value}", file=sys.stderr)
-            sys.stderr.flush()
-            os._exit(DATA_EXIT_CODE)  # the paragraph is all that should show
-        previous(kind, value, tb)
-
-    hook._dezero_like = True
-    sys.excepthook = hook
 
 
 _DEFAULT = object()
