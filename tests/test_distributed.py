@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -45,9 +46,8 @@ def test_two_processes_train_exactly_like_one_with_the_whole_batch(tmp_path):
 @needs_mpi
 def test_collectives_on_two_processes(tmp_path):
     printed = mpiexec(2, HERE / "mpi" / "check_collectives.py", cwd=tmp_path)
-    assert sorted(printed.split("\n")[:2]) == [
-        "rank 0 of 2: collectives ok", "rank 1 of 2: collectives ok"
-    ], printed
+    # the two processes' lines may interleave in the shared stdout
+    assert sorted(re.findall(r"rank (\d) of 2: collectives ok", printed)) == ["0", "1"], printed
 
 
 def test_cost_model():
