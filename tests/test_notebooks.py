@@ -82,7 +82,7 @@ def test_notebook_is_colab_ready(name):
     assert setup["cell_type"] == "code"
     assert [c for c in cells if c["cell_type"] == "code"][0] is setup
     src = setup["source"]
-    assert src.startswith("# Set-up") or "try:\n    import dezero_like\nexcept ImportError:" in src
+    assert src.startswith("# Set-up") and "try:\n    import dezero_like\n" in src
     guarded = src.split("except ImportError:", 1)
     assert len(guarded) == 2 and "try:\n    import dezero_like\n" in guarded[0]
     install = [ln for ln in src.splitlines() if '"-m", "pip", "install"' in ln]
@@ -93,7 +93,9 @@ def test_notebook_is_colab_ready(name):
     repository, branch = nbtool.project_settings()
     assert f'REPOSITORY, BRANCH = "{repository}", "{branch}"' in src
     source = [ln for ln in src.splitlines() if ln.startswith("    SOURCE = ")]
-    assert source and 'f"dezero_like @ git+{REPOSITORY}@{BRANCH}"' in source[0]
+    extras = nbtool.needs_extras(nbtool.split_cells((ROOT / "steps" / f"{name}.py").read_text()))
+    wanted = f"[{','.join(extras)}]" if extras else ""
+    assert source and f'f"dezero_like{wanted} @ git+{{REPOSITORY}}@{{BRANCH}}"' in source[0]
     assert "==" not in source[0] and "<" not in source[0], "no pins in the install line"
     statements = "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith("#"))
     assert not re.search(r"restart|os\.kill|do_shutdown|exit\(", statements, re.I), (
@@ -155,7 +157,7 @@ def test_setup_cell_failure_stops_the_notebook_with_a_short_message(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     unreachable = f"file://{tmp_path}/no-such-repository"
-    setup = nbtool.SETUP_SOURCE.format(repository=unreachable, branch="main")
+    setup = nbtool.setup_source(unreachable, "main", ["mpi"])
     nb = nbformat.v4.new_notebook(cells=[
         # None in sys.modules makes `import dezero_like` raise ImportError in this kernel,
         # as on a fresh Colab runtime where the package is not installed

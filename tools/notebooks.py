@@ -60,11 +60,11 @@ SETUP_SOURCE = """\
 # No runtime restart is needed afterwards. If the install fails, this cell says
 # why and how to fix it, and stops "Run all" here.
 try:
-    import dezero_like
+    import dezero_like{extra_imports}
 except ImportError:
     import importlib, subprocess, sys
     REPOSITORY, BRANCH = "{repository}", "{branch}"
-    SOURCE = f"dezero_like @ git+{{REPOSITORY}}@{{BRANCH}}"
+    SOURCE = f"dezero_like{extra} @ git+{{REPOSITORY}}@{{BRANCH}}"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", SOURCE],
                          capture_output=True, text=True)
     if pip.returncode != 0:
@@ -155,6 +155,27 @@ def _cell(kind, source, cell_id):
     return cell
 
 
+# Optional parts a step needs, recognised by an import in its code, with the
+# modules that must import for the set-up cell to skip the install.
+EXTRAS = {"mpi": ("from dezero_like import distributed", ("mpi4py",))}
+
+
+def needs_extras(cells):
+    """The package extras a step's code cells need (e.g. ["mpi"])."""
+    code = "\n".join(src for kind, src in cells if kind == "code")
+    return [name for name, (marker, _) in EXTRAS.items() if marker in code]
+
+
+def setup_source(repository, branch, extras=()):
+    """The set-up cell: install dezero_like (with ``extras``) only when an import fails."""
+    modules = [m for name in extras for m in EXTRAS[name][1]]
+    return SETUP_SOURCE.format(
+        repository=repository, branch=branch,
+        extra_imports="".join(f"\n    import {m}" for m in modules),
+        extra=f"[{','.join(extras)}]" if extras else "",
+    )
+
+
 def build_notebook(script):
     """The notebook (as a dict) derived from one step script."""
     name = script.stem
@@ -167,7 +188,7 @@ def build_notebook(script):
         f"({colab_url(name)})"
     )
     out = [_cell("markdown", cells[0][1], "title"), _cell("markdown", badge, "colab-badge"),
-           _cell("code", SETUP_SOURCE.format(repository=repository, branch=branch), "setup")]
+           _cell("code", setup_source(repository, branch, needs_extras(cells)), "setup")]
     for i, (kind, source) in enumerate(cells[1:], start=1):
         out.append(_cell(kind, source, f"cell-{i:02d}"))
     return {

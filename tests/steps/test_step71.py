@@ -1,0 +1,36 @@
+"""Step 71: the communicator in a one-process world, and on two processes via mpiexec."""
+
+import re
+
+import numpy as np
+import pytest
+
+from dezero_like import distributed as D
+
+pytestmark = pytest.mark.skipif(not D.mpi_available(),
+                                reason="mpi4py is not installed: pip install -e \".[mpi]\"")
+
+
+def test_two_processes_share_the_mean_and_rank_0_weights(load_step):
+    out = load_step(71).output
+    lines = re.findall(r"rank (\d) of 2: mean of \[10r, 1\+r\] = \[5\.\s+1\.5\], "
+                       r"W\[0,0\] ([+-]\d\.\d+) -> ([+-]\d\.\d+)", out)
+    assert sorted(r for r, _, _ in lines) == ["0", "1"], out
+    after = {a for _, _, a in lines}
+    assert len(after) == 1, "after bcast_params both processes hold rank 0's weights"
+    before = {r: b for r, b, _ in lines}
+    assert before["0"] == after.pop()
+
+
+def test_the_step_shows_the_package_code(load_step):
+    out = load_step(71).output
+    assert "def allreduce_mean(self, arrays):" in out
+    assert "class AllreduceGrads:" in out
+    assert "Communicator(rank=0, size=1)" in out and "self-check passed" in out
+
+
+def test_run_mpi_reports_a_failing_program(load_step):
+    step = load_step(71)
+    with pytest.raises(RuntimeError, match="mpiexec -n 2 failed"):
+        step.run_mpi("raise SystemExit(4)\n")
+    np.testing.assert_array_equal(step.comm.allreduce_mean([np.arange(3.0)])[0], np.arange(3.0))
