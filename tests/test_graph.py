@@ -182,3 +182,55 @@ def test_model_plot_renders_the_models_graph(tmp_path):
     x = np.random.default_rng(0).standard_normal((4, 2)).astype(np.float32)
     image = model.plot(x, to_file=tmp_path / "model.svg")
     check_image(image.path, "svg", ["Linear", "Sigmoid", "(4, 3) float32"])
+
+
+# ---- values and gradients in the nodes --------------------------------------------
+
+
+def _labels(dot):
+    return re.findall(r'label="([^"]*)"', dot)
+
+
+def test_values_and_gradients_of_every_node_under_keep_values():
+    x = dz.Variable(np.array(2.0), name="x")
+    with dz.keep_values():
+        y = (x * x + x) * 3.0  # the intermediates are dropped by the user
+        y.name = "y"
+        y.backward()
+    labels = _labels(get_dot_graph(y, values=True))
+    assert "x\\nvalue 2\\ngrad 15" in labels  # dy/dx = 3 (2x + 1)
+    assert "value 4\\ngrad 3" in labels and "value 6\\ngrad 3" in labels
+    assert "y\\nvalue 18\\ngrad 1" in labels
+    assert "value 3" in labels  # the constant 3.0
+
+
+def test_without_keep_values_dropped_intermediates_say_so():
+    x = dz.Variable(np.array(2.0), name="x")
+    y = (x * x + x) * 3.0
+    y.backward()
+    labels = _labels(get_dot_graph(y, values=True))
+    assert labels.count("value not kept") == 2
+    assert "x\\nvalue 2\\ngrad 15" in labels
+    assert dz.Config.keep_values is False  # the switch is off outside the block
+
+
+def test_big_arrays_show_their_shape_and_retain_grad_fills_held_nodes():
+    x = dz.Variable(np.ones((3, 4)), name="x")
+    h = x * 2.0
+    h.name = "h"
+    y = dz.functions.sum(h)
+    y.backward(retain_grad=True)
+    labels = _labels(get_dot_graph(y, values=True))
+    assert "x\\nvalue shape (3, 4)\\ngrad shape (3, 4)" in labels
+    assert "h\\nvalue shape (3, 4)\\ngrad shape (3, 4)" in labels
+
+
+@pytest.mark.skipif(not (HAVE_DOT or HAVE_PURE), reason="no DOT renderer installed")
+def test_plot_with_values_renders(tmp_path):
+    x = dz.Variable(np.array([1.0, 2.0]), name="x")
+    with dz.keep_values():
+        y = dz.functions.sum(x * x)
+        y.backward()
+    image = plot_dot_graph(y, values=True, to_file=tmp_path / "v.svg")
+    svg = image.path.read_text()
+    assert "value [1, 2]" in svg and "grad [2, 4]" in svg
