@@ -27,7 +27,6 @@ from dezero_like.core import (
     Variable,
     as_array,
     as_variable,
-    keep_values,
     no_grad,
     test_mode,
     using_config,
@@ -40,7 +39,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Config", "DataLoader", "Function", "Parameter", "SeqDataLoader", "Variable", "as_array",
-    "as_variable", "cuda", "datasets", "debug_mode", "functions", "hooks", "keep_values", "layers",
-    "models", "no_grad", "optimizers", "test_mode", "transforms", "using_config", "utils",
-    "__version__",
+    "as_variable", "cuda", "datasets", "debug_mode", "functions", "hooks", "layers", "models",
+    "no_grad", "optimizers", "test_mode", "transforms", "using_config", "utils", "__version__",
 ]

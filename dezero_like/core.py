@@ -47,7 +47,6 @@ class Config:
 
     enable_backprop = True
     train = True
-    keep_values = False  # keep every output array and gradient for drawing (keep_values())
 
 
 @contextlib.contextmanager
@@ -61,19 +60,6 @@ def using_config(name, value):
         yield
     finally:
         setattr(Config, name, old)
-
-
-def keep_values():
-    """Record graphs that keep every value and gradient, so a drawing can show them.
-
-    A graph normally keeps only what backward needs (step 69): intermediate
-    results the user dropped have no data left, and their gradients are not
-    stored. Inside ``with keep_values():`` every function also keeps its output
-    arrays and, after backward, its outputs' gradients, for
-    ``plot_dot_graph(y, values=True)``. It costs memory, so use it for drawing
-    small graphs only.
-    """
-    return using_config("keep_values", True)
 
 
 def no_grad():
@@ -451,8 +437,6 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
                     y = ref()
                     if y is not None:
                         y.grad = gy
-            if f._kept is not None:  # recorded under keep_values(): for drawing
-                f._kept[1] = [None if g is None else g.data for g in gys]
             hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
             if hooks:
                 for hook in hooks:
@@ -533,7 +517,6 @@ class Function:
     _grads = None  # gradients of the outputs, gathered during backward
     _freed = False
     _hooks = None
-    _kept = None  # with Config.keep_values: [output arrays], then [output gradients]
     _duplicates = False  # True when one variable fills several input slots
 
     def __call__(self, *inputs):
@@ -628,8 +611,6 @@ class Function:
             self.inputs = tuple(kept)
         if self._retained_out is not None:
             self._retained_out = {i: ys[i] for i in self._retained_out}
-        if Config.keep_values:
-            self._kept = [ys, None]
         return outputs[0] if len(outputs) == 1 else outputs
 
     def forward(self, *xs):

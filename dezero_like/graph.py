@@ -73,44 +73,14 @@ def _var_key(v):
     return f"v{id(v.creator)}_{v.index}"
 
 
-def _array_text(a, limit=6):
-    """A short text for an array: its values when small, else its shape."""
-    if a.size <= limit:
-        if a.ndim == 0:
-            return f"{a.item():.4g}"
-        values = ", ".join(f"{x:.4g}" for x in a.ravel().tolist())
-        return f"[{values}]" if a.ndim == 1 else f"{a.shape} [{values}]"
-    return f"shape {a.shape}"
-
-
-def _value_and_grad(v):
-    """(value array or None, gradient array or None) of a graph variable, for drawing."""
-    data = v.data
-    grad = None if v.grad is None else v.grad.data
-    kept = None if v.creator is None else v.creator._kept
-    if kept is not None:  # recorded under keep_values()
-        if data is None:
-            data = kept[0][v.index]
-        if grad is None and kept[1] is not None:
-            grad = kept[1][v.index]
-    return data, grad
-
-
-def _var_label(v, verbose, values=False):
-    """Name (and with ``verbose`` shape and dtype; with ``values`` value and grad) of a node."""
+def _var_label(v, verbose):
+    """Name (and with ``verbose`` shape and dtype) of a variable node."""
     if v.data is None and v.creator is not None:
         # a data-less stand-in: the original variable, if the user still holds it,
         # knows the shape (and may have been renamed since)
         original = v.creator.outputs[v.index]()
         if original is not None:
             v = original
-    if values:
-        data, grad = _value_and_grad(v)
-        lines = [v.name] if v.name else []
-        lines.append("value " + ("not kept" if data is None else _array_text(data)))
-        if grad is not None:
-            lines.append("grad " + _array_text(grad))
-        return "\n".join(lines)
     label = v.name or ""
     if not label and v.data is not None and v.data.ndim == 0:
         label = f"{v.data.item():.4g}"  # an unnamed scalar (a constant, say): its value
@@ -121,9 +91,9 @@ def _var_label(v, verbose, values=False):
     return label
 
 
-def _var_node(v, verbose, values=False):
+def _var_node(v, verbose):
     style = _VARIABLE_STYLE if v.requires_grad else _CONSTANT_STYLE
-    label = _var_label(v, verbose, values)
+    label = _var_label(v, verbose)
     if not label:
         style += ", width=0.4, height=0.3"  # nothing to show: a small dot-like node
     return f"{_var_key(v)} [label={_quote(label)}, {style}]"
@@ -133,33 +103,19 @@ def _func_node(f):
     return f"f{id(f)} [label={_quote(type(f).__name__)}, {_FUNCTION_STYLE}]"
 
 
-def _stand_in(f, index):
-    """A data-less node for output ``index`` of ``f`` (the user dropped the variable)."""
-    v = Variable(None)
-    v.creator, v.index, v.generation = f, index, f.generation + 1
-    return v
-
-
-def get_dot_graph(output, verbose=True, values=False):
+def get_dot_graph(output, verbose=True):
     """Describe the graph that computed ``output`` in Graphviz's DOT language.
 
     Variables are ellipses labelled with their ``name`` (and, when ``verbose``,
     their shape and dtype); functions are boxes labelled with their class name.
     Nodes without data (what a function keeps of an input it does not need)
     have no shape unless the original variable is still alive.
-
-    ``values=True`` writes each variable's value (its numbers when it has at
-    most 6, else its shape) and, after backward, its gradient into its node,
-    as micrograd's drawings do. Leaves always have both. An intermediate
-    result shows them while you hold it (its gradient with
-    ``backward(retain_grad=True)``); to see them for every node, build the
-    graph and run backward inside ``with dz.keep_values():``.
     """
     if not isinstance(output, Variable):
         raise TypeError(f"get_dot_graph expects a Variable, got {type(output).__name__}")
     lines = ["digraph g {", "  rankdir=TB;", "  node [fontname=Helvetica, fontsize=11];"]
     seen_vars = {_var_key(output)}
-    lines.append("  " + _var_node(output, verbose, values))
+    lines.append("  " + _var_node(output, verbose))
     # newest function first, like backward; a counter keeps equal generations stable
     funcs, seen_funcs, count = [], set(), 0
     if output.creator is not None:
@@ -173,18 +129,16 @@ def get_dot_graph(output, verbose=True, values=False):
             if key not in seen_vars:
                 seen_vars.add(key)
                 y = ref()
-                if y is None and values and f._kept is not None:  # kept for drawing
-                    y = _stand_in(f, i)
                 if y is None:  # dropped by the user: draw it by position only
                     lines.append(f'  {key} [label="", {_VARIABLE_STYLE}, width=0.4, height=0.3]')
                 else:
-                    lines.append("  " + _var_node(y, verbose, values))
+                    lines.append("  " + _var_node(y, verbose))
             lines.append(f"  f{id(f)} -> {key};")
         for x in f.inputs:
             key = _var_key(x)
             if key not in seen_vars:
                 seen_vars.add(key)
-                lines.append("  " + _var_node(x, verbose, values))
+                lines.append("  " + _var_node(x, verbose))
             lines.append(f"  {key} -> f{id(f)};")
             c = x.creator
             if c is not None and id(c) not in seen_funcs:
@@ -289,15 +243,14 @@ def _png_to_pdf(png_path, pdf_path):
     fig.savefig(str(pdf_path), dpi=dpi)
 
 
-def plot_dot_graph(output, verbose=True, to_file="graph.png", renderer="auto", values=False):
+def plot_dot_graph(output, verbose=True, to_file="graph.png", renderer="auto"):
     """Draw the graph that computed ``output`` into ``to_file`` (PNG, SVG or PDF).
 
     The format follows the file's extension. The DOT text is always written
     beside it (``graph.png`` -> ``graph.dot``), first, so it survives any
     rendering failure. ``renderer``: ``"auto"``, ``"dot"`` or
     ``"graphviz-pure"`` (see :func:`find_renderer`). Returns a
-    :class:`GraphImage`, which a notebook displays inline. ``values=True``
-    writes values and gradients into the nodes (see :func:`get_dot_graph`).
+    :class:`GraphImage`, which a notebook displays inline.
     """
     to_file = Path(to_file)
     fmt = to_file.suffix.lower().lstrip(".")
@@ -306,7 +259,7 @@ def plot_dot_graph(output, verbose=True, to_file="graph.png", renderer="auto", v
             f"cannot tell the image format from {str(to_file)!r}: use a file name ending "
             f"in .png, .svg or .pdf"
         )
-    dot_text = get_dot_graph(output, verbose, values)
+    dot_text = get_dot_graph(output, verbose)
     if to_file.parent != Path(""):
         to_file.parent.mkdir(parents=True, exist_ok=True)
     dot_path = to_file.with_suffix(".dot")

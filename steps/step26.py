@@ -90,26 +90,6 @@ out.name = "out"
 plot_dot_graph(out, to_file="small.png")
 
 # %% [markdown]
-# ## Values and gradients in the nodes
-#
-# `values=True` writes into each node what flowed through it: the value
-# (the numbers when there are at most six, else the shape) and, after
-# backward, the gradient. Leaves always have both. An intermediate result that
-# you no longer hold has neither (the graph keeps only what backward needs,
-# step 69), so to see every node, build the graph and run backward inside
-# `with dz.keep_values():`. For $y = 3(x^2 + x)$ at $x = 2$ the drawing shows
-# the chain rule at work: $dy/dx = 3(2x + 1) = 15$, and each intermediate
-# node carries its own $dy/d(\cdot)$, 3 for $x^2$ and for $x^2 + x$.
-
-# %%
-u = dz.Variable(np.array(2.0), name="x")
-with dz.keep_values():
-    v = (u * u + u) * 3.0
-    v.name = "y"
-    v.backward()
-plot_dot_graph(v, values=True, to_file="values.png")
-
-# %% [markdown]
 # ## Exercise
 # Draw the graph of the Sphere function $x^2 + y^2$ for two variables named
 # `"p"` and `"q"` into `sphere.svg`, and keep the returned object in

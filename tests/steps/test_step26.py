@@ -66,12 +66,3 @@ def test_demo_output(load_step):
     out = load_step(26).output
     assert "renderer:" in out and "SVG mentions x: True" in out
     assert "self-check passed" in out
-
-
-def test_values_and_gradients_are_drawn(load_step):
-    step = load_step(26)
-    from dezero_like.utils import get_dot_graph
-
-    dot = get_dot_graph(step.v, values=True)
-    assert 'label="x\\nvalue 2\\ngrad 15"' in dot
-    assert 'label="value 6\\ngrad 3"' in dot  # an intermediate, kept by keep_values()
