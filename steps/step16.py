@@ -312,22 +312,8 @@ print("gradient check:", gradient_check(lambda v: add(square(square(v)), square(
                                         rng.standard_normal((2, 3))))
 
 # %% [markdown]
-# What the generation rule produces has a name: a **topological order** of the
-# graph, an order in which every function runs only after all the functions
-# that use its outputs (reversed, the order of the forward pass). There are
-# other ways to get one. micrograd, the smallest well-known autograd engine,
-# builds it with a depth-first search (`build_topo` in its `engine.py`): visit a
-# node's inputs first, then append the node, and walk the finished list
-# backwards. That needs a separate pass over the whole graph before backward
-# starts; generations are a number written into each variable when it is
-# created, so the order comes for free during backward itself, and only the
-# functions that a gradient actually reaches are ever touched.
-#
-# Sorting the whole list every time a function is queued is wasteful, but not
-# $O(n \log n)$ each time as a general sort would be: the list is already
-# sorted except for the new element, and Python's sort (Timsort) finds such
-# runs and merges them in about $O(n)$ steps. That is still $O(n)$ per
-# insertion where a priority queue needs $O(\log n)$; step 17 makes the switch.
+# Sorting the whole list every time a function is queued costs
+# $O(n \log n)$ per insertion; step 17 replaces it with a priority queue.
 #
 # ## Exercise
 # Build a longer graph where `x` is used along two paths of different length:

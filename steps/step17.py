@@ -2,11 +2,10 @@
 # # Step 17: Generation-ordered backprop with a priority queue
 #
 # Step 16 found the rule: always run the pending function of the highest
-# generation, which visits the graph in a topological order. It kept the
-# pending functions in a list and sorted the list after every insertion
-# (about $O(n)$ work each time). That works, but sorting is wasted effort: we
-# only ever need the **largest** element, and a **priority queue** (a binary
-# heap) gives us exactly that, with $O(\log n)$ work per push and per pop.
+# generation. It kept the pending functions in a list and sorted the list after
+# every insertion. That works, but sorting is wasted effort: we only ever need
+# the **largest** element, and a **priority queue** (a binary heap) gives us
+# exactly that, with $O(\log n)$ work per push and per pop.
 #
 # Python's `heapq` module keeps a plain list in heap order. It is a *min*-heap
 # (the smallest item comes out first), so we push `-generation` to get the

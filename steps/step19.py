@@ -323,11 +323,9 @@ y = square(square(x))
 print("outside:       y =", y.data, " creator:", type(y.creator).__name__)
 
 # %% [markdown]
-# Memory: a chain of 30 `square`s over 100,000 numbers (0.8 MB, or 0.76 MiB,
-# each). With the graph, every intermediate array is kept until the result
-# goes; without it, at most three exist at once: the input `x`, the current
-# `y`, and the new result, made before `y = square(y)` lets go of the old one
-# (3 x 0.76 MiB = 2.3 MiB). `tracemalloc` reports the peak.
+# Memory: a chain of 30 `square`s over 100,000 numbers (0.8 MB each). With
+# the graph, every intermediate array is kept until the result goes; without
+# it, at most two arrays exist at any time. `tracemalloc` reports the peak.
 
 
 # %%

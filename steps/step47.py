@@ -42,14 +42,7 @@
 # Momentum lets steps build up speed along a consistent direction; AdaGrad,
 # AdaDelta and Adam give every weight its own step size, smaller where the
 # gradient has been large. Adam's factor with $t$ corrects for $m$ and $v$
-# starting at zero. Both averages start too small, but not by the same amount:
-# after the first step $m = (1-\beta_1) g$ and $v = (1-\beta_2) g^2$, so
-# $m/\sqrt v = \frac{1-\beta_1}{\sqrt{1-\beta_2}}\,\mathrm{sign}(g)$, which with
-# the usual $\beta_1 = 0.9$, $\beta_2 = 0.999$ is about $3.16\,\mathrm{sign}(g)$:
-# without the correction the first steps would be about three times too
-# **large**. The factor $\sqrt{1-\beta_2^t}/(1-\beta_1^t)$ is $0.316$ at $t=1$
-# and tends to 1 as $t$ grows (Kingma and Ba, "Adam: A method for stochastic
-# optimization", 2015, section 3). The cell after the imports computes it.
+# starting at zero (without it, the first steps would be far too small).
 
 # %%
 import numpy as np
@@ -58,13 +51,6 @@ import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like import Parameter, optimizers
 from dezero_like.models import MLP
-
-# %%
-beta1, beta2, g = 0.9, 0.999, 0.5
-m, v = (1 - beta1) * g, (1 - beta2) * g**2  # the averages after one step, from zero
-print(f"first step without correction: {m / np.sqrt(v):.3f} x alpha")
-print(f"first step with correction:    "
-      f"{np.sqrt(1 - beta2) / (1 - beta1) * m / np.sqrt(v):.3f} x alpha")
 
 # %% [markdown]
 # ## Each optimizer matches its rule
@@ -143,11 +129,7 @@ for name, (opt, rule) in pairs.items():
 # ## Training with an optimizer
 #
 # The training loop loses its hand-written update. Compare three optimizers on
-# step 44's sine data, same model, same start, 1000 iterations each. To make
-# the start harder, the first layer's initial weights are multiplied by 5:
-# larger weights push many of the sigmoids' inputs far from zero, where the
-# sigmoid is flat and its gradient small (the line below prints how many).
-# That is the situation where the way an optimizer scales its steps matters.
+# step 44's sine data, same model, same start, 1000 iterations each:
 
 # %%
 np.random.seed(0)
@@ -162,10 +144,6 @@ for name, opt in [("SGD", optimizers.SGD(lr=0.3)),
     model = MLP((10, 1))
     model(x)
     model.l0.W.data *= 5.0
-    if name == "SGD":
-        h = F.sigmoid(F.linear(x, model.l0.W, model.l0.b)).data
-        print(f"hidden units nearly flat (sigmoid < 0.1 or > 0.9) at the start: "
-              f"{np.mean((h < 0.1) | (h > 0.9)):.0%}")
     opt.setup(model)
     for _ in range(1000):
         loss = F.mean_squared_error(y, model(x))
@@ -176,16 +154,6 @@ for name, opt in [("SGD", optimizers.SGD(lr=0.3)),
     print(f"{name:<12} loss after 1000 iterations: {final[name]:.4f}")
 
 # %% [markdown]
-# Read the three numbers as one run each on one small problem, not as a
-# ranking of optimizers. Adam ends lowest: its per-weight step sizes are not
-# shrunk by the small gradients of the flat sigmoids. MomentumSGD ends a little
-# *worse* than plain SGD here. Its learning rate is a third of SGD's (0.1
-# against 0.3), but with momentum 0.9 a steady gradient builds up steps of
-# about $0.1/(1-0.9) = 1$ times the gradient, so the two runs use quite
-# different effective step sizes, and neither was tuned. Tuning each
-# optimizer's rate could change the order; that is why careful comparisons of
-# optimizers tune every one of them first.
-#
 # Hooks plug in with `add_hook`, e.g.
 # `optimizers.SGD(0.1).setup(model).add_hook(optimizers.WeightDecay(1e-4))`.
 #

@@ -71,8 +71,7 @@ print("v.grad =", v.grad)
 # Gathering and scattering are *transposes* of each other: for any arrays $a$
 # (shaped like $x$) and $b$ (shaped like $y$),
 # $\langle \text{gather}(a), b\rangle = \langle a, \text{scatter}(b)\rangle$.
-# Both are linear maps, and each is the other's *transpose*; the backward of a
-# linear map is its transpose, so each one's backward is the other:
+# Both are linear, and each is the other's derivative. So:
 #
 # * `GetItem.backward` is `GetItemGrad` (scatter), and
 # * `GetItemGrad.backward` is `get_item` (gather) again.

@@ -3,11 +3,9 @@
 #
 # The loop of step 57 visits every output pixel of every image and every
 # filter from Python: millions of tiny operations for one batch of MNIST. The
-# standard trick is to *rearrange the input* so that the whole convolution
-# becomes **one matrix product**, which NumPy hands to an optimised BLAS
-# routine. (Chellapilla, Puri and Simard described it in 2006, "High
-# performance convolutional neural networks for document processing"; the
-# Caffe framework made it the default way to run convolutions on CPUs and GPUs.)
+# trick every CPU framework learned from Caffe is to *rearrange the input*
+# so that the whole convolution becomes **one matrix product**, which NumPy
+# hands to an optimised BLAS routine.
 #
 # **im2col** ("image to columns") copies each window the kernel will visit
 # into its own row: a window of $C \times K_H \times K_W$ values becomes a row

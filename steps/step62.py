@@ -19,10 +19,6 @@
 #
 # $$c_t = f \odot c_{t-1} + i \odot u, \qquad h_t = o \odot \tanh(c_t).$$
 #
-# (The original LSTM of 1997 had no forget gate: its cell could only add.
-# Gers, Schmidhuber and Cummins added $f$ in 2000, "Learning to forget:
-# continual prediction with LSTM"; the LSTMs of today's frameworks include it.)
-#
 # The forget gate $f$ keeps or erases old memory, the input gate $i$ admits
 # the new candidate $u$, the output gate $o$ decides how much of the cell is
 # shown. Along $c$, the gradient from $c_t$ to $c_{t-1}$ is just $f$: when

@@ -6,18 +6,14 @@
 # is long gone, and so is the evidence. Infinity behaves much the same:
 # `inf - inf` and `0 * inf` are NaN.
 #
-# Industrial frameworks offer switches for this. Chainer's
-# `chainer.set_debug(True)` checks the results of forward and backward
-# computations for NaN as they are made. PyTorch's
-# `torch.autograd.set_detect_anomaly(True)` checks what each *backward*
-# function returns, and when one returns NaN it shows the traceback of the
-# forward call that created that function (PyTorch documentation,
-# `torch.autograd.detect_anomaly`); forward results are not checked. Ours is
-# `with dz.debug_mode():`, which checks both passes. It is built entirely
-# from the hooks of step 65: a `DebugHook` whose `forward_postprocess` and
-# `backward_postprocess` run `isfinite` on each new array and raise
-# `DebugError` (a `RuntimeError`) that names the function, the pass, the line
-# of your code that called it, and what the function was given. Nothing in the core knows about it.
+# Industrial frameworks offer a switch that checks every result as it is made:
+# Chainer's `chainer.set_debug(True)`, PyTorch's
+# `torch.autograd.set_detect_anomaly(True)`. Ours is
+# `with dz.debug_mode():`. It is built entirely from the hooks of step 65: a
+# `DebugHook` whose `forward_postprocess` and `backward_postprocess` run
+# `isfinite` on each new array and raise `DebugError` (a `RuntimeError`) that
+# names the function, the pass, the line of your code that called it, and what
+# the function was given. Nothing in the core knows about it.
 
 # %%
 import time

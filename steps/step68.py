@@ -2,8 +2,9 @@
 # # Step 68: Benchmarking forward and backward per iteration
 #
 # "Training is slow" is not something you can fix. "The backward of `Linear`
-# takes 60% of an iteration" is. So the first measurement of a training loop
-# times each **pass** of an iteration separately:
+# takes 60% of an iteration" is. Framework benchmarks (the ones in PyTorch's
+# and Chainer's repositories, or MLPerf) therefore time each **pass** of a
+# training iteration separately:
 #
 # * **forward**: the model and the loss;
 # * **backward**: clearing old gradients and `loss.backward()`;
@@ -16,10 +17,6 @@
 # * *mean* is what training will actually cost;
 # * *max* shows the hiccups: garbage collection, other programs, a first call
 #   that allocates memory.
-#
-# (This is a profiling tool for one framework. Benchmarks that compare whole
-# systems measure something else: MLPerf Training, for example, times how
-# long a system takes to train a model to a target accuracy.)
 #
 # Three rules make the numbers trustworthy:
 #
