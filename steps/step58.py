@@ -3,9 +3,13 @@
 #
 # The loop of step 57 visits every output pixel of every image and every
 # filter from Python: millions of tiny operations for one batch of MNIST. The
-# trick every CPU framework learned from Caffe is to *rearrange the input*
-# so that the whole convolution becomes **one matrix product**, which NumPy
-# hands to an optimised BLAS routine.
+# standard trick is to *rearrange the input* so that the whole convolution
+# becomes **one matrix product**, which NumPy hands to an optimised BLAS
+# routine. It was described by Chellapilla, Puri and Simard (2006, "High
+# Performance Convolutional Neural Networks for Document Processing") and made
+# widely known by Caffe (Jia et al., 2014), whose function gave it the name
+# `im2col`. (It is not the only way: libraries such as cuDNN and oneDNN also
+# convolve directly or with FFT and Winograd transforms, choosing per shape.)
 #
 # **im2col** ("image to columns") copies each window the kernel will visit
 # into its own row: a window of $C \times K_H \times K_W$ values becomes a row

@@ -8,9 +8,12 @@
 # large weights, explode), and the network cannot learn long-range
 # dependencies.
 #
-# The **LSTM** (long short-term memory, Hochreiter and Schmidhuber, 1997)
-# adds a second state, the **cell** $c$, that is changed only by an
-# elementwise product and a sum. Three **gates**, each a sigmoid between 0
+# The **LSTM** (long short-term memory; Hochreiter and Schmidhuber, 1997,
+# "Long Short-Term Memory", introduced the cell with input and output gates,
+# and Gers, Schmidhuber and Cummins, 2000, "Learning to Forget: Continual
+# Prediction with LSTM", added the forget gate used here) adds a second
+# state, the **cell** $c$, that is changed only by an elementwise product and
+# a sum. Three **gates**, each a sigmoid between 0
 # and 1, decide what happens to it:
 #
 # $$f = \sigma(x W_{xf} + h W_{hf} + b_f), \quad i = \sigma(x W_{xi} + h W_{hi} + b_i),$$
@@ -21,9 +24,11 @@
 #
 # The forget gate $f$ keeps or erases old memory, the input gate $i$ admits
 # the new candidate $u$, the output gate $o$ decides how much of the cell is
-# shown. Along $c$, the gradient from $c_t$ to $c_{t-1}$ is just $f$: when
-# the network learns to keep $f$ near 1, information and gradients travel
-# many steps unchanged.
+# shown. Along the direct path through $c$, the gradient from $c_t$ to
+# $c_{t-1}$ is just $f$ (elementwise; the gates also depend on $c_{t-1}$
+# through $h_{t-1}$, which adds other paths): when the network learns to keep
+# $f$ near 1, information and gradients travel many steps along it almost
+# unchanged.
 
 # %%
 import matplotlib.pyplot as plt
