@@ -41,6 +41,9 @@ import dezero_like.layers_conv as Lc
 from dezero_like import optimizers
 from dezero_like.datasets_seq import SeqDataLoader, SinCurve, get_sin_curve
 from dezero_like.models import Model
+from dezero_like.plot import output_dir, plot_curves
+
+out_dir = output_dir(62)  # every file this step writes goes here
 
 np.random.seed(0)
 
@@ -133,6 +136,7 @@ for epoch in range(10):
             loss = 0
     epoch_losses.append(total / count)
     print(f"epoch {epoch + 1}: mean squared error per batch {epoch_losses[-1]:.4f}")
+plot_curves({"mean squared error per batch": epoch_losses}, to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # As in step 61, the trained model reads the unseen cosine one value at a time
