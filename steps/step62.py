@@ -41,11 +41,51 @@ import dezero_like.layers_conv as Lc
 from dezero_like import optimizers
 from dezero_like.datasets_seq import SeqDataLoader, SinCurve, get_sin_curve
 from dezero_like.models import Model
-from dezero_like.plot import output_dir, plot_curves
+from dezero_like.plot import output_dir, plot_curves, save_figure
 
 out_dir = output_dir(62)  # every file this step writes goes here
 
 np.random.seed(0)
+
+# %% [markdown]
+# The cell as a picture: the cell state runs along the top, touched only by
+# one product ($\odot f$) and one sum ($+\, i \odot u$); the four gates below
+# all read $x_t$ and $h_{t-1}$.
+
+# %%
+def node(ax, xy, text, color):
+    ax.text(*xy, text, ha="center", va="center", fontsize=11,
+            bbox={"boxstyle": "round,pad=0.3", "fc": color, "ec": "k"})
+
+
+def arrow(ax, start, end):
+    ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "lw": 1.2,
+                                             "shrinkA": 12, "shrinkB": 12})
+
+
+fig, ax = plt.subplots(figsize=(9, 3.8))
+pos = {"c_prev": (0, 3), "mul_f": (3, 3), "add": (5, 3), "c": (9, 3), "tanh_c": (7, 2),
+       "mul_o": (7, 1), "h": (9, 0.2), "f": (3, 1), "i": (4.3, 1), "u": (5.6, 1),
+       "o": (6.3, 0), "mul_iu": (5, 2), "in": (1.3, 0)}
+node(ax, pos["c_prev"], "$c_{t-1}$", "white")
+node(ax, pos["c"], "$c_t$", "white")
+node(ax, pos["h"], "$h_t$", "white")
+node(ax, pos["in"], r"$x_t,\ h_{t-1}$", "white")
+for name, label in [("f", "f = σ"), ("i", "i = σ"), ("u", "u = tanh"), ("o", "o = σ")]:
+    node(ax, pos[name], label, "#fdc")
+for name, label in [("mul_f", "⊙"), ("add", "+"), ("mul_iu", "⊙"), ("mul_o", "⊙")]:
+    node(ax, pos[name], label, "#cde")
+node(ax, pos["tanh_c"], "tanh", "#dfd")
+for a, b in [("c_prev", "mul_f"), ("mul_f", "add"), ("add", "c"), ("f", "mul_f"),
+             ("i", "mul_iu"), ("u", "mul_iu"), ("mul_iu", "add"), ("add", "tanh_c"),
+             ("tanh_c", "mul_o"), ("o", "mul_o"), ("mul_o", "h"),
+             ("in", "f"), ("in", "i"), ("in", "u"), ("in", "o")]:
+    arrow(ax, pos[a], pos[b])
+ax.set_xlim(-0.7, 9.7)
+ax.set_ylim(-0.5, 3.6)
+ax.axis("off")
+ax.set_title("one LSTM step (with the forget gate of Gers et al., 2000)")
+save_figure(fig, out_dir / "lstm_cell.png")
 
 # %% [markdown]
 # ## The LSTM layer
