@@ -312,8 +312,71 @@ print("gradient check:", gradient_check(lambda v: add(square(square(v)), square(
                                         rng.standard_normal((2, 3))))
 
 # %% [markdown]
-# Sorting the whole list every time a function is queued costs
-# $O(n \log n)$ per insertion; step 17 replaces it with a priority queue.
+# ## The general idea: a topological order
+#
+# What the generations buy us has a name in graph theory: a **topological
+# order** of the graph, one in which every function comes after all the
+# functions that use its outputs (reading the arrows backwards). Any such order
+# gives correct gradients; generations are one cheap way to produce one while
+# walking, because a function's generation is larger than that of every input
+# it was computed from.
+#
+# Another common way is a **depth-first search** over the whole graph before
+# backward starts. micrograd (Andrej Karpathy, 2020) does this in its
+# `build_topo`: visit a node's inputs first, append the node after them, then
+# walk the list in reverse. Our own version of that idea, on the diamond:
+
+# %%
+def dfs_order(y):
+    """Functions in reverse post-order of a depth-first search from y: a topological order."""
+    order, visited = [], set()
+
+    def visit(f):
+        if f is not None and f not in visited:
+            visited.add(f)
+            for x in f.inputs:
+                visit(x.creator)  # everything f was computed from goes first
+            order.append(f)
+
+    visit(y.creator)
+    return order[::-1]  # the function that made y first
+
+
+x = Variable(np.array(2.0))
+a = square(x)
+y = add(square(a), square(a))
+print("DFS order:", [(type(f).__name__, f.generation) for f in dfs_order(y)])
+
+# %% [markdown]
+# The generations in that list never increase: the DFS found a valid order
+# too. The two approaches differ in cost and limits. The DFS needs no
+# numbers stored during forward but walks the whole graph once before backward
+# and, written recursively as above, nests one Python call per level of the
+# graph, so a long chain hits Python's recursion limit
+# (`sys.getrecursionlimit()`, 1000 by default). The generation loop keeps no
+# call stack at all:
+
+# %%
+import sys  # noqa: E402
+
+x = Variable(np.array(1.0))
+zero = Variable(np.array(0.0))
+y = x
+for _ in range(2 * sys.getrecursionlimit()):
+    y = add(y, zero)  # y = x + 0 + 0 + ..., so dy/dx = 1
+try:
+    dfs_order(y)
+except RecursionError:
+    print(f"DFS over a chain of {2 * sys.getrecursionlimit()} functions: RecursionError")
+y.backward()
+print("generation-ordered backward on the same chain: x.grad =", x.grad, "(expected 1.0)")
+
+# %% [markdown]
+# Our queue has a cost of its own: it re-sorts the list every time a function
+# is queued. A general sort of $n$ items costs $O(n \log n)$; Python's sort
+# (Timsort) notices that the list was already sorted except for the new item
+# and needs only $O(n)$ time for it, but that is still more than necessary.
+# Step 17 replaces the list with a priority queue, $O(\log n)$ per insertion.
 #
 # ## Exercise
 # Build a longer graph where `x` is used along two paths of different length:

@@ -7,6 +7,10 @@
 # the **largest** element, and a **priority queue** (a binary heap) gives us
 # exactly that, with $O(\log n)$ work per push and per pop.
 #
+# The order itself does not change: it is still a *topological order* of the
+# graph (step 16), produced while walking, without the depth-first pass over
+# the whole graph that micrograd's `build_topo` makes first.
+#
 # Python's `heapq` module keeps a plain list in heap order. It is a *min*-heap
 # (the smallest item comes out first), so we push `-generation` to get the
 # highest generation out first.

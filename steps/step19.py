@@ -323,9 +323,13 @@ y = square(square(x))
 print("outside:       y =", y.data, " creator:", type(y.creator).__name__)
 
 # %% [markdown]
-# Memory: a chain of 30 `square`s over 100,000 numbers (0.8 MB each). With
-# the graph, every intermediate array is kept until the result goes; without
-# it, at most two arrays exist at any time. `tracemalloc` reports the peak.
+# Memory: a chain of 30 `square`s over 100,000 float64 numbers (0.76 MiB
+# each). With the graph, every intermediate array is kept until the result
+# goes: about 31 arrays. Without it, at most three exist at any time: the
+# input `x`, the current `y`, and the new result being computed from it (the
+# old `y` is freed only when the name `y` moves on to the new one).
+# `tracemalloc` reports the peak, and the last line divides it by the size of
+# one array.
 
 
 # %%
@@ -344,6 +348,9 @@ with_graph = peak_memory_mib()
 with no_grad():
     without_graph = peak_memory_mib()
 print(f"peak memory: with graph {with_graph:.1f} MiB, under no_grad {without_graph:.1f} MiB")
+one_array = np.ones(100_000).nbytes / 2**20
+print(f"in arrays of {one_array:.2f} MiB: with graph {with_graph / one_array:.1f}, "
+      f"under no_grad {without_graph / one_array:.1f}")
 
 # %% [markdown]
 # `using_config` restores the old value even when the block raises:

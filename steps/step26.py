@@ -7,7 +7,7 @@
 # nodes in layers, routing the edges around each other), which is a hard
 # problem that Graphviz's `dot` program solves well. We hand it our text.
 #
-# `dezero_like.utils.plot_dot_graph(y, to_file="graph.png")`:
+# `dezero_like.utils.plot_dot_graph(y, to_file=out_dir / "graph.png"))`:
 #
 # 1. writes the DOT text to `graph.dot` (first, so it is never lost);
 # 2. runs a renderer on it, writing PNG, SVG or PDF by the file's extension;
@@ -19,13 +19,20 @@
 # Otherwise `graphviz-pure`, a self-contained port of `dot` that pip installs
 # together with dezero_like. If neither is there, the error says how to get one
 # (docs/graph-rendering.md has the details).
+#
+# Where do the files go? Every step that writes files puts them in one folder,
+# `outputs/stepNN/` under the current directory (`dezero_like.plot.output_dir`
+# makes it), and prints the full path of each file it writes.
 
 # %%
 import numpy as np
 
 import dezero_like as dz
 from dezero_like.graph import find_renderer
+from dezero_like.plot import output_dir, written
 from dezero_like.utils import plot_dot_graph
+
+out_dir = output_dir(26)  # every file this step writes goes here
 
 name, path = find_renderer()
 print("renderer:", name)
@@ -58,8 +65,7 @@ print("z =", z.data, " dz/dx =", x.grad.data, " dz/dy =", y.grad.data)
 # only writes the file (and prints where):
 
 # %%
-image = plot_dot_graph(z, verbose=False, to_file="goldstein.png")
-print("wrote", image.path.name, "and", image.dot_path.name)
+image = written(plot_dot_graph(z, verbose=False, to_file=out_dir / "goldstein.png"))
 image
 
 # %% [markdown]
@@ -72,7 +78,7 @@ image
 # and is easy to search), PDF is for printing:
 
 # %%
-svg_image = plot_dot_graph(z, verbose=False, to_file="goldstein.svg")
+svg_image = written(plot_dot_graph(z, verbose=False, to_file=out_dir / "goldstein.svg"))
 svg_text = svg_image.path.read_text()
 print("SVG mentions x:", ">x<" in svg_text, " bytes:", len(svg_text))
 
@@ -87,7 +93,7 @@ h = a @ W
 h.name = "h"
 out = (h * h).sum()
 out.name = "out"
-plot_dot_graph(out, to_file="small.png")
+written(plot_dot_graph(out, to_file=out_dir / "small.png"))
 
 # %% [markdown]
 # ## Exercise
@@ -98,7 +104,7 @@ plot_dot_graph(out, to_file="small.png")
 # %%
 p = dz.Variable(np.array(0.5), name="p")  # solution:
 q = dz.Variable(np.array(-1.0), name="q")
-sphere_image = plot_dot_graph(p**2 + q**2, verbose=False, to_file="sphere.svg")
+sphere_image = written(plot_dot_graph(p**2 + q**2, verbose=False, to_file=out_dir / "sphere.svg"))
 svg = sphere_image._repr_svg_()
 assert ">p<" in svg and ">q<" in svg, "name the variables p and q"
 print("self-check passed")

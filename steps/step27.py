@@ -21,7 +21,10 @@ import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
+from dezero_like.plot import output_dir, written
 from dezero_like.utils import get_dot_graph, plot_dot_graph
+
+out_dir = output_dir(27)  # every file this step writes goes here
 
 
 def my_sin(x, threshold=1e-4):
@@ -79,7 +82,7 @@ print(f"{'F.sin':>10} {count_functions(F.sin(dz.Variable(np.array(x_far)))):>10d
 
 # %%
 y.name = "y"
-plot_dot_graph(y, verbose=False, to_file="taylor_sin.png")
+written(plot_dot_graph(y, verbose=False, to_file=out_dir / "taylor_sin.png"))
 
 # %% [markdown]
 # ## Exercise

@@ -22,7 +22,10 @@ import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
+from dezero_like.plot import output_dir, written
 from dezero_like.utils import get_dot_graph, plot_dot_graph
+
+out_dir = output_dir(30)  # every file this step writes goes here
 
 print(inspect.getsource(F.Sin.backward))
 
@@ -58,7 +61,7 @@ backward_dot = get_dot_graph(gx, verbose=False)
 print(backward_dot)
 
 # %%
-plot_dot_graph(gx, verbose=False, to_file="sin_backward.png")
+written(plot_dot_graph(gx, verbose=False, to_file=out_dir / "sin_backward.png"))
 
 # %% [markdown]
 # Three things to notice in that graph:

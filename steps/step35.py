@@ -19,7 +19,10 @@ import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
+from dezero_like.plot import output_dir, written
 from dezero_like.utils import get_dot_graph, plot_dot_graph
+
+out_dir = output_dir(35)  # every file this step writes goes here
 
 
 def count_nodes(v):
@@ -55,20 +58,20 @@ for order, (n_func, n_all) in enumerate(counts):
 # The first derivative is small enough to read:
 
 # %%
-plot_dot_graph(derivs[1], verbose=False, to_file="tanh_d1.png")
+written(plot_dot_graph(derivs[1], verbose=False, to_file=out_dir / "tanh_d1.png"))
 
 # %% [markdown]
 # The second already repeats pieces of the first:
 
 # %%
-plot_dot_graph(derivs[2], verbose=False, to_file="tanh_d2.png")
+written(plot_dot_graph(derivs[2], verbose=False, to_file=out_dir / "tanh_d2.png"))
 
 # %% [markdown]
 # And by the fourth the picture is a thicket (zoom in: it is the same few
 # functions, `Mul`, `Sub`, `Neg`, `Add` and one `Tanh`, over and over):
 
 # %%
-plot_dot_graph(derivs[4], verbose=False, to_file="tanh_d4.png")
+written(plot_dot_graph(derivs[4], verbose=False, to_file=out_dir / "tanh_d4.png"))
 
 # %% [markdown]
 # ## Are the values right?

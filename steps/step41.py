@@ -17,11 +17,15 @@
 # forward and call `sum_to` in backward whenever a shape differs.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
+from dezero_like.plot import output_dir, save_figure
 from dezero_like.utils import gradient_check
+
+out_dir = output_dir(41)  # every file this step writes goes here
 
 x = dz.Variable(np.array([1.0, 2.0, 3.0]))
 y = F.broadcast_to(x, (2, 3))
@@ -42,6 +46,40 @@ y = x0 + x1
 print("y =", y)
 y.backward()
 print("x0.grad shape", x0.grad.shape, "x1.grad =", x1.grad)
+
+# %% [markdown]
+# The picture of that cell: forward copies `x1` into every row; backward sums
+# the gradient's rows back into one, so `x1.grad` has `x1`'s shape again.
+
+# %%
+def draw_grid(ax, values, x, y, title, color):
+    """Draw a 2-D array as labelled cells with its top-left corner at (x, y)."""
+    values = np.atleast_2d(values)
+    for (i, j), v in np.ndenumerate(values):
+        ax.add_patch(plt.Rectangle((x + j, y - i - 1), 1, 1, fc=color, ec="k"))
+        ax.text(x + j + 0.5, y - i - 0.5, f"{v:g}", ha="center", va="center")
+    ax.text(x + values.shape[1] / 2, y + 0.3, title, ha="center", fontsize=9)
+
+
+fig, (ax_f, ax_b) = plt.subplots(1, 2, figsize=(10, 3))
+draw_grid(ax_f, x1.data, 0, 2, "x1 (3,)", "#cde")
+ax_f.annotate("", (4.2, 1), (3.2, 1.5), arrowprops={"arrowstyle": "->"})
+ax_f.text(3.7, 2.3, "broadcast_to", ha="center", fontsize=8)
+draw_grid(ax_f, np.broadcast_to(x1.data, (2, 3)), 4.5, 2, "copies (2, 3)", "#cde")
+ax_f.text(8, 1, "+", fontsize=14, va="center")
+draw_grid(ax_f, x0.data, 8.7, 2, "x0 (2, 3)", "#eee")
+ax_f.set_title("forward: one row used twice")
+draw_grid(ax_b, np.ones_like(y.data), 0, 2, "gy (2, 3), the seed", "#fdc")
+ax_b.annotate("", (4.2, 1), (3.2, 1), arrowprops={"arrowstyle": "->"})
+ax_b.text(3.7, 1.3, "sum_to", ha="center", fontsize=8)
+draw_grid(ax_b, x1.grad.data, 4.5, 1.5, "x1.grad (3,)", "#fdc")
+ax_b.set_title("backward: the copies' gradients add up")
+for ax in (ax_f, ax_b):
+    ax.set_xlim(-0.3, 12)
+    ax.set_ylim(-0.5, 2.8)
+    ax.set_aspect("equal")
+    ax.axis("off")
+save_figure(fig, out_dir / "broadcast.png")
 
 # %% [markdown]
 # With `*` the gradient of each copy is the other factor, so

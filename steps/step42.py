@@ -56,15 +56,23 @@ print("numerical agrees:", np.allclose(num_x, x.grad.data), np.allclose(num_W, W
 # ## Only what backward needs
 #
 # $g_x$ needs `W` and $g_W$ needs `x`. If `W` is a constant (no gradient
-# wanted) and `x` is an intermediate result, `MatMul` does not keep `x` alive
-# for backward. With large batches that saves real memory; step 69 returns to
-# this idea.
+# wanted) and `x` is an intermediate result, `MatMul` does not keep `x`'s array
+# for backward: the graph keeps a stand-in node without data in its place.
+# With large batches that saves real memory; step 69 returns to this idea.
+# Below, `h` is an intermediate result, multiplied once by a `W` that wants a
+# gradient and once by a constant copy of it; we look at what each `MatMul`
+# kept of `h`:
 
 # %%
 x2 = dz.Variable(rng.normal(size=(5, 3)))
-y2 = x2 @ W
+h = F.sin(x2)  # an intermediate result (it has a creator)
+W_const = dz.Variable(W.data, requires_grad=False)
+for label, weight in [("W wants a gradient", W), ("W is a constant  ", W_const)]:
+    kept = (h @ weight).creator.inputs[0]
+    print(f"{label}: MatMul keeps h's array: {kept.data is not None}")
+y2 = h @ W_const
 y2.backward()
-print("x2.grad.shape via @:", x2.grad.shape)
+print("x2.grad.shape through the constant W:", x2.grad.shape)
 
 # %% [markdown]
 # ## Exercise

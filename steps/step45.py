@@ -20,6 +20,9 @@ import dezero_like as dz
 import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like import Parameter
+from dezero_like.plot import output_dir, plot_curves
+
+out_dir = output_dir(45)  # every file this step writes goes here
 
 p = Parameter(np.array(2.0))
 v = dz.Variable(np.array(2.0))
@@ -111,6 +114,8 @@ for _ in range(4000):
         q.data -= lr * q.grad.data
     losses.append(float(loss.data))
 print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True,
+            to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # The loop no longer names a single parameter: `cleargrads()` and `params()`

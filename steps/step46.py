@@ -22,6 +22,9 @@ import numpy as np
 import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like.models import MLP, Model, Sequential
+from dezero_like.plot import output_dir, plot_curves
+
+out_dir = output_dir(46)  # every file this step writes goes here
 
 
 def describe(model, x):
@@ -99,6 +102,8 @@ for _ in range(4000):
         q.data -= lr * q.grad.data
     losses.append(float(loss.data))
 print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}, dtype {loss.dtype}")
+plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True,
+            to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # ## Exercise

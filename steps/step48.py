@@ -71,7 +71,9 @@ print("v.grad =", v.grad)
 # Gathering and scattering are *transposes* of each other: for any arrays $a$
 # (shaped like $x$) and $b$ (shaped like $y$),
 # $\langle \text{gather}(a), b\rangle = \langle a, \text{scatter}(b)\rangle$.
-# Both are linear, and each is the other's derivative. So:
+# Both are linear, and the backward of a linear map applies its transpose to
+# the incoming gradient, so each is the other's **backward** (not its
+# derivative: the derivative of a linear map is the map itself). So:
 #
 # * `GetItem.backward` is `GetItemGrad` (scatter), and
 # * `GetItemGrad.backward` is `get_item` (gather) again.

@@ -19,7 +19,6 @@
 # the **accuracy**.
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
 
 import dezero_like as dz
@@ -27,6 +26,9 @@ import dezero_like.functions as F
 from dezero_like import DataLoader, optimizers
 from dezero_like.datasets import Dataset
 from dezero_like.models import MLP
+from dezero_like.plot import output_dir, plot_curves
+
+out_dir = output_dir(52)  # every file this step writes goes here
 
 # %% [markdown]
 # ## What a `DataLoader` does
@@ -145,14 +147,9 @@ for epoch in range(max_epoch):
 # overfitting (step 56).
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
-for key, style in (("train", "-"), ("test", "--")):
-    axes[0].plot(history[f"{key}_loss"], style, label=key)
-    axes[1].plot(history[f"{key}_acc"], style, label=key)
-axes[0].set(xlabel="epoch", ylabel="loss")
-axes[1].set(xlabel="epoch", ylabel="accuracy")
-axes[0].legend()
-plt.show()
+plot_curves({"loss": {key: history[f"{key}_loss"] for key in ("train", "test")},
+             "accuracy": {key: history[f"{key}_acc"] for key in ("train", "test")}},
+            to_file=out_dir / "curves.png")
 
 # %% [markdown]
 # ## Exercise

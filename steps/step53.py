@@ -35,6 +35,9 @@ import dezero_like as dz
 import dezero_like.functions as F
 from dezero_like import DataLoader, datasets, optimizers
 from dezero_like.models import MLP
+from dezero_like.plot import output_dir, plot_curves
+
+out_dir = output_dir(53)  # every file this step writes goes here
 
 # %% [markdown]
 # ## Where the files live
@@ -165,11 +168,8 @@ elapsed = time.perf_counter() - start
 print(f"{max_epoch} epochs in {elapsed:.1f} s")
 
 # %%
-plt.plot(losses)
-plt.xlabel("iteration")
-plt.ylabel("mini-batch loss")
-plt.title("Training loss on MNIST")
-plt.show()
+plot_curves({"mini-batch loss": losses}, xlabel="iteration", title="Training loss on MNIST",
+            to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # Where does the model go wrong? The digits it gets wrong are often ones a

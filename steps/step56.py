@@ -27,6 +27,9 @@ import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like import optimizers
 from dezero_like.models import Model
+from dezero_like.plot import output_dir, plot_curves
+
+out_dir = output_dir(56)  # every file this step writes goes here
 
 # %% [markdown]
 # ## `F.dropout` in training mode
@@ -111,24 +114,33 @@ x_test = np.linspace(0, 1, 200, dtype=np.float32).reshape(-1, 1)
 t_test = np.sin(2 * np.pi * x_test)  # the curve behind the noise
 
 
+def errors(model):
+    """MSE on the training points and against the true curve, in test mode."""
+    with dz.test_mode(), dz.no_grad():
+        train_mse = float(F.mean_squared_error(model(x_train), t_train).data)
+        test_mse = float(F.mean_squared_error(model(x_test), t_test).data)
+    return train_mse, test_mse
+
+
 def fit(ratio, iters=2000):
     np.random.seed(0)
     model = DropoutMLP(200, 1, ratio)
     optimizer = optimizers.Adam(0.01).setup(model)
-    for _ in range(iters):
+    history = []  # errors() every 100 iterations
+    for i in range(iters):
         loss = F.mean_squared_error(model(x_train), t_train)
         model.cleargrads()
         loss.backward()
         optimizer.update()
-    with dz.test_mode(), dz.no_grad():
-        train_mse = float(F.mean_squared_error(model(x_train), t_train).data)
-        test_mse = float(F.mean_squared_error(model(x_test), t_test).data)
-    return model, train_mse, test_mse
+        if (i + 1) % 100 == 0:
+            history.append(errors(model))
+    return model, history
 
 
-models, mse = {}, {}
+models, mse, histories = {}, {}, {}
 for ratio in (0.0, 0.5):
-    models[ratio], *mse[ratio] = fit(ratio)
+    models[ratio], histories[ratio] = fit(ratio)
+    mse[ratio] = list(histories[ratio][-1])
     print(f"dropout {ratio}: train MSE {mse[ratio][0]:.4f}   error against the true curve "
           f"{mse[ratio][1]:.4f}")
 
@@ -139,7 +151,19 @@ for ratio in (0.0, 0.5):
 # memorise the noise) and the curve is smoother. How much dropout helps
 # depends on the data and the model; on another draw of 20 points it may help
 # less. The ratio is a setting to choose on held-out data, like the learning
-# rate.
+# rate. The curves show both errors during training (measured in test mode
+# every 100 iterations):
+
+# %%
+plot_curves({"train MSE": {f"dropout {r}": [h[0] for h in histories[r]] for r in histories},
+             "error against the true curve": {f"dropout {r}": [h[1] for h in histories[r]]
+                                              for r in histories}},
+            xlabel="hundreds of iterations", logy=True, to_file=out_dir / "errors.png")
+
+# %% [markdown]
+# Overfitting as it happens: without dropout the training error keeps falling
+# while the error against the true curve reaches its lowest point early and
+# then climbs. With dropout both stay closer together.
 
 # %%
 with dz.test_mode(), dz.no_grad():

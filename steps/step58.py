@@ -3,9 +3,13 @@
 #
 # The loop of step 57 visits every output pixel of every image and every
 # filter from Python: millions of tiny operations for one batch of MNIST. The
-# trick every CPU framework learned from Caffe is to *rearrange the input*
-# so that the whole convolution becomes **one matrix product**, which NumPy
-# hands to an optimised BLAS routine.
+# standard trick is to *rearrange the input* so that the whole convolution
+# becomes **one matrix product**, which NumPy hands to an optimised BLAS
+# routine. It was described by Chellapilla, Puri and Simard (2006, "High
+# Performance Convolutional Neural Networks for Document Processing") and made
+# widely known by Caffe (Jia et al., 2014), whose function gave it the name
+# `im2col`. (It is not the only way: libraries such as cuDNN and oneDNN also
+# convolve directly or with FFT and Winograd transforms, choosing per shape.)
 #
 # **im2col** ("image to columns") copies each window the kernel will visit
 # into its own row: a window of $C \times K_H \times K_W$ values becomes a row
@@ -24,11 +28,16 @@
 # %%
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
+
 import dezero_like as dz
 import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
+from dezero_like.plot import output_dir, save_figure
 from dezero_like.utils import gradient_check
+
+out_dir = output_dir(58)  # every file this step writes goes here
 
 # %% [markdown]
 # ## im2col on a tiny image
@@ -45,7 +54,33 @@ print(col)
 
 # %% [markdown]
 # The first row is the top-left window read row by row; the second is the
-# window one column to the right, and so on.
+# window one column to the right, and so on. In colour, window by window:
+
+# %%
+colors = ["tab:blue", "tab:orange", "tab:green", "tab:red"]
+fig, (ax_img, ax_col) = plt.subplots(1, 2, figsize=(10, 3.2),
+                                     gridspec_kw={"width_ratios": [1, 2.2]})
+ax_img.imshow(img[0, 0], cmap="Greys", alpha=0.25)
+for (r, c), v in np.ndenumerate(img[0, 0]):
+    ax_img.text(c, r, f"{v:g}", ha="center", va="center")
+for k, (r, c) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1)]):  # window corners, row-major
+    inset = 0.08 * (k + 1)
+    ax_img.add_patch(plt.Rectangle((c - 0.5 + inset, r - 0.5 + inset), 3 - 2 * inset,
+                                   3 - 2 * inset, fill=False, ec=colors[k], lw=2))
+ax_img.set_title("4x4 image, the four 3x3 windows")
+ax_img.axis("off")
+ax_col.imshow(col, cmap="Greys", alpha=0.25, aspect="auto")
+for (r, c), v in np.ndenumerate(col):
+    ax_col.text(c, r, f"{v:g}", ha="center", va="center", color=colors[r])
+ax_col.set_yticks(range(4), [f"window {k}" for k in range(4)])
+ax_col.set_xticks(range(9), [f"({i},{j})" for i in range(3) for j in range(3)], fontsize=7)
+ax_col.set_xlabel("kernel offset (i, j)")
+ax_col.set_title("col: one row per window")
+save_figure(fig, out_dir / "im2col_windows.png")
+
+# %% [markdown]
+# Each column of `col` holds one kernel offset across all windows: that is the
+# strided slice the next paragraph uses.
 #
 # How is `col` built without a loop over windows? Look at it the other way
 # round: for a fixed kernel offset $(i, j)$, the values that land in

@@ -28,6 +28,9 @@ import dezero_like.functions_conv as Fc
 from dezero_like import DataLoader, optimizers
 from dezero_like.models import MLP
 from dezero_like.models_conv import VGG16, SimpleConvNet, summary
+from dezero_like.plot import output_dir, plot_curves
+
+out_dir = output_dir(60)  # every file this step writes goes here
 
 np.random.seed(0)
 
@@ -120,6 +123,8 @@ mlp_losses, mlp_seconds = train(mlp)
 mlp_acc = evaluate(mlp, test_loader)
 print(f"test accuracy: CNN {cnn_acc:.3f} ({cnn_seconds:.0f} s), "
       f"MLP {mlp_acc:.3f} ({mlp_seconds:.0f} s)")
+plot_curves({"mini-batch loss": {"SimpleConvNet": cnn_losses, "MLP 784-100-10": mlp_losses}},
+            xlabel="iteration", to_file=out_dir / "losses.png")
 
 # %% [markdown]
 # After the same training, the CNN makes markedly fewer mistakes. It is built

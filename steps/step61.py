@@ -24,6 +24,9 @@ import dezero_like.layers_conv as Lc
 from dezero_like import optimizers
 from dezero_like.datasets_seq import SinCurve, get_sin_curve
 from dezero_like.models import Model
+from dezero_like.plot import output_dir, plot_curves
+
+out_dir = output_dir(61)  # every file this step writes goes here
 
 np.random.seed(0)
 
@@ -140,6 +143,7 @@ for epoch in range(10):
     if epoch % 3 == 0 or epoch == 9:
         print(f"epoch {epoch + 1:2d}: mean squared error per step {epoch_losses[-1]:.4f}")
 print(f"largest graph backpropagated: {largest_graph} functions (30 steps, not the whole series)")
+plot_curves({"mean squared error per step": epoch_losses}, to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # ## Predicting the unseen cosine

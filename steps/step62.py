@@ -8,9 +8,12 @@
 # large weights, explode), and the network cannot learn long-range
 # dependencies.
 #
-# The **LSTM** (long short-term memory, Hochreiter and Schmidhuber, 1997)
-# adds a second state, the **cell** $c$, that is changed only by an
-# elementwise product and a sum. Three **gates**, each a sigmoid between 0
+# The **LSTM** (long short-term memory; Hochreiter and Schmidhuber, 1997,
+# "Long Short-Term Memory", introduced the cell with input and output gates,
+# and Gers, Schmidhuber and Cummins, 2000, "Learning to Forget: Continual
+# Prediction with LSTM", added the forget gate used here) adds a second
+# state, the **cell** $c$, that is changed only by an elementwise product and
+# a sum. Three **gates**, each a sigmoid between 0
 # and 1, decide what happens to it:
 #
 # $$f = \sigma(x W_{xf} + h W_{hf} + b_f), \quad i = \sigma(x W_{xi} + h W_{hi} + b_i),$$
@@ -21,9 +24,11 @@
 #
 # The forget gate $f$ keeps or erases old memory, the input gate $i$ admits
 # the new candidate $u$, the output gate $o$ decides how much of the cell is
-# shown. Along $c$, the gradient from $c_t$ to $c_{t-1}$ is just $f$: when
-# the network learns to keep $f$ near 1, information and gradients travel
-# many steps unchanged.
+# shown. Along the direct path through $c$, the gradient from $c_t$ to
+# $c_{t-1}$ is just $f$ (elementwise; the gates also depend on $c_{t-1}$
+# through $h_{t-1}$, which adds other paths): when the network learns to keep
+# $f$ near 1, information and gradients travel many steps along it almost
+# unchanged.
 
 # %%
 import matplotlib.pyplot as plt
@@ -36,8 +41,51 @@ import dezero_like.layers_conv as Lc
 from dezero_like import optimizers
 from dezero_like.datasets_seq import SeqDataLoader, SinCurve, get_sin_curve
 from dezero_like.models import Model
+from dezero_like.plot import output_dir, plot_curves, save_figure
+
+out_dir = output_dir(62)  # every file this step writes goes here
 
 np.random.seed(0)
+
+# %% [markdown]
+# The cell as a picture: the cell state runs along the top, touched only by
+# one product ($\odot f$) and one sum ($+\, i \odot u$); the four gates below
+# all read $x_t$ and $h_{t-1}$.
+
+# %%
+def node(ax, xy, text, color):
+    ax.text(*xy, text, ha="center", va="center", fontsize=11,
+            bbox={"boxstyle": "round,pad=0.3", "fc": color, "ec": "k"})
+
+
+def arrow(ax, start, end):
+    ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "lw": 1.2,
+                                             "shrinkA": 12, "shrinkB": 12})
+
+
+fig, ax = plt.subplots(figsize=(9, 3.8))
+pos = {"c_prev": (0, 3), "mul_f": (3, 3), "add": (5, 3), "c": (9, 3), "tanh_c": (7, 2),
+       "mul_o": (7, 1), "h": (9, 0.2), "f": (3, 1), "i": (4.3, 1), "u": (5.6, 1),
+       "o": (6.3, 0), "mul_iu": (5, 2), "in": (1.3, 0)}
+node(ax, pos["c_prev"], "$c_{t-1}$", "white")
+node(ax, pos["c"], "$c_t$", "white")
+node(ax, pos["h"], "$h_t$", "white")
+node(ax, pos["in"], r"$x_t,\ h_{t-1}$", "white")
+for name, label in [("f", "f = σ"), ("i", "i = σ"), ("u", "u = tanh"), ("o", "o = σ")]:
+    node(ax, pos[name], label, "#fdc")
+for name, label in [("mul_f", "⊙"), ("add", "+"), ("mul_iu", "⊙"), ("mul_o", "⊙")]:
+    node(ax, pos[name], label, "#cde")
+node(ax, pos["tanh_c"], "tanh", "#dfd")
+for a, b in [("c_prev", "mul_f"), ("mul_f", "add"), ("add", "c"), ("f", "mul_f"),
+             ("i", "mul_iu"), ("u", "mul_iu"), ("mul_iu", "add"), ("add", "tanh_c"),
+             ("tanh_c", "mul_o"), ("o", "mul_o"), ("mul_o", "h"),
+             ("in", "f"), ("in", "i"), ("in", "u"), ("in", "o")]:
+    arrow(ax, pos[a], pos[b])
+ax.set_xlim(-0.7, 9.7)
+ax.set_ylim(-0.5, 3.6)
+ax.axis("off")
+ax.set_title("one LSTM step (with the forget gate of Gers et al., 2000)")
+save_figure(fig, out_dir / "lstm_cell.png")
 
 # %% [markdown]
 # ## The LSTM layer
@@ -128,6 +176,7 @@ for epoch in range(10):
             loss = 0
     epoch_losses.append(total / count)
     print(f"epoch {epoch + 1}: mean squared error per batch {epoch_losses[-1]:.4f}")
+plot_curves({"mean squared error per batch": epoch_losses}, to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # As in step 61, the trained model reads the unseen cosine one value at a time

@@ -6,10 +6,17 @@
 # is long gone, and so is the evidence. Infinity behaves much the same:
 # `inf - inf` and `0 * inf` are NaN.
 #
-# Industrial frameworks offer a switch that checks every result as it is made:
-# Chainer's `chainer.set_debug(True)`, PyTorch's
-# `torch.autograd.set_detect_anomaly(True)`. Ours is
-# `with dz.debug_mode():`. It is built entirely from the hooks of step 65: a
+# Industrial frameworks offer switches for this. Chainer's debug mode
+# (`chainer.set_debug(True)`) checks every result of the forward and the
+# backward computation and raises `RuntimeError` at the first NaN (Chainer
+# documentation, "Debug Mode"). PyTorch's
+# `torch.autograd.set_detect_anomaly(True)` checks only the **backward** pass:
+# it raises when a backward function produces NaN, and it records during
+# forward the traceback of each operation, so the error can point at the
+# forward line whose backward failed (PyTorch documentation,
+# `torch.autograd.detect_anomaly`). A NaN made in the forward pass itself goes
+# unreported there until it reaches a backward. Ours, like Chainer's, checks
+# both passes: `with dz.debug_mode():`. It is built entirely from the hooks of step 65: a
 # `DebugHook` whose `forward_postprocess` and `backward_postprocess` run
 # `isfinite` on each new array and raise `DebugError` (a `RuntimeError`) that
 # names the function, the pass, the line of your code that called it, and what

@@ -2,9 +2,8 @@
 # # Step 68: Benchmarking forward and backward per iteration
 #
 # "Training is slow" is not something you can fix. "The backward of `Linear`
-# takes 60% of an iteration" is. Framework benchmarks (the ones in PyTorch's
-# and Chainer's repositories, or MLPerf) therefore time each **pass** of a
-# training iteration separately:
+# takes 60% of an iteration" is. To find where the time goes, time each
+# **pass** of a training iteration separately:
 #
 # * **forward**: the model and the loss;
 # * **backward**: clearing old gradients and `loss.backward()`;
@@ -17,6 +16,13 @@
 # * *mean* is what training will actually cost;
 # * *max* shows the hiccups: garbage collection, other programs, a first call
 #   that allocates memory.
+#
+# This answers a narrower question than end-to-end benchmarks do. MLPerf
+# Training, for example, measures the wall-clock time to train a model until it
+# reaches a target quality (Mattson et al., 2020, "MLPerf Training Benchmark"),
+# which also counts how many iterations an optimizer needs. Per-pass timings
+# explain where one iteration's time goes; they cannot tell you how many
+# iterations you will need.
 #
 # Three rules make the numbers trustworthy:
 #
@@ -95,13 +101,15 @@ optimizer = SGD(lr=0.1).setup(model)
 times = time_passes(model, optimizer, x, t)
 print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, numpy {np.__version__}")
 print_table(times)
+ratio = min(times["backward"]) / min(times["forward"])
+print(f"backward / forward (fastest iterations): {ratio:.1f}")
 
 # %% [markdown]
 # The numbers depend on your machine (and, on a shared one, on your
 # neighbours), which is why a benchmark always prints what it ran on.
-# Typically backward costs one to two forwards: for each `Linear`, forward
-# does one matrix product ($xW$) and backward two ($g_y W^\top$ and
-# $x^\top g_y$).
+# Expect backward to cost one to two forwards (the ratio is printed above):
+# for each `Linear`, forward does one matrix product ($xW$) and backward two
+# ($g_y W^\top$ and $x^\top g_y$) of the same size.
 #
 # A histogram of the iterations shows why mean and min differ:
 

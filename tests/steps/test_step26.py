@@ -16,7 +16,8 @@ pytestmark = pytest.mark.skipif(not HAVE_RENDERER, reason="no DOT renderer (dot 
 def test_png_and_svg_files_are_written(load_step):
     step = load_step(26)
     png = step.image.path
-    assert png.name == "goldstein.png"
+    assert png.name == "goldstein.png" and png.parent.name == "step26"
+    assert png.parent.parent.name == "outputs"
     assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert step.image.dot_path.exists()
     svg = step.svg_image.path.read_text()
@@ -58,11 +59,13 @@ def test_notebook_shows_the_graph_inline(tmp_path):
              if o.get("output_type") == "execute_result" and "image/svg+xml" in o.get("data", {})]
     assert len(shown) >= 2  # the Goldstein-Price graph and the small verbose one
     assert any(">x<" in "".join(o["data"]["image/svg+xml"]) for o in shown)
-    assert (tmp_path / "goldstein.png").exists()
+    assert (tmp_path / "outputs" / "step26" / "goldstein.png").exists()
     json.dumps(nb)  # the executed notebook is still valid JSON
 
 
 def test_demo_output(load_step):
-    out = load_step(26).output
+    step = load_step(26)
+    out = step.output
     assert "renderer:" in out and "SVG mentions x: True" in out
+    assert f"wrote {step.image.path}" in out and step.image.path.is_absolute()
     assert "self-check passed" in out

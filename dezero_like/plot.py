@@ -1,0 +1,125 @@
+"""Small plotting helpers shared by the steps: where files go, training curves, paths on a surface.
+
+Matplotlib is imported inside the functions that draw, so ``import dezero_like``
+does not pay for it. Every file a step writes goes into one folder per step,
+``outputs/stepNN/`` under the current directory (:func:`output_dir`), and the
+helpers print the full path of each file they write.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def output_dir(step):
+    """Return the absolute folder ``outputs/stepNN`` under the current directory, creating it.
+
+    ``step`` is the step's number (``output_dir(47)`` -> ``.../outputs/step47``).
+    """
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 1 <= step <= 99:
+        raise ValueError(f"output_dir expects a step number from 1 to 99, got {step!r}")
+    folder = (Path.cwd() / "outputs" / f"step{int(step):02d}").resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def save_figure(fig, path):
+    """Save a Matplotlib figure to ``path`` (format from its extension), print the path."""
+    path = Path(path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    print("wrote", path)
+    return path
+
+
+def written(image):
+    """Print the full paths of the files behind a graph image, and return the image.
+
+    Wrap :func:`dezero_like.utils.plot_dot_graph` with it, as the last
+    expression of a notebook cell, so the cell both says where the files went
+    and shows the picture: ``written(plot_dot_graph(y, to_file=out / "y.png"))``.
+    """
+    paths = [image.path, getattr(image, "dot_path", None)]
+    print("wrote", " and ".join(str(Path(q).resolve()) for q in paths if q is not None))
+    return image
+
+
+def plot_curves(curves, *, xlabel="epoch", title=None, to_file=None, logy=False):
+    """Draw training curves, one panel per quantity, and return the figure.
+
+    ``curves`` maps a panel's name (its y label, e.g. ``"loss"``) to either a
+    sequence of values or a dict ``{series name: sequence}`` (e.g. train and
+    test accuracy, or one curve per optimizer). Values are plotted against
+    1, 2, ... (the epoch or iteration number). With ``to_file`` the figure is
+    also saved there (:func:`save_figure`). ``logy`` puts every panel's y axis
+    on a log scale.
+    """
+    import matplotlib.pyplot as plt
+
+    if not curves:
+        raise ValueError("plot_curves needs at least one curve, e.g. {'loss': losses}")
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.5 * len(curves), 3.3), squeeze=False)
+    for ax, (ylabel, series) in zip(axes[0], curves.items()):
+        if not isinstance(series, dict):
+            series = {None: series}
+        for label, values in series.items():
+            values = np.asarray(values, dtype=float)
+            if values.ndim != 1:
+                raise ValueError(f"curve {ylabel!r}/{label!r} must be a 1-D sequence of numbers, "
+                                 f"got shape {values.shape}")
+            ax.plot(np.arange(1, len(values) + 1), values, label=label)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if logy:
+            ax.set_yscale("log")
+        if any(label is not None for label in series):
+            ax.legend()
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if to_file is not None:
+        save_figure(fig, to_file)
+    return fig
+
+
+def plot_paths(f, paths, *, xlim, ylim, levels=30, title=None, to_file=None, log_levels=False):
+    """Draw the contours of ``f(x, y)`` and each path of points on it; return the figure.
+
+    ``f`` takes two NumPy grids and returns a grid of values. ``paths`` maps a
+    name to a sequence of ``(x, y)`` points (e.g. the iterates of an
+    optimizer). ``log_levels`` spaces the contour levels logarithmically, which
+    suits functions with a deep narrow valley such as Rosenbrock's.
+    """
+    import matplotlib.pyplot as plt
+
+    xs = np.linspace(*xlim, 200)
+    ys = np.linspace(*ylim, 200)
+    gx, gy = np.meshgrid(xs, ys)
+    z = f(gx, gy)
+    if log_levels:
+        levels = np.geomspace(max(z.min(), 1e-3), z.max(), levels)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.contour(gx, gy, z, levels=levels, cmap="Greys", linewidths=0.7)
+    for name, points in paths.items():
+        points = np.asarray(points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != 2:
+            raise ValueError(f"path {name!r} must be a sequence of (x, y) points, got shape "
+                             f"{points.shape}")
+        ax.plot(points[:, 0], points[:, 1], ".-", ms=3, lw=1, label=name)
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_xlabel("$x_0$")
+    ax.set_ylabel("$x_1$")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    if to_file is not None:
+        save_figure(fig, to_file)
+    return fig
+
+
+__all__ = ["output_dir", "plot_curves", "plot_paths", "save_figure", "written"]

@@ -1,0 +1,72 @@
+"""dezero_like.plot: the output folder of a step, training curves, paths on a surface."""
+
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from dezero_like import plot
+
+
+def test_output_dir_is_absolute_per_step_and_created(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = plot.output_dir(7)
+    assert folder == (tmp_path / "outputs" / "step07").resolve()
+    assert folder.is_dir() and folder.is_absolute()
+    assert plot.output_dir(7) == folder  # a second call reuses it
+
+
+@pytest.mark.parametrize("bad", [0, 100, "07", 7.0, True])
+def test_output_dir_rejects_what_is_not_a_step_number(bad):
+    with pytest.raises(ValueError, match="step number"):
+        plot.output_dir(bad)
+
+
+def test_plot_curves_draws_one_panel_per_quantity_and_saves(tmp_path, capsys):
+    fig = plot.plot_curves(
+        {"loss": [3.0, 2.0, 1.5], "accuracy": {"train": [0.5, 0.7, 0.8], "test": [0.4, 0.6, 0.7]}},
+        to_file=tmp_path / "curves.png",
+    )
+    loss_ax, acc_ax = fig.axes
+    assert loss_ax.get_ylabel() == "loss" and acc_ax.get_ylabel() == "accuracy"
+    assert len(acc_ax.lines) == 2
+    np.testing.assert_array_equal(loss_ax.lines[0].get_xdata(), [1, 2, 3])
+    np.testing.assert_array_equal(loss_ax.lines[0].get_ydata(), [3.0, 2.0, 1.5])
+    png = tmp_path / "curves.png"
+    assert png.read_bytes().startswith(b"\x89PNG")
+    assert f"wrote {png.resolve()}" in capsys.readouterr().out
+
+
+def test_plot_curves_rejects_empty_and_nested_input():
+    with pytest.raises(ValueError, match="at least one curve"):
+        plot.plot_curves({})
+    with pytest.raises(ValueError, match="1-D sequence"):
+        plot.plot_curves({"loss": [[1.0, 2.0]]})
+
+
+def test_plot_paths_draws_each_path_over_the_contours(tmp_path):
+    paths = {"a": [(1.0, 1.0), (0.5, 0.2), (0.0, 0.0)], "b": np.zeros((4, 2))}
+    fig = plot.plot_paths(lambda u, v: u**2 + v**2, paths, xlim=(-1, 1), ylim=(-1, 1),
+                          to_file=tmp_path / "paths.svg")
+    (ax,) = fig.axes
+    np.testing.assert_array_equal(ax.lines[0].get_ydata(), [1.0, 0.2, 0.0])
+    assert len(ax.lines) == 2
+    assert "<svg" in (tmp_path / "paths.svg").read_text()
+    with pytest.raises(ValueError, match=r"\(x, y\) points"):
+        plot.plot_paths(lambda u, v: u + v, {"bad": [1.0, 2.0]}, xlim=(0, 1), ylim=(0, 1))
+
+
+def test_written_prints_both_full_paths_and_returns_the_image(tmp_path, capsys):
+    image = types.SimpleNamespace(path=tmp_path / "g.png", dot_path=tmp_path / "g.dot")
+    assert plot.written(image) is image
+    out = capsys.readouterr().out
+    assert str(tmp_path / "g.png") in out and str(tmp_path / "g.dot") in out
+
+
+def test_importing_the_package_does_not_import_matplotlib():
+    code = "import sys, dezero_like, dezero_like.plot; print('matplotlib' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "False"
