@@ -45,11 +45,11 @@ def _graph_nodes(output, functions):
     """Every variable node of the graph, by key (the objects alive now)."""
     nodes = {_graph._var_key(output): output}
     for f in functions:
-        for ref in f.outputs:
+        for ref in _graph.function_outputs(f):
             y = _graph._deref(ref)
             if y is not None:
                 nodes.setdefault(_graph._var_key(y), y)
-        for x in f.inputs:
+        for x in _graph.function_inputs(f):
             nodes.setdefault(_graph._var_key(x), x)
     return nodes
 
@@ -76,6 +76,11 @@ class BackpropAnimation:
     def order(self):
         """The functions in the order backward processed them."""
         return [f for f, _ in self.frames if f is not None]
+
+    def gradients(self, variable):
+        """The gradient of ``variable`` in each frame (None where not known yet)."""
+        key = _graph._var_key(variable)
+        return [grads.get(key) for _, grads in self.frames]
 
     def __len__(self):
         return len(self.frames)

@@ -30,7 +30,8 @@ It is a function hook, so outside the block nothing is kept and nothing costs.
 The graphs of the step snapshots (steps 07-22, whose ``Variable`` and
 ``Function`` classes are their own, simpler ones) draw too: any object with
 ``data``, ``grad`` and ``creator`` is accepted, and a function needs ``inputs``
-and ``outputs`` (variables or weak references to them).
+and ``outputs`` (variables or weak references to them), or ``input`` and
+``output`` as in the one-input steps 07-10.
 
 How the graph is identified: a leaf variable is its own node (``id(var)``). An
 intermediate variable may exist as several Python objects (the user's one and
@@ -95,6 +96,16 @@ def _is_variable(obj):
 def _deref(ref):
     """A function's output slot: a weak reference (package, later steps) or the variable."""
     return ref() if isinstance(ref, weakref.ref) else ref
+
+
+def function_inputs(f):
+    """A function's inputs: ``f.inputs``, or ``(f.input,)`` in the one-input steps 07-10."""
+    return f.inputs if hasattr(f, "inputs") else (f.input,)
+
+
+def function_outputs(f):
+    """A function's output slots: ``f.outputs``, or ``(f.output,)`` in steps 07-10."""
+    return f.outputs if hasattr(f, "outputs") else (f.output,)
 
 
 def _var_key(v):
@@ -199,7 +210,7 @@ def graph_functions(output):
     while funcs:
         f = heapq.heappop(funcs)[2]
         order.append(f)
-        for x in f.inputs:
+        for x in function_inputs(f):
             c = x.creator
             if c is not None and id(c) not in seen:
                 seen.add(id(c))
@@ -243,7 +254,7 @@ def get_dot_graph(output, verbose=True, values=False, *, grads=None, active=None
     lines.append("  " + var_node(output))
     for f in graph_functions(output):
         lines.append("  " + _func_node(f, active is f))
-        for i, ref in enumerate(f.outputs):
+        for i, ref in enumerate(function_outputs(f)):
             y = _deref(ref)
             key = f"v{id(f)}_{i}" if y is None else _var_key(y)
             if key not in seen_vars:
@@ -253,7 +264,7 @@ def get_dot_graph(output, verbose=True, values=False, *, grads=None, active=None
                 else:
                     lines.append("  " + var_node(y))
             lines.append(f"  f{id(f)} -> {key};")
-        for x in f.inputs:
+        for x in function_inputs(f):
             key = _var_key(x)
             if key not in seen_vars:
                 seen_vars.add(key)
