@@ -43,7 +43,7 @@ def test_without_keeping_intermediate_nodes_have_no_value_or_grad():
 
 def test_keep_values_for_drawing_shows_every_value_and_gradient():
     x, y = chain()
-    with keep_values_for_drawing():
+    with dz.keep_values_for_drawing():  # the top-level name is the same hook
         y = (x * x) * 3.0 + x
         y.backward()
     found = variable_labels(get_dot_graph(y, values=True))
