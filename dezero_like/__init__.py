@@ -33,12 +33,14 @@ from dezero_like.core import (
 )
 from dezero_like.dataloaders import DataLoader
 from dezero_like.datasets_seq import SeqDataLoader
+from dezero_like.graph import keep_values_for_drawing
 from dezero_like.hooks import debug_mode
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Config", "DataLoader", "Function", "Parameter", "SeqDataLoader", "Variable", "as_array",
-    "as_variable", "cuda", "datasets", "debug_mode", "functions", "hooks", "layers", "models",
-    "no_grad", "optimizers", "test_mode", "transforms", "using_config", "utils", "__version__",
+    "as_variable", "cuda", "datasets", "debug_mode", "functions", "hooks",
+    "keep_values_for_drawing", "layers", "models", "no_grad", "optimizers", "test_mode",
+    "transforms", "using_config", "utils", "__version__",
 ]

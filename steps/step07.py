@@ -170,6 +170,23 @@ print("x.grad =", x.grad, " (step 05 computed 82.387111 by hand)")
 print("b.grad =", b.grad, " a.grad =", a.grad)
 
 # %% [markdown]
+# The same links as a picture. The package's drawing code (`dezero_like.graph`,
+# used here ahead of step 26, where it is introduced) reads only `creator`,
+# `input`, `output`, `data` and `grad`, so it can draw the graph our own
+# classes built. Variables are orange ellipses with their value and gradient,
+# functions blue boxes; arrows point the way the forward pass went, and
+# `backward()` walked them upwards:
+
+# %%
+from pathlib import Path
+
+from dezero_like.graph import plot_dot_graph  # reads only creator, input, output, data, grad
+
+image = plot_dot_graph(y, values=True, to_file=Path("step07_output") / "chain.svg")
+print("graph drawn to", image.path)
+image
+
+# %% [markdown]
 # The chain does not have to be written out step by step. Any expression
 # built from our functions leaves its trail, and `backward()` finds it:
 

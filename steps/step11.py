@@ -252,6 +252,20 @@ s, d = AddSub()([Variable(np.array(7.0)), Variable(np.array(2.0))])
 print("sum:", s.data, " difference:", d.data, " same creator:", s.creator is d.creator)
 
 # %% [markdown]
+# Drawn with the package's graph code (which reads only `creator`, `inputs`,
+# `outputs`, `data` and `grad`), the two results hang from one function box.
+# Nothing has been differentiated yet, so every gradient shows `-`:
+
+# %%
+from pathlib import Path
+
+from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+
+image = plot_dot_graph(s, values=True, to_file=Path("step11_output") / "addsub.svg")
+print("graph drawn to", image.path)
+image
+
+# %% [markdown]
 # ## The one-input functions still work
 #
 # `Square` and `Exp` moved to the list convention, but their wrappers hide

@@ -244,6 +244,19 @@ print("x.grad =", x.grad, " (2x =", 2 * x.data, ")")
 print("y.grad =", y.grad, " (2y =", 2 * y.data, ")")
 
 # %% [markdown]
+# Drawn, the graph shows the two branches that meet in `Add`: each input's
+# gradient arrived along its own branch.
+
+# %%
+from pathlib import Path
+
+from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+
+image = plot_dot_graph(z, values=True, to_file=Path("step13_output") / "x2_plus_y2.svg")
+print("graph drawn to", image.path)
+image
+
+# %% [markdown]
 # ## Checking against numerical differentiation
 #
 # A hand derivation can be wrong too, so we also compare with central

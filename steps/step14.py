@@ -268,6 +268,19 @@ y.backward()
 print("x + x + x:      x.grad =", x.grad)
 
 # %% [markdown]
+# In the picture, `x` is one node with three arrows leaving it: one per use.
+# Backward brings a gradient back along each arrow, and `x.grad` is their sum.
+
+# %%
+from pathlib import Path
+
+from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+
+image = plot_dot_graph(y, values=True, to_file=Path("step14_output") / "x_plus_x_plus_x.svg")
+print("graph drawn to", image.path)
+image
+
+# %% [markdown]
 # ## Reusing a variable: `cleargrad`
 #
 # Accumulation has a consequence. A leaf keeps its gradient after backward, so

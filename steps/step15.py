@@ -268,6 +268,26 @@ print("naive  x.grad += gx:       y.grad =", y.grad, " x.grad =", x.grad,
       " same array:", y.grad is x.grad)
 
 # %% [markdown]
+# Watch it happen. `record_backward` (from the package's `dezero_like.animate`)
+# runs the backward pass and takes a picture each time a function's backward
+# starts, plus one at the end, copying every gradient known at that moment.
+# In the first frame `Add` is about to run and `y`'s gradient is 1; in the
+# last, `y`'s gradient reads 2, although no function ever computed a new one for `y`:
+# the `+=` wrote into the array that `y.grad` is.
+
+# %%
+from pathlib import Path
+
+from dezero_like.animate import record_backward  # works on this step's own classes
+
+x = InplaceVariable(np.array(3.0))
+y = add(x, x)
+movie = record_backward(y)
+print(movie, "| y.grad in each frame:", [float(g) for g in movie.gradients(y)])
+print("animation saved to", movie.save(Path("step15_output") / "inplace_bug.gif"))
+movie
+
+# %% [markdown]
 # `x.grad` is right (2) but `y.grad` is wrong: the gradient of $y$ with respect
 # to itself is 1, always. Now the fixed rule:
 

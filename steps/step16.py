@@ -296,6 +296,35 @@ print("generations: x", x.generation, "| a", a.generation, "| y", y.generation,
       "| a.creator", a.creator.generation, "| y.creator", y.creator.generation)
 
 # %% [markdown]
+# Both orders as animations. Each frame highlights the function whose backward
+# is about to run and writes into every variable the gradient known at that
+# moment (`-`: none yet). In stack order the `Square` that made `a` runs while
+# `a`'s gradient is still 8 (one path's share), and then again; in generation
+# order it waits until `a`'s gradient is complete (16) and runs once.
+
+# %%
+from pathlib import Path
+
+from dezero_like.animate import record_backward  # works on this step's own classes
+
+x = Variable(np.array(2.0))
+a = square(x)
+y = add(square(a), square(a))
+stack_movie = record_backward(y, backward=lambda: backward_stack_order(y))
+print("stack order:     ", stack_movie, " x.grad =", x.grad)
+print("saved to", stack_movie.save(Path("step16_output") / "stack_order.gif"))
+stack_movie
+
+# %%
+x = Variable(np.array(2.0))
+a = square(x)
+y = add(square(a), square(a))
+generation_movie = record_backward(y)
+print("generation order:", generation_movie, " x.grad =", x.grad)
+print("saved to", generation_movie.save(Path("step16_output") / "generation_order.gif"))
+generation_movie
+
+# %% [markdown]
 # The stack ran the first `Square` (the one that made `a`) **twice**: once when
 # `a`'s gradient held only the contribution of one path, and again after the
 # second path arrived. The first run added a partial gradient to `x.grad`,

@@ -300,6 +300,24 @@ for f, output_grads in calls:
 print("x.grad =", x.grad, " (8 x^3 =", 8 * x.data**3, ")")
 
 # %% [markdown]
+# The same run as an animation: each frame highlights the function taken from
+# the priority queue, with every gradient known at that moment written in.
+
+# %%
+from pathlib import Path
+
+from dezero_like.animate import record_backward  # works on this step's own classes
+
+x = Variable(np.array(2.0))
+a = square(x)
+y = add(square(a), square(a))
+movie = record_backward(y)
+print(movie)
+print("generations in the order run:", [f.generation for f in movie.order])
+print("animation saved to", movie.save(Path("step17_output") / "heap_order.gif"))
+movie
+
+# %% [markdown]
 # Every function ran once. `Square a=x^2` ran last, when `a.grad` had received
 # both contributions ($2a + 2a = 16$); `b`'s `Square` ran before `c`'s because it
 # was queued first.

@@ -309,6 +309,19 @@ y.backward(retain_grad=True)
 print("retain_grad=True: x.grad =", x.grad, " a.grad =", a.grad, " y.grad =", y.grad)
 
 # %% [markdown]
+# The second diamond drawn: with `retain_grad=True` every node still holds its
+# gradient after backward (without it, only `x` would).
+
+# %%
+from pathlib import Path
+
+from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+
+image = plot_dot_graph(y, values=True, to_file=Path("step19_output") / "diamond_retain_grad.svg")
+print("graph drawn to", image.path)
+image
+
+# %% [markdown]
 # ## No graph under `no_grad()`
 #
 # Under `no_grad()` the result has no creator, and the functions are freed as

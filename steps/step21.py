@@ -331,6 +331,20 @@ print("the graph:", type(y.creator).__name__, "<-",
       [type(x.creator).__name__ if x.creator else x.name for x in y.creator.inputs])
 
 # %% [markdown]
+# The graph drawn, with names, values and gradients. The product and the output
+# show no gradient (`-`): since step 19, backward keeps gradients only on the
+# inputs unless it is called with `retain_grad=True`.
+
+# %%
+from pathlib import Path
+
+from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+
+image = plot_dot_graph(y, values=True, to_file=Path("step21_output") / "ab_plus_c.svg")
+print("graph drawn to", image.path)
+image
+
+# %% [markdown]
 # Operators combine with everything we built so far. The same variable may
 # appear several times, and the gradients accumulate as in step 14:
 # $y = x \cdot x + x$ has $dy/dx = 2x + 1$. The gradient checker agrees, for

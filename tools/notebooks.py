@@ -14,7 +14,8 @@ This tool turns every script into ``notebooks/stepNN.ipynb``: the first
 Markdown cell, then a Colab badge and a set-up cell (generated here, identical
 in every notebook), then the script's cells in order.
 
-    python tools/notebooks.py build    # write every notebook
+    python tools/notebooks.py build    # write every notebook (stored outputs kept)
+    python tools/notebooks.py build --execute [step01 ...]   # ... and store fresh outputs
     python tools/notebooks.py check    # exit 1 and name the notebooks that drifted
     python tools/notebooks.py execute [step01 ...] [-j 2]   # run them headless, cached
 
@@ -24,6 +25,18 @@ executed copy in a cache (``build/executed/`` by default). A cached copy is
 reused while the notebook, the package sources and the NumPy/Python versions
 are unchanged; the docs build and the test suite share this machinery, so each
 notebook is executed once (see docs/contributing.md).
+
+Stored outputs: the notebooks in the repository carry their outputs (printed
+text, plots, graph pictures), so GitHub and Colab show them before anything
+runs. ``build --execute`` executes the notebooks (through the same cache) and
+writes each one back with its outputs and, in the notebook's metadata
+(``dezero_like.source_hash``), a hash of the cell sources it was executed
+from. ``build`` without ``--execute`` keeps the stored outputs of a notebook
+whose sources did not change and drops them (outputs of other code would
+mislead) when they did. ``check`` compares sources only; ``stale_outputs``
+(used by the tests) tells whether stored outputs belong to the current sources.
+A notebook that fails to execute keeps no outputs; the command names it, shows
+the failing cell's error and exits 1 after trying all the others.
 """
 
 from __future__ import annotations
@@ -207,6 +220,78 @@ def render(nb):
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
+# --------------------------------------------------------------------------- #
+# Stored outputs
+# --------------------------------------------------------------------------- #
+
+META_KEY = "dezero_like"
+
+
+def source_hash(nb):
+    """Hash of what a notebook's outputs depend on in the notebook: its cells' kinds and sources."""
+    cells = [[c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list)
+              else c["source"]] for c in nb["cells"]]
+    return hashlib.sha256(json.dumps(cells, ensure_ascii=False).encode()).hexdigest()
+
+
+def strip_outputs(nb):
+    """A copy of ``nb`` without outputs, execution counts or the stored-output metadata."""
+    nb = json.loads(json.dumps(nb))
+    nb["metadata"].pop(META_KEY, None)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+    return nb
+
+
+def with_outputs(built, executed):
+    """The built notebook with the outputs of ``executed`` (same cells) and their source hash."""
+    nb = json.loads(json.dumps(built))
+    if len(executed["cells"]) != len(nb["cells"]):
+        raise ValueError("the executed notebook does not have the built notebook's cells")
+    for cell, done in zip(nb["cells"], executed["cells"]):
+        if cell["cell_type"] == "code":
+            cell["outputs"] = done.get("outputs", [])
+            cell["execution_count"] = done.get("execution_count")
+    nb["metadata"][META_KEY] = {"source_hash": source_hash(built)}
+    return nb
+
+
+def has_outputs(nb):
+    return any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def stale_outputs(nb):
+    """Why the outputs stored in ``nb`` do not belong to its sources, or None when they do."""
+    if not has_outputs(nb):
+        return None
+    stored = nb["metadata"].get(META_KEY, {}).get("source_hash")
+    if stored is None:
+        return "it has outputs but no source hash: run python tools/notebooks.py build --execute"
+    if stored != source_hash(nb):
+        return ("its outputs were made from other cell sources: "
+                "run python tools/notebooks.py build --execute")
+    return None
+
+
+def _read_json(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def built_text(script):
+    """The notebook text ``build`` writes: the script's cells, plus still-valid stored outputs."""
+    built = build_notebook(script)
+    old = _read_json(NOTEBOOKS / f"{script.stem}.ipynb")
+    if (old is not None and has_outputs(old) and stale_outputs(old) is None
+            and render(strip_outputs(old)) == render(built)):
+        return render(with_outputs(built, old))
+    return render(built)
+
+
 def step_scripts():
     return sorted(STEPS.glob("step[0-9][0-9]*.py"))
 
@@ -251,7 +336,7 @@ def execution_key(notebook):
     import numpy
 
     h = hashlib.sha256()
-    h.update(Path(notebook).read_bytes())
+    h.update(render(strip_outputs(json.loads(Path(notebook).read_text()))).encode())
     for source in sorted(PACKAGE.rglob("*.py")):
         h.update(str(source.relative_to(PACKAGE)).encode())
         h.update(source.read_bytes())
@@ -328,14 +413,52 @@ def execute_all(names, cache=CACHE, *, jobs=1, fresh=False):
         return list(pool.map(lambda n: execute(n, cache, fresh=fresh), names))
 
 
+def store_outputs(names, cache=CACHE, *, jobs=1, fresh=False, out=print):
+    """Execute ``names`` and write each notebook back with its outputs; return the failures.
+
+    Each notebook is tried; a failure is reported (name and the error's last lines)
+    and that notebook is left without outputs, so it is never stored half-run.
+    """
+    failures = {}
+
+    def one(name):
+        script = STEPS / f"{name}.py"
+        target = NOTEBOOKS / f"{name}.ipynb"
+        try:
+            done = execute(name, cache, fresh=fresh)
+        except Exception as e:  # noqa: BLE001 - reported, and the others still run
+            text = str(e).strip().splitlines()
+            failures[name] = "\n".join(text[-8:]) or type(e).__name__
+            target.write_text(render(build_notebook(script)))
+            out(f"{name}: FAILED ({type(e).__name__}); stored without outputs")
+            return
+        nb = with_outputs(build_notebook(script), json.loads(done.path.read_text()))
+        target.write_text(render(nb))
+        size = target.stat().st_size
+        how = "cached run" if done.reused else "ran"
+        out(f"{name}: {how} {done.seconds:6.2f} s, stored {size / 1024:.0f} KiB -> {target}")
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, names))
+    total = sum(p.stat().st_size for p in NOTEBOOKS.glob("*.ipynb"))
+    out(f"{len(names) - len(failures)}/{len(names)} notebooks stored with outputs; "
+        f"{NOTEBOOKS} holds {total / 1024 / 1024:.2f} MiB")
+    for name, error in sorted(failures.items()):
+        out(f"--- {name} failed:\n{error}")
+    return failures
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["build", "check", "execute"])
-    parser.add_argument("names", nargs="*", help="execute: notebooks to run (default: all)")
+    parser.add_argument("names", nargs="*",
+                        help="execute, build --execute: notebooks to run (default: all)")
+    parser.add_argument("--execute", action="store_true",
+                        help="build: execute the notebooks and store their outputs in them")
     parser.add_argument("-j", "--jobs", type=int, default=1, help="execute: kernels at a time")
     parser.add_argument("--cache", type=Path, default=CACHE, help="execute: cache directory")
     parser.add_argument("--fresh", action="store_true", help="execute: ignore cached results")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.command == "execute":
         names = args.names or [s.stem for s in step_scripts()]
         total = 0.0
@@ -352,12 +475,12 @@ def main(argv=None):
     NOTEBOOKS.mkdir(exist_ok=True)
     for script in step_scripts():
         target = NOTEBOOKS / f"{script.stem}.ipynb"
-        text = render(build_notebook(script))
+        text = built_text(script)
         if args.command == "build":
             if not target.exists() or target.read_text() != text:
                 target.write_text(text)
                 print(f"wrote {target.relative_to(ROOT)}")
-        elif not target.exists() or target.read_text() != text:
+        elif not target.exists() or _sources_of(target) != render(build_notebook(script)):
             drifted.append(target.relative_to(ROOT))
     stale = {p.stem for p in NOTEBOOKS.glob("step*.ipynb")} - {s.stem for s in step_scripts()}
     if args.command == "check":
@@ -366,7 +489,17 @@ def main(argv=None):
         for s in sorted(stale):
             print(f"notebooks/{s}.ipynb has no steps/{s}.py")
         return 1 if drifted or stale else 0
+    if args.execute:
+        names = args.names or [s.stem for s in step_scripts()]
+        failures = store_outputs(names, args.cache, jobs=args.jobs, fresh=args.fresh)
+        return 1 if failures else 0
     return 0
+
+
+def _sources_of(path):
+    """The notebook at ``path`` as ``build`` would write it without outputs."""
+    nb = _read_json(path)
+    return None if nb is None else render(strip_outputs(nb))
 
 
 if __name__ == "__main__":
