@@ -182,7 +182,7 @@ from pathlib import Path
 
 from dezero_like.graph import plot_dot_graph  # reads only creator, input, output, data, grad
 
-image = plot_dot_graph(y, values=True, to_file=Path("step07_output") / "chain.svg")
+image = plot_dot_graph(y, values=True, to_file=Path("outputs", "step07") / "chain.svg")
 print("graph drawn to", image.path)
 image
 

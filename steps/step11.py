@@ -261,7 +261,7 @@ from pathlib import Path
 
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
 
-image = plot_dot_graph(s, values=True, to_file=Path("step11_output") / "addsub.svg")
+image = plot_dot_graph(s, values=True, to_file=Path("outputs", "step11") / "addsub.svg")
 print("graph drawn to", image.path)
 image
 

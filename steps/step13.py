@@ -252,7 +252,7 @@ from pathlib import Path
 
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
 
-image = plot_dot_graph(z, values=True, to_file=Path("step13_output") / "x2_plus_y2.svg")
+image = plot_dot_graph(z, values=True, to_file=Path("outputs", "step13") / "x2_plus_y2.svg")
 print("graph drawn to", image.path)
 image
 

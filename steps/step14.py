@@ -276,7 +276,7 @@ from pathlib import Path
 
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
 
-image = plot_dot_graph(y, values=True, to_file=Path("step14_output") / "x_plus_x_plus_x.svg")
+image = plot_dot_graph(y, values=True, to_file=Path("outputs", "step14") / "x_plus_x_plus_x.svg")
 print("graph drawn to", image.path)
 image
 

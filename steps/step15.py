@@ -284,7 +284,7 @@ x = InplaceVariable(np.array(3.0))
 y = add(x, x)
 movie = record_backward(y)
 print(movie, "| y.grad in each frame:", [float(g) for g in movie.gradients(y)])
-print("animation saved to", movie.save(Path("step15_output") / "inplace_bug.gif"))
+print("animation saved to", movie.save(Path("outputs", "step15") / "inplace_bug.gif"))
 movie
 
 # %% [markdown]

@@ -312,7 +312,7 @@ a = square(x)
 y = add(square(a), square(a))
 stack_movie = record_backward(y, backward=lambda: backward_stack_order(y))
 print("stack order:     ", stack_movie, " x.grad =", x.grad)
-print("saved to", stack_movie.save(Path("step16_output") / "stack_order.gif"))
+print("saved to", stack_movie.save(Path("outputs", "step16") / "stack_order.gif"))
 stack_movie
 
 # %%
@@ -321,7 +321,7 @@ a = square(x)
 y = add(square(a), square(a))
 generation_movie = record_backward(y)
 print("generation order:", generation_movie, " x.grad =", x.grad)
-print("saved to", generation_movie.save(Path("step16_output") / "generation_order.gif"))
+print("saved to", generation_movie.save(Path("outputs", "step16") / "generation_order.gif"))
 generation_movie
 
 # %% [markdown]

@@ -314,7 +314,7 @@ y = add(square(a), square(a))
 movie = record_backward(y)
 print(movie)
 print("generations in the order run:", [f.generation for f in movie.order])
-print("animation saved to", movie.save(Path("step17_output") / "heap_order.gif"))
+print("animation saved to", movie.save(Path("outputs", "step17") / "heap_order.gif"))
 movie
 
 # %% [markdown]

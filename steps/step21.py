@@ -340,7 +340,7 @@ from pathlib import Path
 
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
 
-image = plot_dot_graph(y, values=True, to_file=Path("step21_output") / "ab_plus_c.svg")
+image = plot_dot_graph(y, values=True, to_file=Path("outputs", "step21") / "ab_plus_c.svg")
 print("graph drawn to", image.path)
 image
 
