@@ -2,9 +2,8 @@
 # # Step 18: Memory: reference cycles and `weakref`
 #
 # Python (CPython, the usual interpreter) frees an object as soon as nothing
-# refers to it any more: every object
-# carries a **reference count**, and when it drops to zero the memory is
-# returned at once. This is fast and predictable, and a framework that holds
+# refers to it any more: every object carries a **reference count**, and when
+# it drops to zero the memory is returned at once. This is fast and predictable, and a framework that holds
 # large arrays depends on it.
 #
 # Reference counting has one blind spot: **cycles**. Our graph is full of them.
