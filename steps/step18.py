@@ -1,10 +1,10 @@
 # %% [markdown]
 # # Step 18: Memory: reference cycles and `weakref`
 #
-# Python frees an object as soon as nothing refers to it any more: every object
-# carries a **reference count**, and when it drops to zero the memory is
-# returned at once. This is fast and predictable, and a framework that holds
-# large arrays depends on it.
+# Python (CPython, the usual interpreter) frees an object as soon as nothing
+# refers to it any more: every object carries a **reference count**, and when
+# it drops to zero the memory is returned at once. This is fast and
+# predictable, and a framework that holds large arrays depends on it.
 #
 # Reference counting has one blind spot: **cycles**. Our graph is full of them.
 # A variable refers to its creator (`y.creator = f`) and the function refers

@@ -317,7 +317,8 @@ from pathlib import Path
 
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
 
-image = plot_dot_graph(y, values=True, to_file=Path("outputs", "step19") / "diamond_retain_grad.svg")
+image = plot_dot_graph(y, values=True,
+                       to_file=Path("outputs", "step19") / "diamond_retain_grad.svg")
 print("graph drawn to", image.path)
 image
 

@@ -2,8 +2,10 @@
 # # Step 37: `retain_graph`: the graph is freed after backward
 #
 # To run backward, functions keep arrays from the forward pass: `Mul` keeps its
-# inputs, `Tanh` its output, and so on. For a network those saved arrays are
-# most of the memory a training step uses. Once backward has read them, a
+# inputs, `Tanh` its output, and so on. For a network trained on large batches
+# those saved arrays (the *activations*) are often most of the memory a
+# training step uses; the weights, their gradients and the optimizer's state
+# are the rest. Once backward has read them, a
 # training loop never needs them again: the next iteration builds a new graph.
 #
 # So, as in PyTorch, **backward releases what the functions saved**. The graph's

@@ -126,8 +126,10 @@ plt.show()
 # The model is a multilayer perceptron 784 → 100 → 10 with ReLU,
 # $\mathrm{relu}(x) = \max(0, x)$, between the layers, trained with plain SGD
 # on mini-batches of 100 and the softmax cross entropy loss of step 49. Three
-# epochs are enough to see a real result; more epochs and a wider hidden layer
-# get close to 98% on the official split.
+# epochs are enough to see a real result. Bigger MLPs trained longer do
+# better: LeCun's MNIST page lists a 784-800-10 network at 1.6% test error
+# (Simard, Steinkraus and Platt, 2003, "Best Practices for Convolutional Neural
+# Networks Applied to Visual Document Analysis"), i.e. 98.4% accuracy.
 
 # %%
 np.random.seed(0)

@@ -13,8 +13,13 @@
 # the next step makes it fast.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
+
 import dezero_like.functions_conv as Fc
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(57)  # every file this step writes goes here
 
 # %% [markdown]
 # ## One channel, one kernel
@@ -85,6 +90,27 @@ print(same)
 strided = correlate2d(image, edge, stride=2, pad=1)
 print("stride=2, pad=1:", strided.shape)
 print(strided)
+
+# %% [markdown]
+# Where those windows sit: the padded 8×8 input (the zero border shaded), and
+# the windows of the first output row, two columns apart:
+
+# %%
+padded = np.pad(image, 1)
+fig, ax = plt.subplots(figsize=(4.5, 4.5))
+ax.imshow(padded, cmap="Greys", vmin=-0.5, vmax=1.5)
+for (r, c), v in np.ndenumerate(padded):
+    border = r in (0, padded.shape[0] - 1) or c in (0, padded.shape[1] - 1)
+    color = "tab:gray" if border else ("w" if v > 0.5 else "k")
+    ax.text(c, r, f"{v:g}", ha="center", va="center", color=color)
+for k, color in enumerate(["tab:blue", "tab:orange", "tab:green"]):
+    inset = 0.06 * (k + 1)
+    ax.add_patch(plt.Rectangle((2 * k - 0.5 + inset, -0.5 + inset), 3 - 2 * inset,
+                               3 - 2 * inset, fill=False, ec=color, lw=2.5))
+ax.set_title(f"pad=1, stride=2: output {strided.shape[0]}x{strided.shape[1]}")
+ax.set_xticks([])
+ax.set_yticks([])
+save_figure(fig, out_dir / "stride_windows.png")
 
 # %% [markdown]
 # ## The output size

@@ -7,9 +7,10 @@
 # becomes **one matrix product**, which NumPy hands to an optimised BLAS
 # routine. It was described by Chellapilla, Puri and Simard (2006, "High
 # Performance Convolutional Neural Networks for Document Processing") and made
-# widely known by Caffe (Jia et al., 2014), whose function gave it the name
-# `im2col`. (It is not the only way: libraries such as cuDNN and oneDNN also
-# convolve directly or with FFT and Winograd transforms, choosing per shape.)
+# widely known by Caffe (Jia et al., 2014); the name `im2col` is older, that
+# of a MATLAB function that rearranges image blocks into columns. (It is not
+# the only way: libraries such as cuDNN and oneDNN also convolve directly or
+# with FFT and Winograd transforms, choosing per shape.)
 #
 # **im2col** ("image to columns") copies each window the kernel will visit
 # into its own row: a window of $C \times K_H \times K_W$ values becomes a row

@@ -167,13 +167,15 @@ for name, shape, n in rows:
 vgg_total = sum(n for _, _, n in rows)
 print(f"total parameters: {vgg_total:,}")
 print(f"fc6 alone: {dict((r[0], r[2]) for r in rows)['fc6'] / vgg_total:.0%} of them")
+print(f"as float32: {vgg_total * 4 / 2**20:,.0f} MiB")
 
 # %% [markdown]
 # The 13 convolutions hold only 15 million of the 138 million parameters;
 # `fc6`, which connects the final 512×7×7 map to 4,096 units, holds 74%.
 # (Later architectures replace it with global average pooling.)
 #
-# Trained ImageNet weights for this layout are a 528 MB download.
+# Trained ImageNet weights for this layout are a download of that size (the
+# last line above: 4 bytes per parameter).
 # `VGG16(pretrained=True)` looks for them in `<data dir>/models/vgg16.npz`
 # (or `weights_file=...`) and, when they are not there, raises an error that
 # says where to put the file; it never downloads anything without a pinned

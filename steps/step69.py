@@ -11,7 +11,9 @@
 #
 # * the **graph** is made of small nodes that remember only structure (which
 #   function made them, which output slot, the generation). Chainer calls them
-#   `VariableNode`s; in PyTorch they are the `grad_fn` objects.
+#   `VariableNode`s. PyTorch goes further and keeps no variable nodes at all:
+#   its graph is made of the function nodes (the `grad_fn` objects), linked by
+#   edges that name a node and one of its input slots.
 # * each function **saves only the arrays its backward reads**: Chainer's
 #   `retain_inputs`/`retain_outputs`, PyTorch's `ctx.save_for_backward` and the
 #   `_saved_...` attributes of a `grad_fn`.

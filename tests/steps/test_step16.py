@@ -55,3 +55,10 @@ def test_demo_output(load_step):
     assert "stack order:       x.grad = 96.0" in out
     assert "generation order:  x.grad = 64.0" in out
     assert "self-check passed" in out
+
+
+def test_dfs_order_is_topological_and_hits_the_recursion_limit(load_step):
+    step = load_step(16)
+    assert "DFS order: [('Add', 2), ('Square', 1), ('Square', 1), ('Square', 0)]" in step.output
+    assert "RecursionError" in step.output
+    assert "x.grad = 1.0 (expected 1.0)" in step.output

@@ -38,3 +38,16 @@ def test_optimizers_train_the_network(load_step):
 
 def test_exercise(load_step):
     assert "self-check passed" in load_step(47).output
+
+
+def test_bias_correction_ratio_and_pictures(load_step):
+    step = load_step(47)
+    # without the correction the first Adam step is about 3.2 times too large
+    assert "t =     1: uncorrected step / corrected step = 3.16" in step.output
+    assert step.out_dir.parts[-2:] == ("outputs", "step47") and step.out_dir.is_absolute()
+    for name in ("bowl_paths.png", "sine_losses.png"):
+        path = step.out_dir / name
+        assert path.read_bytes().startswith(b"\x89PNG")
+        assert f"wrote {path}" in step.output
+    assert set(step.histories) == {"SGD", "MomentumSGD", "Adam"}
+    assert all(len(h) == 1000 for h in step.histories.values())
