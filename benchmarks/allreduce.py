@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import textwrap
 
 sys.dont_write_bytecode = True
@@ -86,47 +83,29 @@ EPOCH = textwrap.dedent("""
 """)
 
 
-def run(launcher, n, program, folder):
-    path = os.path.join(folder, "program.py")
-    with open(path, "w") as f:
-        f.write(program)
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    done = subprocess.run([launcher, "-n", str(n), sys.executable, path], env=env,
-                          capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:
-        raise SystemExit(f"mpiexec -n {n} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--procs", type=int, default=2, help="processes (default 2)")
     args = parser.parse_args(argv)
     from _machine import describe  # beside this script
 
-    from dezero_like.distributed import ring_allreduce_bytes
+    from dezero_like.distributed import mpi_available, ring_allreduce_bytes, run_program
 
-    launcher = shutil.which("mpiexec")
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        launcher = None
-    if launcher is None:
+    if not mpi_available():
         raise SystemExit('mpi4py and mpiexec are needed: pip install -e ".[mpi]"')
     print("command:", " ".join([os.path.basename(sys.executable)] + sys.argv))
     print("machine:", describe())
     print(f"MPI: mpiexec -n {args.procs}, one BLAS thread per process\n")
-    with tempfile.TemporaryDirectory() as folder:
-        print(f"1. allreduce_mean of one float32 buffer, {args.procs} processes")
-        print(run(launcher, args.procs, ALLREDUCE, folder))
-        print("2. MLP 784-1000-10, float32, global batch 100, 60 steps (random MNIST-shaped data)")
-        one = float(run(launcher, 1, EPOCH, folder))
-        many = float(run(launcher, args.procs, EPOCH, folder))
-        print(f"   1 process:  {one:7.2f} ms per step")
-        print(f"   {args.procs} processes: {many:7.2f} ms per step  (speed-up {one / many:.2f}x)")
-        grad_bytes = (784 * 1000 + 1000 + 1000 * 10 + 10) * 4
-        print(f"   gradients per step: {grad_bytes / 1e6:.2f} MB; the ring sends "
-              f"{ring_allreduce_bytes(grad_bytes, args.procs) / 1e6:.2f} MB per process per step")
+    print(f"1. allreduce_mean of one float32 buffer, {args.procs} processes")
+    print(run_program(ALLREDUCE, args.procs, timeout=900))
+    print("2. MLP 784-1000-10, float32, global batch 100, 60 steps (random MNIST-shaped data)")
+    one = float(run_program(EPOCH, 1, timeout=900))
+    many = float(run_program(EPOCH, args.procs, timeout=900))
+    print(f"   1 process:  {one:7.2f} ms per step")
+    print(f"   {args.procs} processes: {many:7.2f} ms per step  (speed-up {one / many:.2f}x)")
+    grad_bytes = (784 * 1000 + 1000 + 1000 * 10 + 10) * 4
+    print(f"   gradients per step: {grad_bytes / 1e6:.2f} MB; the ring sends "
+          f"{ring_allreduce_bytes(grad_bytes, args.procs) / 1e6:.2f} MB per process per step")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ class BackpropAnimation:
         self.output = output
         self.frames = frames
         self.values = values
+        self._images = {}  # renderer -> rendered frames: save() and display render once
 
     @property
     def order(self):
@@ -111,7 +112,12 @@ class BackpropAnimation:
         return _graph.render_dot(self.dot(i), to_file, renderer)
 
     def images(self, renderer="auto"):
-        """Every frame as a Pillow image, all padded to the same size."""
+        """Every frame as a Pillow image, all padded to the same size (rendered once)."""
+        if renderer not in self._images:
+            self._images[renderer] = self._render(renderer)
+        return self._images[renderer]
+
+    def _render(self, renderer):
         from PIL import Image
 
         pictures = []
@@ -186,14 +192,22 @@ def record_backward(output, backward=None, values=True):
         original = cls.backward
 
         def backward_watched(self, *gys):
-            if self in members:
+            # a subclass's backward calling super().backward() is one call, one frame
+            first = id(self) in members and id(self) not in running
+            if first:
                 frames.append((self, _known_grads(nodes)))
-            return original(self, *gys)
+                running.add(id(self))
+            try:
+                return original(self, *gys)
+            finally:
+                if first:
+                    running.discard(id(self))
 
         patched[cls] = cls.__dict__.get("backward")
         cls.backward = backward_watched
 
-    members = _Members(functions)
+    members = {id(f) for f in functions}  # by identity: a function may define __eq__
+    running = set()
     for cls in {type(f) for f in functions}:
         watch(cls)
     try:
@@ -210,16 +224,6 @@ def record_backward(output, backward=None, values=True):
                 cls.backward = own
     frames.append((None, _known_grads(nodes)))
     return BackpropAnimation(output, frames, values)
-
-
-class _Members:
-    """Membership by identity (functions may define ``__eq__``)."""
-
-    def __init__(self, functions):
-        self._ids = {id(f) for f in functions}
-
-    def __contains__(self, f):
-        return id(f) in self._ids
 
 
 __all__ = ["BackpropAnimation", "record_backward", "FRAME_MS"]

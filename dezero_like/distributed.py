@@ -25,6 +25,12 @@ a CUDA-aware MPI, or NCCL, would reduce them on the device.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
 import numpy as np
 
 from dezero_like import cuda
@@ -34,7 +40,8 @@ from dezero_like.dataloaders import DataLoader
 
 __all__ = [
     "MPIUnavailableError", "Communicator", "AllreduceGrads", "DistributedDataLoader",
-    "ring_allreduce_bytes", "naive_allreduce_bytes", "mpi_available",
+    "ring_allreduce_bytes", "naive_allreduce_bytes", "mpi_available", "find_mpiexec",
+    "run_program",
 ]
 
 
@@ -62,6 +69,39 @@ def _mpi():
             "Then start the processes with mpiexec -n 2 python your_script.py."
         ) from None
     return MPI
+
+
+def find_mpiexec():
+    """The ``mpiexec`` of this Python's environment (MPICH's wheel puts it beside python)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return beside if os.path.exists(beside) else shutil.which("mpiexec")
+
+
+def run_program(source, n=2, args=(), timeout=600):
+    """Run the Python program ``source`` on ``n`` processes with mpiexec; return its stdout.
+
+    The program is written to a temporary file, so this works the same from a
+    script, Jupyter and Colab (a notebook cannot become several processes
+    itself). Every process gets one BLAS thread: otherwise each starts one per
+    core and the processes' threads fight over the same cores.
+    """
+    launcher = find_mpiexec()
+    if launcher is None or not mpi_available():
+        raise MPIUnavailableError(
+            "running several processes needs mpiexec, mpi4py and an MPI library. To fix: "
+            "pip install -e \".[mpi]\" (or pip install mpi4py mpich), which puts mpiexec beside "
+            "python; then run this again."
+        )
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "program.py")
+        with open(path, "w") as f:
+            f.write(source)
+        done = subprocess.run([launcher, "-n", str(n), sys.executable, path, *map(str, args)],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"mpiexec -n {n} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
 
 
 # --------------------------------------------------------------------------- #

@@ -176,7 +176,7 @@ def _var_label(v, verbose, values=False, grad=None):
         lines = [label] if label else []
         lines.append("data " + format_array(node_value(v)))
         g = node_grad(v) if grad is None else grad
-        shown = g is not None and not isinstance(g, _NoGrad)
+        shown = g is not None and g is not _NO_GRAD
         lines.append("grad " + (format_array(g) if shown else "-"))
         return "\n".join(lines)
     if not label and v.data is not None and v.data.ndim == 0:
@@ -243,11 +243,8 @@ def get_dot_graph(output, verbose=True, values=False, *, grads=None, active=None
         return grads.get(_var_key(v), _NO_GRAD)
 
     def var_node(v):
-        g = grad_for(v)
-        if g is _NO_GRAD:
-            # the frame says "not known yet": show a dash, not the final gradient
-            return _var_node(v, verbose, values, grad=_NoGrad())
-        return _var_node(v, verbose, values, grad=g)
+        # _NO_GRAD: the frame says "not known yet", so a dash, not the final gradient
+        return _var_node(v, verbose, values, grad=grad_for(v))
 
     lines = ["digraph g {", "  rankdir=TB;", "  node [fontname=Helvetica, fontsize=11];"]
     seen_vars = {_var_key(output)}
@@ -274,14 +271,7 @@ def get_dot_graph(output, verbose=True, values=False, *, grads=None, active=None
     return "\n".join(lines) + "\n"
 
 
-_NO_GRAD = object()
-
-
-class _NoGrad:
-    """Stands for "no gradient known yet" in an animation frame."""
-
-    data = None
-
+_NO_GRAD = object()  # "no gradient known yet" in an animation frame
 
 class keep_values_for_drawing(FunctionHook):  # noqa: N801 - used like a function
     """``with keep_values_for_drawing():`` -- functions keep values and gradients for drawing.

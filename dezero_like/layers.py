@@ -246,13 +246,13 @@ class Linear(Layer):
             self._init_W(xp)
             if xp is not np and self.b is not None:
                 self.b.to_gpu()  # the input is on the GPU: keep the whole layer there
-        elif x.ndim == 0 or x.shape[-1] != self.W.data.shape[0]:
+        try:
+            return F.linear(x, self.W, self.b)
+        except ValueError as e:  # F.linear checks the shapes; say which layer it was
             raise ValueError(
-                f"{self._describe()} expects input of shape (N, in_size) with in_size="
-                f"{self.W.data.shape[0]}, got shape {x.shape}; check the output size of the "
-                "layer before it, or flatten images first (F.flatten(x))"
-            )
-        return F.linear(x, self.W, self.b)
+                f"{self._describe()}: {e}; check the output size of the layer before it, or "
+                "flatten images first (F.flatten(x))"
+            ) from None
 
 
 # Convolutional and recurrent layers live in layers_conv; L.Conv2d, L.LSTM work too.

@@ -79,10 +79,7 @@ def plot_curves(curves, *, xlabel="epoch", title=None, to_file=None, logy=False)
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    if to_file is not None:
-        save_figure(fig, to_file)
-    return fig
+    return _finish(fig, to_file)
 
 
 def plot_paths(f, paths, *, xlim, ylim, levels=30, title=None, to_file=None, log_levels=False):
@@ -116,6 +113,11 @@ def plot_paths(f, paths, *, xlim, ylim, levels=30, title=None, to_file=None, log
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title)
+    return _finish(fig, to_file)
+
+
+def _finish(fig, to_file):
+    """Lay the figure out, save it when ``to_file`` is given, and return it."""
     fig.tight_layout()
     if to_file is not None:
         save_figure(fig, to_file)

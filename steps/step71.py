@@ -27,11 +27,6 @@
 
 # %%
 import inspect
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import textwrap
 
 import numpy as np
@@ -77,10 +72,11 @@ print(comm.allreduce_mean([np.array([1.0, 2.0])]))
 # ## Two processes
 #
 # To see two processes we need `mpiexec`. A notebook cannot become two
-# processes itself, so it writes a small program to a temporary folder and
-# starts it with `mpiexec -n 2` through `subprocess` (this works the same in
-# a script, in Jupyter and in Colab; MPICH's `mpiexec` also runs as root,
-# which Colab is). Each process prints what it holds before and after:
+# processes itself, so the package's `run_program` writes a small program to
+# a temporary folder and starts it with `mpiexec -n 2` through `subprocess`
+# (this works the same in a script, in Jupyter and in Colab; MPICH's
+# `mpiexec` also runs as root, which Colab is). Its code is printed below the
+# worker. Each process prints what it holds before and after:
 
 # %%
 WORKER = textwrap.dedent("""
@@ -102,30 +98,8 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def mpiexec_path():
-    """The mpiexec of this Python's environment (the MPICH wheel puts it beside python)."""
-    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    return beside if os.path.exists(beside) else shutil.which("mpiexec")
-
-
-def run_mpi(program, n=2, timeout=300):
-    """Run ``program`` (Python source) with ``mpiexec -n n``; return what it printed."""
-    launcher = mpiexec_path()
-    if launcher is None:
-        raise D.MPIUnavailableError(
-            "mpiexec was not found. To fix: pip install mpich (or pip install -e \".[mpi]\"), "
-            "which puts mpiexec beside python; then run this again."
-        )
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "worker.py")
-        with open(path, "w") as f:
-            f.write(program)
-        done = subprocess.run([launcher, "-n", str(n), sys.executable, path],
-                              capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"mpiexec -n {n} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
-
+print(inspect.getsource(D.run_program))
+run_mpi = D.run_program  # the name this step's text uses
 
 print(run_mpi(WORKER))
 

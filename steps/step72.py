@@ -18,9 +18,6 @@
 # %%
 import os
 import re
-import shutil
-import subprocess
-import sys
 import tempfile
 import textwrap
 
@@ -81,32 +78,14 @@ TRAIN = textwrap.dedent("""
 """)
 
 
-def mpiexec_path():
-    """The mpiexec of this Python's environment (the MPICH wheel puts it beside python)."""
-    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    return beside if os.path.exists(beside) else shutil.which("mpiexec")
-
-
 def train(n, folder):
-    """Run the training script on ``n`` processes; return (its output, the final weights)."""
-    launcher = mpiexec_path()
-    if launcher is None or not D.mpi_available():
-        raise D.MPIUnavailableError(
-            "this step starts several processes with mpiexec, which needs mpi4py and an MPI "
-            "library. To fix: pip install -e \".[mpi]\" (or pip install mpi4py mpich), then "
-            "run the step again."
-        )
-    script, weights = os.path.join(folder, "train.py"), os.path.join(folder, f"w{n}.npz")
-    with open(script, "w") as f:
-        f.write(TRAIN)
-    # one BLAS thread per process: otherwise every process starts a thread per core
-    # and the processes' threads fight over the same cores
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    done = subprocess.run([launcher, "-n", str(n), sys.executable, script, weights],
-                          capture_output=True, text=True, timeout=600, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"mpiexec -n {n} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout, dict(np.load(weights))
+    """Run the training script on ``n`` processes; return (its output, the final weights).
+
+    ``D.run_program`` (step 71) starts it with mpiexec, one BLAS thread per process.
+    """
+    weights = os.path.join(folder, f"w{n}.npz")
+    out = D.run_program(TRAIN, n, args=[weights])
+    return out, dict(np.load(weights))
 
 
 # %% [markdown]
@@ -149,7 +128,7 @@ print(f"training loop: {t1:.2f} s on 1 process, {t2:.2f} s on 2: speed-up {t1 / 
 
 # %% [markdown]
 # That depends on the machine. Each process needs a core of its own, and
-# each must use **one** BLAS thread (`train` sets `OPENBLAS_NUM_THREADS=1`):
+# each must use **one** BLAS thread (`D.run_program` sets `OPENBLAS_NUM_THREADS=1`):
 # otherwise every process starts one thread per core and the processes'
 # threads fight over the same cores, which can make two processes many times
 # *slower* than one. The all-reduce after every step (this MLP has 79,510

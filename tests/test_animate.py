@@ -108,3 +108,19 @@ def test_bad_input_is_refused(tmp_path):
         anim.save(tmp_path / "a.mp4")
     with pytest.raises(IndexError, match="has 2"):
         anim.dot(5)
+
+
+def test_a_subclass_calling_super_backward_is_one_frame():
+    from dezero_like.functions import Sin
+
+    class TracedSin(Sin):
+        def backward(self, gy):
+            return super().backward(gy)
+
+    original = Sin.__dict__["backward"]
+    x = dz.Variable(np.array(0.5))
+    y = TracedSin()(x) * 2.0
+    anim = record_backward(y)
+    assert [type(f).__name__ for f in anim.order] == ["Mul", "TracedSin"]
+    assert len(anim) == 3
+    assert Sin.__dict__["backward"] is original and "backward" in vars(TracedSin)

@@ -21,6 +21,7 @@ import argparse
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -95,11 +96,8 @@ def main(argv=None):
         "--rootdir", str(args.folder), "-o", "addopts=", "-q",
         *map(str, chosen), *args.pytest_args,
     ]
-    env_path = str(tools)
-    import os
-
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env_path, env.get("PYTHONPATH", "")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tools), env.get("PYTHONPATH", "")]))
     return subprocess.run(command, env=env, cwd=args.folder).returncode
 
 

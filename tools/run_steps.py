@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from dezero_like.datasets import DATA_ENV, DATA_EXIT_CODE
+
 ROOT = Path(__file__).resolve().parent.parent
-DATA_EXIT_CODE = 3  # dezero_like.datasets.DATA_EXIT_CODE: a step that could not get MNIST
-DATA_ENV = "DEZERO_LIKE_DATA"
 
 
 def main(argv=None):
