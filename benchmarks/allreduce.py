@@ -1,4 +1,4 @@
-"""All-reduce time against bytes, and an MLP epoch on 1 vs 2 processes (steps 70-72).
+"""All-reduce time against bytes, and an MLP epoch on 1 vs 2 processes (steps 72-74).
 
     python benchmarks/allreduce.py                 # both parts, 2 processes
     python benchmarks/allreduce.py --procs 4       # more processes (if you have the cores)

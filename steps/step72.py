@@ -1,165 +1,194 @@
 # %% [markdown]
-# # Step 72: Training the MNIST MLP on two processes
+# # Step 72: Data parallelism, and what an all-reduce costs
 #
-# Everything is in place: step 70 showed that averaged half-batch gradients
-# are the whole batch's gradient, step 71 built the communicator, the
-# gradient-averaging hook and the sharded loader. Now the MNIST MLP of step 53
-# trains with them, the way a real data-parallel job does:
+# Every large model today is trained by many workers at once. The simplest and
+# by far the most common scheme is **data parallelism**: every worker holds a
+# full copy of the model, takes its own slice of each batch, computes the
+# gradient of *its* slice, and then all workers **average their gradients**
+# before each takes the same optimizer step. Their copies stay identical,
+# step after step, and together they have processed the whole batch.
 #
-#     mpiexec -n 2 python train.py
+# Why is that the same training as one worker with the whole batch? The loss
+# of a batch of $B$ examples is the mean of the per-example losses,
+# $L = \frac{1}{B}\sum_{n=1}^{B} \ell_n$, and differentiation is linear, so
+# $\nabla L = \frac{1}{B}\sum_n \nabla \ell_n$. Cut the batch into $p$ slices
+# of $B/p$ examples each, and let worker $k$ compute the gradient of its own
+# mean loss $L_k$. Then
 #
-# Every process runs the same training script. The differences from step 53
-# are four lines: make a `Communicator`, broadcast the initial weights, use a
-# `DistributedDataLoader`, add the `AllreduceGrads` hook. Only rank 0 prints.
+# $$\frac{1}{p}\sum_{k=1}^{p} \nabla L_k
+#   = \frac{1}{p}\sum_{k} \frac{p}{B}\sum_{n \in k} \nabla \ell_n
+#   = \frac{1}{B}\sum_{n=1}^{B} \nabla \ell_n = \nabla L .$$
 #
-# This step needs MNIST (downloaded once, as in step 53) and mpi4py with an
-# MPI library (`pip install -e ".[mpi]"`).
+# The average of the slices' gradients *is* the whole batch's gradient, as
+# long as the slices are the same size. This step checks that with the
+# framework you built, then looks at the operation that does the averaging,
+# the **all-reduce**, and at what it costs. Steps 73 and 74 run it for real on
+# several processes.
 
 # %%
-import os
-import re
-import tempfile
-import textwrap
+import copy
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-import dezero_like as dz
+import dezero_like.functions as F
+import dezero_like.layers as L
 from dezero_like import distributed as D
+from dezero_like.models import Sequential
 
 # %% [markdown]
-# ## The training script
+# ## Two workers, one batch
 #
-# One epoch over the first 6,000 training images, a global batch of 100
-# (50 per process with two), float64 weights so that the comparison below is
-# not blurred by float32 rounding. Rank 0 writes the final weights to the file
-# named on the command line.
+# A small MLP on a batch of 32 random examples (float64, so that rounding
+# does not hide anything). First the gradient of the whole batch; then two
+# "workers", each a copy of the model, each with half the batch.
 
 # %%
-TRAIN = textwrap.dedent("""
-    import sys, time
-    import numpy as np
-    import dezero_like as dz
-    import dezero_like.functions as F
-    import dezero_like.layers as L
-    from dezero_like import distributed as D
-    from dezero_like.models import Sequential
-    from dezero_like.optimizers import SGD
-
-    comm = D.Communicator()
-    train_set, test_set = dz.datasets.mnist_train_test(progress=False)
-    train_set.data, train_set.label = train_set.data[:6000], train_set.label[:6000]
-
-    np.random.seed(comm.rank)        # each process draws different weights...
-    model = Sequential(L.Linear(100, dtype=np.float64), F.sigmoid, L.Linear(10, dtype=np.float64))
-    model(np.zeros((1, 784)))
-    comm.bcast_params(model)         # ...and rank 0's win
-    loader = D.DistributedDataLoader(train_set, 100, comm, seed=0)
-    optimizer = SGD(lr=1.0).setup(model).add_hook(D.AllreduceGrads(comm))
-
-    start = time.perf_counter()
-    for i, (x, t) in enumerate(loader):
-        loss = F.softmax_cross_entropy(model(x.astype(np.float64)), t)
-        model.cleargrads()
-        loss.backward()
-        optimizer.update()
-        if i % 20 == 0 or i == len(loader) - 1:
-            (mean_loss,) = comm.allreduce_mean([loss.data])
-            if comm.rank == 0:
-                print(f"step {i + 1:3d}/{len(loader)}  loss {float(mean_loss):.4f}", flush=True)
-    seconds = time.perf_counter() - start
-    if comm.rank == 0:
-        x = np.stack([test_set[i][0] for i in range(len(test_set))]).astype(np.float64)
-        t = np.array([test_set[i][1] for i in range(len(test_set))])
-        with dz.no_grad():
-            acc = float(F.accuracy(model(x), t).data)
-        print(f"{comm.size} process(es): {len(loader)} steps of {loader.local_size} examples "
-              f"each, {seconds:.2f} s; test accuracy {acc:.4f}", flush=True)
-        np.savez(sys.argv[1], **{k: p.data for k, p in model._flatten_params().items()})
-""")
+rng = np.random.default_rng(0)
+x = rng.normal(size=(32, 5))
+t = rng.integers(0, 3, size=32)
+np.random.seed(0)
+model = Sequential(L.Linear(8, dtype=np.float64), F.sigmoid, L.Linear(3, dtype=np.float64))
 
 
-def train(n, folder):
-    """Run the training script on ``n`` processes; return (its output, the final weights).
+def gradients(model, x, t):
+    """{parameter name: gradient} of the mean cross-entropy of (x, t)."""
+    model.cleargrads()
+    F.softmax_cross_entropy(model(x), t).backward()
+    return {k: p.grad.data.copy() for k, p in model._flatten_params().items()}
 
-    ``D.run_program`` (step 71) starts it with mpiexec, one BLAS thread per process.
-    """
-    weights = os.path.join(folder, f"w{n}.npz")
-    out = D.run_program(TRAIN, n, args=[weights])
-    return out, dict(np.load(weights))
 
+whole = gradients(model, x, t)
+workers = [copy.deepcopy(model) for _ in range(2)]
+halves = [gradients(w, x[k * 16:(k + 1) * 16], t[k * 16:(k + 1) * 16])
+          for k, w in enumerate(workers)]
+averaged = {k: (halves[0][k] + halves[1][k]) / 2 for k in whole}
+for k in whole:
+    print(f"{k:5}: largest difference, whole batch vs average of halves: "
+          f"{np.abs(whole[k] - averaged[k]).max():.1e}")
 
 # %% [markdown]
-# First the data, in this process: it is downloaded (or found in the cache)
-# once here, so the worker processes only read the cache. Offline without the
-# files, this stops with a paragraph saying how to get them.
+# The differences are at the level of float64 rounding ($10^{-16}$ or so):
+# the two halves' averaged gradient is the whole batch's gradient. The
+# equal-size condition matters, though. With slices of 24 and 8 examples, a
+# plain average gives the 8 examples of the small slice three times the
+# weight they should have:
 
 # %%
-train_set, test_set = dz.datasets.mnist_train_test()
-print(train_set.summary)
+uneven = [gradients(workers[0], x[:24], t[:24]), gradients(workers[1], x[24:], t[24:])]
+plain = {k: (uneven[0][k] + uneven[1][k]) / 2 for k in whole}
+weighted = {k: (24 * uneven[0][k] + 8 * uneven[1][k]) / 32 for k in whole}
+print("plain average of 24 + 8:   ", f"{np.abs(plain['l0/W'] - whole['l0/W']).max():.1e}")
+print("weighted by slice size:    ", f"{np.abs(weighted['l0/W'] - whole['l0/W']).max():.1e}")
 
 # %% [markdown]
-# ## One process, then two
+# That is why the data loader of step 73 only hands out whole batches, cut
+# into equal slices.
 #
-# The same script, started with `-n 1` and then `-n 2`:
-
-# %%
-with tempfile.TemporaryDirectory() as folder:
-    out1, w1 = train(1, folder)
-    print(out1)
-    out2, w2 = train(2, folder)
-    print(out2)
-
-# %% [markdown]
-# With two processes each step used 50 examples per process instead of 100,
-# yet the loss curve and the test accuracy are the same. They should be:
-# both runs took the same steps. The weights after the epoch agree to
-# float64 rounding:
-
-# %%
-for key in w1:
-    print(f"{key:5}: largest difference, 1 process vs 2: {np.abs(w1[key] - w2[key]).max():.1e}")
-
-# %% [markdown]
-# Were two processes also *faster*? The scripts timed their training loops:
-
-# %%
-t1, t2 = (float(re.search(r"each, ([\d.]+) s", out).group(1)) for out in (out1, out2))
-print(f"training loop: {t1:.2f} s on 1 process, {t2:.2f} s on 2: speed-up {t1 / t2:.2f}x")
-
-# %% [markdown]
-# That depends on the machine. Each process needs a core of its own, and
-# each must use **one** BLAS thread (`D.run_program` sets `OPENBLAS_NUM_THREADS=1`):
-# otherwise every process starts one thread per core and the processes'
-# threads fight over the same cores, which can make two processes many times
-# *slower* than one. The all-reduce after every step (this MLP has 79,510
-# parameters: 0.64 MB of float64 gradients) costs time too, and with slices of
-# 50 examples the matrix products are small. Data parallelism pays when each
-# worker has a lot of arithmetic per step (big models, big slices) and fast
-# links between the workers. `benchmarks/allreduce.py` measures the epoch time
-# on 1 and 2 processes and the all-reduce time against the bytes sent.
+# ## All-reduce
 #
-# **In Colab** the same cells run as they are: `pip install mpi4py mpich`
-# brings MPI, and MPICH's `mpiexec` runs as root. To start your own script
-# from a cell, `!mpiexec -n 2 python train.py` works there too (Open MPI, if
-# you use it instead, needs `--allow-run-as-root`).
+# The averaging needs an operation that takes one array from every worker and
+# leaves the sum (or the mean) of all of them **on every worker**. MPI calls
+# it `Allreduce`. How it moves the bytes decides what it costs.
+#
+# **Naive**: every worker sends its array to worker 0, which adds them up and
+# sends the sum back to each. Worker 0's network link carries $(p-1)N$ bytes in
+# and $(p-1)N$ bytes out for arrays of $N$ bytes: $2(p-1)N$, growing with $p$.
+#
+# **Ring**: the workers sit in a ring, and each array is cut into $p$ chunks.
+#
+# 1. *Reduce-scatter*, $p-1$ rounds: in each round every worker sends one
+#    chunk to its right-hand neighbour, which adds it to its own copy of that
+#    chunk. After $p-1$ rounds, worker $k$ holds the complete sum of chunk
+#    $k+1$ (mod $p$).
+# 2. *All-gather*, $p-1$ rounds: the finished chunks travel round the ring
+#    once more, copied instead of added, until every worker has all of them.
+#
+# Each round, each worker sends $N/p$ bytes, so each sends
+# $2(p-1)N/p$ bytes in all: less than $2N$ however many workers there are, and
+# every link is busy at once. (Patarasuk and Yuan, "Bandwidth optimal
+# all-reduce algorithms for clusters of workstations", 2009, show that no
+# algorithm can send less.) Here is the ring, simulated with NumPy arrays as
+# the workers' memories, counting what each worker sends:
+
+# %%
+def ring_allreduce(arrays):
+    """Sum ``arrays`` (one per worker) with the ring algorithm; return (results, bytes sent)."""
+    p = len(arrays)
+    chunks = [np.array_split(a.astype(float), p) for a in arrays]
+    sent = [0] * p
+    for step in range(p - 1):  # reduce-scatter
+        outgoing = [(k, (k - step) % p, chunks[k][(k - step) % p].copy()) for k in range(p)]
+        for k, c, data in outgoing:
+            chunks[(k + 1) % p][c] += data
+            sent[k] += data.nbytes
+    for step in range(p - 1):  # all-gather: worker k owns the sum of chunk k + 1
+        outgoing = [(k, (k + 1 - step) % p, chunks[k][(k + 1 - step) % p].copy())
+                    for k in range(p)]
+        for k, c, data in outgoing:
+            chunks[(k + 1) % p][c] = data
+            sent[k] += data.nbytes
+    return [np.concatenate(c) for c in chunks], sent
+
+
+p = 4
+arrays = [np.random.default_rng(k).normal(size=1000) for k in range(p)]
+results, sent = ring_allreduce(arrays)
+total = np.sum(arrays, axis=0)
+print("every worker holds the sum:", all(np.allclose(r, total) for r in results))
+print("bytes sent per worker:     ", sent)
+print("cost model 2(p-1)/p * N:   ", D.ring_allreduce_bytes(arrays[0].nbytes, p))
+print("naive, busiest worker:     ", D.naive_allreduce_bytes(arrays[0].nbytes, p))
+
+# %% [markdown]
+# The count matches the cost model exactly. For the MNIST MLP of step 53
+# (784-1000-10: 795,010 float32 parameters, 3.2 MB of gradients per step),
+# this is how the traffic of the busiest worker grows with the number of
+# workers:
+
+# %%
+n_bytes = 795_010 * 4
+ps = np.arange(2, 33)
+plt.figure(figsize=(6, 3.5))
+plt.plot(ps, [D.naive_allreduce_bytes(n_bytes, p) / 1e6 for p in ps], label="naive (via worker 0)")
+plt.plot(ps, [D.ring_allreduce_bytes(n_bytes, p) / 1e6 for p in ps], label="ring")
+plt.axhline(2 * n_bytes / 1e6, color="gray", linestyle=":", label="2N, the ring's limit")
+plt.xlabel("workers p")
+plt.ylabel("MB sent by the busiest worker, per step")
+plt.title("All-reduce of 3.2 MB of gradients")
+plt.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Bytes are half of the story. Each message also pays a fixed **latency**
+# (microseconds on one machine, more across a network), and the ring takes
+# $2(p-1)$ rounds, so for small arrays and many workers other shapes (trees)
+# win; real libraries (MPI implementations, NCCL) pick an algorithm by size.
+# Packing all gradients into one buffer, as step 73's communicator does, pays
+# the latency once per step instead of once per parameter.
+# `benchmarks/allreduce.py` measures both on this machine.
 #
 # ## Exercise
-# With `p` processes and a global batch `B`, each step sends the gradients
-# once through the all-reduce. Write `allreduce_mb_per_epoch(n_params, n_examples,
-# batch, p)`: the megabytes each process sends per epoch with the ring
-# all-reduce, for float64 gradients (use `D.ring_allreduce_bytes`). Check: with
-# two processes, this step's run sent 0.64 MB per step for 60 steps.
+# Write `naive_allreduce(arrays)` the way the naive scheme works: worker 0
+# receives every other array and adds it, then sends the sum back to each.
+# Return the results (one per worker) and the bytes *worker 0* sent and
+# received together; check it against the cost model.
 
 # %%
-def allreduce_mb_per_epoch(n_params, n_examples, batch, p):
+def naive_allreduce(arrays):
     # solution:
-    steps = n_examples // batch
-    return steps * D.ring_allreduce_bytes(n_params * 8, p) / 1e6
+    total = arrays[0].astype(float)
+    moved = 0
+    for a in arrays[1:]:
+        total = total + a
+        moved += a.nbytes  # received by worker 0
+    results = [total.copy() for _ in arrays]
+    moved += total.nbytes * (len(arrays) - 1)  # sent back by worker 0
+    return results, moved
 
 
-n_params = sum(a.size for a in w1.values())
-assert n_params == 784 * 100 + 100 + 100 * 10 + 10
-mb = allreduce_mb_per_epoch(n_params, 6000, 100, 2)
-assert abs(mb - 60 * n_params * 8 / 1e6) < 1e-9, mb
-print(f"{mb:.1f} MB per process per epoch")
+results, moved = naive_allreduce(arrays)
+assert all(np.allclose(r, total) for r in results)
+assert moved == D.naive_allreduce_bytes(arrays[0].nbytes, len(arrays))
 print("self-check passed")

@@ -1,4 +1,4 @@
-"""Data-parallel training with MPI (steps 70-72): exact, and clear when MPI is missing."""
+"""Data-parallel training with MPI (steps 72-74): exact, and clear when MPI is missing."""
 
 from __future__ import annotations
 

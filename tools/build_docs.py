@@ -41,7 +41,7 @@ ROOT = TOOLS.parent
 DOCS = ROOT / "docs"
 PACKAGE = ROOT / "dezero_like"
 BUILD = ROOT / "build"
-MNIST_STEPS = ("step53", "step54", "step60", "step72")  # the steps that load MNIST (the network)
+MNIST_STEPS = ("step53", "step54", "step60", "step74")  # the steps that load MNIST (the network)
 REMOTE_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 

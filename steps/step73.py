@@ -1,7 +1,7 @@
 # %% [markdown]
-# # Step 71: A communicator on MPI
+# # Step 73: A communicator on MPI
 #
-# Step 70 averaged gradients between two copies of a model inside one Python
+# Step 72 averaged gradients between two copies of a model inside one Python
 # process. Real workers are separate **processes**, often on separate
 # machines, and the standard way for such processes to talk is **MPI** (the
 # Message Passing Interface). One command starts $p$ copies of the same
@@ -18,7 +18,7 @@
 # This step adds `dezero_like.distributed`, three small pieces:
 #
 # * `Communicator`: the processes of the job, with `allreduce_mean` (the
-#   averaging of step 70, for a list of arrays) and `bcast_params` (every
+#   averaging of step 72, for a list of arrays) and `bcast_params` (every
 #   process starts from the same weights);
 # * `AllreduceGrads`: an **optimizer hook** (step 47's mechanism) that averages
 #   the gradients before each update;
@@ -38,7 +38,7 @@ from dezero_like import distributed as D
 #
 # Here is the code, as the package has it. `allreduce_mean` packs every
 # array into one buffer per dtype, so a whole model's gradients cost **one**
-# `Allreduce` (one latency, step 70) instead of one per parameter, and then
+# `Allreduce` (one latency, step 72) instead of one per parameter, and then
 # divides the sum by the number of processes:
 
 # %%
@@ -108,12 +108,12 @@ print(run_mpi(WORKER))
 # `bcast_params` both hold rank 0's weights (the lines can come in either
 # order: the processes run at the same time). The exactness check of the
 # whole scheme, two processes against one with the whole batch, is in the
-# tests (`tests/test_distributed.py`) and step 72.
+# tests (`tests/test_distributed.py`) and step 74.
 #
 # **On a GPU.** `allreduce_mean` copies CuPy arrays to host memory, reduces
 # there and copies back. With a CUDA-aware MPI the device buffers could be
 # passed directly, and **NCCL** (NVIDIA's collective library, what PyTorch
-# uses on GPUs) goes further: it runs the ring of step 70 over NVLink between
+# uses on GPUs) goes further: it runs the ring of step 72 over NVLink between
 # the GPUs of a machine, with no trip through the CPU at all.
 #
 # ## Exercise

@@ -1,4 +1,4 @@
-"""Step 71: the communicator in a one-process world, and on two processes via mpiexec."""
+"""Step 73: the communicator in a one-process world, and on two processes via mpiexec."""
 
 import re
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.skipif(not D.mpi_available(),
 
 
 def test_two_processes_share_the_mean_and_rank_0_weights(load_step):
-    out = load_step(71).output
+    out = load_step(73).output
     lines = re.findall(r"rank (\d) of 2: mean of \[10r, 1\+r\] = \[5\.\s+1\.5\], "
                        r"W\[0,0\] ([+-]\d\.\d+) -> ([+-]\d\.\d+)", out)
     assert sorted(r for r, _, _ in lines) == ["0", "1"], out
@@ -23,14 +23,14 @@ def test_two_processes_share_the_mean_and_rank_0_weights(load_step):
 
 
 def test_the_step_shows_the_package_code(load_step):
-    out = load_step(71).output
+    out = load_step(73).output
     assert "def allreduce_mean(self, arrays):" in out
     assert "class AllreduceGrads:" in out
     assert "Communicator(rank=0, size=1)" in out and "self-check passed" in out
 
 
 def test_run_mpi_reports_a_failing_program(load_step):
-    step = load_step(71)
+    step = load_step(73)
     with pytest.raises(RuntimeError, match="mpiexec -n 2 failed"):
         step.run_mpi("raise SystemExit(4)\n")
     np.testing.assert_array_equal(step.comm.allreduce_mean([np.arange(3.0)])[0], np.arange(3.0))
