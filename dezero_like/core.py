@@ -104,7 +104,8 @@ def as_array(x, like=None):
         if kind in "fc" or (kind in "iu" and type(x) is int):
             if type(like) is np.ndarray:
                 return np.asarray(x, like.dtype)
-            return cuda.get_array_module(like).asarray(x, like.dtype)
+            # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
+            return cuda.get_array_module(like).full((), x, like.dtype)
         return cuda.get_array_module(like).asarray(x)
     if _is_array(x):
         return x
@@ -383,6 +384,13 @@ def _add_grads(a, b):
     return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
 
 
+def _writeable(data):
+    """NumPy says whether an array may be written; CuPy has no such flag, so a view
+    with a zero stride (``broadcast_to``), whose elements alias, counts as read-only."""
+    flag = getattr(data.flags, "writeable", None)
+    return flag if flag is not None else (data.size <= 1 or 0 not in data.strides)
+
+
 def _accumulate_leaf(x, gx, loss_scale):
     """Add ``gx`` to the gradient of the leaf ``x``.
 
@@ -394,7 +402,7 @@ def _accumulate_leaf(x, gx, loss_scale):
     data = gx.data
     if data.dtype != x.data.dtype:
         gx = _F().astype(gx, x.data.dtype)
-    elif not data.flags.writeable:
+    elif not _writeable(data):
         gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
             else _F().astype(gx, data.dtype, copy=True)
     x.grad = gx if x.grad is None else _add_grads(x.grad, gx)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dezero_like import cuda, utils
+from dezero_like import cuda, cuda_kernels, utils
 
 # The arithmetic behind Variable's operators lives in core; as in the book,
 # ``F.add(x, y)`` and friends are the same functions under their plain names.
@@ -389,8 +389,12 @@ class Linear(Function):
         gW = matmul(x.T, gy) if needs[1] else None
         if len(needs) == 2:
             return gx, gW
-        gb = sum_to(gy, self.b_shape) if needs[2] else None
-        return gx, gW, gb
+        if not needs[2]:
+            return gx, gW, None
+        if (len(self.b_shape) == 1 and _fusable(gy, gy.data)
+                and gy.data.dtype.name in cuda_kernels.RAW_DTYPES and gy.data.flags.c_contiguous):
+            return gx, gW, Variable(cuda_kernels.sum_rows(gy.data))  # one light launch (step 71)
+        return gx, gW, sum_to(gy, self.b_shape)
 
 
 def linear(x, W, b=None):
@@ -411,6 +415,13 @@ def flatten(x):
 # --------------------------------------------------------------------------- #
 
 
+def _fusable(gy, y):
+    """True when a backward may use a fused GPU kernel: CuPy arrays (``y`` is one) of one
+    dtype, and no graph of the backward is being recorded (create_graph needs
+    differentiable steps)."""
+    return not Config.enable_backprop and cuda.is_cupy_array(y) and gy.data.dtype == y.dtype
+
+
 class Sigmoid(Function):
     """y = 1 / (1 + exp(-x)); dy/dx = y * (1 - y).
 
@@ -428,6 +439,8 @@ class Sigmoid(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
+        if xp is not np:  # on a GPU: one fused kernel instead of four launches (step 71)
+            return cuda_kernels.sigmoid(x)
         if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
             return self.forward(x.reshape(1)).reshape(())
         y = xp.negative(x)
@@ -439,6 +452,8 @@ class Sigmoid(Function):
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
+        if _fusable(gy, y.data):
+            return Variable(cuda_kernels.sigmoid_grad(gy.data, y.data))
         return gy * y * (1 - y)
 
 
@@ -643,12 +658,19 @@ class SoftmaxCrossEntropy(Function):
                     f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
                     "would silently pick the last class)"
                 )
+        if xp is not np and x.dtype.name in cuda_kernels.RAW_DTYPES:
+            # on a GPU: one kernel gives the loss and the probabilities (step 71)
+            loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
+            return loss
         log_z = _logsumexp(x, axis=1)
         neg_log_p = log_z[:, 0] - x[xp.arange(n), t]
         return neg_log_p.sum() / n
 
     def backward(self, gy):
         x, t = self.inputs
+        p = getattr(self, "probabilities", None)
+        if p is not None and _fusable(gy, p):
+            return Variable(cuda_kernels.softmax_cross_entropy_grad(p, t.data, gy.data)), None
         xp = cuda.get_array_module(x.data)
         n, c = x.shape
         onehot = xp.eye(c, dtype=x.dtype)[t.data]

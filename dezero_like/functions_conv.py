@@ -634,6 +634,13 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
 
     x = as_variable(x)
     axes, shape = _bn_axes(x)
+    xp = cuda.get_array_module(x)
+    if any(cuda.get_array_module(a) is not xp for a in (mean, var)):
+        where = "the GPU" if xp is not np else "the CPU"
+        raise TypeError(
+            f"batch_norm: x is on {where} but the running statistics mean/var are not; "
+            "put them on the same device (cuda.as_cupy / cuda.as_numpy; the BatchNorm "
+            "layer's to_gpu() moves its own)")
     gamma = F.reshape(as_variable(gamma), shape)
     beta = F.reshape(as_variable(beta), shape)
     if Config.train:

@@ -1,0 +1,227 @@
+"""The GPU path on a real GPU: same numbers as NumPy, fused kernels, no hidden copies.
+
+Every test here needs CuPy and a CUDA GPU and skips with that reason otherwise
+(CI has no GPU). On a GPU machine: ``python -m pytest -m gpu``.
+
+* every case of the PyTorch oracle (tests/test_oracle.py: every differentiable
+  function and layer) gives the same values and gradients on CuPy as on NumPy;
+* every optimizer takes the same step on both devices;
+* the fused kernels of step 71 agree with the unfused path, in float32 and
+  float64, with ``create_graph`` (which falls back to differentiable steps);
+* a training step copies nothing from the host to the device once its batch is
+  there (Python numbers stay on the device as kernel arguments or fills).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.functions as F
+from dezero_like import cuda, optimizers
+from dezero_like.models import MLP
+
+pytestmark = pytest.mark.gpu
+
+needs_gpu = pytest.mark.skipif(not cuda.gpu_available(),
+                               reason="no CuPy / CUDA GPU on this machine: GPU test skipped")
+
+
+def _oracle_cases():
+    path = Path(__file__).with_name("test_oracle.py")
+    spec = importlib.util.spec_from_file_location("oracle_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:  # pytest's Skipped (no PyTorch) is a BaseException
+        return None, []
+    return module, module.CASES
+
+
+ORACLE, CASES = _oracle_cases()
+# batch_norm's running statistics are made inside the case, on the CPU: see the
+# dedicated test below, which puts them on the GPU (mixing devices is a TypeError).
+CASES = [c for c in CASES if not c.name.startswith("batch_norm")]
+
+
+@needs_gpu
+@pytest.mark.skipif(ORACLE is None, reason="PyTorch is not installed: the oracle's cases "
+                    "(tests/test_oracle.py) cannot be loaded")
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_every_oracle_case_matches_numpy_on_the_gpu(case, monkeypatch):
+    import cupy
+
+    _, inputs = ORACLE._inputs(case, np.float64)
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        if device is cuda.as_cupy:  # the cases' constant arrays (labels, indices) move too
+            for name, value in list(vars(ORACLE).items()):
+                if isinstance(value, np.ndarray):
+                    monkeypatch.setattr(ORACLE, name, cuda.as_cupy(value))
+        leaves = [dz.Variable(device(a)) for a in inputs]
+        ys = case.ours(*[v * 1 for v in leaves])
+        ys = ys if isinstance(ys, tuple) else (ys,)
+        weights = [np.random.default_rng(2).normal(size=y.shape) for y in ys]
+        total = sum(F.sum(y * device(w)) for y, w in zip(ys, weights))
+        total.backward()
+        for y in ys:
+            assert (type(y.data) is cupy.ndarray) == (device is cuda.as_cupy), case.name
+        results.append(([cuda.as_numpy(y.data) for y in ys],
+                        [None if v.grad is None else cuda.as_numpy(v.grad.data) for v in leaves]))
+    monkeypatch.undo()
+    (cpu_y, cpu_g), (gpu_y, gpu_g) = results
+    for c, g in zip(cpu_y, gpu_y):
+        np.testing.assert_allclose(g, c, rtol=1e-9, atol=1e-10, err_msg=case.name)
+    for c, g in zip(cpu_g, gpu_g):
+        assert (c is None) == (g is None), case.name
+        if c is not None:
+            np.testing.assert_allclose(g, c, rtol=1e-9, atol=1e-10, err_msg=case.name)
+
+
+OPTIMIZERS = [
+    lambda: optimizers.SGD(lr=0.1),
+    lambda: optimizers.MomentumSGD(lr=0.1),
+    lambda: optimizers.AdaGrad(lr=0.1),
+    lambda: optimizers.AdaDelta(),
+    lambda: optimizers.Adam(alpha=0.01),
+]
+
+
+@needs_gpu
+@pytest.mark.parametrize("make", OPTIMIZERS, ids=["SGD", "MomentumSGD", "AdaGrad", "AdaDelta",
+                                                  "Adam"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_optimizer_takes_the_same_steps_on_both_devices(make, dtype):
+    x = np.random.default_rng(0).normal(size=(8, 5)).astype(dtype)
+    t = np.array([0, 1, 2, 1, 0, 2, 2, 1])
+    params = []
+    for gpu in (False, True):
+        np.random.seed(0)
+        model = MLP((6, 3), activation=F.sigmoid)
+        model(x)  # same initial weights on both devices
+        for p in model.params():
+            p.data = p.data.astype(dtype)
+        opt = make().setup(model)
+        xs, ts = (cuda.as_cupy(x), cuda.as_cupy(t)) if gpu else (x, t)
+        if gpu:
+            model.to_gpu()
+        for _ in range(3):
+            loss = F.softmax_cross_entropy(model(xs), ts)
+            model.cleargrads()
+            loss.backward()
+            opt.update()
+        params.append([cuda.as_numpy(p.data) for p in model.params()])
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for c, g in zip(*params):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_kernels_agree_with_the_unfused_path(dtype):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 10)).astype(dtype) * 5
+    t = rng.integers(0, 10, size=64)
+    cpu, gpu = [], []
+    for out, device in ((cpu, np.asarray), (gpu, cuda.as_cupy)):
+        v = dz.Variable(device(x))
+        s = F.sigmoid(v)
+        loss = F.softmax_cross_entropy(s * 3, device(t))
+        loss.backward()
+        out += [cuda.as_numpy(s.data), cuda.as_numpy(loss.data), cuda.as_numpy(v.grad.data)]
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    for c, g in zip(cpu, gpu):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+
+
+@needs_gpu
+def test_second_derivatives_on_the_gpu_fall_back_to_differentiable_steps():
+    x = np.linspace(-3, 3, 12).reshape(3, 4)
+    t = np.array([0, 3, 1])
+    hess = []
+    for device in (np.asarray, cuda.as_cupy):
+        v = dz.Variable(device(x))
+        loss = F.softmax_cross_entropy(F.sigmoid(v) * 4, device(t))
+        loss.backward(create_graph=True)
+        g = v.grad
+        v.cleargrad()
+        F.sum(g * g).backward()
+        hess.append(cuda.as_numpy(v.grad.data))
+    np.testing.assert_allclose(hess[1], hess[0], rtol=1e-10, atol=1e-12)
+
+
+@needs_gpu
+def test_a_wrong_label_gives_nan_on_the_gpu_not_a_read_out_of_bounds():
+    x = cuda.as_cupy(np.zeros((2, 3), np.float32))
+    loss = F.softmax_cross_entropy(x, cuda.as_cupy(np.array([0, 7])))
+    assert np.isnan(float(loss.data))
+
+
+@needs_gpu
+def test_a_training_step_copies_nothing_from_host_to_device(monkeypatch):
+    """With the batch on the device, forward, backward and update make no host->device copy.
+
+    Every host -> device copy CuPy makes from Python goes through ``cupy.asarray`` /
+    ``cupy.array``; both are counted here. Python numbers in the graph (``1 - y``,
+    ``gy / n``, the learning rate) must stay kernel arguments or device fills.
+    """
+    import cupy
+
+    rng = np.random.default_rng(0)
+    x = cupy.asarray(rng.normal(size=(100, 784)).astype(np.float32))
+    t = cupy.asarray(rng.integers(0, 10, size=100))
+    np.random.seed(0)
+    model = MLP((100, 10), activation=F.sigmoid)
+    model(x)
+    optimizer = optimizers.SGD(lr=0.5).setup(model)
+
+    def step():
+        loss = F.softmax_cross_entropy(model(x), t)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+        return loss
+
+    step()  # warm-up: kernels compile, the weights are created
+    copies = []
+    for name in ("asarray", "array"):
+        original = getattr(cupy, name)
+
+        def counting(*args, _original=original, _name=name, **kwargs):
+            copies.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(cupy, name, counting)
+    for _ in range(3):
+        step()
+    assert copies == [], f"host->device copies in 3 training steps: {copies}"
+    monkeypatch.undo()
+    losses = [float(step().data) for _ in range(5)]
+    assert losses[-1] < losses[0]
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 2, 2)])
+def test_batch_norm_matches_numpy_on_the_gpu_and_refuses_mixed_devices(shape):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=shape)
+    g, b = rng.normal(size=3), rng.normal(size=3)
+    out = []
+    for device in (np.asarray, cuda.as_cupy):
+        xv, gv, bv = (dz.Variable(device(a)) for a in (x, g, b))
+        mean, var = device(np.zeros(3)), device(np.ones(3))
+        y = F.batch_norm(xv, gv, bv, mean, var)
+        F.sum(y * device(np.arange(y.size).reshape(y.shape))).backward()
+        out.append([cuda.as_numpy(a) for a in (y.data, xv.grad.data, gv.grad.data, mean, var)])
+    for c, gpu in zip(*out):
+        np.testing.assert_allclose(gpu, c, rtol=1e-9, atol=1e-10)
+    with pytest.raises(TypeError, match="same device"):
+        F.batch_norm(dz.Variable(cuda.as_cupy(x)), g, b, np.zeros(3), np.ones(3))
