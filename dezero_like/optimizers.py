@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from dezero_like import cuda, cuda_kernels
+from dezero_like import cuda
 from dezero_like.core import Parameter, Variable, as_array
 
 
@@ -92,6 +92,8 @@ class SGD(Optimizer):
 
     def update_one(self, param):
         if cuda.is_cupy_array(param.data):  # one fused kernel on a GPU (step 71)
+            from dezero_like import cuda_kernels
+
             cuda_kernels.sgd_update(param.data, param.grad.data, self.lr)
         else:
             param.data -= self.lr * param.grad.data

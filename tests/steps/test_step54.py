@@ -57,3 +57,12 @@ def test_cpu_and_gpu_runs_agree(load_step):
     assert abs(l_cpu - l_gpu) < 1e-3
     assert abs(a_cpu - a_gpu) <= 0.005
     assert "speed-up" in step.output
+
+
+def test_crossover_is_measured_after_a_warm_up_and_plotted(load_step):
+    step = load_step(54)
+    assert len(step.timings["cpu"]) == len(step.WIDTHS) and min(step.timings["cpu"]) > 0
+    assert set(step.timings) == ({"cpu", "gpu"} if HAS_GPU else {"cpu"})
+    assert "cpu_gpu_crossover.png" in step.output and "warm-up" in step.output
+    # the epoch sums its losses on the device and reads them once
+    assert "sum_loss = sum_loss + loss.data" in Path(step.__file__).read_text()

@@ -1,0 +1,367 @@
+# %% [markdown]
+# # Step 71: GPU kernels: launch overhead, and fusing elementwise chains
+#
+# Step 54 ended with two regimes: where the GPU's time is all *launches* and
+# where it is arithmetic. For the book's MNIST network (784-1000-10, batch
+# 100) a training step does about 0.3 GFLOP, a fraction of a millisecond of an
+# H100's arithmetic, but written with one array operation per formula it makes
+# several dozen launches. Each launch costs a few microseconds of Python, CuPy
+# and driver work before the GPU does anything. The GPU spends most of the
+# step waiting for the next kernel.
+#
+# The cure is to **fuse**: write one kernel for a chain of elementwise
+# operations, so that `1 / (1 + exp(-x))` is one launch instead of four (and
+# no temporary arrays are allocated in between). PyTorch's eager mode cannot do
+# this for you; `torch.compile`, JAX's XLA and CuPy's `cupy.fuse` do it
+# automatically for code they trace. Here we do it by hand, for the few chains
+# that dominate training, and measure the result.
+#
+# CuPy gives three ways to write a kernel, from the least to the most control:
+#
+# | tool | you write | good for |
+# | --- | --- | --- |
+# | `cupy.fuse` | a Python function of arrays | quick experiments |
+# | `cupy.ElementwiseKernel` | one line of C per element; CuPy loops, broadcasts | chains |
+# | `cupy.RawKernel` / `RawModule` | a whole CUDA C kernel | rows, reductions, anything else |
+
+# %%
+import time
+
+import numpy as np
+
+import dezero_like.functions as F
+from dezero_like import cuda, optimizers
+from dezero_like.models import MLP
+
+use_gpu = cuda.gpu_available()
+print("GPU:", "yes" if use_gpu else
+      "no (CuPy is missing or sees no CUDA device): the kernels below are shown and "
+      "explained, and the GPU measurements are skipped")
+
+# %% [markdown]
+# ## What one launch costs
+#
+# We time `1 / (1 + exp(-x))` on a small array three ways: as four CuPy
+# operations, with `cupy.fuse`, and with an `ElementwiseKernel`. The array is
+# small on purpose: the arithmetic is negligible, so what we measure is the
+# fixed cost per launch. Each version runs once untimed first (the kernels are
+# compiled then), and we synchronise before reading the clock (step 54).
+
+# %%
+def launch_costs(size=1000, repeat=2000):
+    cp = cuda.require_gpu()
+    x = cp.asarray(np.linspace(-3, 3, size, dtype=np.float32))
+    fused = cp.fuse(lambda v: 1 / (1 + cp.exp(-v)))
+    kernel = cp.ElementwiseKernel("T x", "T y", "y = 1 / (1 + exp(-x))", "step71_sigmoid")
+    versions = {"four operations": lambda: 1 / (1 + cp.exp(-x)),
+                "cupy.fuse": lambda: fused(x),
+                "ElementwiseKernel": lambda: kernel(x)}
+    out = {}
+    for name, run in versions.items():
+        run()
+        cp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        for _ in range(repeat):
+            run()
+        cp.cuda.Device().synchronize()
+        out[name] = (time.perf_counter() - start) / repeat
+    same = [cuda.as_numpy(run()) for run in versions.values()]
+    assert all(np.allclose(s, same[0], rtol=1e-6) for s in same)
+    return out
+
+
+if use_gpu:
+    costs = launch_costs()
+    for name, seconds in costs.items():
+        print(f"{name:18s} {seconds * 1e6:6.1f} microseconds per call")
+else:
+    costs = None
+    print("not measured here (no GPU). On an H100 with CuPy 14 the four operations "
+          "take several times as long as one fused kernel: the figures are in "
+          "docs/performance.md, measured by benchmarks/mnist_gpu.py.")
+
+# %% [markdown]
+# ## The package's kernels
+#
+# `dezero_like.cuda_kernels` holds the kernels the framework uses on a GPU.
+# CuPy compiles a kernel the first time it is *called* and caches it, so the
+# module builds nothing at import and needs no CuPy to import: the NumPy path
+# never touches it. This first cell is the machinery: kernels are built on
+# first use and kept in `_built`.
+
+# %%
+#| export dezero_like/cuda_kernels.py
+"""Fused GPU kernels for the hot elementwise chains (step 71).
+
+Each CuPy operation is one kernel launch, and each launch costs a few
+microseconds of Python and driver time however little arithmetic it does.
+``1 / (1 + exp(-x))`` written with array operations is four launches and three
+temporary arrays; the kernels below do such a chain in one pass. They are built
+(compiled by CuPy, then cached on disk) the first time they are used, so
+importing this module costs nothing and needs no CuPy. The NumPy path of the
+framework never calls them."""
+
+_built = {}
+
+
+def _kernel(name):
+    """The kernel ``name``, built on first use."""
+    kernel = _built.get(name)
+    if kernel is None:
+        import cupy
+
+        kernel = _built[name] = cupy.ElementwiseKernel(*_SPECS[name], name=f"dezero_like_{name}")
+    return kernel
+# %% [markdown]
+# The elementwise kernels are one line of C each. In the signature, `T` is a
+# type placeholder: CuPy builds one kernel per dtype it is called with
+# (float32 and float64 alike), and broadcasts the inputs as NumPy would. The
+# SGD kernel writes into its output argument `w`, which is the parameter
+# itself: the update happens in place, in one pass over the memory.
+
+# %%
+#| export dezero_like/cuda_kernels.py
+_SPECS = {
+    # y = 1 / (1 + exp(-x)): four launches become one
+    "sigmoid": ("T x", "T y", "y = 1 / (1 + exp(-x))"),
+    # gx = gy * y * (1 - y): three launches (and a graph of three Functions) become one
+    "sigmoid_grad": ("T gy, T y", "T gx", "gx = gy * y * (1 - y)"),
+    # gx = (softmax(x) - onehot(t)) * gy / n, from the probabilities forward kept
+    "softmax_ce_grad": ("T p, raw I t, T gy, int32 c, T inv_n", "T gx",
+                        "gx = (p - (T)(t[i / c] == i % c)) * gy * inv_n"),
+    # w -= lr * g: two launches (lr * g, then the subtraction) become one
+    "sgd": ("T g, T lr", "T w", "w -= lr * g"),
+}
+
+def sigmoid(x):
+    return _kernel("sigmoid")(x)
+
+
+def sigmoid_grad(gy, y):
+    return _kernel("sigmoid_grad")(gy, y)
+
+
+def sgd_update(param, grad, lr):
+    """``param -= lr * grad`` in place, in one kernel."""
+    _kernel("sgd")(grad, param.dtype.type(lr), param)
+# %% [markdown]
+# Softmax cross entropy is not elementwise: each row needs its maximum and its
+# sum. Written with array operations, the forward pass is about ten launches
+# (max, subtract, exp, sum, log, add, gather, subtract, mean) and the backward
+# as many again (it recomputes the softmax). One `RawModule` kernel does the
+# forward in one launch: each thread takes whole rows, keeps the probabilities
+# for backward, and the block adds the rows' losses in shared memory. A label
+# out of range gives NaN instead of reading memory outside the row: on a GPU
+# checking the labels from Python would mean waiting for the device.
+#
+# `sum_rows` is the bias gradient of a linear layer (`gy.sum(axis=0)`): CuPy's
+# general reduction machinery spends tens of microseconds preparing each
+# call, and a one-line kernel (one thread per column) needs a few.
+
+# %%
+#| export dezero_like/cuda_kernels.py
+_RAW = r"""
+// Softmax cross entropy of logits x (n, c) against labels t (n,), in one launch of one
+// block: each thread takes rows i, i + blockDim.x, ...; p gets the probabilities (for
+// backward), loss[0] the mean over the rows (a sum in shared memory, then one write).
+template <typename T>
+__device__ void softmax_ce(const T* x, const long long* t, T* p, T* loss, int c, int n) {
+    __shared__ T partial[256];
+    T acc = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const T* row = x + (long long)i * c;
+        T* prob = p + (long long)i * c;
+        long long label = t[i];
+        if (label < 0 || label >= c) {  // a wrong label gives NaN, never a read out of bounds
+            for (int j = 0; j < c; ++j) prob[j] = (T)nan("");
+            acc += (T)nan("");
+            continue;
+        }
+        T m = row[0];
+        for (int j = 1; j < c; ++j) m = row[j] > m ? row[j] : m;
+        T s = 0;
+        for (int j = 0; j < c; ++j) {
+            prob[j] = exp(row[j] - m);
+            s += prob[j];
+        }
+        for (int j = 0; j < c; ++j) prob[j] /= s;
+        acc += log(s) + m - row[label];
+    }
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride >>= 1) {
+        if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) loss[0] = partial[0] / n;
+}
+
+// out[j] = sum over the n rows of g[:, j]: the bias gradient of a linear layer.
+template <typename T>
+__device__ void sum_rows(const T* g, T* out, int n, int c) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= c) return;
+    T s = 0;
+    for (int i = 0; i < n; ++i) s += g[(long long)i * c + j];
+    out[j] = s;
+}
+
+extern "C" {
+__global__ void softmax_ce_f32(const float* x, const long long* t, float* p, float* loss,
+                               int c, int n) { softmax_ce<float>(x, t, p, loss, c, n); }
+__global__ void softmax_ce_f64(const double* x, const long long* t, double* p, double* loss,
+                               int c, int n) { softmax_ce<double>(x, t, p, loss, c, n); }
+__global__ void sum_rows_f32(const float* g, float* out, int n, int c) {
+    sum_rows<float>(g, out, n, c); }
+__global__ void sum_rows_f64(const double* g, double* out, int n, int c) {
+    sum_rows<double>(g, out, n, c); }
+}
+"""
+
+RAW_DTYPES = ("float32", "float64")  # the dtypes the hand-written (raw) kernels are built for
+
+
+def _raw(name, dtype):
+    import cupy
+
+    module = _built.get("raw")
+    if module is None:
+        module = _built["raw"] = cupy.RawModule(code=_RAW)
+    return module.get_function(f"{name}_f{dtype.itemsize * 8}")
+
+
+def softmax_cross_entropy(x, t):
+    """(mean loss as a 0-d array, probabilities) of logits ``x`` (N, C) and labels ``t`` (N,).
+
+    ``x`` must be float32 or float64 (``RAW_DTYPES``)."""
+    import cupy
+
+    n, c = x.shape
+    x = cupy.ascontiguousarray(x)
+    t = cupy.ascontiguousarray(t.astype(cupy.int64, copy=False))
+    p = cupy.empty_like(x)
+    loss = cupy.empty((), x.dtype)
+    _raw("softmax_ce", x.dtype)((1,), (256,), (x, t, p, loss, cupy.int32(c), cupy.int32(n)))
+    return loss, p
+
+
+def sum_rows(g):
+    """``g.sum(axis=0)`` of a C-contiguous float32/float64 matrix, in one light launch."""
+    import cupy
+
+    n, c = g.shape
+    out = cupy.empty(c, g.dtype)
+    threads = 128
+    _raw("sum_rows", g.dtype)(((c + threads - 1) // threads,), (threads,),
+                              (g, out, cupy.int32(n), cupy.int32(c)))
+    return out
+
+
+def softmax_cross_entropy_grad(p, t, gy):
+    n, c = p.shape
+    return _kernel("softmax_ce_grad")(p, t, gy, c, p.dtype.type(1 / n))
+# %% [markdown]
+# ## Where the framework calls them
+#
+# A function uses a fused kernel only on a GPU, and in backward only when no
+# graph of the backward is being recorded: with `create_graph=True` the
+# gradient must be built from differentiable functions (step 30), so the
+# unfused path runs. These are the lines in the package:
+
+# %%
+import inspect  # noqa: E402
+
+for method in (F.Sigmoid.forward, F.Sigmoid.backward, F.Linear.backward,
+               optimizers.SGD.update_one):
+    lines = inspect.getsource(method).splitlines()
+    print("\n".join(ln for ln in lines if "cuda_kernels" in ln or "_fusable" in ln
+                    or ln.lstrip().startswith("def ")))
+print(inspect.getsource(F._fusable))
+
+# %% [markdown]
+# One more source of waiting: a Python number used with a GPU array, as in
+# `1 - y` or `gy / n`. It used to become a 0-d array made with
+# `cupy.asarray`, a copy from host memory to the device, which waits for the
+# GPU. Now it becomes `cupy.full((), value)`, a fill kernel that is queued like
+# any other. A training step then copies nothing from the host once its batch
+# is on the device; `tests/test_gpu.py` counts the copies so this cannot come
+# back.
+
+# %% [markdown]
+# ## Fused and unfused give the same numbers
+#
+# On a GPU we train the same small network for a few steps with the fused
+# kernels and with the plain array code (`create_graph=True` forces the plain
+# path in backward), and compare.
+
+# %%
+def train(create_graph, steps=5):
+    rng = np.random.default_rng(0)
+    x = rng.random((64, 784), dtype=np.float32)
+    t = np.arange(64) % 10
+    np.random.seed(0)
+    model = MLP((100, 10), activation=F.sigmoid)
+    model(x)
+    if use_gpu:
+        model.to_gpu()
+        x, t = cuda.as_cupy(x), cuda.as_cupy(t)
+    optimizer = optimizers.MomentumSGD(lr=0.5).setup(model)  # not the fused SGD kernel
+    losses = []
+    for _ in range(steps):
+        loss = F.softmax_cross_entropy(model(x), t)
+        model.cleargrads()
+        loss.backward(create_graph=create_graph)
+        optimizer.update()
+        losses.append(float(loss.data))
+    return losses
+
+
+fused_losses, plain_losses = train(False), train(True)
+print("fused:", np.round(fused_losses, 6))
+print("plain:", np.round(plain_losses, 6))
+print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain_losses)))))
+
+# %% [markdown]
+# ## The result
+#
+# `benchmarks/mnist_gpu.py` times the book's workload (784-1000-10, sigmoid,
+# SGD, batch 100, 60,000 rows, each batch copied to the GPU) for the
+# framework, for the same math written by hand with CuPy (unfused and fused),
+# and for PyTorch eager, in one run. On an H100 (CuPy 14.2, PyTorch 2.11),
+# seconds per epoch, the median of five after a warm-up epoch:
+#
+# | | dezero_like | by hand, CuPy | by hand, fused | PyTorch eager |
+# | --- | --- | --- | --- | --- |
+# | before this step | 1.31 | 0.82 | 0.34 | 0.75 |
+# | with the fused kernels | **0.53** | 0.76 | 0.35 | 0.68 |
+#
+# The framework went from 1.75x PyTorch eager's time to 0.77x, and is now
+# faster than the same math written by hand with unfused CuPy: the fused
+# kernels remove more launches than the framework's bookkeeping adds. What is
+# left is mostly the matrix products (cuBLAS, already one launch each) and
+# the host-to-device copy of each batch.
+#
+# What fusion cannot fix: the convolution path (im2col, step 58) is still a
+# chain of reshapes and copies, and a small CNN trains about 3.5x slower than
+# PyTorch's cuDNN convolutions on the same GPU.
+
+# %% [markdown]
+# ## Exercise
+# Write `fused_tanh_grad`, an `ElementwiseKernel` for the backward of tanh,
+# `gx = gy * (1 - y * y)`, and check it against the array version. Without a GPU
+# the self-check compares the formula on NumPy and only builds the kernel text.
+
+# %%
+# solution:
+TANH_GRAD = ("T gy, T y", "T gx", "gx = gy * (1 - y * y)")
+
+y = np.tanh(np.linspace(-2, 2, 7))
+gy = np.linspace(1, 2, 7)
+expected = gy * (1 - y * y)
+if use_gpu:
+    cp = cuda.require_gpu()
+    fused_tanh_grad = cp.ElementwiseKernel(*TANH_GRAD, "step71_tanh_grad")
+    assert np.allclose(cuda.as_numpy(fused_tanh_grad(cp.asarray(gy), cp.asarray(y))), expected)
+else:
+    assert "gx = gy * (1 - y * y)" in TANH_GRAD[2]
+print("self-check passed")
