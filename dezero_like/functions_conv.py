@@ -272,11 +272,15 @@ class Conv2d(Function):
         xp = cuda.get_array_module(x)
         N = x.shape[0]
         OC = W.shape[0]
-        col = im2col_array(x, (KH, KW), self.stride, self.pad, to_matrix=False)
+        # One matrix product for the whole batch: W (OC, C*KH*KW) @ col (C*KH*KW, N*OH*OW).
+        # (One small product per image, as a batched matmul, is several times slower.)
+        col = _im2col_channels_first(x, (KH, KW), self.stride, self.pad)
         OH, OW = col.shape[4:]
-        col = col.reshape(N, -1, OH * OW)
-        y = xp.matmul(W.reshape(OC, -1), col)  # (N, OC, OH*OW): already channels-first
-        return _bias(y.reshape(N, OC, OH, OW), b)
+        y = W.reshape(OC, -1) @ col.reshape(-1, N * OH * OW)
+        y = y.reshape(OC, N, OH, OW).transpose(1, 0, 2, 3)  # a view: (N, OC, OH, OW)
+        if b is None:
+            return xp.ascontiguousarray(y)
+        return xp.add(y, b.reshape(1, OC, 1, 1))  # the bias and the copy in one pass
 
     def backward(self, gy):
         x, W = self.inputs[:2]
@@ -322,7 +326,6 @@ class Deconv2d(Function):
             raise ValueError(f"deconv2d expects a 4-d input (N, C, H, W), got shape {x.shape}")
         needs = self.needs_input_grad or (True, True, True)
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
-        xp = cuda.get_array_module(x)
         C, OC, KH, KW = W.shape
         self.kernel_size = (KH, KW)  # W itself may not be kept (only x is, for gW)
         N, _, H, Wd = x.shape
@@ -340,9 +343,11 @@ class Deconv2d(Function):
                 )
         if OH < 1 or OW < 1:
             raise ValueError(f"deconv2d: the output would be {OH}x{OW}; reduce pad")
-        # (C*KH*KW... ) : (N, OC*KH*KW, H*W) is exactly the column layout of the output
-        col = xp.matmul(W.reshape(C, -1).T, x.reshape(N, C, H * Wd))
-        col = col.reshape(N, OC, KH, KW, H, Wd)
+        # One matrix product for the whole batch: W^T (OC*KH*KW, C) @ x (C, N*H*W) gives
+        # every column of the output; viewed as (N, OC, KH, KW, H, W) it is col2im's input.
+        xt = x.transpose(1, 0, 2, 3).reshape(C, N * H * Wd)
+        col = (W.reshape(C, -1).T @ xt).reshape(OC, KH, KW, N, H, Wd)
+        col = col.transpose(3, 0, 1, 2, 4, 5)
         y = col2im_array(col, (N, OC, OH, OW), (KH, KW), self.stride, self.pad,
                          to_matrix=False)
         return _bias(y, b)
@@ -385,16 +390,14 @@ class Conv2DGradW(Function):
         self.pad = pair(pad)
 
     def forward(self, x, gy):
-        xp = cuda.get_array_module(x)
         self.x_shape = x.shape
         N, C = x.shape[:2]
         KH, KW = self.kernel_size
         OC, OH, OW = gy.shape[1:]
         col = _im2col_channels_first(x, self.kernel_size, self.stride, self.pad)
-        # one matrix product, (C*KH*KW, N*OH*OW) @ (N*OH*OW, OC), with no copy of col
-        gy_mat = gy.reshape(N, OC, OH * OW).transpose(0, 2, 1).reshape(-1, OC)
-        gW = xp.matmul(col.reshape(C * KH * KW, -1), gy_mat).T
-        return xp.ascontiguousarray(gW).reshape(OC, C, KH, KW)
+        # one matrix product, (OC, N*OH*OW) @ (N*OH*OW, C*KH*KW), with no copy of col
+        gy_mat = gy.transpose(1, 0, 2, 3).reshape(OC, -1)
+        return (gy_mat @ col.reshape(C * KH * KW, -1).T).reshape(OC, C, KH, KW)
 
     def backward(self, ggW):
         x, gy = self.inputs
@@ -476,6 +479,25 @@ class _Pool(Function):
         H, W = x.shape[2:]
         self.out_hw = tuple(get_conv_outsize(s, k, st, p) for s, k, st, p in
                             zip((H, W), self.kernel_size, self.stride, self.pad))
+        # the common case (2x2 windows, stride 2, no padding, even sizes): the windows
+        # tile the image, so a reshape lines every window up along one axis
+        self.tiles = (self.stride == self.kernel_size and self.pad == (0, 0)
+                      and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
+
+
+def _tiled_windows(x, pool):
+    """``(N, C, OH, OW, KH*KW)``: window (p, q) of a tiling pool, its elements in order."""
+    N, C = x.shape[:2]
+    (KH, KW), (OH, OW) = pool.kernel_size, pool.out_hw
+    windows = x.reshape(N, C, OH, KH, OW, KW).transpose(0, 1, 2, 4, 3, 5)
+    return windows.reshape(N, C, OH, OW, KH * KW)
+
+
+def _untile(g, pool):
+    """The inverse of :func:`_tiled_windows`: ``(N, C, OH, OW, KH*KW)`` back to ``x``'s shape."""
+    N, C, OH, OW = g.shape[:4]
+    KH, KW = pool.kernel_size
+    return g.reshape(N, C, OH, OW, KH, KW).transpose(0, 1, 2, 4, 3, 5).reshape(pool.x_shape)
 
 
 class Pooling(_Pool):
@@ -489,6 +511,11 @@ class Pooling(_Pool):
     def forward(self, x):
         self._setup("pooling", x)
         xp = cuda.get_array_module(x)
+        if self.tiles:  # windows that tile the image: one argmax over a window axis
+            windows = _tiled_windows(x, self)
+            self.indexes = windows.argmax(axis=-1).astype(np.int32)
+            return xp.take_along_axis(windows, self.indexes[..., None].astype(np.intp),
+                                      axis=-1)[..., 0]
         padded = _padded(x, self.pad, -np.inf)
         y = indexes = None
         for k, index in _window_offsets(self):
@@ -498,8 +525,8 @@ class Pooling(_Pool):
                 indexes = xp.zeros(y.shape, dtype=np.int32)
                 continue
             better = candidate > y  # strict: the first maximum wins ties
-            y = xp.where(better, candidate, y)
-            indexes[better] = k
+            xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
+            xp.copyto(indexes, k, where=better)
         self.indexes = indexes  # which window element won, 0 .. KH*KW-1
         return y
 
@@ -522,6 +549,10 @@ class PoolingGrad(Function):
         xp = cuda.get_array_module(gy)
         idx = self.pool.indexes
         zero = gy.dtype.type(0)
+        if self.pool.tiles:  # each input element is in exactly one window: no adding up
+            K = self.pool.kernel_size[0] * self.pool.kernel_size[1]
+            g = xp.where(idx[..., None] == xp.arange(K, dtype=np.int32), gy[..., None], zero)
+            return _untile(g, self.pool)
         return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
 
     def backward(self, ggx):
