@@ -116,6 +116,11 @@ def im2col_array(img, kernel_size, stride, pad, to_matrix=True, pad_value=0):
     return col
 
 
+def _raw_gpu(a):
+    """True for a CuPy array of a dtype the hand-written GPU kernels are built for."""
+    return cuda.is_cupy_array(a) and a.dtype.name in ("float32", "float64")
+
+
 def _im2col_channels_first(img, kernel_size, stride, pad):
     """im2col with the layout ``(C, KH, KW, N, OH, OW)``: the weight gradient's favourite.
 
@@ -129,6 +134,10 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
     PH, PW = pad
     OH = get_conv_outsize(H, KH, SH, PH)
     OW = get_conv_outsize(W, KW, SW, PW)
+    if _raw_gpu(img):  # on a GPU: one kernel, no padded copy (step 71)
+        from dezero_like import cuda_kernels
+
+        return cuda_kernels.im2col_channels_first(img, kernel_size, stride, pad, (OH, OW))
     if PH or PW:
         img = xp.pad(img, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant")
     img = img.transpose(1, 0, 2, 3)
@@ -347,6 +356,11 @@ class Deconv2d(Function):
         # every column of the output; viewed as (N, OC, KH, KW, H, W) it is col2im's input.
         xt = x.transpose(1, 0, 2, 3).reshape(C, N * H * Wd)
         col = (W.reshape(C, -1).T @ xt).reshape(OC, KH, KW, N, H, Wd)
+        if _raw_gpu(col):  # on a GPU: col2im as one gathering kernel (step 71)
+            from dezero_like import cuda_kernels
+
+            y = cuda_kernels.col2im_gather(col, (N, OC, OH, OW), self.stride, self.pad)
+            return _bias(y, b)
         col = col.transpose(3, 0, 1, 2, 4, 5)
         y = col2im_array(col, (N, OC, OH, OW), (KH, KW), self.stride, self.pad,
                          to_matrix=False)
@@ -511,6 +525,11 @@ class Pooling(_Pool):
     def forward(self, x):
         self._setup("pooling", x)
         xp = cuda.get_array_module(x)
+        if self.tiles and _raw_gpu(x):  # on a GPU: one kernel (step 71)
+            from dezero_like import cuda_kernels
+
+            y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
+            return y
         if self.tiles:  # windows that tile the image: one argmax over a window axis
             windows = _tiled_windows(x, self)
             self.indexes = windows.argmax(axis=-1).astype(np.int32)
@@ -549,6 +568,11 @@ class PoolingGrad(Function):
         xp = cuda.get_array_module(gy)
         idx = self.pool.indexes
         zero = gy.dtype.type(0)
+        if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71)
+            from dezero_like import cuda_kernels
+
+            return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
+                                                    self.pool.kernel_size)
         if self.pool.tiles:  # each input element is in exactly one window: no adding up
             K = self.pool.kernel_size[0] * self.pool.kernel_size[1]
             g = xp.where(idx[..., None] == xp.arange(K, dtype=np.int32), gy[..., None], zero)
