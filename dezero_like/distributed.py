@@ -92,7 +92,10 @@ def run_program(source, n=2, args=(), timeout=600):
             "pip install -e \".[mpi]\" (or pip install mpi4py mpich), which puts mpiexec beside "
             "python; then run this again."
         )
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               # Open MPI refuses to start as root (Colab and containers run as root) unless
+               # told twice; MPICH ignores these
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "program.py")
         with open(path, "w") as f:
