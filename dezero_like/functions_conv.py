@@ -499,19 +499,12 @@ class _Pool(Function):
                       and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
 
 
-def _tiled_windows(x, pool):
-    """``(N, C, OH, OW, KH*KW)``: window (p, q) of a tiling pool, its elements in order."""
+def _tile_views(x, pool):
+    """Views (no copies) of element k of every window, k = i * KW + j, for a tiling pool."""
     N, C = x.shape[:2]
     (KH, KW), (OH, OW) = pool.kernel_size, pool.out_hw
-    windows = x.reshape(N, C, OH, KH, OW, KW).transpose(0, 1, 2, 4, 3, 5)
-    return windows.reshape(N, C, OH, OW, KH * KW)
-
-
-def _untile(g, pool):
-    """The inverse of :func:`_tiled_windows`: ``(N, C, OH, OW, KH*KW)`` back to ``x``'s shape."""
-    N, C, OH, OW = g.shape[:4]
-    KH, KW = pool.kernel_size
-    return g.reshape(N, C, OH, OW, KH, KW).transpose(0, 1, 2, 4, 3, 5).reshape(pool.x_shape)
+    grid = x.reshape(N, C, OH, KH, OW, KW)
+    return [grid[:, :, :, i, :, j] for i in range(KH) for j in range(KW)]
 
 
 class Pooling(_Pool):
@@ -530,11 +523,16 @@ class Pooling(_Pool):
 
             y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
             return y
-        if self.tiles:  # windows that tile the image: one argmax over a window axis
-            windows = _tiled_windows(x, self)
-            self.indexes = windows.argmax(axis=-1).astype(np.int32)
-            return xp.take_along_axis(windows, self.indexes[..., None].astype(np.intp),
-                                      axis=-1)[..., 0]
+        if self.tiles:  # windows that tile the image: strided views, no padded copy
+            views = _tile_views(x, self)
+            y = views[0].copy()
+            for v in views[1:]:
+                xp.maximum(y, v, out=y)
+            indexes = xp.zeros(y.shape, dtype=np.int32)
+            for k in range(len(views) - 1, -1, -1):  # the first maximum wins: lowest k last
+                xp.copyto(indexes, k, where=views[k] == y)
+            self.indexes = indexes
+            return y
         padded = _padded(x, self.pad, -np.inf)
         y = indexes = None
         for k, index in _window_offsets(self):
@@ -574,9 +572,10 @@ class PoolingGrad(Function):
             return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
                                                     self.pool.kernel_size)
         if self.pool.tiles:  # each input element is in exactly one window: no adding up
-            K = self.pool.kernel_size[0] * self.pool.kernel_size[1]
-            g = xp.where(idx[..., None] == xp.arange(K, dtype=np.int32), gy[..., None], zero)
-            return _untile(g, self.pool)
+            gx = xp.zeros(self.pool.x_shape, dtype=gy.dtype)
+            for k, view in enumerate(_tile_views(gx, self.pool)):
+                xp.copyto(view, gy, where=idx == k)
+            return gx
         return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
 
     def backward(self, ggx):
