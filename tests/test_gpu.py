@@ -225,3 +225,50 @@ def test_batch_norm_matches_numpy_on_the_gpu_and_refuses_mixed_devices(shape):
         np.testing.assert_allclose(gpu, c, rtol=1e-9, atol=1e-10)
     with pytest.raises(TypeError, match="same device"):
         F.batch_norm(dz.Variable(cuda.as_cupy(x)), g, b, np.zeros(3), np.ones(3))
+
+
+@needs_gpu
+def test_a_training_step_never_waits_for_the_device(monkeypatch):
+    """Forward, backward and update only queue work: nothing reads a device value back.
+
+    Every way a value comes back to the host (``.get()``, ``cupy.asnumpy``, ``.item()``,
+    ``float()``/``int()``/``bool()``/``tolist()`` of an array) is counted during three
+    training steps whose batch is already on the device. (Explicit ``synchronize()``
+    calls cannot be counted this way: CuPy's Device and Stream types are immutable.)
+    """
+    import cupy
+
+    rng = np.random.default_rng(0)
+    x = cupy.asarray(rng.normal(size=(64, 20)).astype(np.float32))
+    t = cupy.asarray(rng.integers(0, 5, size=64))
+    np.random.seed(0)
+    model = MLP((30, 5), activation=F.sigmoid)
+    model(x)
+    optimizer = optimizers.SGD(lr=0.5).setup(model)
+
+    def step():
+        loss = F.softmax_cross_entropy(model(x), t)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+        return loss
+
+    step()
+    waits = []
+
+    def counting(owner, name):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            waits.append(name)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+    for name in ("get", "item", "__float__", "__int__", "__bool__", "tolist"):
+        counting(cupy.ndarray, name)
+    counting(cupy, "asnumpy")
+    losses = [step() for _ in range(3)]
+    assert waits == [], f"the training step waited for the device: {waits}"
+    monkeypatch.undo()
+    assert float(losses[-1].data) < float(losses[0].data)
