@@ -13,6 +13,642 @@
 # turns it into images.
 
 # %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `Variable.reshape`; `utils` gains `sum_to`,
+# `reshape_sum_backward`; `graph` gains `MAX_SHOWN_ELEMENTS`, `function_inputs`,
+# `function_outputs`, `format_array`, `node_value`, `node_grad`, `graph_functions`,
+# `get_dot_graph`, `keep_values_for_drawing`; `functions` gains `Tanh`, `tanh`, `Reshape`,
+# `reshape`, `Sum`, `sum`, `SumTo`, `sum_to`, `BroadcastTo`, `broadcast_to`; `hooks` gains
+# `FunctionHook`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like.core import _F
+
+
+# ---- shape functions (defined in dezero_like.functions) -----------------
+def reshape(self, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return _F().reshape(self, shape)
+
+
+# %%
+#| export dezero_like/utils.py
+def sum_to(x, shape):
+    """Sum an array down to ``shape``: the reverse of broadcasting it."""
+    shape = tuple(shape)
+    ndim = len(shape)
+    lead = x.ndim - ndim
+    lead_axes = tuple(range(lead))
+    axes = tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
+    y = x.sum(lead_axes + axes, keepdims=True)
+    if lead > 0:
+        y = y.reshape(y.shape[lead:])
+    return y
+
+
+# %%
+#| export dezero_like/utils.py
+def reshape_sum_backward(gy, x_shape, axis, keepdims):
+    """Reshape the gradient of ``sum(x, axis)`` so it broadcasts back to ``x_shape``."""
+    ndim = len(x_shape)
+    if axis is None:
+        tupled_axis = None
+    elif not isinstance(axis, tuple):
+        tupled_axis = (axis,)
+    else:
+        tupled_axis = axis
+    if not (ndim == 0 or tupled_axis is None or keepdims):
+        actual_axis = sorted(a if a >= 0 else a + ndim for a in tupled_axis)
+        shape = list(gy.shape)
+        for a in actual_axis:
+            shape.insert(a, 1)
+        return gy.reshape(tuple(shape))
+    if tupled_axis is None and not keepdims and ndim > 0:
+        return gy.reshape((1,) * ndim)
+    return gy
+
+
+# %%
+#| export dezero_like/utils.py
+from dezero_like.utils import forward_names
+
+
+# get_dot_graph, plot_dot_graph: written in dezero_like/graph.py (a later step), found here
+# too, as in the book
+__getattr__ = forward_names(__name__, {
+    "get_dot_graph": "dezero_like.graph",
+    "plot_dot_graph": "dezero_like.graph",
+})
+
+
+# %%
+#| export dezero_like/graph.py
+"""Drawing the computational graph: DOT text and rendered images.
+
+``get_dot_graph(y)`` walks the graph behind ``y`` (from ``y.creator`` back to the
+leaves) and describes it in Graphviz's DOT language: variables are orange
+ellipses (grey for constants), functions are blue boxes, and arrows show which
+variables flow into which function and what it produced.
+
+``plot_dot_graph(y, to_file="graph.png")`` turns that text into an image. It
+needs a program that lays out DOT graphs, and tries two, in this order:
+
+1. ``dot`` from a system Graphviz (``apt-get install graphviz``, ``brew install
+   graphviz``; Colab has it). It is the reference implementation.
+2. ``graphviz-pure``, a self-contained Rust port of ``dot`` that installs from
+   PyPI as a wheel and is a dependency of dezero_like, so that a plain
+   ``pip install`` can draw graphs too (see docs/graph-rendering.md).
+
+If neither is found, the DOT file is still written and the error says how to
+get either renderer. The returned :class:`GraphImage` shows itself inline in
+Jupyter (as SVG) when it is the last expression of a cell.
+
+Values and gradients in the nodes: ``plot_dot_graph(y, values=True)`` writes each
+variable's value (or its shape and dtype when it has more than a few elements)
+and its gradient into its node, as micrograd's ``draw_dot`` does. Intermediate
+variables normally keep no data in the graph (functions keep only what their
+backward needs, and ``.grad`` is kept only on leaves), so run the computation
+and its backward inside ``with keep_values_for_drawing():``; it makes every
+function keep its output values and the gradients it received, for drawing.
+It is a function hook, so outside the block nothing is kept and nothing costs.
+
+The graphs of the step snapshots (steps 07-22, whose ``Variable`` and
+``Function`` classes are their own, simpler ones) draw too: any object with
+``data``, ``grad`` and ``creator`` is accepted, and a function needs ``inputs``
+and ``outputs`` (variables or weak references to them), or ``input`` and
+``output`` as in the one-input steps 07-10.
+
+How the graph is identified: a leaf variable is its own node (``id(var)``). An
+intermediate variable may exist as several Python objects (the user's one and
+data-less stand-ins that functions keep instead of the array), so it is
+identified by where it was made: ``(id(creator), index)``.
+"""
+
+import weakref
+import numpy as np
+
+
+_VARIABLE_STYLE = 'shape=ellipse, style=filled, fillcolor="#ffd08a"'
+
+
+_CONSTANT_STYLE = 'shape=ellipse, style=filled, fillcolor="#dddddd"'
+
+
+_FUNCTION_STYLE = 'shape=box, style=filled, fillcolor="#a8d8f0"'
+
+
+_ACTIVE_STYLE = 'shape=box, style="filled,bold", fillcolor="#ff7f50", penwidth=3'
+
+
+#: Arrays with at most this many elements are written out in full; larger ones by shape.
+MAX_SHOWN_ELEMENTS = 6
+
+
+def _quote(text):
+    """A DOT string literal: backslashes and quotes escaped, newlines as \\n."""
+    text = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + text.replace("\n", "\\n") + '"'
+
+
+def _is_variable(obj):
+    """Duck typing: the package's Variable and the step snapshots' own ones."""
+    return hasattr(obj, "creator") and hasattr(obj, "data") and hasattr(obj, "grad")
+
+
+def _deref(ref):
+    """A function's output slot: a weak reference (package, later steps) or the variable."""
+    return ref() if isinstance(ref, weakref.ref) else ref
+
+
+def function_inputs(f):
+    """A function's inputs: ``f.inputs``, or ``(f.input,)`` in the one-input steps 07-10."""
+    return f.inputs if hasattr(f, "inputs") else (f.input,)
+
+
+def function_outputs(f):
+    """A function's output slots: ``f.outputs``, or ``(f.output,)`` in steps 07-10."""
+    return f.outputs if hasattr(f, "outputs") else (f.output,)
+
+
+def _var_key(v):
+    if v.creator is None or not hasattr(v, "index"):
+        return f"v{id(v)}"  # snapshots have no stand-ins: the object is the node
+    return f"v{id(v.creator)}_{v.index}"
+
+
+def _original(v):
+    """The variable the user holds for a data-less stand-in ``v``, if still alive."""
+    if v.data is None and v.creator is not None and hasattr(v, "index"):
+        original = _deref(v.creator.outputs[v.index])
+        if original is not None:
+            return original
+    return v
+
+
+def _recorded(v, attribute):
+    """What :func:`keep_values_for_drawing` kept on ``v``'s creator for its slot."""
+    kept = getattr(v.creator, attribute, None) if v.creator is not None else None
+    if kept is None:
+        return None
+    return kept[getattr(v, "index", 0)]
+
+
+def _array(value):
+    if value is None:
+        return None
+    return getattr(value, "data", value) if not isinstance(value, np.ndarray) else value
+
+
+# %%
+#| export dezero_like/graph.py
+import numpy as np
+
+
+def format_array(value):
+    """Short text for a node: the numbers of a small array, else its shape and dtype."""
+    a = _array(value)
+    if a is None:
+        return "?"
+    if not hasattr(a, "ndim"):
+        a = np.asarray(a)
+    if a.size > MAX_SHOWN_ELEMENTS:
+        return f"{a.shape} {a.dtype}"
+    a = np.asarray(a.get() if hasattr(a, "get") else a)  # CuPy arrays come to the host
+    if a.ndim == 0:
+        return f"{a.item():.4g}"
+    return np.array2string(a, precision=3, separator=", ", suppress_small=True)
+
+
+# %%
+#| export dezero_like/graph.py
+def node_value(v):
+    """The value of variable ``v`` for drawing (None when nobody kept it)."""
+    o = _original(v)
+    if o.data is not None:
+        return o.data
+    return _recorded(v, "_drawing_values")
+
+
+def node_grad(v):
+    """The gradient of ``v`` for drawing: its ``.grad``, else what the hook recorded."""
+    o = _original(v)
+    if getattr(o, "grad", None) is not None:
+        return o.grad
+    return _recorded(v, "_drawing_grads")
+
+
+# %%
+#| export dezero_like/graph.py
+def _var_label(v, verbose, values=False, grad=None):
+    """Name (with ``verbose`` shape and dtype; with ``values`` value and grad) of a node."""
+    v = _original(v)
+    label = getattr(v, "name", None) or ""
+    if values:
+        lines = [label] if label else []
+        lines.append("data " + format_array(node_value(v)))
+        g = node_grad(v) if grad is None else grad
+        shown = g is not None and g is not _NO_GRAD
+        lines.append("grad " + (format_array(g) if shown else "-"))
+        return "\n".join(lines)
+    if not label and v.data is not None and v.data.ndim == 0:
+        label = f"{v.data.item():.4g}"  # an unnamed scalar (a constant, say): its value
+    if verbose and v.data is not None:
+        if label:
+            label += ": "
+        label += f"{v.data.shape} {v.data.dtype}"
+    return label
+
+
+# %%
+#| export dezero_like/graph.py
+def _var_node(v, verbose, values=False, grad=None):
+    style = _VARIABLE_STYLE if getattr(v, "requires_grad", True) else _CONSTANT_STYLE
+    label = _var_label(v, verbose, values, grad)
+    if not label:
+        style += ", width=0.4, height=0.3"  # nothing to show: a small dot-like node
+    return f"{_var_key(v)} [label={_quote(label)}, {style}]"
+
+
+def _func_node(f, active=False):
+    style = _ACTIVE_STYLE if active else _FUNCTION_STYLE
+    return f"f{id(f)} [label={_quote(type(f).__name__)}, {style}]"
+
+
+# %%
+#| export dezero_like/graph.py
+import heapq
+
+
+def graph_functions(output):
+    """Every function behind ``output``, newest (highest generation) first."""
+    funcs, seen, count, order = [], set(), 0, []
+    if output.creator is not None:
+        funcs.append((-getattr(output.creator, "generation", 0), count, output.creator))
+        seen.add(id(output.creator))
+    while funcs:
+        f = heapq.heappop(funcs)[2]
+        order.append(f)
+        for x in function_inputs(f):
+            c = x.creator
+            if c is not None and id(c) not in seen:
+                seen.add(id(c))
+                count += 1
+                heapq.heappush(funcs, (-getattr(c, "generation", 0), count, c))
+    return order
+
+
+# %%
+#| export dezero_like/graph.py
+def get_dot_graph(output, verbose=True, values=False, *, grads=None, active=None):
+    """Describe the graph that computed ``output`` in Graphviz's DOT language.
+
+    Variables are ellipses labelled with their ``name`` (and, when ``verbose``,
+    their shape and dtype); functions are boxes labelled with their class name.
+    Nodes without data (what a function keeps of an input it does not need)
+    have no shape unless the original variable is still alive.
+
+    With ``values=True`` each variable node shows its value and its gradient
+    (``-`` when it has none); intermediate values and gradients are known when
+    the computation ran inside :func:`keep_values_for_drawing` (or when the
+    variables are still held, with ``retain_grad=True`` for their gradients).
+    ``grads`` (``{node_key: gradient}``) overrides the gradients shown and
+    ``active`` highlights one function; :mod:`dezero_like.animate` uses both.
+    """
+    if not _is_variable(output):
+        raise TypeError(f"get_dot_graph expects a Variable, got {type(output).__name__}")
+
+    def grad_for(v):
+        if grads is None:
+            return None
+        return grads.get(_var_key(v), _NO_GRAD)
+
+    def var_node(v):
+        # _NO_GRAD: the frame says "not known yet", so a dash, not the final gradient
+        return _var_node(v, verbose, values, grad=grad_for(v))
+
+    lines = ["digraph g {", "  rankdir=TB;", "  node [fontname=Helvetica, fontsize=11];"]
+    seen_vars = {_var_key(output)}
+    lines.append("  " + var_node(output))
+    for f in graph_functions(output):
+        lines.append("  " + _func_node(f, active is f))
+        for i, ref in enumerate(function_outputs(f)):
+            y = _deref(ref)
+            key = f"v{id(f)}_{i}" if y is None else _var_key(y)
+            if key not in seen_vars:
+                seen_vars.add(key)
+                if y is None:  # dropped by the user: draw it by position only
+                    lines.append(f'  {key} [label="", {_VARIABLE_STYLE}, width=0.4, height=0.3]')
+                else:
+                    lines.append("  " + var_node(y))
+            lines.append(f"  f{id(f)} -> {key};")
+        for x in function_inputs(f):
+            key = _var_key(x)
+            if key not in seen_vars:
+                seen_vars.add(key)
+                lines.append("  " + var_node(x))
+            lines.append(f"  {key} -> f{id(f)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# %%
+#| export dezero_like/graph.py
+_NO_GRAD = object()  # "no gradient known yet" in an animation frame
+
+
+# %%
+#| export dezero_like/graph.py
+from dezero_like.hooks import FunctionHook
+
+
+class keep_values_for_drawing(FunctionHook):  # noqa: N801 - used like a function
+    """``with keep_values_for_drawing():`` -- functions keep values and gradients for drawing.
+
+    Inside the block every function called keeps its output arrays, and every
+    function that backward passes through keeps the gradients of its outputs,
+    so that ``plot_dot_graph(y, values=True)`` can write them into the nodes
+    of intermediate variables, which otherwise hold nothing. Run both the
+    forward computation and ``backward()`` inside the block. It costs memory
+    (one more reference to every intermediate array, as long as the graph
+    lives) and nothing at all outside the block: it is a function hook.
+    """
+
+    name = "keep_values_for_drawing"
+
+    def forward_postprocess(self, function, in_data, out_data):
+        function._drawing_values = tuple(out_data)
+
+    def backward_preprocess(self, function, grad_outputs):
+        function._drawing_grads = tuple(grad_outputs)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class Tanh(Function):
+    """y = tanh(x); dy/dx = 1 - y**2."""
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        return cuda.get_array_module(x).tanh(x)
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return gy * (1 - y * y)
+
+
+# %%
+#| export dezero_like/functions.py
+def tanh(x):
+    return Tanh()(x)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import Function
+
+
+class Reshape(Function):
+    """y = x viewed with a new shape; the gradient is reshaped back."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        return x.reshape(self.shape)
+
+    def backward(self, gy):
+        return reshape(gy, self.x_shape)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import as_variable
+
+
+def reshape(x, shape):
+    if x.shape == tuple(shape):
+        return as_variable(x)
+    return Reshape(shape)(x)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import utils
+from dezero_like.core import Function
+
+
+class Sum(Function):
+    """y = sum of x over ``axis``; each element's gradient is dy."""
+
+    def __init__(self, axis=None, keepdims=False):
+        self.axis = axis
+        self.keepdims = keepdims
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        return x.sum(axis=self.axis, keepdims=self.keepdims)
+
+    def backward(self, gy):
+        gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
+        return broadcast_to(gy, self.x_shape)
+
+
+# %%
+#| export dezero_like/functions.py
+def sum(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+    return Sum(axis, keepdims)(x)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import utils
+from dezero_like.core import Function
+
+
+class SumTo(Function):
+    """y = x summed down to ``shape`` (undoes broadcasting); backward broadcasts."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        return utils.sum_to(x, self.shape)
+
+    def backward(self, gy):
+        return broadcast_to(gy, self.x_shape)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import as_variable
+
+
+def sum_to(x, shape):
+    """Sum ``x`` down to ``shape``, a shape it was broadcast from (undoes broadcast_to)."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return as_variable(x)
+    if len(shape) > len(x.shape) or any(
+        s != 1 and s != n for s, n in zip(shape[::-1], x.shape[::-1])
+    ):
+        raise ValueError(
+            f"sum_to: shape {shape} does not broadcast to the input's shape {x.shape}; the "
+            "target must be a shape that x could have been broadcast from"
+        )
+    return SumTo(shape)(x)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class BroadcastTo(Function):
+    """y = x repeated to ``shape``; backward sums the copies back (sum_to)."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        return cuda.get_array_module(x).broadcast_to(x, self.shape)
+
+    def backward(self, gy):
+        return sum_to(gy, self.x_shape)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import as_variable
+
+
+def broadcast_to(x, shape):
+    if x.shape == tuple(shape):
+        return as_variable(x)
+    return BroadcastTo(shape)(x)
+
+
+# %%
+#| export dezero_like/hooks.py
+"""Function hooks: code that runs around every function's forward and backward.
+
+A hook is an object with four methods, all no-ops in :class:`FunctionHook`::
+
+    forward_preprocess(function, in_data)              # before forward
+    forward_postprocess(function, in_data, out_data)   # after forward
+    backward_preprocess(function, grad_outputs)        # before backward
+    backward_postprocess(function, grad_outputs, grad_inputs)  # after backward
+
+``in_data``/``out_data`` are the raw arrays of a forward call;
+``grad_outputs``/``grad_inputs`` are the gradients (Variables, or ``None`` where
+an output got no gradient or an input needs none) of a backward step.
+
+Two ways to switch a hook on (``dezero_like.core`` calls them, see
+``Function.__call__`` and the backward loop):
+
+* for everything computed inside a block::
+
+      with TimerHook() as timer:
+          loss = model(x); loss.backward()
+      timer.print_report()
+
+* for one function only: ``f = Exp(); f.add_hook(PrintHook()); y = f(x)``.
+
+A function's backward is itself made of functions (``gy * x`` is a ``Mul``), so
+a global hook also sees *forward* calls that happen *inside* a backward step.
+The shipped hooks keep track of that: :class:`TimerHook` counts their time in
+the enclosing backward only, :class:`PrintHook` indents them, and
+:class:`DebugHook` names the backward they belong to.
+
+Shipped hooks: :class:`TimerHook` (time per function type and pass),
+:class:`PrintHook` (one line per call with shapes and dtypes) and
+:class:`DebugHook` (NaN/Inf detection), which :func:`debug_mode` switches on.
+"""
+
+from dezero_like import core
+
+
+class FunctionHook:
+    """Base class of function hooks: four no-op callbacks and ``with hook:`` support.
+
+    ``with hook:`` adds the hook to the global list (``dezero_like.core._global_hooks``)
+    for the duration of the block; blocks nest (``with a: with b: ...`` runs both,
+    ``a`` first). Using the *same* hook object in two nested blocks is refused,
+    because every function would then be reported twice.
+    """
+
+    name = None  # shown in reprs; defaults to the class name
+
+    def __enter__(self):
+        if any(h is self for h in core._global_hooks):
+            raise RuntimeError(
+                f"{self!r} is already active; a hook can be entered once at a time "
+                "(create a second instance if you really want two)"
+            )
+        core._global_hooks.append(self)  # in place: core reads this very list
+        return self
+
+    def __exit__(self, *exc_info):
+        hooks = core._global_hooks
+        for i in range(len(hooks) - 1, -1, -1):
+            if hooks[i] is self:
+                del hooks[i]
+                break
+        return False
+
+    def __repr__(self):
+        return f"<{self.name or type(self).__name__}>"
+
+    # ---- the four callbacks (override the ones you need) ----------------------
+    def forward_preprocess(self, function, in_data):
+        """Called before ``function.forward(*in_data)``."""
+
+    def forward_postprocess(self, function, in_data, out_data):
+        """Called after forward; ``out_data`` is the list of output arrays."""
+
+    def backward_preprocess(self, function, grad_outputs):
+        """Called before ``function.backward(*grad_outputs)``."""
+
+    def backward_postprocess(self, function, grad_outputs, grad_inputs):
+        """Called after backward; ``grad_inputs`` has one entry (or None) per input."""
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like import hooks
+from dezero_like.graph import keep_values_for_drawing
+
+
+# %%
+# The cells above also defined `sum` in this script, hiding Python's built-in
+# of that name here: hand it back (the package keeps its own).
+import builtins
+
+sum = builtins.sum
+
+
+# %% [markdown]
 # ## The DOT language in one minute
 #
 # A DOT file lists nodes (with attributes in square brackets) and edges

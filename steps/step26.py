@@ -24,10 +24,230 @@
 # `outputs/stepNN/` under the current directory (`dezero_like.plot.output_dir`
 # makes it), and prints the full path of each file it writes.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `graph` gains `SYSTEM_PROGRAM`, `FALLBACK_PROGRAM`, `NATIVE_FORMATS`,
+# `FORMATS`, `RendererNotFoundError`, `RenderError`, `find_renderer`, `GraphImage`,
+# `plot_dot_graph`, `render_dot`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/graph.py
+SYSTEM_PROGRAM = "dot"
+
+
+#: The PyPI distribution (and command) used when no system Graphviz is found.
+FALLBACK_PROGRAM = "graphviz-pure"
+
+
+#: Formats each renderer writes by itself (graphviz-pure has no PDF writer yet).
+NATIVE_FORMATS = {SYSTEM_PROGRAM: {"png", "svg", "pdf"}, FALLBACK_PROGRAM: {"png", "svg"}}
+
+
+FORMATS = ("png", "svg", "pdf")
+
+
+# %%
+#| export dezero_like/graph.py
+class RendererNotFoundError(RuntimeError):
+    """No program that can render DOT was found (neither Graphviz nor graphviz-pure)."""
+
+
+# %%
+#| export dezero_like/graph.py
+class RenderError(RuntimeError):
+    """The renderer ran but failed; the message carries its own error output."""
+
+
+# %%
+#| export dezero_like/graph.py
+import importlib.metadata
+import os
+from pathlib import Path
+
+
+def _installed_command(distribution):
+    """Path of the command a pip-installed ``distribution`` ships, or None.
+
+    Looked up through the package's own file list, so it is found even when its
+    ``bin`` folder is not on PATH (common for Jupyter kernels and venvs).
+    """
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in dist.files or ():
+        if Path(f).stem == distribution and Path(f).parent.name in ("bin", "Scripts"):
+            path = Path(dist.locate_file(f)).resolve()
+            if path.is_file() and os.access(path, os.X_OK):
+                return str(path)
+    return None
+
+
+# %%
+#| export dezero_like/graph.py
+import shutil
+
+
+def find_renderer(renderer="auto"):
+    """Return ``(name, path)`` of the program that will render DOT.
+
+    ``renderer`` is ``"auto"`` (system ``dot``, else ``graphviz-pure``),
+    ``"dot"`` or ``"graphviz-pure"``. Raises :class:`RendererNotFoundError`
+    saying how to install one when none is available.
+    """
+    if renderer not in ("auto", SYSTEM_PROGRAM, FALLBACK_PROGRAM):
+        raise ValueError(
+            f"renderer must be 'auto', {SYSTEM_PROGRAM!r} or {FALLBACK_PROGRAM!r}, got {renderer!r}"
+        )
+    if renderer in ("auto", SYSTEM_PROGRAM):
+        path = shutil.which(SYSTEM_PROGRAM)
+        if path:
+            return SYSTEM_PROGRAM, path
+    if renderer in ("auto", FALLBACK_PROGRAM):
+        path = shutil.which(FALLBACK_PROGRAM) or _installed_command(FALLBACK_PROGRAM)
+        if path:
+            return FALLBACK_PROGRAM, path
+    wanted = "a DOT renderer" if renderer == "auto" else f"the renderer {renderer!r}"
+    raise RendererNotFoundError(
+        f"cannot draw the graph: {wanted} was not found. Fix it either way:\n"
+        f"  1. install Graphviz so that `dot` is on PATH (apt-get install graphviz, "
+        f"brew install graphviz, conda install graphviz, or choco install graphviz), or\n"
+        f"  2. pip install {FALLBACK_PROGRAM} (a dependency of dezero_like that was not "
+        f"installed; reinstalling dezero_like brings it)."
+    )
+
+
+# %%
+#| export dezero_like/graph.py
+from pathlib import Path
+
+
+class GraphImage:
+    """A rendered graph: the file written, and an SVG that Jupyter shows inline."""
+
+    def __init__(self, path, dot_path, svg, renderer):
+        self.path = Path(path).resolve()  # absolute: still right after a chdir
+        self.dot_path = Path(dot_path).resolve()
+        self.svg = svg
+        self.renderer = renderer
+
+    def _repr_svg_(self):
+        return self.svg
+
+    def __repr__(self):
+        return f"GraphImage({str(self.path)!r}, rendered by {self.renderer})"
+
+
+# %%
+#| export dezero_like/graph.py
+import subprocess
+
+
+def _run(program, args):
+    """Run the renderer with an argument list (never through a shell)."""
+    result = subprocess.run([program, *args], capture_output=True)
+    if result.returncode != 0:
+        err = result.stderr.decode(errors="replace").strip()
+        raise RenderError(f"{program} {' '.join(args)} failed (exit {result.returncode}): {err}")
+    return result.stdout
+
+
+# %%
+#| export dezero_like/graph.py
+def _png_to_pdf(png_path, pdf_path):
+    """Wrap a PNG in a one-page PDF (used when the renderer writes no PDF itself)."""
+    import matplotlib.image
+    from matplotlib.figure import Figure
+
+    image = matplotlib.image.imread(str(png_path))
+    dpi = 96
+    fig = Figure(figsize=(image.shape[1] / dpi, image.shape[0] / dpi), dpi=dpi)
+    fig.figimage(image, 0, 0)
+    fig.savefig(str(pdf_path), dpi=dpi)
+
+
+# %%
+#| export dezero_like/graph.py
+from dezero_like.graph import get_dot_graph
+
+
+def plot_dot_graph(output, verbose=True, to_file="graph.png", renderer="auto", values=False):
+    """Draw the graph that computed ``output`` into ``to_file`` (PNG, SVG or PDF).
+
+    The format follows the file's extension. The DOT text is always written
+    beside it (``graph.png`` -> ``graph.dot``), first, so it survives any
+    rendering failure. ``renderer``: ``"auto"``, ``"dot"`` or
+    ``"graphviz-pure"`` (see :func:`find_renderer`). ``values=True`` writes
+    each variable's value and gradient into its node (see :func:`get_dot_graph`
+    and :class:`keep_values_for_drawing`). Returns a
+    :class:`GraphImage`, which a notebook displays inline.
+    """
+    _format_of(to_file)  # a bad file name fails before any work
+    return render_dot(get_dot_graph(output, verbose, values), to_file, renderer)
+
+
+# %%
+#| export dezero_like/graph.py
+from pathlib import Path
+
+
+def _format_of(to_file):
+    fmt = Path(to_file).suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ValueError(
+            f"cannot tell the image format from {str(to_file)!r}: use a file name ending "
+            f"in .png, .svg or .pdf"
+        )
+    return fmt
+
+
+# %%
+#| export dezero_like/graph.py
+import tempfile
+from pathlib import Path
+
+
+def render_dot(dot_text, to_file, renderer="auto"):
+    """Render DOT text into ``to_file`` (PNG, SVG or PDF); see :func:`plot_dot_graph`."""
+    to_file = Path(to_file)
+    fmt = _format_of(to_file)
+    if to_file.parent != Path(""):
+        to_file.parent.mkdir(parents=True, exist_ok=True)
+    dot_path = to_file.with_suffix(".dot")
+    dot_path.write_text(dot_text)
+    try:
+        name, program = find_renderer(renderer)
+    except RendererNotFoundError as e:
+        raise RendererNotFoundError(
+            f"{e}\nThe graph's DOT source was saved to {dot_path}; once a renderer is "
+            f"installed: dot -T{fmt} {dot_path} -o {to_file}"
+        ) from None
+    if fmt in NATIVE_FORMATS[name]:
+        _run(program, [f"-T{fmt}", str(dot_path), "-o", str(to_file)])
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            png = Path(tmp) / "graph.png"
+            _run(program, ["-Tpng", str(dot_path), "-o", str(png)])
+            _png_to_pdf(png, to_file)
+    if fmt == "svg":
+        svg = to_file.read_text()
+    else:
+        svg = _run(program, ["-Tsvg", str(dot_path)]).decode()
+    return GraphImage(to_file, dot_path, svg, name)
+
+
 # %%
 import numpy as np
 
 import dezero_like as dz
+import dezero_like.functions as F
 from dezero_like.graph import find_renderer
 from dezero_like.plot import output_dir, written
 from dezero_like.utils import plot_dot_graph
@@ -88,10 +308,10 @@ print("SVG mentions x:", ">x<" in svg_text, " bytes:", len(svg_text))
 
 # %%
 a = dz.Variable(np.linspace(0, 1, 6).reshape(2, 3), name="a")
-W = dz.Variable(np.ones((3, 2)), name="W")
-h = a @ W
+W = dz.Variable(np.ones((2, 3)), name="W")
+h = a * W
 h.name = "h"
-out = (h * h).sum()
+out = F.sum(h * h)
 out.name = "out"
 written(plot_dot_graph(out, to_file=out_dir / "small.png"))
 

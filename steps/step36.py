@@ -30,19 +30,21 @@ rng = np.random.default_rng(0)
 # ## 1. A gradient penalty
 #
 # A tiny "critic" $D(x) = \tanh(xW)$ scores a batch of 8 inputs with 3
-# features. The penalty is the mean over the batch of $(\lVert\nabla_{x_i} D\rVert - 1)^2$.
+# features. (The product $xW$ is written as a sum of products,
+# `F.sum(x * W, axis=1)`: the matrix product `@` is step 42's.)
+# The penalty is the mean over the batch of $(\lVert\nabla_{x_i} D\rVert - 1)^2$.
 # Inside `gradient_penalty`, the first backward (with `create_graph=True`)
 # computes $\nabla_x D$ as a graph that depends on $W$; the penalty built from it
 # is then an ordinary function of $W$.
 
 # %%
 X = rng.normal(size=(8, 3))
-W0 = rng.normal(size=(3, 1))
+W0 = rng.normal(size=3)
 
 
 def gradient_penalty(W, X=X):
     x = dz.Variable(X)
-    d = F.tanh(x @ W)
+    d = F.tanh(F.sum(x * W, axis=1))  # x W, one number per row
     d.backward(create_graph=True)  # x.grad = dD/dx, a function of W
     norms = F.sum(x.grad**2, axis=1) ** 0.5
     return F.sum((norms - 1) ** 2) / len(X)
@@ -102,7 +104,8 @@ x_value = rng.normal(size=n)
 
 
 def f(x):
-    return 0.5 * F.sum(x * (A @ x)) + F.sum(x**3) / 3
+    Ax = F.sum(A * x, axis=1)  # the product A x, written without @ (step 42)
+    return 0.5 * F.sum(x * Ax) + F.sum(x**3) / 3
 
 
 def hvp(x_value, v):

@@ -13,6 +13,53 @@
 # `x.grad[i, j]` answers "how much does the final result change if I nudge
 # `x[i, j]`?", so there is exactly one gradient entry per element of `x`.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `AsType`, `astype`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like.core import Function
+
+
+class AsType(Function):
+    """y = x converted to ``dtype``; the gradient is converted back to x's dtype."""
+
+    def __init__(self, dtype, copy=False):
+        self.dtype = np.dtype(dtype)
+        self.copy = copy
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.x_dtype = x.dtype
+        return x.astype(self.dtype, copy=self.copy)
+
+    def backward(self, gy):
+        return astype(gy, self.x_dtype)
+
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like.core import as_variable
+
+
+def astype(x, dtype, copy=False):
+    """x as an array of ``dtype`` (differentiable); ``copy=True`` always makes a new array."""
+    x = as_variable(x)
+    if x.dtype == np.dtype(dtype) and not copy:
+        return x
+    return AsType(dtype, copy)(x)
+
+
 # %%
 import numpy as np
 

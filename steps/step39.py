@@ -17,6 +17,65 @@
 # | `reshape(x, shape)` | `reshape(gy, x.shape)` |
 # | `transpose(x, axes)` | `transpose(gy, inverse(axes))` |
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `Variable.transpose`, `Variable.T`; `functions` gains
+# `Transpose`, `transpose`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like.core import _F
+
+
+def transpose(self, *axes):
+    if not axes:
+        axes = None
+    elif len(axes) == 1 and (isinstance(axes[0], (tuple, list)) or axes[0] is None):
+        axes = axes[0]
+    return _F().transpose(self, axes)
+
+
+@property
+def T(self):
+    return _F().transpose(self)
+
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like.core import Function
+
+
+class Transpose(Function):
+    """y = x with axes permuted; the gradient is permuted back."""
+
+    def __init__(self, axes=None):
+        self.axes = None if axes is None else tuple(axes)
+
+    def forward(self, x):
+        self.retain_inputs(())
+        return x.transpose(self.axes)
+
+    def backward(self, gy):
+        if self.axes is None:
+            return transpose(gy)
+        inverse = tuple(np.argsort([a % len(self.axes) for a in self.axes]))
+        return transpose(gy, inverse)
+
+
+# %%
+#| export dezero_like/functions.py
+def transpose(x, axes=None):
+    return Transpose(axes)(x)
+
+
 # %%
 import numpy as np
 

@@ -15,6 +15,26 @@
 # first puts back the summed axes with length 1 (so the shapes line up), then
 # calls `broadcast_to` (step 41) to repeat the gradient.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `Variable.sum`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like.core import _F
+
+
+def sum(self, axis=None, keepdims=False):
+    return _F().sum(self, axis, keepdims)
+
+
 # %%
 import numpy as np
 

@@ -21,6 +21,113 @@
 # and there is only one way to multiply $g_y$ with the other factor (or its
 # transpose) to get that shape.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `MatMul`, `matmul`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+def _check_matmul_shapes(a_shape, b_shape, where):
+    """Raise a clear error when ``a @ b`` is impossible (the inner sizes differ)."""
+    if len(a_shape) == 0 or len(b_shape) == 0:
+        raise ValueError(
+            f"{where}: matmul needs arrays with at least one axis, got shapes {a_shape} and "
+            f"{b_shape}; use * to multiply by a scalar"
+        )
+    k_a = a_shape[-1]
+    k_b = b_shape[0] if len(b_shape) == 1 else b_shape[-2]
+    if k_a != k_b:
+        raise ValueError(
+            f"{where}: cannot multiply shapes {a_shape} @ {b_shape}: the last axis of the first "
+            f"({k_a}) must equal the {'only' if len(b_shape) == 1 else 'second-to-last'} axis of "
+            f"the second ({k_b})"
+        )
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.functions import transpose
+
+
+def _swap_last(x):
+    """Transpose of the last two axes of a Variable (``x.T`` for a matrix)."""
+    if x.ndim == 2:
+        return transpose(x)
+    axes = list(range(x.ndim))
+    axes[-2], axes[-1] = axes[-1], axes[-2]
+    return transpose(x, axes)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import Function
+from dezero_like.functions import reshape, sum_to
+
+
+class MatMul(Function):
+    """y = x @ W with NumPy's rules (1-D operands, stacks of matrices that broadcast).
+
+    For matrices, dL/dx = gy @ W.T and dL/dW = x.T @ gy. A 1-D operand is
+    treated as a row (x) or a column (W) with that axis removed from y; for
+    stacks, the same products are taken per matrix and the gradient is summed
+    over the batch axes that were broadcast (``sum_to``).
+    """
+
+    def forward(self, x, W):
+        _check_matmul_shapes(x.shape, W.shape, "matmul")
+        n0, n1 = self.needs_input_grad or (True, True)
+        self.retain_inputs(((1,) if n0 else ()) + ((0,) if n1 else ()))
+        self.shapes = (x.shape, W.shape)
+        return x @ W
+
+    def backward(self, gy):
+        x, W = self.inputs
+        n0, n1 = self.needs_input_grad
+        x_shape, W_shape = self.shapes
+        if len(x_shape) == 2 and len(W_shape) == 2:  # the common case, as in the book
+            gx = matmul(gy, W.T) if n0 else None
+            gW = matmul(x.T, gy) if n1 else None
+            return gx, gW
+        # Give 1-D operands (and the matching axis of gy) their missing axis back,
+        # so every product below is between stacks of matrices.
+        if len(x_shape) == 1:
+            gy = reshape(gy, gy.shape[:-1] + (1,) + gy.shape[-1:]) if len(W_shape) > 1 \
+                else reshape(gy, (1,) + gy.shape)
+        if len(W_shape) == 1:
+            gy = reshape(gy, gy.shape + (1,))
+        gx = gW = None
+        if n0:
+            W2 = reshape(W, (W_shape[0], 1)) if len(W_shape) == 1 else W
+            gx = matmul(gy, _swap_last(W2))
+            gx = reshape(sum_to(gx, _matrix_shape(x_shape, row=True)), x_shape)
+        if n1:
+            x2 = reshape(x, (1, x_shape[0])) if len(x_shape) == 1 else x
+            gW = matmul(_swap_last(x2), gy)
+            gW = reshape(sum_to(gW, _matrix_shape(W_shape, row=False)), W_shape)
+        return gx, gW
+
+
+# %%
+#| export dezero_like/functions.py
+def _matrix_shape(shape, row):
+    """The shape of an operand after its missing axis is restored (row for x, column for W)."""
+    if len(shape) != 1:
+        return shape
+    return (1, shape[0]) if row else (shape[0], 1)
+
+
+def matmul(x, W):
+    """Matrix product ``x @ W`` (NumPy's rules: 1-D operands and broadcast stacks)."""
+    return MatMul()(x, W)
+
+
 # %%
 import numpy as np
 

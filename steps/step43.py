@@ -12,6 +12,51 @@
 # step both a little *against* their gradients, and repeat. This is gradient
 # descent (step 28), now on a real fitting problem with array data.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `MeanSquaredError`, `mean_squared_error`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import Function
+
+
+class MeanSquaredError(Function):
+    """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1."""
+
+    def forward(self, x0, x1):
+        if x0.shape != x1.shape:
+            raise ValueError(
+                f"mean_squared_error needs two arrays of the same shape, got {x0.shape} and "
+                f"{x1.shape} (NumPy would broadcast them: (N, 1) against (N,) makes an N x N "
+                "difference, a wrong loss with no error). Reshape one of them first, e.g. "
+                "t.reshape(y.shape)"
+            )
+        diff = x0 - x1
+        return (diff * diff).sum() / len(diff)
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        diff = x0 - x1
+        gx0 = gy * diff * (2.0 / len(diff))
+        n0, n1 = self.needs_input_grad
+        return (gx0 if n0 else None), (-gx0 if n1 else None)
+
+
+# %%
+#| export dezero_like/functions.py
+def mean_squared_error(x0, x1):
+    """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`."""
+    return MeanSquaredError()(x0, x1)
+
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np

@@ -20,6 +20,113 @@
 # * `F.sigmoid(x)`, whose derivative is $\sigma'(a) = \sigma(a)(1 - \sigma(a))$ —
 #   written in terms of the *output*, so backward keeps the output, not the input.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `Linear`, `linear`, `Sigmoid`, `sigmoid`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import Function
+from dezero_like.functions import matmul, sum_to
+
+
+class Linear(Function):
+    """y = x @ W + b (b optional); dL/dx = gy @ W.T, dL/dW = x.T @ gy, dL/db = sum of gy over rows.
+
+    One function instead of ``matmul`` followed by ``+``: the product ``x @ W``
+    is never kept as a separate array, and only what backward reads is retained
+    (``W`` for the gradient of ``x``, ``x`` for the gradient of ``W``; ``b``'s
+    gradient needs neither).
+    """
+
+    def forward(self, x, W, b=None):
+        if x.ndim != 2 or W.ndim != 2 or x.shape[1] != W.shape[0]:
+            raise ValueError(
+                f"linear expects x of shape (N, in_size) with in_size="
+                f"{W.shape[0] if W.ndim == 2 else '?'} to match W of shape {W.shape} "
+                f"(in_size, out_size), got x of shape {x.shape}"
+            )
+        needs = self.needs_input_grad or (True, True, True)
+        self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
+        y = x @ W
+        if b is not None:
+            self.b_shape = b.shape
+            y += b  # y is a fresh array: add the bias in place, no temporary
+        return y
+
+    def backward(self, gy):
+        needs = self.needs_input_grad
+        x, W = self.inputs[0], self.inputs[1]
+        gx = matmul(gy, W.T) if needs[0] else None
+        gW = matmul(x.T, gy) if needs[1] else None
+        if len(needs) == 2:
+            return gx, gW
+        if not needs[2]:
+            return gx, gW, None
+        return gx, gW, sum_to(gy, self.b_shape)
+
+
+# %%
+#| export dezero_like/functions.py
+def linear(x, W, b=None):
+    """Affine map ``x @ W + b`` of a batch ``x`` (N, in) with ``W`` (in, out) and ``b`` (out,)."""
+    if b is None:
+        return Linear()(x, W)
+    return Linear()(x, W, b)
+
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class Sigmoid(Function):
+    """y = 1 / (1 + exp(-x)); dy/dx = y * (1 - y).
+
+    Computed as written, ``1 / (1 + exp(-x))``, which is accurate on both
+    sides: for very negative x, ``exp(-x)`` is huge and its reciprocal keeps
+    full relative precision (it only overflows to inf, giving the right limit
+    0, below about -88 in float32; that overflow is expected and not warned
+    about). The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
+    in float32 it gives 2.98e-08 for sigmoid(-18), whose true value is
+    1.52e-08, and 0 for sigmoid(-20), so log(sigmoid(-20)) would be -inf.
+    Backward reads the output.
+    """
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        xp = cuda.get_array_module(x)
+        if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
+            return self.forward(x.reshape(1)).reshape(())
+        y = xp.negative(x)
+        with np.errstate(over="ignore"):
+            xp.exp(y, out=y)
+        y += 1
+        xp.reciprocal(y, out=y)
+        return y
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return gy * y * (1 - y)
+
+
+# %%
+#| export dezero_like/functions.py
+def sigmoid(x):
+    """Logistic sigmoid 1 / (1 + exp(-x)), elementwise; see :class:`Sigmoid`."""
+    return Sigmoid()(x)
+
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np

@@ -13,6 +13,179 @@
 #   value is a Parameter — or another Layer — and records the name. Then
 #   `params()` can walk them all, and `cleargrads()` can clear them all.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `Parameter`; `layers` gains `Layer`, `Linear`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import Variable
+
+
+class Parameter(Variable):
+    """A Variable that a Layer owns and an optimizer updates."""
+
+    __slots__ = ()
+
+
+# %%
+#| export dezero_like/layers.py
+"""Layers: objects that own Parameters, ``import dezero_like.layers as L``.
+
+A :class:`Layer` registers every :class:`~dezero_like.core.Parameter` and every
+sub-layer assigned to one of its attributes, so ``params()`` can walk them all
+(an optimizer updates exactly these). Weights are saved to and loaded from
+NumPy ``.npz`` files, never with pickle.
+"""
+
+from dezero_like.core import Parameter
+
+
+class Layer:
+    """Base class of layers and models.
+
+    Assigning a Parameter or a Layer to an attribute registers it, in order::
+
+        self.W = Parameter(...)   # a parameter of this layer
+        self.l1 = Linear(10)      # a sub-layer: its parameters are ours too
+
+    Subclasses write ``forward(*inputs)``; calling the layer calls it.
+    """
+
+    def __init__(self):
+        object.__setattr__(self, "_param_names", [])
+
+    def _names(self):
+        names = self.__dict__.get("_param_names")
+        if names is None:  # a subclass forgot super().__init__(): be forgiving
+            names = []
+            object.__setattr__(self, "_param_names", names)
+        return names
+
+    def __setattr__(self, name, value):
+        names = self._names()
+        if isinstance(value, (Parameter, Layer)):
+            if name not in names:
+                names.append(name)
+            if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
+                object.__setattr__(value, "_attr_name", name)  # for error messages
+        elif name in names:  # replaced by something that is not a parameter
+            names.remove(name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        names = self._names()
+        if name in names:
+            names.remove(name)
+        object.__delattr__(self, name)
+
+    def __call__(self, *inputs):
+        outputs = self.forward(*inputs)
+        return outputs
+
+    def forward(self, *inputs):
+        raise NotImplementedError(f"{type(self).__name__} must implement forward()")
+
+    def _describe(self):
+        """How error messages name this layer: ``layer 'l1' (Linear)``, or ``a Linear layer``."""
+        name = self.__dict__.get("_attr_name")
+        kind = type(self).__name__
+        return f"layer {name!r} ({kind})" if name else f"a {kind} layer"
+
+    # ---- parameters -----------------------------------------------------------
+    def params(self):
+        """Yield every Parameter of this layer and of its sub-layers (depth first), once each.
+
+        A parameter shared by two layers (tied weights, or one layer used twice
+        in a model) is yielded the first time it is met only, so an optimizer
+        updates it once per step.
+        """
+        seen = set()
+        for p in self._walk_params():
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield p
+
+    def _walk_params(self):
+        for name in self._names():
+            obj = self.__dict__[name]
+            if isinstance(obj, Layer):
+                yield from obj._walk_params()
+            else:
+                yield obj
+
+    def cleargrads(self):
+        """Reset the gradient of every parameter (call before each backward)."""
+        for param in self.params():
+            param.cleargrad()
+
+
+# %%
+#| export dezero_like/layers.py
+import numpy as np
+import dezero_like.functions as F
+from dezero_like import cuda
+from dezero_like.core import Parameter
+
+
+class Linear(Layer):
+    """Fully connected layer: y = x @ W + b.
+
+    ``W`` has shape (in_size, out_size) and is initialised with
+    ``randn * sqrt(1 / in_size)``, which keeps the scale of the outputs close
+    to that of the inputs. When ``in_size`` is not given, ``W`` is created on
+    the first call from the width of the input (a "lazy" layer).
+    """
+
+    def __init__(self, out_size, nobias=False, dtype=np.float32, in_size=None):
+        super().__init__()
+        self.in_size = in_size
+        self.out_size = out_size
+        self.dtype = np.dtype(dtype)
+        self.W = Parameter(None, name="W")
+        if in_size is not None:
+            self._init_W()
+        if nobias:
+            self.b = None
+        else:
+            self.b = Parameter(np.zeros(out_size, dtype=self.dtype), name="b")
+
+    def _init_W(self, xp=np):
+        n_in, n_out = self.in_size, self.out_size
+        W = xp.random.randn(n_in, n_out) * (1.0 / n_in) ** 0.5
+        self.W.data = W.astype(self.dtype)
+
+    def forward(self, x):
+        if self.W.data is None:
+            if x.ndim != 2:
+                raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}")
+            self.in_size = x.shape[1]
+            xp = cuda.get_array_module(x)
+            self._init_W(xp)
+            if xp is not np and self.b is not None:
+                self.b.to_gpu()  # the input is on the GPU: keep the whole layer there
+        try:
+            return F.linear(x, self.W, self.b)
+        except ValueError as e:  # F.linear checks the shapes; say which layer it was
+            raise ValueError(
+                f"{self._describe()}: {e}; check the output size of the layer before it, or "
+                "flatten images first (F.flatten(x))"
+            ) from None
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like import layers
+from dezero_like.core import Parameter
+
+
 # %%
 import numpy as np
 

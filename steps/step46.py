@@ -16,6 +16,125 @@
 # * **`Sequential(*layers)`**: apply layers, or plain functions such as `F.relu`,
 #   one after the other.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `ReLU`, `relu`; `models` gains `Model`, `MLP`,
+# `Sequential`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class ReLU(Function):
+    """y = max(x, 0); dy/dx = 1 where x > 0, else 0.
+
+    Backward needs only *where* x was positive, so a boolean mask (one byte per
+    element) is kept instead of the input. The derivative is piecewise constant,
+    so the second derivative is zero: ``gy * mask`` is differentiable in ``gy``.
+    """
+
+    def forward(self, x):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(x)
+        if self.needs_input_grad:
+            self.mask = x > 0
+        return xp.maximum(x, 0)
+
+    def backward(self, gy):
+        return gy * self.mask
+
+
+# %%
+#| export dezero_like/functions.py
+def relu(x):
+    """Rectified linear unit max(x, 0), elementwise; see :class:`ReLU`."""
+    return ReLU()(x)
+
+
+# %%
+#| export dezero_like/models.py
+"""Models: layers that are whole networks, ``from dezero_like.models import MLP``."""
+
+from dezero_like.layers import Layer
+
+
+class Model(Layer):
+    """A Layer that is a whole network; adds :meth:`plot`."""
+
+    def plot(self, *inputs, to_file="model.png"):
+        """Run the model on ``inputs`` and draw the resulting graph to ``to_file``."""
+        from dezero_like.utils import plot_dot_graph  # graphviz is needed only here
+
+        y = self.forward(*inputs)
+        return plot_dot_graph(y, verbose=True, to_file=to_file)
+
+
+# %%
+#| export dezero_like/models.py
+import dezero_like.functions as F
+import dezero_like.layers as L
+
+
+class MLP(Model):
+    """Multi-layer perceptron: Linear layers with ``activation`` between them.
+
+    ``MLP((10, 1))`` is Linear(10) -> activation -> Linear(1). Input sizes are
+    inferred on the first call.
+    """
+
+    def __init__(self, fc_output_sizes, activation=F.sigmoid):
+        super().__init__()
+        self.activation = activation
+        self.layers = []
+        for i, out_size in enumerate(fc_output_sizes):
+            layer = L.Linear(out_size)
+            setattr(self, f"l{i}", layer)
+            self.layers.append(layer)
+
+    def forward(self, x):
+        for layer in self.layers[:-1]:
+            x = self.activation(layer(x))
+        return self.layers[-1](x)
+
+
+# %%
+#| export dezero_like/models.py
+from dezero_like.layers import Layer
+
+
+class Sequential(Model):
+    """Apply layers (or plain functions such as ``F.relu``) one after the other."""
+
+    def __init__(self, *layers):
+        super().__init__()
+        self.layers = []
+        for i, layer in enumerate(layers):
+            if not callable(layer):
+                raise TypeError(f"Sequential item {i} is a {type(layer).__name__}, not callable")
+            if isinstance(layer, Layer):
+                setattr(self, f"l{i}", layer)
+            self.layers.append(layer)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like import models
+
+
 # %%
 import numpy as np
 

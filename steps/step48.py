@@ -21,6 +21,118 @@
 # uses `x[0]` twice — the gradients of both copies must **add up** (the rule
 # of step 14). NumPy's `gx[idx] += gy` does not do that.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `GetItem`, `GetItemGrad`, `get_item`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like.core import Variable
+
+
+def _index_data(slices):
+    """Replace Variables inside an index by their arrays."""
+    if isinstance(slices, Variable):
+        return slices.data
+    if isinstance(slices, tuple):
+        return tuple(s.data if isinstance(s, Variable) else s for s in slices)
+    return slices
+
+
+def _is_basic_index(slices):
+    items = slices if isinstance(slices, tuple) else (slices,)
+    return all(
+        s is None or s is Ellipsis or isinstance(s, (slice, int, np.integer)) for s in items
+    )
+
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+
+
+def _scatter_add(xp, target, slices, values):
+    """target[slices] += values, where repeated indices add up (unlike ``+=``)."""
+    if xp is np:
+        np.add.at(target, slices, values)
+        return
+    add_at = getattr(xp.add, "at", None)  # recent CuPy ufuncs have .at
+    if add_at is not None:
+        add_at(target, slices, values)
+        return
+    import cupyx  # older CuPy: the same operation lives in cupyx
+
+    cupyx.scatter_add(target, slices, values)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import Function
+
+
+class GetItem(Function):
+    """y = x[slices]; the gradient is scattered back into zeros of x's shape (GetItemGrad)."""
+
+    def __init__(self, slices):
+        self.slices = slices
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.in_shape = x.shape
+        return x[self.slices]
+
+    def backward(self, gy):
+        return GetItemGrad(self.slices, self.in_shape)(gy)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class GetItemGrad(Function):
+    """gx = zeros(in_shape); gx[slices] += gy, where repeated indices accumulate.
+
+    A plain ``gx[slices] += gy`` would keep only one contribution per repeated
+    index; ``np.add.at`` adds them all. This function is linear in ``gy``, and
+    its own backward is ``get_item`` again: indexing and scattering are each
+    other's transpose, which is why second derivatives through slicing work.
+    """
+
+    def __init__(self, slices, in_shape):
+        self.slices = slices
+        self.in_shape = in_shape
+
+    def forward(self, gy):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(gy)
+        gx = xp.zeros(self.in_shape, dtype=gy.dtype)
+        if _is_basic_index(self.slices):
+            gx[self.slices] = gy  # no index can repeat: plain assignment is enough
+        else:
+            _scatter_add(xp, gx, self.slices, gy)
+        return gx
+
+    def backward(self, ggx):
+        return get_item(ggx, self.slices)
+
+
+# %%
+#| export dezero_like/functions.py
+def get_item(x, slices):
+    """x[slices] as a differentiable function (``Variable.__getitem__`` calls it)."""
+    return GetItem(_index_data(slices))(x)
+
+
 # %%
 import numpy as np
 

@@ -20,6 +20,189 @@
 #    $\log p_k = x_k - \operatorname{logsumexp}(x)$ with
 #    $\operatorname{logsumexp}(x) = m + \log\sum_j e^{x_j - m}$.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `Clip`, `clip`, `Softmax`, `softmax`, `LogSoftmax`,
+# `log_softmax`, `SoftmaxCrossEntropy`, `softmax_cross_entropy`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class Clip(Function):
+    """y = min(max(x, x_min), x_max); dy/dx = 1 inside [x_min, x_max], else 0."""
+
+    def __init__(self, x_min, x_max):
+        if x_min > x_max:
+            raise ValueError(f"clip needs x_min <= x_max, got x_min={x_min}, x_max={x_max}")
+        self.x_min = x_min
+        self.x_max = x_max
+
+    def forward(self, x):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(x)
+        if self.needs_input_grad:
+            self.mask = (x >= self.x_min) & (x <= self.x_max)
+        return xp.clip(x, self.x_min, self.x_max)
+
+    def backward(self, gy):
+        return gy * self.mask
+
+
+# %%
+#| export dezero_like/functions.py
+def clip(x, x_min, x_max):
+    """Clip x to [x_min, x_max]; the gradient is zero outside the interval."""
+    return Clip(x_min, x_max)(x)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+
+
+def _logsumexp(x, axis):
+    """log(sum(exp(x))) over ``axis`` (kept), without overflow: shift by the max first."""
+    xp = cuda.get_array_module(x)
+    m = x.max(axis=axis, keepdims=True)
+    s = xp.exp(x - m)
+    s = s.sum(axis=axis, keepdims=True)
+    xp.log(s, out=s)
+    s += m
+    return s
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class Softmax(Function):
+    """y_i = exp(x_i) / sum_j exp(x_j) over ``axis``; dL/dx = y * (gy - sum(y * gy)).
+
+    The max is subtracted before ``exp`` so large logits do not overflow.
+    Backward reads only the output.
+    """
+
+    def __init__(self, axis=1):
+        self.axis = axis
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        xp = cuda.get_array_module(x)
+        y = x - x.max(axis=self.axis, keepdims=True)
+        xp.exp(y, out=y)
+        y /= y.sum(axis=self.axis, keepdims=True)
+        return y
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        gx = y * gy
+        return gx - y * sum(gx, axis=self.axis, keepdims=True)
+
+
+# %%
+#| export dezero_like/functions.py
+def softmax(x, axis=1):
+    """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow."""
+    return Softmax(axis)(x)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import Function
+from dezero_like.functions import exp
+
+
+class LogSoftmax(Function):
+    """y = x - logsumexp(x) over ``axis``; dL/dx = gy - exp(y) * sum(gy)."""
+
+    def __init__(self, axis=1):
+        self.axis = axis
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        return x - _logsumexp(x, self.axis)
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
+
+
+# %%
+#| export dezero_like/functions.py
+def log_softmax(x, axis=1):
+    """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits."""
+    return LogSoftmax(axis)(x)
+
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class SoftmaxCrossEntropy(Function):
+    """L = -mean_n log softmax(x_n)[t_n] for logits x (N, C) and integer labels t (N,).
+
+    dL/dx = (softmax(x) - onehot(t)) / N. Forward uses log-sum-exp, so logits
+    of any size give a finite loss. The labels get no gradient.
+    """
+
+    def forward(self, x, t):
+        if x.ndim != 2:
+            raise ValueError(
+                f"softmax_cross_entropy expects logits of shape (N, C), got {x.shape}"
+            )
+        if t.dtype.kind not in "iu" or t.shape != (x.shape[0],):
+            raise ValueError(
+                f"softmax_cross_entropy expects integer labels of shape ({x.shape[0]},), got "
+                f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
+            )
+        xp = cuda.get_array_module(x)
+        n = x.shape[0]
+        if xp is np and n:  # on a GPU this check would wait for the device: skipped there
+            low, high = int(t.min()), int(t.max())
+            if low < 0 or high >= x.shape[1]:
+                bad = low if low < 0 else high
+                raise ValueError(
+                    f"softmax_cross_entropy: label {bad} is out of range for {x.shape[1]} "
+                    f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
+                    "would silently pick the last class)"
+                )
+        log_z = _logsumexp(x, axis=1)
+        neg_log_p = log_z[:, 0] - x[xp.arange(n), t]
+        return neg_log_p.sum() / n
+
+    def backward(self, gy):
+        x, t = self.inputs
+        xp = cuda.get_array_module(x.data)
+        n, c = x.shape
+        onehot = xp.eye(c, dtype=x.dtype)[t.data]
+        gx = (softmax(x, axis=1) - onehot) * (gy / n)
+        return gx, None
+
+
+# %%
+#| export dezero_like/functions.py
+def softmax_cross_entropy(x, t):
+    """Mean cross entropy of logits ``x`` (N, C) against integer labels ``t`` (N,)."""
+    return SoftmaxCrossEntropy()(x, t)
+
+
 # %%
 import warnings
 

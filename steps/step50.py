@@ -12,6 +12,97 @@
 # (1/3); a network with one hidden layer can bend its decision boundaries
 # around the arms.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `accuracy`; `datasets` gains `get_spiral`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like import cuda
+from dezero_like.core import Variable
+
+
+def accuracy(y, t):
+    """Fraction of rows of ``y`` (scores, (N, C)) whose argmax equals the label in ``t``.
+
+    Returns a Variable that is not part of any graph (accuracy has no gradient).
+    """
+    y_data = y.data if isinstance(y, Variable) else y
+    t_data = t.data if isinstance(t, Variable) else t
+    xp = cuda.get_array_module(y_data)
+    pred = y_data.argmax(axis=1).reshape(t_data.shape)
+    acc = (pred == t_data).mean()
+    dtype = y_data.dtype if y_data.dtype.kind == "f" else np.float64
+    return Variable(xp.asarray(acc, dtype=dtype), requires_grad=False)
+
+
+# %%
+#| export dezero_like/datasets.py
+"""Datasets: indexable collections of (input, label) examples.
+
+A :class:`Dataset` holds arrays ``data`` and ``label`` (filled by ``prepare``)
+and returns one example at a time, ``dataset[i] == (transform(data[i]),
+target_transform(label[i]))``. A :class:`~dezero_like.dataloaders.DataLoader`
+turns examples into mini-batches.
+
+Two data sets come with the package:
+
+* :class:`Spiral` (and :func:`get_spiral`): 300 points on three interleaved
+  arms, generated from a fixed seed, for classifiers you can plot.
+* :class:`MNIST`: 28x28 handwritten digits. The four official files are
+  downloaded once (from a list of mirrors, tried in turn), checked against
+  their published MD5 sums and cached under ``<data dir>/mnist/``. The data
+  directory is the ``data_dir`` argument, else the environment variable
+  ``DEZERO_LIKE_DATA``, else ``~/.dezero_like``. ``DEZERO_LIKE_OFFLINE=1``
+  forbids downloads (tests and CI set it).
+
+Offline, often only the 10,000 *test* images are at hand. ``MNIST(...,
+source="test-split")`` then gives an honest stand-in: the first 8,000 test
+images as a training split and the last 2,000 as the evaluation split.
+:func:`mnist_train_test` picks the real training set when it is available and
+falls back to that split otherwise, saying so in its ``note``.
+"""
+
+import numpy as np
+
+
+def get_spiral(train=True, seed=None, num_data=100, num_class=3):
+    """Points on ``num_class`` spiral arms, ``num_data`` per arm, and their class.
+
+    Arm ``j`` at position ``r in [0, 1)`` sits at angle ``4 j + 4 r`` plus
+    Gaussian noise (sd 0.2), at distance ``r`` from the origin. The points come
+    shuffled. The result depends only on the seed: 1984 for the training set,
+    2020 for the test set unless ``seed`` is given. The global NumPy random
+    state is not touched. Returns ``x`` (N, 2) float32 and ``t`` (N,) int64.
+    """
+    if seed is None:
+        seed = 1984 if train else 2020
+    rng = np.random.default_rng(seed)
+    rate = np.arange(num_data) / num_data
+    xs, ts = [], []
+    for j in range(num_class):
+        theta = j * 4.0 + 4.0 * rate + rng.standard_normal(num_data) * 0.2
+        xs.append(np.stack([rate * np.sin(theta), rate * np.cos(theta)], axis=1))
+        ts.append(np.full(num_data, j, dtype=np.int64))
+    x = np.concatenate(xs).astype(np.float32)
+    t = np.concatenate(ts)
+    order = rng.permutation(len(x))
+    return x[order], t[order]
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like import datasets
+
+
 # %%
 import time
 

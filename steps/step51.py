@@ -17,6 +17,233 @@
 # Everything else (shuffling, batching, moving data to a GPU) can then be
 # written once, against this interface, and works for every data set.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `transforms` gains `Compose`, `Normalize`, `Flatten`, `AsType`, `ToFloat`,
+# `ToInt`; `datasets` gains `Dataset`, `Spiral`, `DATA_EXIT_CODE`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/transforms.py
+"""Transforms: small callables that prepare one example before it is batched.
+
+A :class:`~dezero_like.datasets.Dataset` applies ``transform`` to each input and
+``target_transform`` to each label when an example is read, so the stored data
+stays untouched (uint8 MNIST images stay uint8 in memory) and the model gets
+what it needs (flat float32 vectors scaled to [0, 1])::
+
+    from dezero_like import transforms as T
+    f = T.Compose([T.Flatten(), T.ToFloat(), T.Normalize(0.0, 255.0)])
+    f(image)   # (28, 28) uint8 -> (784,) float32 in [0, 1]
+
+Every transform is an object with ``__call__(x)`` and a readable ``repr``, so a
+pipeline prints as what it does.
+"""
+
+class Compose:
+    """Apply several transforms in order: ``Compose([f, g])(x) == g(f(x))``.
+
+    An empty list gives the identity.
+    """
+
+    def __init__(self, transforms=()):
+        transforms = list(transforms)
+        for t in transforms:
+            if not callable(t):
+                raise TypeError(f"Compose takes callables, got {type(t).__name__}: {t!r}")
+        self.transforms = transforms
+
+    def __call__(self, x):
+        for t in self.transforms:
+            x = t(x)
+        return x
+
+    def __repr__(self):
+        inner = ", ".join(repr(t) for t in self.transforms)
+        return f"Compose([{inner}])"
+
+
+# %%
+#| export dezero_like/transforms.py
+import numpy as np
+
+
+class Normalize:
+    """``(x - mean) / std``, elementwise; ``mean``/``std`` may be numbers or arrays.
+
+    With Python numbers the result keeps a float input's dtype (float32 stays
+    float32); apply :class:`ToFloat` first for integer images, otherwise NumPy
+    promotes ``uint8`` to float64. ``Normalize(0, 255)`` maps pixels to [0, 1].
+    """
+
+    def __init__(self, mean=0.0, std=1.0):
+        if np.any(np.asarray(std) == 0):
+            raise ValueError("Normalize: std must not be zero")
+        self.mean = mean
+        self.std = std
+
+    def __call__(self, x):
+        mean, std = self.mean, self.std
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            # arrays of statistics are cast so that they do not promote the dtype
+            if isinstance(mean, np.ndarray):
+                mean = mean.astype(x.dtype, copy=False)
+            if isinstance(std, np.ndarray):
+                std = std.astype(x.dtype, copy=False)
+        return (x - mean) / std
+
+    def __repr__(self):
+        return f"Normalize(mean={self.mean!r}, std={self.std!r})"
+
+
+# %%
+#| export dezero_like/transforms.py
+class Flatten:
+    """Reshape one example to a 1-D vector: (28, 28) -> (784,)."""
+
+    def __call__(self, x):
+        return x.reshape(-1)
+
+    def __repr__(self):
+        return "Flatten()"
+
+
+# %%
+#| export dezero_like/transforms.py
+import numpy as np
+
+
+class AsType:
+    """Convert to ``dtype`` (float32 by default: the dtype models train in)."""
+
+    def __init__(self, dtype=np.float32):
+        self.dtype = np.dtype(dtype)
+
+    def __call__(self, x):
+        return np.asarray(x).astype(self.dtype, copy=False)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.dtype.name})"
+
+
+# %%
+#| export dezero_like/transforms.py
+import numpy as np
+
+
+class ToFloat(AsType):
+    """Convert to a float dtype, float32 by default."""
+
+    def __init__(self, dtype=np.float32):
+        super().__init__(dtype)
+        if self.dtype.kind != "f":
+            raise TypeError(f"ToFloat needs a floating dtype, got {self.dtype}")
+
+
+# %%
+#| export dezero_like/transforms.py
+import numpy as np
+
+
+class ToInt(AsType):
+    """Convert to an integer dtype (labels), ``int64`` by default."""
+
+    def __init__(self, dtype=np.int64):
+        super().__init__(dtype)
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"ToInt needs an integer dtype, got {self.dtype}")
+
+
+# %%
+#| export dezero_like/datasets.py
+def _identity(x):
+    return x
+
+
+# %%
+#| export dezero_like/datasets.py
+import numpy as np
+
+
+class Dataset:
+    """Base class: ``len(ds)`` examples, ``ds[i]`` gives ``(x, t)``.
+
+    Subclasses fill ``self.data`` (and ``self.label``, or leave it ``None`` for
+    unlabelled data) in :meth:`prepare`. ``transform`` is applied to each input
+    and ``target_transform`` to each label when an example is read, never to
+    the stored arrays.
+    """
+
+    def __init__(self, train=True, transform=None, target_transform=None):
+        self.train = train
+        self.transform = _identity if transform is None else transform
+        self.target_transform = _identity if target_transform is None else target_transform
+        if not callable(self.transform) or not callable(self.target_transform):
+            raise TypeError("transform and target_transform must be callables (or None)")
+        self.data = None
+        self.label = None
+        self.prepare()
+
+    def prepare(self):
+        """Load or generate ``self.data`` and ``self.label`` (override this)."""
+
+    def __getitem__(self, index):
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+            raise TypeError(
+                f"{type(self).__name__} is indexed one example at a time with an int, got "
+                f"{type(index).__name__}; use a DataLoader to get mini-batches"
+            )
+        if self.data is None:
+            raise RuntimeError(f"{type(self).__name__}.prepare() did not set self.data")
+        x = self.transform(self.data[index])
+        if self.label is None:
+            return x, None
+        return x, self.target_transform(self.label[index])
+
+    def __len__(self):
+        if self.data is None:
+            return 0
+        return len(self.data)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(train={self.train}, examples={len(self)})"
+
+
+# %%
+#| export dezero_like/datasets.py
+from dezero_like.datasets import get_spiral
+
+
+class Spiral(Dataset):
+    """The spiral data set as a :class:`Dataset`: 300 points, 3 classes (see :func:`get_spiral`)."""
+
+    def __init__(self, train=True, transform=None, target_transform=None, seed=None):
+        self.seed = seed
+        super().__init__(train, transform, target_transform)
+
+    def prepare(self):
+        self.data, self.label = get_spiral(self.train, self.seed)
+
+
+# %%
+#| export dezero_like/datasets.py
+from dezero_like._fixable import EXIT_CODE
+
+
+DATA_EXIT_CODE = EXIT_CODE  # exit status of a script stopped by MNISTUnavailableError
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like import transforms
+
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np

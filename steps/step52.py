@@ -18,6 +18,173 @@
 # which way to go, but a person wants to know *how often the model is right*:
 # the **accuracy**.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `cuda` gains `require_gpu`, `as_cupy`; `dataloaders` gains `DataLoader`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/cuda.py
+_GPU_HELP = (
+    "Install CuPy for your CUDA version (pip install 'dezero_like[gpu]' or e.g. "
+    "pip install cupy-cuda12x) on a machine with an NVIDIA GPU. In Colab: "
+    "Runtime > Change runtime type > GPU."
+)
+
+
+# %%
+#| export dezero_like/cuda.py
+def _cupy():
+    """Import CuPy, or return None when it is not installed or sees no GPU."""
+    try:
+        import cupy
+    except Exception:  # ImportError, or a CUDA library that fails to load
+        return None
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+    except Exception:  # CUDA driver missing: CuPy imports but cannot run
+        return None
+    return cupy
+
+
+# %%
+#| export dezero_like/cuda.py
+import sys
+
+
+def require_gpu():
+    """Return the cupy module, or raise a clear error saying how to get one."""
+    cupy = _cupy()
+    if cupy is None:
+        reason = "CuPy is not installed" if "cupy" not in sys.modules else "no CUDA GPU is visible"
+        raise RuntimeError(f"A GPU was requested but {reason}. {_GPU_HELP}")
+    return cupy
+
+
+def as_cupy(x):
+    """A CuPy array on the current GPU; a clear error when there is none."""
+    from dezero_like.core import Variable
+
+    if isinstance(x, Variable):
+        x = x.data
+    cupy = require_gpu()
+    return cupy.asarray(x)
+
+
+# %%
+#| export dezero_like/dataloaders.py
+"""DataLoader: mini-batches from a Dataset, one epoch per ``for`` loop.
+
+::
+
+    loader = DataLoader(train_set, batch_size=100)
+    for epoch in range(5):
+        for x, t in loader:      # x: (100, 784) array, t: (100,) labels
+            ...
+
+Each ``for`` starts a new epoch (reshuffled when ``shuffle=True``). Every
+example is used exactly once per epoch: the last batch is smaller when the
+batch size does not divide the data set. Batches are plain arrays, NumPy or,
+after :meth:`DataLoader.to_gpu`, CuPy.
+"""
+
+import math
+import numpy as np
+from dezero_like import cuda
+
+
+class DataLoader:
+    """Iterate over ``dataset`` in mini-batches of ``batch_size`` examples.
+
+    ``shuffle=True`` draws a new order at the start of every epoch, from
+    ``np.random`` (so ``np.random.seed`` makes runs repeatable) or from its own
+    generator when ``seed`` is given. ``gpu=True`` (or :meth:`to_gpu`) returns
+    CuPy arrays. ``len(loader)`` is the number of batches per epoch.
+    Unlabelled datasets give ``t = None``.
+    """
+
+    def __init__(self, dataset, batch_size, shuffle=True, gpu=False, seed=None):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+                or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if len(dataset) == 0:
+            raise ValueError("DataLoader got an empty dataset")
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        self.shuffle = shuffle
+        self.data_size = len(dataset)
+        self.max_iter = math.ceil(self.data_size / self.batch_size)
+        self.gpu = False
+        self._rng = None if seed is None else np.random.default_rng(seed)
+        if gpu:
+            self.to_gpu()
+        self.reset()
+
+    def reset(self):
+        """Start a new epoch: iteration 0, and a fresh order when shuffling."""
+        self.iteration = 0
+        if not self.shuffle:
+            self.index = np.arange(self.data_size)
+        elif self._rng is None:
+            self.index = np.random.permutation(self.data_size)
+        else:
+            self.index = self._rng.permutation(self.data_size)
+
+    def __len__(self):
+        return self.max_iter
+
+    def __iter__(self):
+        # a `for` loop over the loader is one epoch; resetting here lets the
+        # same loader be used in the next epoch's loop
+        if self.iteration != 0:
+            self.reset()
+        return self
+
+    def __next__(self):
+        if self.iteration >= self.max_iter:
+            self.reset()
+            raise StopIteration
+        batch = self._collate(self._batch_index())
+        self.iteration += 1
+        return batch
+
+    def _batch_index(self):
+        """Which examples make up the current batch."""
+        i, size = self.iteration, self.batch_size
+        return self.index[i * size:(i + 1) * size]
+
+    def _collate(self, batch_index):
+        """Stack the examples at ``batch_index`` into arrays ``(x, t)`` on the loader's device."""
+        examples = [self.dataset[int(j)] for j in batch_index]
+        x = np.stack([np.asarray(ex[0]) for ex in examples])
+        labels = [ex[1] for ex in examples]
+        t = None if labels[0] is None else np.stack([np.asarray(lb) for lb in labels])
+        if self.gpu:
+            x = cuda.as_cupy(x)
+            t = None if t is None else cuda.as_cupy(t)
+        return x, t
+
+    def next(self):
+        """The next batch (the book's spelling of ``next(loader)``)."""
+        return self.__next__()
+
+    def __repr__(self):
+        return (f"DataLoader({self.dataset!r}, batch_size={self.batch_size}, "
+                f"shuffle={self.shuffle}, batches={self.max_iter})")
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like.dataloaders import DataLoader
+
+
 # %%
 import numpy as np
 

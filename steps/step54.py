@@ -21,6 +21,87 @@
 # `to_cpu()` (or `cuda.as_numpy`) to bring results back for printing and
 # plotting. The training loop itself does not change.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `Variable.to_cpu`, `Variable.to_gpu`; `cuda` gains
+# `gpu_available`; `layers` gains `Layer.to_cpu`, `Layer.to_gpu`; `dataloaders` gains
+# `DataLoader.to_cpu`, `DataLoader.to_gpu`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like import cuda
+
+
+def to_cpu(self):
+    if self.data is not None:
+        self.data = cuda.as_numpy(self.data)
+    return self
+
+
+def to_gpu(self):
+    if self.data is not None:
+        self.data = cuda.as_cupy(self.data)
+    return self
+
+
+# %%
+#| export dezero_like/cuda.py
+from dezero_like.cuda import _cupy
+
+
+def gpu_available():
+    """True when CuPy is installed and a CUDA GPU can be used."""
+    return _cupy() is not None
+
+
+def __getattr__(name):
+    # ``cuda.gpu_enable`` (the book's name) is computed on first use, not at import.
+    if name == "gpu_enable":
+        value = gpu_available()
+        globals()["gpu_enable"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# %%
+#| export dezero_like/layers.py Layer
+def to_cpu(self):
+    for param in self.params():
+        param.to_cpu()
+    return self
+
+
+def to_gpu(self):
+    for param in self.params():
+        param.to_gpu()
+    return self
+
+
+# %%
+#| export dezero_like/dataloaders.py DataLoader
+from dezero_like import cuda
+
+
+def to_cpu(self):
+    """Return NumPy batches from now on."""
+    self.gpu = False
+    return self
+
+
+def to_gpu(self):
+    """Return CuPy batches from now on; a clear error when no GPU can be used."""
+    cuda.require_gpu()
+    self.gpu = True
+    return self
+
+
 # %%
 import time
 

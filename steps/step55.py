@@ -19,6 +19,138 @@
 #   refuses anything that is not plain numeric data, and `load_weights` always
 #   loads that way.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `layers` gains `Layer.save_weights`, `Layer.load_weights`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/layers.py
+import io
+import os
+import numpy as np
+
+
+def _read_npz(path):
+    """All arrays of an ``.npz`` file, fully read (so a damaged member fails here)."""
+    name = os.fspath(path)
+    with open(name, "rb") as f:  # FileNotFoundError stays what it is
+        raw = f.read()  # parsed from memory: no file handle can stay open on an error
+    try:
+        archive = np.load(io.BytesIO(raw), allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError("it is a single array, not an .npz archive of named arrays")
+        with archive:
+            return {key: archive[key] for key in archive.files}
+    except Exception as e:  # noqa: BLE001 - any failure to parse untrusted bytes is bad input
+        # a damaged archive surfaces as many types: BadZipFile, EOFError, KeyError,
+        # RuntimeError or NotImplementedError from the zip reader, ValueError from NumPy
+        reason = str(e) or type(e).__name__
+        if "pickle" in reason.lower():
+            reason = "it contains Python objects (pickled data), which are never loaded"
+        raise ValueError(
+            f"cannot load weights from {name}: {reason}. The file may be truncated or not "
+            "written by save_weights; the model was left unchanged."
+        ) from e
+
+
+# %%
+#| export dezero_like/layers.py Layer
+import os
+import tempfile
+import numpy as np
+from dezero_like import cuda
+from dezero_like.layers import Layer
+
+
+def _flatten_params(self, out=None, prefix=""):
+    """{"l0/W": Parameter, ...}: every parameter under a path-like key."""
+    out = {} if out is None else out
+    for name in self._names():
+        obj = self.__dict__[name]
+        key = prefix + name
+        if isinstance(obj, Layer):
+            obj._flatten_params(out, key + "/")
+        else:
+            out[key] = obj
+    return out
+
+
+# ---- saving and loading -------------------------------------------------------
+def save_weights(self, path):
+    """Write every parameter to the ``.npz`` file ``path`` (exactly this name).
+
+    The file is written next to ``path`` under a temporary name and then
+    renamed over it, so an interrupted save never leaves a half-written file.
+    """
+    params = self._flatten_params()
+    missing = [k for k, p in params.items() if p.data is None]
+    if missing:
+        raise ValueError(
+            f"cannot save weights: {', '.join(missing)} not initialised yet (a Linear "
+            "layer without in_size creates W on its first call); run one forward pass first"
+        )
+    arrays = {key: cuda.as_numpy(p.data) for key, p in params.items()}
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def load_weights(self, path):
+    """Read parameters saved by :meth:`save_weights` into this layer.
+
+    Everything is checked before anything is assigned: a file that is not a
+    valid ``.npz``, that is truncated, that lacks a parameter or has an extra
+    one, or whose arrays have the wrong shape or dtype raises ``ValueError``
+    and leaves the layer unchanged. Pickled objects are never loaded.
+    """
+    params = self._flatten_params()
+    arrays = _read_npz(path)
+    problems = []
+    missing = sorted(set(params) - set(arrays))
+    extra = sorted(set(arrays) - set(params))
+    if missing:
+        problems.append(f"missing {', '.join(missing)}")
+    if extra:
+        problems.append(f"unexpected {', '.join(extra)}")
+    for key in sorted(set(params) & set(arrays)):
+        p, a = params[key], arrays[key]
+        if p.data is None:  # not initialised yet (lazy Linear): take the file's array
+            if a.dtype.kind not in "fc":
+                problems.append(f"{key} has dtype {a.dtype}, expected a floating dtype")
+            continue
+        if a.shape != p.data.shape:
+            problems.append(f"{key} has shape {a.shape}, the model expects {p.data.shape}")
+        if a.dtype != p.data.dtype:
+            problems.append(f"{key} has dtype {a.dtype}, the model expects {p.data.dtype}")
+    if problems:
+        raise ValueError(
+            f"{os.fspath(path)} does not match this {type(self).__name__}: "
+            + "; ".join(problems) + ". The model was left unchanged."
+        )
+    for key, p in params.items():
+        a = arrays[key]
+        if p.data is not None and not isinstance(p.data, np.ndarray):
+            a = cuda.as_cupy(a)  # the parameter lives on the GPU: keep it there
+        p.data = a
+
+
 # %%
 import numpy as np
 

@@ -18,6 +18,58 @@
 # off. That raises a question of scale, answered below, and it means the
 # framework needs to know whether it is training or testing: **test mode**.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `test_mode`; `functions` gains `dropout`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import using_config
+
+
+def test_mode():
+    """Run code in test mode (dropout becomes the identity)."""
+    return using_config("train", False)
+
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Config, as_variable
+
+
+def dropout(x, dropout_ratio=0.5):
+    """Zero each element with probability ``dropout_ratio`` and scale the rest by 1/(1-ratio).
+
+    Only in training (``Config.train``); under ``dezero_like.test_mode()`` it is
+    the identity, and thanks to the scaling the expected value is the same in
+    both modes ("inverted dropout"). Built from ``*``, so backward multiplies by
+    the same mask.
+    """
+    x = as_variable(x)
+    if not 0.0 <= dropout_ratio < 1.0:
+        raise ValueError(f"dropout_ratio must be in [0, 1), got {dropout_ratio}")
+    if not Config.train:
+        return x
+    xp = cuda.get_array_module(x)
+    keep = xp.random.random(x.shape) > dropout_ratio
+    scale = keep.astype(x.dtype)
+    scale *= 1.0 / (1.0 - dropout_ratio)
+    return x * scale
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like.core import test_mode
+
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np

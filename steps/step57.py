@@ -12,6 +12,385 @@
 # This step works out the mechanics on small arrays, with plain loops, before
 # the next step makes it fast.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions_conv` gains `pair`, `get_conv_outsize`, `get_deconv_outsize`,
+# `col2im_array`, `Conv2d`, `conv2d`, `Deconv2d`, `deconv2d`, `Conv2DGradW`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.utils import forward_names
+
+
+# average_pooling, batch_norm, col2im, conv2d, deconv2d, embed_id, im2col, pooling: written
+# in dezero_like/functions_conv.py (a later step), found here too, as in the book
+__getattr__ = forward_names(__name__, {
+    "average_pooling": "dezero_like.functions_conv",
+    "batch_norm": "dezero_like.functions_conv",
+    "col2im": "dezero_like.functions_conv",
+    "conv2d": "dezero_like.functions_conv",
+    "deconv2d": "dezero_like.functions_conv",
+    "embed_id": "dezero_like.functions_conv",
+    "im2col": "dezero_like.functions_conv",
+    "pooling": "dezero_like.functions_conv",
+})
+
+
+# %%
+#| export dezero_like/functions_conv.py
+"""Convolution and pooling: ``import dezero_like.functions_conv as Fc``.
+
+Images are 4-d arrays ``(N, C, H, W)``: batch, channels, height, width.
+Every function here rests on one idea, *im2col*: copy each ``KH x KW`` window
+of the (padded) image into its own column, so that a convolution becomes one
+big matrix product and pooling becomes a ``max`` or ``mean`` over an axis.
+``col2im`` is the reverse move: it adds every column back into the window it
+came from (overlapping windows add up). The two are each other's transpose,
+which is why the backward of one is the other.
+
+Only loops over the ``KH x KW`` kernel offsets appear in Python; each iteration
+moves a whole strided slice of the batch, so the cost is ``KH*KW`` array copies
+whatever the image and batch size. The same code runs on CuPy.
+
+Shapes (``OH``, ``OW`` from :func:`get_conv_outsize`):
+
+* ``conv2d``: ``x (N, C, H, W)``, ``W (OC, C, KH, KW)``, ``b (OC,)`` -> ``(N, OC, OH, OW)``
+* ``deconv2d``: ``x (N, C, H, W)``, ``W (C, OC, KH, KW)``, ``b (OC,)`` -> ``(N, OC, OH, OW)``
+  with ``OH = stride*(H-1) + KH - 2*pad`` (the transpose of ``conv2d``)
+* ``pooling`` / ``average_pooling``: ``(N, C, H, W)`` -> ``(N, C, OH, OW)``
+"""
+
+import numbers
+
+
+def pair(x):
+    """``3 -> (3, 3)``; a pair ``(kh, kw)`` is returned as a tuple of ints."""
+    if isinstance(x, numbers.Integral):
+        return (int(x), int(x))
+    if isinstance(x, (tuple, list)) and len(x) == 2 and all(
+        isinstance(v, numbers.Integral) for v in x
+    ):
+        return (int(x[0]), int(x[1]))
+    raise TypeError(f"expected an int or a pair of ints (height, width), got {x!r}")
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def get_conv_outsize(input_size, kernel_size, stride, pad):
+    """Output length of a convolution along one axis.
+
+    ``OH = (H + 2*pad - KH) // stride + 1``: the window starts at ``0, stride,
+    2*stride, ...`` of the padded input and must fit entirely inside it.
+    """
+    return (input_size + pad * 2 - kernel_size) // stride + 1
+
+
+def get_deconv_outsize(size, kernel_size, stride, pad):
+    """Output length of a transposed convolution: ``stride*(size-1) + KH - 2*pad``."""
+    return stride * (size - 1) + kernel_size - pad * 2
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def _check_geometry(name, x_shape, kernel_size, stride, pad):
+    if len(x_shape) != 4:
+        raise ValueError(
+            f"{name} expects a 4-d input (N, C, H, W), got shape {tuple(x_shape)}; "
+            "add a channel axis with x.reshape(N, 1, H, W)"
+        )
+    KH, KW = kernel_size
+    SH, SW = stride
+    PH, PW = pad
+    if min(KH, KW, SH, SW) < 1 or min(PH, PW) < 0:
+        raise ValueError(
+            f"{name}: kernel size and stride must be >= 1 and pad >= 0, "
+            f"got kernel {kernel_size}, stride {stride}, pad {pad}"
+        )
+    H, W = x_shape[2:]
+    if H + 2 * PH < KH or W + 2 * PW < KW:
+        raise ValueError(
+            f"{name}: a {KH}x{KW} kernel does not fit into a {H}x{W} input padded by "
+            f"{pad}; use a smaller kernel or more padding"
+        )
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+
+
+def _im2col_channels_first(img, kernel_size, stride, pad):
+    """im2col with the layout ``(C, KH, KW, N, OH, OW)``: the weight gradient's favourite.
+
+    Reshaped to ``(C*KH*KW, N*OH*OW)`` it is contiguous, so the weight gradient
+    is one matrix product with no copy of the (large) column array.
+    """
+    xp = cuda.get_array_module(img)
+    N, C, H, W = img.shape
+    KH, KW = kernel_size
+    SH, SW = stride
+    PH, PW = pad
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(W, KW, SW, PW)
+    if PH or PW:
+        img = xp.pad(img, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant")
+    img = img.transpose(1, 0, 2, 3)
+    col = xp.empty((C, KH, KW, N, OH, OW), dtype=img.dtype)
+    for i in range(KH):
+        for j in range(KW):
+            col[:, i, j] = img[:, :, i:i + SH * OH:SH, j:j + SW * OW:SW]
+    return col
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+
+
+def col2im_array(col, img_shape, kernel_size, stride, pad, to_matrix=True):
+    """Add every column back into its window: the transpose of :func:`im2col_array`.
+
+    ``col`` is ``(N, C, KH, KW, OH, OW)`` (or the matrix form when
+    ``to_matrix``); the result has ``img_shape = (N, C, H, W)``. Where windows
+    overlap, their contributions add up; what fell on the padding is dropped.
+    """
+    xp = cuda.get_array_module(col)
+    N, C, H, W = img_shape
+    KH, KW = pair(kernel_size)
+    SH, SW = pair(stride)
+    PH, PW = pair(pad)
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(W, KW, SW, PW)
+    if to_matrix:
+        col = col.reshape(N, OH, OW, C, KH, KW).transpose((0, 3, 4, 5, 1, 2))
+    # room for the padding, plus stride-1 rows so every slice end is in range
+    img = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1), dtype=col.dtype)
+    for i in range(KH):
+        i_end = i + SH * OH
+        for j in range(KW):
+            j_end = j + SW * OW
+            img[:, :, i:i_end:SH, j:j_end:SW] += col[:, :, i, j, :, :]
+    return img[:, :, PH:H + PH, PW:W + PW]
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import functions as F
+
+
+def _check_conv_weight(name, x, W, c_axis):
+    if W.ndim != 4:
+        raise ValueError(f"{name}: W must be 4-d, got shape {W.shape}")
+    if x.ndim == 4 and x.shape[1] != W.shape[c_axis]:
+        raise ValueError(
+            f"{name}: the input has {x.shape[1]} channels but W of shape {W.shape} expects "
+            f"{W.shape[c_axis]} (axis {c_axis} of W)"
+        )
+
+
+def _bias(y, b):
+    if b is not None:
+        y += b.reshape((1, b.size, 1, 1))
+    return y
+
+
+def _sum_bias_grad(gy):
+    return F.sum(gy, axis=(0, 2, 3))
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class Conv2d(Function):
+    r"""2-d convolution (cross-correlation, as in every DL framework).
+
+    $y_{n,o,p,q} = b_o + \sum_{c,i,j} W_{o,c,i,j}\, \tilde x_{n,c,pS_H+i,qS_W+j}$
+    with $\tilde x$ the zero-padded input. Computed as one matrix product per
+    image: ``W (OC, C*KH*KW) @ col (C*KH*KW, OH*OW)``.
+
+    Gradients: ``gx = deconv2d(gy, W)`` (the transposed convolution),
+    ``gW = Conv2DGradW(x, gy)`` (correlate the input with the output gradient),
+    ``gb = sum of gy over (N, OH, OW)``. All three are differentiable.
+    """
+
+    def __init__(self, stride=1, pad=0):
+        self.stride = pair(stride)
+        self.pad = pair(pad)
+
+    def forward(self, x, W, b=None):
+        _check_conv_weight("conv2d", x, W, 1)
+        KH, KW = W.shape[2:]
+        _check_geometry("conv2d", x.shape, (KH, KW), self.stride, self.pad)
+        needs = self.needs_input_grad or (True, True, True)
+        # x is read only to compute gW; W only to compute gx
+        self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
+        self.x_shape = x.shape
+        self.kernel_size = (KH, KW)  # W itself may not be kept (only x is, for gW)
+        xp = cuda.get_array_module(x)
+        N = x.shape[0]
+        OC = W.shape[0]
+        # One matrix product for the whole batch: W (OC, C*KH*KW) @ col (C*KH*KW, N*OH*OW).
+        # (One small product per image, as a batched matmul, is several times slower.)
+        col = _im2col_channels_first(x, (KH, KW), self.stride, self.pad)
+        OH, OW = col.shape[4:]
+        y = W.reshape(OC, -1) @ col.reshape(-1, N * OH * OW)
+        y = y.reshape(OC, N, OH, OW).transpose(1, 0, 2, 3)  # a view: (N, OC, OH, OW)
+        if b is None:
+            return xp.ascontiguousarray(y)
+        return xp.add(y, b.reshape(1, OC, 1, 1))  # the bias and the copy in one pass
+
+    def backward(self, gy):
+        x, W = self.inputs[:2]
+        needs = self.needs_input_grad
+        gx = gW = gb = None
+        if needs[0]:
+            gx = deconv2d(gy, W, None, self.stride, self.pad, outsize=self.x_shape[2:])
+        if needs[1]:
+            gW = Conv2DGradW(self.kernel_size, self.stride, self.pad)(x, gy)
+        if len(needs) == 3 and needs[2]:
+            gb = _sum_bias_grad(gy)
+        return (gx, gW) if len(needs) == 2 else (gx, gW, gb)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def conv2d(x, W, b=None, stride=1, pad=0):
+    """Convolve ``x (N, C, H, W)`` with filters ``W (OC, C, KH, KW)`` plus bias ``b (OC,)``.
+
+    ``stride`` and ``pad`` are an int or a pair ``(height, width)``. The output
+    is ``(N, OC, OH, OW)`` with ``OH = (H + 2*pad - KH) // stride + 1``.
+    """
+    if b is None:
+        return Conv2d(stride, pad)(x, W)
+    return Conv2d(stride, pad)(x, W, b)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.core import Function
+
+
+class Deconv2d(Function):
+    r"""Transposed convolution: the linear map whose matrix is conv2d's transposed.
+
+    Every input pixel scatters a weighted copy of the kernel into the output:
+    ``col = W^T x`` then ``y = col2im(col)``. ``W`` has shape ``(C, OC, KH, KW)``
+    (input channels first). Gradients: ``gx = conv2d(gy, W)``,
+    ``gW = Conv2DGradW(gy, x)``, ``gb = sum of gy over (N, OH, OW)``.
+    """
+
+    def __init__(self, stride=1, pad=0, outsize=None):
+        self.stride = pair(stride)
+        self.pad = pair(pad)
+        self.outsize = None if outsize is None else pair(tuple(outsize))
+
+    def forward(self, x, W, b=None):
+        _check_conv_weight("deconv2d", x, W, 0)
+        if x.ndim != 4:
+            raise ValueError(f"deconv2d expects a 4-d input (N, C, H, W), got shape {x.shape}")
+        needs = self.needs_input_grad or (True, True, True)
+        self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
+        C, OC, KH, KW = W.shape
+        self.kernel_size = (KH, KW)  # W itself may not be kept (only x is, for gW)
+        N, _, H, Wd = x.shape
+        SH, SW = self.stride
+        PH, PW = self.pad
+        if self.outsize is None:
+            OH = get_deconv_outsize(H, KH, SH, PH)
+            OW = get_deconv_outsize(Wd, KW, SW, PW)
+        else:
+            OH, OW = self.outsize
+            if (get_conv_outsize(OH, KH, SH, PH), get_conv_outsize(OW, KW, SW, PW)) != (H, Wd):
+                raise ValueError(
+                    f"deconv2d: outsize {self.outsize} is inconsistent with an input of "
+                    f"{H}x{Wd}, kernel {KH}x{KW}, stride {self.stride}, pad {self.pad}"
+                )
+        if OH < 1 or OW < 1:
+            raise ValueError(f"deconv2d: the output would be {OH}x{OW}; reduce pad")
+        # One matrix product for the whole batch: W^T (OC*KH*KW, C) @ x (C, N*H*W) gives
+        # every column of the output; viewed as (N, OC, KH, KW, H, W) it is col2im's input.
+        xt = x.transpose(1, 0, 2, 3).reshape(C, N * H * Wd)
+        col = (W.reshape(C, -1).T @ xt).reshape(OC, KH, KW, N, H, Wd)
+        col = col.transpose(3, 0, 1, 2, 4, 5)
+        y = col2im_array(col, (N, OC, OH, OW), (KH, KW), self.stride, self.pad,
+                         to_matrix=False)
+        return _bias(y, b)
+
+    def backward(self, gy):
+        x, W = self.inputs[:2]
+        needs = self.needs_input_grad
+        gx = gW = gb = None
+        if needs[0]:
+            gx = conv2d(gy, W, None, self.stride, self.pad)
+        if needs[1]:
+            gW = Conv2DGradW(self.kernel_size, self.stride, self.pad)(gy, x)
+        if len(needs) == 3 and needs[2]:
+            gb = _sum_bias_grad(gy)
+        return (gx, gW) if len(needs) == 2 else (gx, gW, gb)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def deconv2d(x, W, b=None, stride=1, pad=0, outsize=None):
+    """Transposed convolution of ``x (N, C, H, W)`` with ``W (C, OC, KH, KW)``.
+
+    Output ``(N, OC, OH, OW)`` with ``OH = stride*(H-1) + KH - 2*pad`` unless
+    ``outsize=(OH, OW)`` picks one of the sizes a strided conv2d maps back to ``H``.
+    """
+    if b is None:
+        return Deconv2d(stride, pad, outsize)(x, W)
+    return Deconv2d(stride, pad, outsize)(x, W, b)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.core import Function
+
+
+class Conv2DGradW(Function):
+    r"""The weight gradient of conv2d: ``gW[o,c,i,j] = sum_{n,p,q} gy[n,o,p,q] * col[n,c,i,j,p,q]``.
+
+    It is bilinear in ``(x, gy)``, so its own backward is two convolutions:
+    ``d/dx = deconv2d(gy, ggW)`` and ``d/dgy = conv2d(x, ggW)``. That is what
+    makes second derivatives through a CNN work.
+    """
+
+    def __init__(self, kernel_size, stride, pad):
+        self.kernel_size = pair(tuple(kernel_size))
+        self.stride = pair(stride)
+        self.pad = pair(pad)
+
+    def forward(self, x, gy):
+        self.x_shape = x.shape
+        N, C = x.shape[:2]
+        KH, KW = self.kernel_size
+        OC, OH, OW = gy.shape[1:]
+        col = _im2col_channels_first(x, self.kernel_size, self.stride, self.pad)
+        # one matrix product, (OC, N*OH*OW) @ (N*OH*OW, C*KH*KW), with no copy of col
+        gy_mat = gy.transpose(1, 0, 2, 3).reshape(OC, -1)
+        return (gy_mat @ col.reshape(C * KH * KW, -1).T).reshape(OC, C, KH, KW)
+
+    def backward(self, ggW):
+        x, gy = self.inputs
+        n0, n1 = self.needs_input_grad
+        gx = ggy = None
+        if n0:
+            gx = deconv2d(gy, ggW, None, self.stride, self.pad, outsize=self.x_shape[2:])
+        if n1:
+            ggy = conv2d(x, ggW, None, self.stride, self.pad)
+        return gx, ggy
+
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np

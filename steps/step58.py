@@ -26,6 +26,608 @@
 #
 # The price is memory: each input pixel is copied into up to $K_H K_W$ rows.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions_conv` gains `im2col_array`, `Im2col`, `im2col`, `Col2im`,
+# `col2im`, `Pooling`, `PoolingGrad`, `Pooling2DWithIndexes`, `pooling`, `max_pooling`,
+# `batch_norm`, `embed_id`; `layers_conv` gains `Conv2d`, `Deconv2d`, `BatchNorm`,
+# `EmbedID`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/layers.py
+from dezero_like.utils import forward_names
+
+
+# BatchNorm, Conv2d, Deconv2d, EmbedID, LSTM, RNN: written in dezero_like/layers_conv.py (a
+# later step), found here too, as in the book
+__getattr__ = forward_names(__name__, {
+    "BatchNorm": "dezero_like.layers_conv",
+    "Conv2d": "dezero_like.layers_conv",
+    "Deconv2d": "dezero_like.layers_conv",
+    "EmbedID": "dezero_like.layers_conv",
+    "LSTM": "dezero_like.layers_conv",
+    "RNN": "dezero_like.layers_conv",
+})
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+from dezero_like.functions_conv import get_conv_outsize, pair
+
+
+def im2col_array(img, kernel_size, stride, pad, to_matrix=True, pad_value=0):
+    """Copy every window of ``img`` into a column (arrays in, array out).
+
+    Returns ``col`` of shape ``(N, C, KH, KW, OH, OW)`` where
+    ``col[n, c, i, j, oh, ow] = padded[n, c, oh*SH + i, ow*SW + j]``, or with
+    ``to_matrix=True`` the matrix ``(N*OH*OW, C*KH*KW)``: one row per window.
+    ``pad_value`` fills the border (max pooling pads with ``-inf``).
+    """
+    xp = cuda.get_array_module(img)
+    N, C, H, W = img.shape
+    KH, KW = pair(kernel_size)
+    SH, SW = pair(stride)
+    PH, PW = pair(pad)
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(W, KW, SW, PW)
+    if PH or PW:
+        img = xp.pad(img, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant",
+                     constant_values=pad_value)
+    col = xp.empty((N, C, KH, KW, OH, OW), dtype=img.dtype)
+    for i in range(KH):  # loops over kernel offsets only: each step copies one
+        i_end = i + SH * OH  # strided slice of the whole batch
+        for j in range(KW):
+            j_end = j + SW * OW
+            col[:, :, i, j, :, :] = img[:, :, i:i_end:SH, j:j_end:SW]
+    if to_matrix:
+        col = col.transpose((0, 4, 5, 1, 2, 3)).reshape(N * OH * OW, -1)
+    return col
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.core import Function
+from dezero_like.functions_conv import _check_geometry, pair
+
+
+class Im2col(Function):
+    """``col = im2col(x)``; linear, so the gradient is ``col2im(gcol)`` (its transpose)."""
+
+    def __init__(self, kernel_size, stride, pad, to_matrix):
+        self.kernel_size = pair(kernel_size)
+        self.stride = pair(stride)
+        self.pad = pair(pad)
+        self.to_matrix = to_matrix
+
+    def forward(self, x):
+        _check_geometry("im2col", x.shape, self.kernel_size, self.stride, self.pad)
+        self.retain_inputs(())
+        self.input_shape = x.shape
+        return im2col_array(x, self.kernel_size, self.stride, self.pad, self.to_matrix)
+
+    def backward(self, gy):
+        return col2im(gy, self.input_shape, self.kernel_size, self.stride, self.pad,
+                      self.to_matrix)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def im2col(x, kernel_size, stride=1, pad=0, to_matrix=True):
+    """Windows of ``x (N, C, H, W)`` as columns (see :func:`im2col_array`); differentiable."""
+    return Im2col(kernel_size, stride, pad, to_matrix)(x)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.core import Function
+from dezero_like.functions_conv import col2im_array, pair
+
+
+class Col2im(Function):
+    """``x = col2im(col)``; linear, so the gradient is ``im2col(gx)`` (its transpose)."""
+
+    def __init__(self, input_shape, kernel_size, stride, pad, to_matrix):
+        self.input_shape = tuple(input_shape)
+        self.kernel_size = pair(kernel_size)
+        self.stride = pair(stride)
+        self.pad = pair(pad)
+        self.to_matrix = to_matrix
+
+    def forward(self, col):
+        self.retain_inputs(())
+        return col2im_array(col, self.input_shape, self.kernel_size, self.stride, self.pad,
+                            self.to_matrix)
+
+    def backward(self, gx):
+        return im2col(gx, self.kernel_size, self.stride, self.pad, self.to_matrix)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def col2im(col, input_shape, kernel_size, stride=1, pad=0, to_matrix=True):
+    """Sum columns back into an image of ``input_shape``; differentiable."""
+    return Col2im(input_shape, kernel_size, stride, pad, to_matrix)(col)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.functions_conv import _check_geometry, pair
+
+
+def _pool_geometry(name, x_shape, kernel_size, stride, pad):
+    kernel_size = pair(kernel_size)
+    stride = kernel_size if stride is None else pair(stride)
+    pad = pair(pad)
+    _check_geometry(name, x_shape, kernel_size, stride, pad)
+    if pad[0] >= kernel_size[0] or pad[1] >= kernel_size[1]:
+        raise ValueError(
+            f"{name}: pad {pad} must be smaller than the kernel {kernel_size}, otherwise "
+            "some windows would see only padding"
+        )
+    return kernel_size, stride, pad
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+
+
+def _window_offsets(pool):
+    """``(k, index)`` for every kernel offset: ``padded[index]`` is element k of every window."""
+    (KH, KW), (SH, SW) = pool.kernel_size, pool.stride
+    OH, OW = pool.out_hw
+    for i in range(KH):
+        for j in range(KW):
+            yield i * KW + j, (Ellipsis, slice(i, i + SH * OH, SH), slice(j, j + SW * OW, SW))
+
+
+def _padded(x, pad, value):
+    PH, PW = pad
+    if not (PH or PW):
+        return x
+    xp = cuda.get_array_module(x)
+    return xp.pad(x, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant",
+                  constant_values=value)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+
+
+def _scatter_to_windows(pool, values_at):
+    """The input-shaped array that adds ``values_at(k)`` into element k of every window."""
+    xp = cuda.get_array_module(values_at(0))
+    N, C, H, W = pool.x_shape
+    PH, PW = pool.pad
+    SH, SW = pool.stride
+    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1), dtype=pool.dtype)
+    for k, index in _window_offsets(pool):
+        g[index] += values_at(k)
+    return g[:, :, PH:PH + H, PW:PW + W]
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.core import Function
+from dezero_like.functions_conv import get_conv_outsize
+
+
+class _Pool(Function):
+    def __init__(self, kernel_size, stride=None, pad=0):
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.pad = pad
+
+    def _setup(self, name, x):
+        self.kernel_size, self.stride, self.pad = _pool_geometry(
+            name, x.shape, self.kernel_size, self.stride, self.pad)
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        self.dtype = x.dtype
+        H, W = x.shape[2:]
+        self.out_hw = tuple(get_conv_outsize(s, k, st, p) for s, k, st, p in
+                            zip((H, W), self.kernel_size, self.stride, self.pad))
+        # the common case (2x2 windows, stride 2, no padding, even sizes): the windows
+        # tile the image, so a reshape lines every window up along one axis
+        self.tiles = (self.stride == self.kernel_size and self.pad == (0, 0)
+                      and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def _tile_views(x, pool):
+    """Views (no copies) of element k of every window, k = i * KW + j, for a tiling pool."""
+    N, C = x.shape[:2]
+    (KH, KW), (OH, OW) = pool.kernel_size, pool.out_hw
+    grid = x.reshape(N, C, OH, KH, OW, KW)
+    return [grid[:, :, :, i, :, j] for i in range(KH) for j in range(KW)]
+
+
+# %%
+#| export dezero_like/functions_conv.py
+import numpy as np
+from dezero_like import cuda
+
+
+class Pooling(_Pool):
+    """Max pooling: ``y = max`` of each ``KH x KW`` window (padding counts as ``-inf``).
+
+    The derivative is 1 for the element that won the max (the first one on ties)
+    and 0 for the others, so backward routes ``gy`` to the winners
+    (:class:`PoolingGrad`).
+    """
+
+    def forward(self, x):
+        self._setup("pooling", x)
+        xp = cuda.get_array_module(x)
+        if self.tiles:  # windows that tile the image: strided views, no padded copy
+            views = _tile_views(x, self)
+            y = views[0].copy()
+            for v in views[1:]:
+                xp.maximum(y, v, out=y)
+            indexes = xp.zeros(y.shape, dtype=np.int32)
+            for k in range(len(views) - 1, -1, -1):  # the first maximum wins: lowest k last
+                xp.copyto(indexes, k, where=views[k] == y)
+            self.indexes = indexes
+            return y
+        padded = _padded(x, self.pad, -np.inf)
+        y = indexes = None
+        for k, index in _window_offsets(self):
+            candidate = padded[index]
+            if y is None:
+                y = candidate.copy()
+                indexes = xp.zeros(y.shape, dtype=np.int32)
+                continue
+            better = candidate > y  # strict: the first maximum wins ties
+            xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
+            xp.copyto(indexes, k, where=better)
+        self.indexes = indexes  # which window element won, 0 .. KH*KW-1
+        return y
+
+    def backward(self, gy):
+        return PoolingGrad(self)(gy)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class PoolingGrad(Function):
+    """Routes each output gradient to the input element that won the max.
+
+    Linear in ``gy`` (for fixed winners); its backward picks the same winners
+    out of ``ggx`` (:class:`Pooling2DWithIndexes`).
+    """
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def forward(self, gy):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(gy)
+        idx = self.pool.indexes
+        zero = gy.dtype.type(0)
+        if self.pool.tiles:  # each input element is in exactly one window: no adding up
+            gx = xp.zeros(self.pool.x_shape, dtype=gy.dtype)
+            for k, view in enumerate(_tile_views(gx, self.pool)):
+                xp.copyto(view, gy, where=idx == k)
+            return gx
+        return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
+
+    def backward(self, ggx):
+        return Pooling2DWithIndexes(self.pool)(ggx)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class Pooling2DWithIndexes(Function):
+    """Picks, in each window of its input, the element at the max pooling's winning index."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def forward(self, x):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(x)
+        padded = _padded(x, self.pool.pad, 0)
+        idx = self.pool.indexes
+        y = xp.zeros(idx.shape, dtype=x.dtype)
+        for k, index in _window_offsets(self.pool):
+            y = xp.where(idx == k, padded[index], y)
+        return y
+
+    def backward(self, gy):
+        return PoolingGrad(self.pool)(gy)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def pooling(x, kernel_size, stride=None, pad=0):
+    """Max pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``.
+
+    Returns ``(N, C, OH, OW)``; ``pad`` must be smaller than the kernel.
+    """
+    return Pooling(kernel_size, stride, pad)(x)
+
+
+max_pooling = pooling
+
+
+def _bn_axes(x):
+    if x.ndim == 2:
+        return (0,), (1, x.shape[1])
+    if x.ndim == 4:
+        return (0, 2, 3), (1, x.shape[1], 1, 1)
+    raise ValueError(
+        f"batch_norm expects (N, C) or (N, C, H, W) input, got shape {tuple(x.shape)}"
+    )
+
+
+# %%
+#| export dezero_like/functions_conv.py
+import numpy as np
+from dezero_like import cuda
+from dezero_like import functions as F
+from dezero_like.core import as_variable
+
+
+def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
+    r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
+
+    In training (``Config.train``), $\mu$ and $\sigma^2$ are the batch's mean
+    and (biased) variance per channel (axis 1; also over H and W for images),
+    and the running statistics ``mean`` and ``var`` (arrays, updated in place)
+    move towards them: ``mean = decay*mean + (1-decay)*mu`` (the running variance
+    uses the unbiased estimate). In test mode the running statistics are used
+    instead, so one example's output does not depend on the rest of its batch.
+
+    The training path is written with differentiable functions (sum, mean,
+    ``**``), so its gradient - including the terms that flow through $\mu$ and
+    $\sigma^2$ - and its second derivatives come out of backprop.
+    """
+    from dezero_like.core import Config
+
+    x = as_variable(x)
+    axes, shape = _bn_axes(x)
+    xp = cuda.get_array_module(x)
+    if any(cuda.get_array_module(a) is not xp for a in (mean, var)):
+        where = "the GPU" if xp is not np else "the CPU"
+        raise TypeError(
+            f"batch_norm: x is on {where} but the running statistics mean/var are not; "
+            "put them on the same device (cuda.as_cupy / cuda.as_numpy; the BatchNorm "
+            "layer's to_gpu() moves its own)")
+    gamma = F.reshape(as_variable(gamma), shape)
+    beta = F.reshape(as_variable(beta), shape)
+    if Config.train:
+        m = x.size // x.shape[1]
+        mu = F.sum(x, axis=axes, keepdims=True) / m
+        xc = x - mu
+        var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
+        xhat = xc * (var_b + eps) ** -0.5
+        s = decay
+        mean *= s
+        mean += (1 - s) * mu.data.reshape(mean.shape)
+        unbiased = m / max(m - 1, 1)
+        var *= s
+        var += (1 - s) * unbiased * var_b.data.reshape(var.shape)
+    else:
+        inv_std = (var + eps) ** -0.5
+        xhat = (x - mean.reshape(shape)) * inv_std.reshape(shape)
+    return xhat * gamma + beta
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+from dezero_like.core import Variable, as_variable
+
+
+def embed_id(x, W):
+    """Rows of ``W (vocab, dim)`` picked by the integer ids ``x``: ``y = W[x]``.
+
+    The gradient adds each output row's gradient into the row it came from
+    (repeated ids accumulate) - exactly the backward of ``W[x]`` indexing.
+    """
+    if isinstance(x, Variable):
+        x = x.data
+    xp = cuda.get_array_module(x)
+    x = xp.asarray(x)
+    if x.dtype.kind not in "iu":
+        raise TypeError(f"embed_id needs integer ids, got dtype {x.dtype}")
+    W = as_variable(W)
+    if x.size and (int(x.min()) < 0 or int(x.max()) >= W.shape[0]):
+        raise IndexError(
+            f"embed_id: ids must be in [0, {W.shape[0]}), got min {int(x.min())}, "
+            f"max {int(x.max())}"
+        )
+    return W[x]
+
+
+# %%
+#| export dezero_like/layers_conv.py
+"""Convolutional, normalisation, embedding and recurrent layers.
+
+``import dezero_like.layers_conv as Lc``. Every class is a
+:class:`~dezero_like.layers.Layer`: its Parameters are registered when
+assigned, so ``params()``, optimizers and ``save_weights``/``load_weights``
+see them. Layers whose weight shape depends on the input (``in_channels``,
+``in_size`` left as ``None``) create their weights on the first call.
+"""
+
+import numpy as np
+from dezero_like import cuda
+
+
+def _to_device_of(param, x):
+    """Move an already-created parameter to the device of ``x`` (a lazy layer's bias)."""
+    if param is not None and param.data is not None:
+        if cuda.get_array_module(x) is not np and isinstance(param.data, np.ndarray):
+            param.to_gpu()
+
+
+# %%
+#| export dezero_like/layers_conv.py
+import numpy as np
+import dezero_like.functions_conv as Fc
+from dezero_like import cuda
+from dezero_like.core import Parameter
+from dezero_like.layers import Layer
+
+
+class Conv2d(Layer):
+    """2-d convolution layer: ``y = conv2d(x, W, b, stride, pad)``.
+
+    ``W`` has shape ``(out_channels, in_channels, KH, KW)`` and is initialised
+    with ``randn * sqrt(1 / (in_channels * KH * KW))`` (the number of inputs
+    each output sums over), ``b`` with zeros. Without ``in_channels``, ``W`` is
+    created on the first call from ``x.shape[1]``.
+    """
+
+    def __init__(self, out_channels, kernel_size, stride=1, pad=0, nobias=False,
+                 dtype=np.float32, in_channels=None):
+        super().__init__()
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = Fc.pair(kernel_size)
+        self.stride = Fc.pair(stride)
+        self.pad = Fc.pair(pad)
+        self.dtype = np.dtype(dtype)
+        self.W = Parameter(None, name="W")
+        if in_channels is not None:
+            self._init_W()
+        self.b = None if nobias else Parameter(np.zeros(out_channels, self.dtype), name="b")
+
+    def _w_shape(self):
+        return (self.out_channels, self.in_channels) + self.kernel_size
+
+    def _init_W(self, xp=np):
+        KH, KW = self.kernel_size
+        scale = (1.0 / (self.in_channels * KH * KW)) ** 0.5
+        self.W.data = (xp.random.randn(*self._w_shape()) * scale).astype(self.dtype)
+
+    def _lazy_init(self, x):
+        """Create ``W`` from the first input's channel count (and put ``b`` on its device)."""
+        if self.W.data is not None:
+            return
+        if x.ndim != 4:
+            raise ValueError(
+                f"{type(self).__name__} expects a batch of images (N, C, H, W), got shape "
+                f"{x.shape}; reshape flat inputs with x.reshape(N, C, H, W)"
+            )
+        self.in_channels = x.shape[1]
+        self._init_W(cuda.get_array_module(x))
+        _to_device_of(self.b, x)
+
+    def forward(self, x):
+        self._lazy_init(x)
+        return Fc.conv2d(x, self.W, self.b, self.stride, self.pad)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({self.in_channels}->{self.out_channels}, "
+                f"kernel={self.kernel_size}, stride={self.stride}, pad={self.pad})")
+
+
+# %%
+#| export dezero_like/layers_conv.py
+import numpy as np
+import dezero_like.functions_conv as Fc
+
+
+class Deconv2d(Conv2d):
+    """Transposed convolution layer: ``y = deconv2d(x, W, b, stride, pad)`` (upsampling).
+
+    ``W`` has shape ``(in_channels, out_channels, KH, KW)``. The output side is
+    ``stride*(H-1) + KH - 2*pad``; ``outsize`` fixes it when several are possible.
+    """
+
+    def __init__(self, out_channels, kernel_size, stride=1, pad=0, nobias=False,
+                 dtype=np.float32, in_channels=None, outsize=None):
+        self.outsize = outsize
+        super().__init__(out_channels, kernel_size, stride, pad, nobias, dtype, in_channels)
+
+    def _w_shape(self):
+        return (self.in_channels, self.out_channels) + self.kernel_size
+
+    def forward(self, x):
+        self._lazy_init(x)
+        return Fc.deconv2d(x, self.W, self.b, self.stride, self.pad, self.outsize)
+
+
+# %%
+#| export dezero_like/layers_conv.py
+import dezero_like.functions_conv as Fc
+from dezero_like import cuda
+from dezero_like.core import Parameter
+from dezero_like.layers import Layer
+
+
+class BatchNorm(Layer):
+    """Batch normalisation over the batch (and spatial) axes, per channel (axis 1).
+
+    Training (``Config.train``): normalise with the batch's statistics and
+    update the running averages ``avg_mean``/``avg_var``. Test mode
+    (``with dz.test_mode():``): use the running averages. ``gamma`` (ones) and
+    ``beta`` (zeros) are learned; all four are created on the first call and
+    saved with the weights. Formula and gradients: :func:`functions_conv.batch_norm`.
+    """
+
+    def __init__(self, decay=0.9, eps=2e-5):
+        super().__init__()
+        self.decay = decay
+        self.eps = eps
+        # running statistics are Parameters so that save/load and to_gpu carry
+        # them; they never get a gradient, so optimizers leave them alone
+        self.avg_mean = Parameter(None, name="avg_mean")
+        self.avg_var = Parameter(None, name="avg_var")
+        self.gamma = Parameter(None, name="gamma")
+        self.beta = Parameter(None, name="beta")
+
+    def forward(self, x):
+        if self.avg_mean.data is None:
+            xp = cuda.get_array_module(x)
+            C = x.shape[1]
+            self.avg_mean.data = xp.zeros(C, dtype=x.dtype)
+            self.avg_var.data = xp.ones(C, dtype=x.dtype)
+            self.gamma.data = xp.ones(C, dtype=x.dtype)
+            self.beta.data = xp.zeros(C, dtype=x.dtype)
+        return Fc.batch_norm(x, self.gamma, self.beta, self.avg_mean.data, self.avg_var.data,
+                             self.decay, self.eps)
+
+
+# %%
+#| export dezero_like/layers_conv.py
+import numpy as np
+import dezero_like.functions_conv as Fc
+from dezero_like.core import Parameter
+from dezero_like.layers import Layer
+
+
+class EmbedID(Layer):
+    """Word embedding: integer ids -> rows of ``W (in_size, out_size)``; ``y = W[ids]``."""
+
+    def __init__(self, in_size, out_size, dtype=np.float32):
+        super().__init__()
+        self.W = Parameter(np.random.randn(in_size, out_size).astype(dtype), name="W")
+
+    def forward(self, x):
+        return Fc.embed_id(x, self.W)
+
+
 # %%
 import time
 

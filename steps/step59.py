@@ -16,6 +16,145 @@
 # is the same formula, $O = \lfloor (H + 2P - K)/S \rfloor + 1$; the stride
 # defaults to the window size, so windows do not overlap.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `Max`, `Min`, `max`, `min`; `functions_conv` gains
+# `AveragePooling`, `AveragePoolingGrad`, `average_pooling`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import utils
+from dezero_like.core import Function
+from dezero_like.functions import broadcast_to
+
+
+class Max(Function):
+    """y = max of x over ``axis``; the gradient flows to the elements that were the maximum.
+
+    When several elements tie for the maximum, each of them receives the full
+    gradient (the same choice DeZero makes); ties are rare with real data.
+    """
+
+    _reduce = "max"
+
+    def __init__(self, axis=None, keepdims=False):
+        self.axis = axis
+        self.keepdims = keepdims
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        y = getattr(x, self._reduce)(axis=self.axis, keepdims=True)
+        if self.needs_input_grad:
+            self.mask = x == y  # where the extreme value sits
+        if not self.keepdims:
+            y = y.reshape(_reduced_shape(x.shape, self.axis))
+        return y
+
+    def backward(self, gy):
+        gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
+        return broadcast_to(gy, self.x_shape) * self.mask
+
+
+# %%
+#| export dezero_like/functions.py
+class Min(Max):
+    """y = min of x over ``axis``; the gradient flows to the elements that were the minimum."""
+
+    _reduce = "min"
+
+
+# %%
+#| export dezero_like/functions.py
+def _reduced_shape(shape, axis):
+    if axis is None:
+        return ()
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes = {a % len(shape) for a in axes}
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+    """Maximum over ``axis`` (all axes when None), like ``np.max``; see :class:`Max`."""
+    return Max(axis, keepdims)(x)
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+    """Minimum over ``axis`` (all axes when None), like ``np.min``; see :class:`Min`."""
+    return Min(axis, keepdims)(x)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.functions_conv import _Pool, _padded, _window_offsets
+
+
+class AveragePooling(_Pool):
+    """Average pooling: ``y = mean`` of each ``KH x KW`` window (padding counts as 0).
+
+    Every element of a window gets ``gy / (KH*KW)``; the backward is
+    :class:`AveragePoolingGrad`, whose own backward is average pooling again.
+    """
+
+    def forward(self, x):
+        self._setup("average_pooling", x)
+        padded = _padded(x, self.pad, 0)
+        y = None
+        for _, index in _window_offsets(self):
+            y = padded[index].copy() if y is None else y + padded[index]
+        KH, KW = self.kernel_size
+        return y / (KH * KW)
+
+    def backward(self, gy):
+        return AveragePoolingGrad(self)(gy)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.core import Function
+from dezero_like.functions_conv import _scatter_to_windows
+
+
+class AveragePoolingGrad(Function):
+    """Spreads ``gy / (KH*KW)`` evenly over each window (linear; backward = average pooling)."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def forward(self, gy):
+        self.retain_inputs(())
+        KH, KW = self.pool.kernel_size
+        share = gy / (KH * KW)
+        return _scatter_to_windows(self.pool, lambda k: share)
+
+    def backward(self, ggx):
+        p = self.pool
+        return average_pooling(ggx, p.kernel_size, p.stride, p.pad)
+
+
+# %%
+#| export dezero_like/functions_conv.py
+def average_pooling(x, kernel_size, stride=None, pad=0):
+    """Average pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``."""
+    return AveragePooling(kernel_size, stride, pad)(x)
+
+
+# %%
+# The cells above also defined `max`, `min` in this script, hiding Python's built-in
+# of that name here: hand it back (the package keeps its own).
+import builtins
+
+max = builtins.max
+min = builtins.min
+
+
 # %%
 import numpy as np
 import dezero_like as dz

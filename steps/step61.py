@@ -13,6 +13,153 @@
 # layer that *keeps* `h` between calls: call it once per time step, and call
 # `reset_state()` before a new sequence.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `Variable.unchain`, `Variable.unchain_backward`; `layers_conv`
+# gains `RNN`; `datasets_seq` gains `get_sin_curve`, `SinCurve`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/core.py Variable
+def unchain(self):
+    """Cut this variable from its creator: it becomes a leaf."""
+    self.creator = None
+
+
+def unchain_backward(self):
+    """Cut every link of the graph behind this variable.
+
+    Used by truncated backprop through time: after the cut, backward stops
+    here and the old graph can be freed.
+    """
+    funcs = [self.creator] if self.creator is not None else []
+    self.unchain()
+    seen = set()
+    while funcs:
+        f = funcs.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        for ref in f.outputs:  # the real outputs (a layer's state, say); the
+            y = ref()  # inputs below may be data-less stand-ins of them
+            if y is not None:
+                y.unchain()
+        for x in f.inputs:
+            if x.creator is not None:
+                funcs.append(x.creator)
+                x.unchain()
+
+
+# %%
+#| export dezero_like/datasets.py
+from dezero_like.utils import forward_names
+
+
+# SinCurve: written in dezero_like/datasets_seq.py (a later step), found here too, as in the
+# book
+__getattr__ = forward_names(__name__, {
+    "SinCurve": "dezero_like.datasets_seq",
+})
+
+
+# %%
+#| export dezero_like/layers_conv.py
+import dezero_like.functions as F
+from dezero_like.layers import Layer, Linear
+
+
+class RNN(Layer):
+    r"""Elman recurrent layer: $h_t = \tanh(x_t W_x + b + h_{t-1} W_h)$.
+
+    The layer *remembers* ``h`` between calls: call it once per time step.
+    ``reset_state()`` forgets it (start of a new sequence). The first step has
+    no ``h_{t-1}`` term. ``in_size`` is inferred on the first call when omitted.
+    """
+
+    def __init__(self, hidden_size, in_size=None):
+        super().__init__()
+        self.x2h = Linear(hidden_size, in_size=in_size)
+        self.h2h = Linear(hidden_size, in_size=hidden_size, nobias=True)
+        self.h = None
+
+    def reset_state(self):
+        """Forget the hidden state: the next call starts a new sequence."""
+        self.h = None
+
+    def forward(self, x):
+        if self.h is None:
+            h_new = F.tanh(self.x2h(x))
+        else:
+            h_new = F.tanh(self.x2h(x) + self.h2h(self.h))
+        self.h = h_new
+        return h_new
+
+
+# %%
+#| export dezero_like/datasets_seq.py
+"""Time series: a noisy sine data set and a loader that keeps time in order.
+
+A recurrent network reads a series one step at a time and carries a hidden
+state from step to step, so its mini-batches must not be shuffled the way
+image batches are. :class:`SeqDataLoader` cuts the series into ``batch_size``
+equally long streams and returns, at each call, the *next* time step of every
+stream: row ``i`` of batch ``k+1`` follows row ``i`` of batch ``k`` in time.
+"""
+
+import numpy as np
+
+
+def get_sin_curve(train=True, num_data=1000, periods=2, noise=0.05, seed=None):
+    """A sine wave sampled ``num_data`` times over ``periods`` periods, as a next-value task.
+
+    The training curve is ``sin(t)`` plus uniform noise in ``[-noise, noise]``
+    (seed 2019 unless ``seed`` is given; the global NumPy random state is not
+    touched). The test curve is the clean ``cos(t)``: the same shape, shifted,
+    which the model has never seen. Returns ``x`` (num_data-1, 1) and ``t``
+    (num_data-1, 1) float32 with ``t[i] = x[i+1]``: predict the next value.
+    """
+    if num_data < 2:
+        raise ValueError(f"num_data must be at least 2, got {num_data}")
+    s = np.linspace(0, 2 * np.pi * periods, num_data)
+    if train:
+        rng = np.random.default_rng(2019 if seed is None else seed)
+        y = np.sin(s) + rng.uniform(-noise, noise, size=num_data)
+    else:
+        y = np.cos(s)
+    y = y.astype(np.float32).reshape(-1, 1)
+    return y[:-1], y[1:]
+
+
+# %%
+#| export dezero_like/datasets_seq.py
+from dezero_like.datasets import Dataset
+
+
+class SinCurve(Dataset):
+    """The noisy sine of :func:`get_sin_curve` as a :class:`~dezero_like.datasets.Dataset`.
+
+    ``ds[i]`` is ``(value at time i, value at time i+1)``, each of shape (1,).
+    """
+
+    def __init__(self, train=True, transform=None, target_transform=None, num_data=1000,
+                 periods=2, noise=0.05, seed=None):
+        self.num_data = num_data
+        self.periods = periods
+        self.noise = noise
+        self.seed = seed
+        super().__init__(train, transform, target_transform)
+
+    def prepare(self):
+        self.data, self.label = get_sin_curve(self.train, self.num_data, self.periods,
+                                              self.noise, self.seed)
+
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np

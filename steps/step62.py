@@ -30,6 +30,121 @@
 # $f$ near 1, information and gradients travel many steps along it almost
 # unchanged.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `layers_conv` gains `LSTM`; `datasets_seq` gains `SeqDataLoader`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/layers_conv.py
+import dezero_like.functions as F
+from dezero_like.layers import Layer, Linear
+
+
+class LSTM(Layer):
+    r"""Long short-term memory layer (one time step per call; state kept between calls).
+
+    With $\sigma$ the sigmoid and $\odot$ the elementwise product:
+    $f = \sigma(x W_{xf} + h W_{hf})$, $i = \sigma(\dots)$, $o = \sigma(\dots)$ (gates),
+    $u = \tanh(x W_{xu} + h W_{hu})$ (candidate), then
+    $c_t = f \odot c_{t-1} + i \odot u$ and $h_t = o \odot \tanh(c_t)$.
+
+    The cell state ``c`` is updated by a product and a sum only, so gradients
+    can flow back through many steps without being squashed at each one.
+    ``reset_state()`` clears ``h`` and ``c``.
+    """
+
+    def __init__(self, hidden_size, in_size=None):
+        super().__init__()
+        H, I = hidden_size, in_size
+        self.x2f = Linear(H, in_size=I)
+        self.x2i = Linear(H, in_size=I)
+        self.x2o = Linear(H, in_size=I)
+        self.x2u = Linear(H, in_size=I)
+        self.h2f = Linear(H, in_size=H, nobias=True)
+        self.h2i = Linear(H, in_size=H, nobias=True)
+        self.h2o = Linear(H, in_size=H, nobias=True)
+        self.h2u = Linear(H, in_size=H, nobias=True)
+        self.reset_state()
+
+    def reset_state(self):
+        """Forget ``h`` and ``c``: the next call starts a new sequence."""
+        self.h = None
+        self.c = None
+
+    def forward(self, x):
+        if self.h is None:
+            f = F.sigmoid(self.x2f(x))
+            i = F.sigmoid(self.x2i(x))
+            o = F.sigmoid(self.x2o(x))
+            u = F.tanh(self.x2u(x))
+        else:
+            f = F.sigmoid(self.x2f(x) + self.h2f(self.h))
+            i = F.sigmoid(self.x2i(x) + self.h2i(self.h))
+            o = F.sigmoid(self.x2o(x) + self.h2o(self.h))
+            u = F.tanh(self.x2u(x) + self.h2u(self.h))
+        c_new = i * u if self.c is None else f * self.c + i * u
+        h_new = o * F.tanh(c_new)
+        self.h, self.c = h_new, c_new
+        return h_new
+
+
+# %%
+#| export dezero_like/datasets_seq.py
+import numpy as np
+from dezero_like.dataloaders import DataLoader
+
+
+class SeqDataLoader(DataLoader):
+    """Mini-batches for truncated BPTT: ``batch_size`` parallel streams, in time order.
+
+    The data set (length ``L``) is cut into ``batch_size`` consecutive pieces
+    of ``jump = L // batch_size`` steps. Batch ``k`` holds element ``k`` of every
+    piece: indexes ``[k, jump + k, 2*jump + k, ...]``. One epoch has ``jump``
+    batches, so each stream advances one time step per batch and the hidden
+    state a model carries from batch to batch belongs to the same stream.
+    With ``batch_size=1`` this is simply the series in order. Nothing is
+    shuffled.
+    """
+
+    def __init__(self, dataset, batch_size, gpu=False):
+        super().__init__(dataset, batch_size, shuffle=False, gpu=gpu)
+        self.jump = self.data_size // self.batch_size
+        if self.jump < 1:
+            raise ValueError(
+                f"SeqDataLoader: batch_size {batch_size} is larger than the series "
+                f"({self.data_size} steps); every stream needs at least one step"
+            )
+        self.max_iter = self.jump
+
+    def reset(self):
+        """Start again at time step 0 of every stream."""
+        self.iteration = 0
+        self.index = np.arange(self.data_size)
+
+    def __len__(self):
+        return self.max_iter
+
+    def _batch_index(self):
+        """Element ``iteration`` of every stream: ``[k, jump + k, 2*jump + k, ...]``."""
+        return np.arange(self.batch_size) * self.jump + self.iteration
+
+    def __repr__(self):
+        return (f"SeqDataLoader({self.dataset!r}, batch_size={self.batch_size}, "
+                f"steps per stream={self.jump})")
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like.datasets_seq import SeqDataLoader
+
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np

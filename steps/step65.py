@@ -22,6 +22,232 @@
 # the backward loop. When no hook is active the cost is one check of an empty
 # list per function.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `Function.add_hook`; `hooks` gains `TimerHook`, `PrintHook`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/core.py Function
+# ---- hooks on this one function -------------------------------------------
+def add_hook(self, hook):
+    """Run ``hook`` around this function's forward and backward only."""
+    self._hooks = (self._hooks or []) + [hook]
+    return self
+
+
+# %%
+#| export dezero_like/hooks.py
+from dezero_like.hooks import FunctionHook
+
+
+class _NestingHook(FunctionHook):
+    """A hook that knows which backward step (if any) is running right now.
+
+    Subclasses call ``super()`` in ``backward_preprocess``/``backward_postprocess``
+    and read ``self._backward_stack[-1]`` (the function whose backward is running)
+    or ``self._in_backward``.
+    """
+
+    def __init__(self):
+        self._backward_stack = []
+
+    @property
+    def _in_backward(self):
+        return bool(self._backward_stack)
+
+    def backward_preprocess(self, function, grad_outputs):
+        self._backward_stack.append(function)
+
+    def backward_postprocess(self, function, grad_outputs, grad_inputs):
+        if self._backward_stack and self._backward_stack[-1] is function:
+            self._backward_stack.pop()
+
+    def __exit__(self, *exc_info):
+        self._backward_stack.clear()  # an exception may have skipped a postprocess
+        return super().__exit__(*exc_info)
+
+
+# %%
+#| export dezero_like/hooks.py
+from dezero_like import core, cuda
+
+
+def _sync(arrays):
+    """Wait for the GPU, so a timer measures the work and not just its launch."""
+    for a in arrays:
+        if a is not None and cuda.is_cupy_array(a):
+            cuda.require_gpu().cuda.get_current_stream().synchronize()
+            return
+
+
+def _datas(values):
+    return [v.data if isinstance(v, core.Variable) else v for v in values]
+
+
+# %%
+#| export dezero_like/hooks.py
+import sys
+import time
+
+
+class TimerHook(_NestingHook):
+    """Measure the time spent in each function type, forward and backward separately.
+
+    Forward calls made *inside* a backward step (a backward is built from
+    functions) are part of that backward's time and are not counted again as
+    forwards. On a GPU the hook synchronises before reading the clock.
+
+    >>> import numpy as np, dezero_like as dz, dezero_like.functions as F
+    >>> x = dz.Variable(np.ones(3))
+    >>> with TimerHook() as timer:
+    ...     F.sum(F.exp(x)).backward()
+    >>> sorted(timer.summary())
+    ['Exp', 'Sum']
+    >>> timer.summary()["Exp"]["forward"]["calls"], timer.summary()["Exp"]["backward"]["calls"]
+    (1, 1)
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.reset()
+
+    def reset(self):
+        """Forget everything measured so far."""
+        self.call_history = []  # (function type name, "forward"/"backward", seconds)
+        self._starts = {}
+
+    def forward_preprocess(self, function, in_data):
+        if self._in_backward:
+            return
+        _sync(in_data)
+        self._starts[id(function), "forward"] = time.perf_counter()
+
+    def forward_postprocess(self, function, in_data, out_data):
+        start = self._starts.pop((id(function), "forward"), None)
+        if start is None:
+            return
+        _sync(out_data)
+        self.call_history.append((type(function).__name__, "forward", time.perf_counter() - start))
+
+    def backward_preprocess(self, function, grad_outputs):
+        super().backward_preprocess(function, grad_outputs)
+        _sync(_datas(grad_outputs))
+        self._starts[id(function), "backward"] = time.perf_counter()
+
+    def backward_postprocess(self, function, grad_outputs, grad_inputs):
+        super().backward_postprocess(function, grad_outputs, grad_inputs)
+        start = self._starts.pop((id(function), "backward"), None)
+        if start is None:
+            return
+        _sync(_datas(grad_inputs))
+        self.call_history.append(
+            (type(function).__name__, "backward", time.perf_counter() - start)
+        )
+
+    def total_time(self):
+        """Seconds measured in all functions, forward and backward."""
+        return sum(t for _, _, t in self.call_history)
+
+    def summary(self):
+        """``{name: {"forward": {"calls": n, "time": s}, "backward": {...}}}`` per function type."""
+        table = {}
+        for name, phase, seconds in self.call_history:
+            row = table.setdefault(
+                name, {"forward": {"calls": 0, "time": 0.0}, "backward": {"calls": 0, "time": 0.0}}
+            )
+            row[phase]["calls"] += 1
+            row[phase]["time"] += seconds
+        return table
+
+    def report(self):
+        """The summary as a text table, slowest function type first (times in ms)."""
+        table = self.summary()
+        total = self.total_time() or 1.0
+        head = (f"{'function':<22}{'fwd calls':>10}{'fwd ms':>10}{'bwd calls':>10}"
+                f"{'bwd ms':>10}{'total ms':>10}{'share':>8}")
+        lines = [head, "-" * len(head)]
+        rows = sorted(table.items(), key=lambda kv: -(kv[1]["forward"]["time"]
+                                                       + kv[1]["backward"]["time"]))
+        for name, row in rows:
+            f, b = row["forward"], row["backward"]
+            t = f["time"] + b["time"]
+            lines.append(f"{name:<22}{f['calls']:>10}{f['time'] * 1e3:>10.3f}{b['calls']:>10}"
+                         f"{b['time'] * 1e3:>10.3f}{t * 1e3:>10.3f}{t / total:>8.1%}")
+        lines.append("-" * len(head))
+        fwd = sum(r["forward"]["time"] for r in table.values())
+        bwd = sum(r["backward"]["time"] for r in table.values())
+        lines.append(f"{'all':<22}{'':>10}{fwd * 1e3:>10.3f}{'':>10}{bwd * 1e3:>10.3f}"
+                     f"{(fwd + bwd) * 1e3:>10.3f}{'':>8}")
+        return "\n".join(lines)
+
+    def print_report(self, file=None):
+        """Print :meth:`report` (to ``file``, default standard output)."""
+        print(self.report(), file=file if file is not None else sys.stdout)
+
+
+# %%
+#| export dezero_like/hooks.py
+from dezero_like import core
+
+
+def _describe(a):
+    if a is None:
+        return "None"
+    if isinstance(a, core.Variable):
+        a = a.data
+        if a is None:
+            return "(no data)"
+    return f"{tuple(a.shape)} {a.dtype}"
+
+
+# %%
+#| export dezero_like/hooks.py
+import sys
+
+
+class PrintHook(_NestingHook):
+    """Print one line per function call: pass, function, input and output shapes/dtypes.
+
+    Forward calls made inside a backward step are indented under it.
+    ``backward=False`` prints forward calls only.
+    """
+
+    def __init__(self, file=None, backward=True):
+        super().__init__()
+        self.file = file
+        self.backward = backward
+
+    def _print(self, text):
+        indent = "    " * len(self._backward_stack)
+        print(indent + text, file=self.file if self.file is not None else sys.stdout)
+
+    def forward_postprocess(self, function, in_data, out_data):
+        if self._in_backward and not self.backward:
+            return
+        ins = ", ".join(_describe(a) for a in in_data)
+        outs = ", ".join(_describe(a) for a in out_data)
+        self._print(f"forward  {type(function).__name__}: in {ins} -> out {outs}")
+
+    def backward_preprocess(self, function, grad_outputs):
+        if self.backward:
+            gys = ", ".join(_describe(g) for g in grad_outputs)
+            self._print(f"backward {type(function).__name__}: grad out {gys}")
+        super().backward_preprocess(function, grad_outputs)
+
+    def backward_postprocess(self, function, grad_outputs, grad_inputs):
+        super().backward_postprocess(function, grad_outputs, grad_inputs)
+        if self.backward:
+            gxs = ", ".join(_describe(g) for g in grad_inputs)
+            self._print(f"         {type(function).__name__}: -> grad in {gxs}")
+
+
 # %%
 import numpy as np
 

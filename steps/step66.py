@@ -22,6 +22,193 @@
 # names the function, the pass, the line of your code that called it, and what
 # the function was given. Nothing in the core knows about it.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `functions` gains `Log`, `log`; `hooks` gains `DebugError`, `DebugHook`,
+# `debug_mode`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class Log(Function):
+    """y = log(x); dy/dx = 1/x."""
+
+    def forward(self, x):
+        return cuda.get_array_module(x).log(x)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return gy / x
+
+
+# %%
+#| export dezero_like/functions.py
+def log(x):
+    return Log()(x)
+
+
+# %%
+#| export dezero_like/hooks.py
+class DebugError(RuntimeError):
+    """A function produced NaN or Inf while :func:`debug_mode` was on."""
+
+
+# %%
+#| export dezero_like/hooks.py
+import os
+
+from dezero_like import core
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(core.__spec__.origin))  # the package folder
+
+
+# %%
+#| export dezero_like/hooks.py
+import os
+import sys
+
+
+def _user_location():
+    """``file:line`` of the innermost frame outside the dezero_like package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
+            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "unknown location"
+
+
+# %%
+#| export dezero_like/hooks.py
+import numpy as np
+from dezero_like import cuda
+
+
+def _first_bad(a):
+    """Index and value of the first NaN/Inf in array ``a``, or None if all are finite."""
+    if a is None or a.dtype.kind not in "fc":
+        return None
+    xp = cuda.get_array_module(a)
+    finite = xp.isfinite(a)
+    if bool(finite.all()):
+        return None
+    flat = int(xp.argmin(finite.ravel()))  # the first False
+    index = tuple(int(i) for i in np.unravel_index(flat, a.shape))
+    return index, cuda.as_numpy(a[index] if a.ndim else a).item()
+
+
+# %%
+#| export dezero_like/hooks.py
+from dezero_like import cuda
+
+
+def _summarise(label, a):
+    if a is None:
+        return f"{label}: None"
+    if a.dtype.kind not in "fc" or a.size == 0:
+        return f"{label}: {tuple(a.shape)} {a.dtype}"
+    xp = cuda.get_array_module(a)
+    finite = xp.isfinite(a)
+    n_bad = int(a.size - int(finite.sum()))
+    text = f"{label}: {tuple(a.shape)} {a.dtype}"
+    if n_bad < a.size:
+        good = a[finite]
+        text += f", finite range [{float(good.min()):.4g}, {float(good.max()):.4g}]"
+    if n_bad:
+        text += f", {n_bad} NaN/Inf"
+    return text
+
+
+# %%
+#| export dezero_like/hooks.py
+from dezero_like.hooks import _NestingHook, _datas
+
+
+class DebugHook(_NestingHook):
+    """Raise :class:`DebugError` as soon as a forward or backward result holds NaN or Inf.
+
+    The message names the function, the pass, where the function was called in
+    your code, the first bad element, and a summary of what the function was
+    given, so you can tell a function that *makes* NaN (log of 0) from one that
+    merely passes on a NaN it received.
+    """
+
+    def forward_postprocess(self, function, in_data, out_data):
+        where = _user_location()
+        if not self._in_backward:
+            function._debug_location = where  # remembered for its backward
+        for k, y in enumerate(out_data):
+            bad = _first_bad(y)
+            if bad is None:
+                continue
+            context = ""
+            if self._in_backward:
+                outer = self._backward_stack[-1]
+                context = (f" (inside the backward of {type(outer).__name__}, whose forward was "
+                           f"called at {getattr(outer, '_debug_location', 'an unknown location')})")
+            inputs = "; ".join(_summarise(f"input {i}", x) for i, x in enumerate(in_data))
+            hint = self._hint(in_data)
+            raise DebugError(
+                f"forward of {type(function).__name__}{context} produced {bad[1]} in output {k} "
+                f"at index {bad[0]}, called at {where}; inputs had {inputs}{hint}"
+            )
+
+    def backward_postprocess(self, function, grad_outputs, grad_inputs):
+        super().backward_postprocess(function, grad_outputs, grad_inputs)
+        for k, gx in enumerate(_datas(grad_inputs)):
+            bad = _first_bad(gx)
+            if bad is None:
+                continue
+            where = getattr(function, "_debug_location", "an unknown location (forward ran "
+                            "outside debug_mode)")
+            gys = "; ".join(_summarise(f"grad of output {i}", g)
+                            for i, g in enumerate(_datas(grad_outputs)))
+            xs = "; ".join(
+                _summarise(f"input {i}", x.data) if x.data is not None
+                else f"input {i}: not kept for backward"
+                for i, x in enumerate(function.inputs)
+            )
+            hint = self._hint(_datas(grad_outputs))
+            raise DebugError(
+                f"backward of {type(function).__name__} produced {bad[1]} in the gradient of "
+                f"input {k} at index {bad[0]} (forward called at {where}); "
+                f"output gradients had {gys}; inputs had {xs}{hint}"
+            )
+
+    @staticmethod
+    def _hint(arrays):
+        if any(_first_bad(a) is not None for a in arrays):
+            return (". What it received already held NaN/Inf: the problem started earlier "
+                    "(in the data, or in a function run outside debug_mode)")
+        return ""
+
+
+# %%
+#| export dezero_like/hooks.py
+def debug_mode():
+    """``with dezero_like.debug_mode():`` checks every result for NaN/Inf (see :class:`DebugHook`).
+
+    Costs one ``isfinite`` pass per array; use it to find a bug, not to train.
+    """
+    return DebugHook()
+
+
+# %%
+#| export dezero_like/__init__.py
+from dezero_like.hooks import debug_mode
+
+
 # %%
 import time
 

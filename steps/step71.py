@@ -439,6 +439,323 @@ def max_pool_tiles_grad(gy, win, x_shape, kernel_size):
     return gx
 
 # %% [markdown]
+# ### The package code of this step
+#
+# The package now uses these kernels. The cells below give the functions of earlier steps
+# their GPU branch: each replaces the method (or function) of the same name, and
+# the NumPy path stays as those steps wrote it.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like import cuda
+from dezero_like.core import Config
+
+
+def _fusable(gy, y):
+    """True when a backward may use a fused GPU kernel: CuPy arrays (``y`` is one) of one
+    dtype, and no graph of the backward is being recorded (create_graph needs
+    differentiable steps)."""
+    return not Config.enable_backprop and cuda.is_cupy_array(y) and gy.data.dtype == y.dtype
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+
+
+def _raw_gpu(a):
+    """True for a CuPy array of a dtype the hand-written GPU kernels are built for."""
+    return cuda.is_cupy_array(a) and a.dtype.name in ("float32", "float64")
+
+
+# %%
+#| export dezero_like/functions.py Linear
+from dezero_like.core import Variable
+from dezero_like.functions import matmul, sum_to
+
+
+def backward(self, gy):
+    needs = self.needs_input_grad
+    x, W = self.inputs[0], self.inputs[1]
+    gx = matmul(gy, W.T) if needs[0] else None
+    gW = matmul(x.T, gy) if needs[1] else None
+    if len(needs) == 2:
+        return gx, gW
+    if not needs[2]:
+        return gx, gW, None
+    if (len(self.b_shape) == 1 and _fusable(gy, gy.data)
+            and gy.data.dtype.name in ("float32", "float64") and gy.data.flags.c_contiguous):
+        from dezero_like import cuda_kernels
+
+        return gx, gW, Variable(cuda_kernels.sum_rows(gy.data))  # one launch (step 71)
+    return gx, gW, sum_to(gy, self.b_shape)
+
+
+# %%
+#| export dezero_like/functions.py Sigmoid
+import numpy as np
+from dezero_like import cuda
+
+
+def forward(self, x):
+    self.retain_inputs(())
+    self.retain_outputs((0,))
+    xp = cuda.get_array_module(x)
+    if xp is not np:  # on a GPU: one fused kernel instead of four launches (step 71)
+        from dezero_like import cuda_kernels
+
+        return cuda_kernels.sigmoid(x)
+    if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
+        return self.forward(x.reshape(1)).reshape(())
+    y = xp.negative(x)
+    with np.errstate(over="ignore"):
+        xp.exp(y, out=y)
+    y += 1
+    xp.reciprocal(y, out=y)
+    return y
+
+
+# %%
+#| export dezero_like/functions.py Sigmoid
+from dezero_like.core import Variable
+
+
+def backward(self, gy):
+    (y,) = self.get_retained_outputs()
+    if _fusable(gy, y.data):
+        from dezero_like import cuda_kernels
+
+        return Variable(cuda_kernels.sigmoid_grad(gy.data, y.data))
+    return gy * y * (1 - y)
+
+
+# %%
+#| export dezero_like/functions.py SoftmaxCrossEntropy
+import numpy as np
+from dezero_like import cuda
+from dezero_like.functions import _logsumexp
+
+
+def forward(self, x, t):
+    if x.ndim != 2:
+        raise ValueError(
+            f"softmax_cross_entropy expects logits of shape (N, C), got {x.shape}"
+        )
+    if t.dtype.kind not in "iu" or t.shape != (x.shape[0],):
+        raise ValueError(
+            f"softmax_cross_entropy expects integer labels of shape ({x.shape[0]},), got "
+            f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
+        )
+    xp = cuda.get_array_module(x)
+    n = x.shape[0]
+    if xp is np and n:  # on a GPU this check would wait for the device: skipped there
+        low, high = int(t.min()), int(t.max())
+        if low < 0 or high >= x.shape[1]:
+            bad = low if low < 0 else high
+            raise ValueError(
+                f"softmax_cross_entropy: label {bad} is out of range for {x.shape[1]} "
+                f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
+                "would silently pick the last class)"
+            )
+    if xp is not np and x.dtype.name in ("float32", "float64"):
+        # on a GPU: one kernel gives the loss and the probabilities (step 71)
+        from dezero_like import cuda_kernels
+
+        loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
+        return loss
+    log_z = _logsumexp(x, axis=1)
+    neg_log_p = log_z[:, 0] - x[xp.arange(n), t]
+    return neg_log_p.sum() / n
+
+
+# %%
+#| export dezero_like/functions.py SoftmaxCrossEntropy
+from dezero_like import cuda
+from dezero_like.core import Variable
+from dezero_like.functions import softmax
+
+
+def backward(self, gy):
+    x, t = self.inputs
+    p = getattr(self, "probabilities", None)
+    if p is not None and _fusable(gy, p):
+        from dezero_like import cuda_kernels
+
+        return Variable(cuda_kernels.softmax_cross_entropy_grad(p, t.data, gy.data)), None
+    xp = cuda.get_array_module(x.data)
+    n, c = x.shape
+    onehot = xp.eye(c, dtype=x.dtype)[t.data]
+    gx = (softmax(x, axis=1) - onehot) * (gy / n)
+    return gx, None
+
+
+# %%
+#| export dezero_like/optimizers.py SGD
+from dezero_like import cuda
+
+
+def update_one(self, param):
+    if cuda.is_cupy_array(param.data):  # one fused kernel on a GPU (step 71)
+        from dezero_like import cuda_kernels
+
+        cuda_kernels.sgd_update(param.data, param.grad.data, self.lr)
+    else:
+        param.data -= self.lr * param.grad.data
+
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+from dezero_like.functions_conv import get_conv_outsize
+
+
+def _im2col_channels_first(img, kernel_size, stride, pad):
+    """im2col with the layout ``(C, KH, KW, N, OH, OW)``: the weight gradient's favourite.
+
+    Reshaped to ``(C*KH*KW, N*OH*OW)`` it is contiguous, so the weight gradient
+    is one matrix product with no copy of the (large) column array.
+    """
+    xp = cuda.get_array_module(img)
+    N, C, H, W = img.shape
+    KH, KW = kernel_size
+    SH, SW = stride
+    PH, PW = pad
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(W, KW, SW, PW)
+    if _raw_gpu(img):  # on a GPU: one kernel, no padded copy (step 71)
+        from dezero_like import cuda_kernels
+
+        return cuda_kernels.im2col_channels_first(img, kernel_size, stride, pad, (OH, OW))
+    if PH or PW:
+        img = xp.pad(img, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant")
+    img = img.transpose(1, 0, 2, 3)
+    col = xp.empty((C, KH, KW, N, OH, OW), dtype=img.dtype)
+    for i in range(KH):
+        for j in range(KW):
+            col[:, i, j] = img[:, :, i:i + SH * OH:SH, j:j + SW * OW:SW]
+    return col
+
+
+# %%
+#| export dezero_like/functions_conv.py Deconv2d
+from dezero_like.functions_conv import (
+    _bias,
+    _check_conv_weight,
+    col2im_array,
+    get_conv_outsize,
+    get_deconv_outsize,
+)
+
+
+def forward(self, x, W, b=None):
+    _check_conv_weight("deconv2d", x, W, 0)
+    if x.ndim != 4:
+        raise ValueError(f"deconv2d expects a 4-d input (N, C, H, W), got shape {x.shape}")
+    needs = self.needs_input_grad or (True, True, True)
+    self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
+    C, OC, KH, KW = W.shape
+    self.kernel_size = (KH, KW)  # W itself may not be kept (only x is, for gW)
+    N, _, H, Wd = x.shape
+    SH, SW = self.stride
+    PH, PW = self.pad
+    if self.outsize is None:
+        OH = get_deconv_outsize(H, KH, SH, PH)
+        OW = get_deconv_outsize(Wd, KW, SW, PW)
+    else:
+        OH, OW = self.outsize
+        if (get_conv_outsize(OH, KH, SH, PH), get_conv_outsize(OW, KW, SW, PW)) != (H, Wd):
+            raise ValueError(
+                f"deconv2d: outsize {self.outsize} is inconsistent with an input of "
+                f"{H}x{Wd}, kernel {KH}x{KW}, stride {self.stride}, pad {self.pad}"
+            )
+    if OH < 1 or OW < 1:
+        raise ValueError(f"deconv2d: the output would be {OH}x{OW}; reduce pad")
+    # One matrix product for the whole batch: W^T (OC*KH*KW, C) @ x (C, N*H*W) gives
+    # every column of the output; viewed as (N, OC, KH, KW, H, W) it is col2im's input.
+    xt = x.transpose(1, 0, 2, 3).reshape(C, N * H * Wd)
+    col = (W.reshape(C, -1).T @ xt).reshape(OC, KH, KW, N, H, Wd)
+    if _raw_gpu(col):  # on a GPU: col2im as one gathering kernel (step 71)
+        from dezero_like import cuda_kernels
+
+        y = cuda_kernels.col2im_gather(col, (N, OC, OH, OW), self.stride, self.pad)
+        return _bias(y, b)
+    col = col.transpose(3, 0, 1, 2, 4, 5)
+    y = col2im_array(col, (N, OC, OH, OW), (KH, KW), self.stride, self.pad,
+                     to_matrix=False)
+    return _bias(y, b)
+
+
+# %%
+#| export dezero_like/functions_conv.py Pooling
+import numpy as np
+from dezero_like import cuda
+from dezero_like.functions_conv import _padded, _tile_views, _window_offsets
+
+
+def forward(self, x):
+    self._setup("pooling", x)
+    xp = cuda.get_array_module(x)
+    if self.tiles and _raw_gpu(x):  # on a GPU: one kernel (step 71)
+        from dezero_like import cuda_kernels
+
+        y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
+        return y
+    if self.tiles:  # windows that tile the image: strided views, no padded copy
+        views = _tile_views(x, self)
+        y = views[0].copy()
+        for v in views[1:]:
+            xp.maximum(y, v, out=y)
+        indexes = xp.zeros(y.shape, dtype=np.int32)
+        for k in range(len(views) - 1, -1, -1):  # the first maximum wins: lowest k last
+            xp.copyto(indexes, k, where=views[k] == y)
+        self.indexes = indexes
+        return y
+    padded = _padded(x, self.pad, -np.inf)
+    y = indexes = None
+    for k, index in _window_offsets(self):
+        candidate = padded[index]
+        if y is None:
+            y = candidate.copy()
+            indexes = xp.zeros(y.shape, dtype=np.int32)
+            continue
+        better = candidate > y  # strict: the first maximum wins ties
+        xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
+        xp.copyto(indexes, k, where=better)
+    self.indexes = indexes  # which window element won, 0 .. KH*KW-1
+    return y
+
+
+# %%
+#| export dezero_like/functions_conv.py PoolingGrad
+from dezero_like import cuda
+from dezero_like.functions_conv import _scatter_to_windows, _tile_views
+
+
+def forward(self, gy):
+    self.retain_inputs(())
+    xp = cuda.get_array_module(gy)
+    idx = self.pool.indexes
+    zero = gy.dtype.type(0)
+    if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71)
+        from dezero_like import cuda_kernels
+
+        return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
+                                                self.pool.kernel_size)
+    if self.pool.tiles:  # each input element is in exactly one window: no adding up
+        gx = xp.zeros(self.pool.x_shape, dtype=gy.dtype)
+        for k, view in enumerate(_tile_views(gx, self.pool)):
+            xp.copyto(view, gy, where=idx == k)
+        return gx
+    return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
+
+
+# %% [markdown]
 # ## Where the framework calls them
 #
 # A function uses a fused kernel only on a GPU, and in backward only when no

@@ -187,6 +187,8 @@ def _module_name(path):
 
 def _self_import(node, module_path):
     own = _module_name(module_path)
+    if module_path.endswith("__init__.py"):  # the package's own modules are imported there
+        return False
     return isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == own
 
 
@@ -269,16 +271,24 @@ def _sort_imports(imports):
     groups: dict[int, list] = {}
     for name, asname in plain:
         text = f"import {name}" + (f" as {asname}" if asname else "")
-        groups.setdefault(section(name), []).append((0, name.lower(), text))
+        groups.setdefault(section(name), []).append((0, name.lower(), 0, text))
     for module, names in merged.items():
-        ordered = sorted(names, key=name_key)
-        text = f"from {module} import " + ", ".join(ordered)
-        if len(text) > 100:
-            text = f"from {module} import (\n" + "".join(f"    {n},\n" for n in ordered) + ")"
-        groups.setdefault(section(module), []).append((1, module.lower(), text))
+        # as isort does by default, an aliased name gets a statement of its own
+        plain_names = sorted((n for n in names if " as " not in n), key=name_key)
+        texts = []
+        if plain_names:
+            text = f"from {module} import " + ", ".join(plain_names)
+            if len(text) > 100:
+                text = (f"from {module} import (\n" + "".join(f"    {n},\n" for n in plain_names)
+                        + ")")
+            texts.append(text)
+        texts += [f"from {module} import {n}" for n in sorted(
+            (n for n in names if " as " in n), key=name_key)]
+        for i, text in enumerate(texts):
+            groups.setdefault(section(module), []).append((1, module.lower(), i, text))
     blocks = []
     for key in sorted(groups):
-        blocks.append("\n".join(t for _, _, t in sorted(groups[key], key=lambda g: (g[0], g[1]))))
+        blocks.append("\n".join(g[3] for g in sorted(groups[key], key=lambda g: g[:3])))
     return "\n\n".join(blocks)
 
 
@@ -322,7 +332,11 @@ def render(module):
             text = text.split("\n", 1)[0][:100] + "\n" + text.split("\n", 1)[1]
         step = piece.step or step
         chunks.append(text)
-    return "\n\n".join(parts) + "\n\n\n" + "\n\n\n".join(chunks) + "\n"
+    # isort's rule: two blank lines before a def or class after the imports, else one
+    first = next((line for line in chunks[0].splitlines() if not line.startswith("#")), "")
+    gap = "\n\n\n" if not module.imports or re.match(r"(def|class|async def|@)\b", first) \
+        else "\n\n"
+    return "\n\n".join(parts) + gap + "\n\n\n".join(chunks) + "\n"
 
 
 def generated(upto=None):
