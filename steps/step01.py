@@ -62,6 +62,7 @@ except TypeError as e:
 # The self-check cell below passes once `v` is right.
 
 # %%
-v = Variable(np.zeros((3, 4)))  # solution: replace with your own line
+v = Variable(np.zeros((3, 4)))  # solution: replace with your own lines
+print(v.data.shape)
 assert isinstance(v, Variable) and v.data.shape == (3, 4), "v should hold a 3x4 array"
 print("self-check passed")
