@@ -59,10 +59,29 @@ except TypeError as e:
 # %% [markdown]
 # ## Exercise
 # Make a `Variable` holding a 3×4 array of zeros (`np.zeros`) and print its shape.
-# The self-check cell below passes once `v` is right.
+#
+# Every exercise in this course comes as three cells: **your cell** (replace the
+# `...`, or the `raise NotImplementedError(...)` line, with your own code), the
+# **solution** and the **self-check**. Run your cell, then the self-check: it
+# says what is still wrong, or prints `self-check passed`. In a notebook the
+# solution is a collapsed cell titled *Solution*: open it to read the reference
+# answer, run it to put that answer in place of yours. "Run all" runs it too, so
+# check your own answer by running your cell and then the self-check. In the
+# script, the solution is the cell that starts with `#| solution`.
 
 # %%
-v = Variable(np.zeros((3, 4)))  # solution: replace with your own lines
+#| exercise
+v = ...  # a Variable holding a 3x4 array of zeros; then print its shape
+
+# %%
+#| solution
+v = Variable(np.zeros((3, 4)))
 print(v.data.shape)
-assert isinstance(v, Variable) and v.data.shape == (3, 4), "v should hold a 3x4 array"
-print("self-check passed")
+
+# %%
+#| check
+assert v is not ..., "replace the ... in `v = ...` with a Variable"
+assert isinstance(v, Variable), f"v should be a Variable, got {type(v).__name__}"
+assert v.data.shape == (3, 4), f"v should hold a 3x4 array, got shape {v.data.shape}"
+assert not v.data.any(), "v should hold zeros: np.zeros((3, 4))"
+print("self-check passed: v is a Variable holding a 3x4 array of zeros")

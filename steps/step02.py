@@ -132,13 +132,23 @@ except NotImplementedError as e:
 # applies it to `[2.0, 3.0]` and expects `[8.0, 27.0]` in a new `Variable`.
 
 # %%
+#| exercise
 class Cube(Function):
     def forward(self, x):
-        return x**3  # solution: replace with your own forward
+        raise NotImplementedError("Exercise (step 02): Cube.forward should return x cubed")
 
+# %%
+#| solution
+class Cube(Function):
+    def forward(self, x):
+        return x**3
 
+# %%
+#| check
 x = Variable(np.array([2.0, 3.0]))
 y = Cube()(x)
 assert isinstance(y, Variable) and y is not x, "Cube()(x) should return a new Variable"
-assert np.array_equal(y.data, [8.0, 27.0]), f"expected [8, 27], got {y.data}"
-print("self-check passed")
+assert np.array_equal(y.data, [8.0, 27.0]), (
+    f"expected [8, 27], got {y.data}: forward gets the raw array and returns x**3"
+)
+print("self-check passed: Cube()([2, 3]) is a new Variable holding [8, 27]")

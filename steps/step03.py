@@ -109,11 +109,26 @@ print("exp(square(exp(x))) at", x.data, "=", y.data)
 # %% [markdown]
 # ## Exercise
 # Since $(e^x)^2 = e^{2x}$, composing `Exp` and then `Square` is one way to
-# compute $e^{2x}$. Build that composition for `x` below.
+# compute $e^{2x}$. Build that composition for `x` below and store the result
+# in `y`.
 
 # %%
+#| exercise
 x = Variable(np.array([-1.0, 0.0, 2.0]))
-y = Square()(Exp()(x))  # solution: replace with your own composition
-assert isinstance(y, Variable), "the result should be a Variable"
-assert np.allclose(y.data, np.exp(2 * x.data)), f"expected exp(2x), got {y.data}"
-print("self-check passed")
+y = ...  # Exp first, then Square
+
+# %%
+#| solution
+x = Variable(np.array([-1.0, 0.0, 2.0]))
+y = Square()(Exp()(x))
+
+# %%
+#| check
+assert y is not ..., "replace the ... in `y = ...` with Exp, then Square, applied to x"
+assert isinstance(y, Variable), (
+    f"y should be the Variable the last function returns, got {type(y).__name__}"
+)
+assert np.allclose(y.data, np.exp(2 * x.data)), (
+    f"expected exp(2x) = {np.exp(2 * x.data)}, got {y.data}: apply Exp to x, then Square"
+)
+print("self-check passed: Square()(Exp()(x)) computes exp(2x)")

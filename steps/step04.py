@@ -219,7 +219,22 @@ for n in (10, 100, 1000, 3000):
 # answer is $e$) and store it in `slope`.
 
 # %%
+#| exercise
 x = Variable(np.array([1.0]))
-slope = numerical_diff(Exp(), x)  # solution: replace with your own call
-assert abs(slope[0] - np.e) < 1e-7, f"expected about {np.e}, got {slope}"
-print("self-check passed")
+slope = ...  # numerical_diff of an Exp function at x
+
+# %%
+#| solution
+x = Variable(np.array([1.0]))
+slope = numerical_diff(Exp(), x)
+
+# %%
+#| check
+assert slope is not ..., "replace the ... in `slope = ...` with a call of numerical_diff"
+assert isinstance(slope, np.ndarray) and slope.shape == (1,), (
+    f"slope should be the array numerical_diff returns (shape (1,)), got {slope!r}"
+)
+assert abs(slope[0] - np.e) < 1e-7, (
+    f"expected about e = {np.e}, got {slope[0]}: pass an Exp() and x to numerical_diff"
+)
+print("self-check passed: the numerical slope of exp at 1 is e to 7 decimals")

@@ -187,12 +187,28 @@ print(f"forward mode       = {forward_mode[0]:.6f}")
 # in `answer` (an array); the self-check compares it with `numerical_diff`.
 
 # %%
+#| exercise
 x = Variable(np.array([0.5]))
 p = Square()(x)
 q = Exp()(p)
 r = Square()(q)
-# solution: dr/dq = 2q, dq/dp = e^p, dp/dx = 2x, multiplied from the output side
+answer = ...  # dr/dx from the data of x, p and q
+
+# %%
+#| solution
+x = Variable(np.array([0.5]))
+p = Square()(x)
+q = Exp()(p)
+r = Square()(q)
+# dr/dq = 2q, dq/dp = e^p, dp/dx = 2x, multiplied from the output side
 answer = np.ones_like(r.data) * (2 * q.data) * np.exp(p.data) * (2 * x.data)
+
+# %%
+#| check
+assert answer is not ..., "replace the ... in `answer = ...` with your product"
 expected = numerical_diff(lambda v: Square()(Exp()(Square()(v))), x)
-assert np.allclose(answer, expected, rtol=1e-6), f"expected {expected}, got {answer}"
-print("self-check passed")
+assert np.allclose(answer, expected, rtol=1e-6), (
+    f"expected {expected}, got {answer}: start from dr/dr = 1 and multiply by "
+    "dr/dq = 2q, then dq/dp, then dp/dx (use q.data, p.data and x.data)"
+)
+print("self-check passed: your chain-rule product matches numerical_diff")

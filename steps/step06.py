@@ -175,13 +175,32 @@ print("max relative difference to numerical:",
 # it with $4x^3$.
 
 # %%
+#| exercise
 x = Variable(np.array([1.0, 2.0]))
 S1, S2 = Square(), Square()
 h = S1(x)
 y = S2(h)
-# solution: seed y.grad, then call the backward methods from the output side
-y.grad = np.ones_like(y.data)
+y.grad = ...  # the seed, dy/dy
+h.grad = ...  # from S2's backward
+x.grad = ...  # from S1's backward
+
+# %%
+#| solution
+x = Variable(np.array([1.0, 2.0]))
+S1, S2 = Square(), Square()
+h = S1(x)
+y = S2(h)
+y.grad = np.ones_like(y.data)  # seed, then call the backward methods from the output side
 h.grad = S2.backward(y.grad)
 x.grad = S1.backward(h.grad)
-assert x.grad is not None and np.allclose(x.grad, 4 * x.data**3), f"got {x.grad}"
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(x.grad, np.ndarray), (
+    f"x.grad should be the array S1.backward returns, got {x.grad!r}"
+)
+assert np.allclose(x.grad, 4 * x.data**3), (
+    f"expected 4x^3 = {4 * x.data**3}, got {x.grad}: seed y.grad with ones, then call "
+    "S2.backward before S1.backward"
+)
+print("self-check passed: the hand-run backward pass gives dy/dx = 4x^3")

@@ -220,19 +220,34 @@ except ValueError as e:
 # compares with the numerical derivative.
 
 # %%
+#| exercise
 class Cube(Function):
     def forward(self, x):
-        return x**3  # solution
+        raise NotImplementedError("Exercise (step 07): Cube.forward should return x cubed")
 
     def backward(self, gy):
-        x = self.input.data  # solution
-        return 3 * x**2 * gy  # solution
+        raise NotImplementedError("Exercise (step 07): Cube.backward should return 3x^2 * gy")
 
+# %%
+#| solution
+class Cube(Function):
+    def forward(self, x):
+        return x**3
 
+    def backward(self, gy):
+        x = self.input.data
+        return 3 * x**2 * gy
+
+# %%
+#| check
 x = Variable(np.array([-0.5, 0.3, 1.0]))
 y = Exp()(Cube()(x))
+assert np.allclose(y.data, np.exp(x.data**3)), f"forward: expected exp(x^3), got {y.data}"
 y.grad = np.ones_like(y.data)
 y.backward()
 expected = numerical_diff(lambda v: Exp()(Cube()(v)), x)
-assert np.allclose(x.grad, expected, rtol=1e-6), f"expected {expected}, got {x.grad}"
-print("self-check passed")
+assert np.allclose(x.grad, expected, rtol=1e-6), (
+    f"expected {expected}, got {x.grad}: backward returns 3 * x**2 * gy, "
+    "with x read from self.input.data"
+)
+print("self-check passed: Cube's backward agrees with numerical_diff inside exp(x^3)")

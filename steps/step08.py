@@ -218,16 +218,28 @@ del x, y  # the graph holds 100,000 arrays: let it go
 # uses a chain deeper than the recursion limit.
 
 # %%
+#| exercise
 def count_functions(y):
-    count = 0  # solution: follow y.creator, then creator.input.creator, ...
+    raise NotImplementedError(
+        "Exercise (step 08): count the functions behind y with a while loop over creator links"
+    )
+
+# %%
+#| solution
+def count_functions(y):
+    count = 0  # follow y.creator, then creator.input.creator, ...
     f = y.creator
     while f is not None:
         count += 1
         f = f.input.creator
     return count
 
-
+# %%
+#| check
 x, y = long_chain(3_000)
-assert count_functions(y) == 3_000, f"expected 3000, got {count_functions(y)}"
-assert count_functions(x) == 0, "x has no creator"
-print("self-check passed")
+assert count_functions(x) == 0, "x has no creator: the count for x is 0"
+assert count_functions(y) == 3_000, (
+    f"expected 3000, got {count_functions(y)}: count one per creator, then move to "
+    "creator.input.creator until it is None"
+)
+print("self-check passed: count_functions walks a 3000-function chain without recursion")

@@ -200,21 +200,38 @@ print("y.grad =", y.grad, " x.grad =", x.grad, " (2x =", 2 * x.data, ")")
 # works, and calls `backward()` without a seed.
 
 # %%
+#| exercise
 class Sin(Function):
     def forward(self, x):
-        return np.sin(x)  # solution
+        raise NotImplementedError("Exercise (step 09): Sin.forward should return sin(x)")
 
     def backward(self, gy):
-        return np.cos(self.input.data) * gy  # solution
+        raise NotImplementedError("Exercise (step 09): Sin.backward should return cos(x) * gy")
 
 
 def sin(x):
-    return Sin()(x)  # solution
+    raise NotImplementedError("Exercise (step 09): sin(x) should create a Sin and call it")
+
+# %%
+#| solution
+class Sin(Function):
+    def forward(self, x):
+        return np.sin(x)
+
+    def backward(self, gy):
+        return np.cos(self.input.data) * gy
 
 
+def sin(x):
+    return Sin()(x)
+
+# %%
+#| check
 x = Variable(np.array(np.pi / 3))
 y = sin(x)
+assert isinstance(y, Variable), f"sin(x) should return a Variable, got {type(y).__name__}"
 assert isinstance(y.data, np.ndarray) and y.data.shape == (), "sin of a 0-d array is 0-d"
+assert np.isclose(y.data, np.sin(np.pi / 3)), f"sin(pi/3) = {np.sin(np.pi / 3)}, got {y.data}"
 y.backward()
-assert np.isclose(x.grad, 0.5), f"cos(pi/3) = 0.5, got {x.grad}"
-print("self-check passed")
+assert np.isclose(x.grad, 0.5), f"cos(pi/3) = 0.5, got {x.grad}: backward uses the input's data"
+print("self-check passed: sin works on a 0-d array and its gradient is cos")

@@ -281,8 +281,20 @@ print("all passed:", result.wasSuccessful())
 # tests. (Use `assertAlmostEqual` for values that are not exact.)
 
 # %%
+#| exercise
 class ExpTest(unittest.TestCase):
-    # solution: the three tests below
+    def test_forward(self):
+        raise NotImplementedError("Exercise (step 10): check that exp(1) is e")
+
+    def test_backward(self):
+        raise NotImplementedError("Exercise (step 10): check that the gradient of exp at 1 is e")
+
+    def test_gradient_check(self):
+        raise NotImplementedError("Exercise (step 10): gradient_check exp on a random array")
+
+# %%
+#| solution
+class ExpTest(unittest.TestCase):
     def test_forward(self):
         self.assertAlmostEqual(float(exp(Variable(np.array(1.0))).data), np.e)
 
@@ -295,7 +307,9 @@ class ExpTest(unittest.TestCase):
         x = np.random.default_rng(2).standard_normal((4, 3))
         self.assertTrue(gradient_check(exp, x))
 
-
+# %%
+#| check
 result = run_tests(ExpTest)
-assert result.wasSuccessful() and result.testsRun == 3, "ExpTest should run 3 passing tests"
-print("self-check passed")
+assert result.testsRun == 3, f"ExpTest should have 3 tests, it ran {result.testsRun}"
+assert result.wasSuccessful(), "some ExpTest tests failed or raised: see the report above"
+print("self-check passed: ExpTest runs 3 passing tests")

@@ -314,13 +314,25 @@ except NotImplementedError as e:
 # $[1, 2, 3]$ by $[4, 5, 6]$.
 
 # %%
+#| exercise
 class Mul(Function):
     def forward(self, xs):
-        x0, x1 = xs  # solution
-        return (x0 * x1,)  # solution
+        raise NotImplementedError(
+            "Exercise (step 11): Mul.forward gets a list of two arrays and returns a tuple"
+        )
 
+# %%
+#| solution
+class Mul(Function):
+    def forward(self, xs):
+        x0, x1 = xs
+        return (x0 * x1,)
 
+# %%
+#| check
 ys = Mul()([Variable(np.array([1.0, 2.0, 3.0])), Variable(np.array([4.0, 5.0, 6.0]))])
-assert isinstance(ys, list) and len(ys) == 1, "Mul should return a list of one Variable"
-assert np.array_equal(ys[0].data, [4.0, 10.0, 18.0]), f"got {ys[0].data}"
-print("self-check passed")
+assert isinstance(ys, list) and len(ys) == 1, (
+    "Mul should return a list of one Variable: forward returns a tuple of one array"
+)
+assert np.array_equal(ys[0].data, [4.0, 10.0, 18.0]), f"expected [4, 10, 18], got {ys[0].data}"
+print("self-check passed: Mul()([1, 2, 3], [4, 5, 6]) gives [4, 10, 18]")

@@ -284,16 +284,31 @@ except TypeError as e:
 # $[1, 2, 3]$ by $[4, 5, 6]$.
 
 # %%
+#| exercise
 class Mul(Function):
     def forward(self, x0, x1):
-        return x0 * x1  # solution
+        raise NotImplementedError("Exercise (step 12): Mul.forward should return x0 * x1")
 
 
 def mul(x0, x1):
-    return Mul()(x0, x1)  # solution
+    raise NotImplementedError("Exercise (step 12): mul should create a Mul and call it")
+
+# %%
+#| solution
+class Mul(Function):
+    def forward(self, x0, x1):
+        return x0 * x1
 
 
+def mul(x0, x1):
+    return Mul()(x0, x1)
+
+# %%
+#| check
 y = mul(Variable(np.array([1.0, 2.0, 3.0])), Variable(np.array([4.0, 5.0, 6.0])))
-assert isinstance(y, Variable), "mul should return a single Variable, not a list"
-assert np.array_equal(y.data, [4.0, 10.0, 18.0]), f"got {y.data}"
-print("self-check passed")
+assert isinstance(y, Variable), (
+    f"mul should return a single Variable, not a {type(y).__name__}: "
+    "forward returns one array and __call__ unpacks it"
+)
+assert np.array_equal(y.data, [4.0, 10.0, 18.0]), f"expected [4, 10, 18], got {y.data}"
+print("self-check passed: mul([1, 2, 3], [4, 5, 6]) is one Variable holding [4, 10, 18]")

@@ -285,17 +285,29 @@ print("gradient checks:", gradient_check(lambda v: add(square(v), exp(b)), a.dat
 # graph twice.
 #
 # ## Exercise
-# Write `three_sum(x0, x1, x2)`, the sum of three variables, using only `add`,
-# and check that backward gives every input the gradient 1.
+# Write `three_sum(x0, x1, x2)`, the sum of three variables, using only `add`.
+# The self-check adds 1, 2 and 3 and checks that backward gives every input
+# the gradient 1.
 
 # %%
+#| exercise
 def three_sum(x0, x1, x2):
-    return add(add(x0, x1), x2)  # solution: replace with your own line
+    raise NotImplementedError("Exercise (step 13): return x0 + x1 + x2, built with add only")
 
+# %%
+#| solution
+def three_sum(x0, x1, x2):
+    return add(add(x0, x1), x2)
 
+# %%
+#| check
 p, q, r = Variable(np.array(1.0)), Variable(np.array(2.0)), Variable(np.array(3.0))
 s = three_sum(p, q, r)
+assert isinstance(s, Variable), f"three_sum should return a Variable, got {type(s).__name__}"
+assert s.data == 6.0, f"three_sum(1, 2, 3) should be 6, got {s.data}"
 s.backward()
-assert s.data == 6.0, "three_sum(1, 2, 3) should be 6"
-assert p.grad == q.grad == r.grad == 1.0, "each input of a sum gets the gradient 1"
-print("self-check passed")
+assert p.grad == q.grad == r.grad == 1.0, (
+    f"each input of a sum gets the gradient 1, got {p.grad}, {q.grad}, {r.grad}: "
+    "was every input used exactly once?"
+)
+print("self-check passed: three_sum adds three variables and each gets the gradient 1")

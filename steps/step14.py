@@ -315,12 +315,29 @@ print("gradient check:", gradient_check(lambda v: add(add(square(v), square(v)),
 
 # %% [markdown]
 # ## Exercise
-# Compute the gradient of $y = x^2 + x^2$ at $x = 3$ (use `square` and `add`,
-# with the same `x` in both squares). By hand, $y = 2x^2$ has slope $4x = 12$.
+# Compute the gradient of $y = x^2 + x^2$ at $x = 3$: build `y` with `square`
+# and `add` (the same `x` in both squares), then call `y.backward()`. By hand,
+# $y = 2x^2$ has slope $4x = 12$.
 
 # %%
+#| exercise
 x = Variable(np.array(3.0))
-y = add(square(x), square(x))  # solution: replace with your own line
+y = ...  # x^2 + x^2 with square and add; then call y.backward()
+
+# %%
+#| solution
+x = Variable(np.array(3.0))
+y = add(square(x), square(x))
 y.backward()
-assert x.grad == 12.0, f"expected 12, got {x.grad}"
-print("self-check passed")
+
+# %%
+#| check
+assert y is not ..., "replace the ... in `y = ...` with x^2 + x^2, built with square and add"
+assert isinstance(y, Variable), f"y should be the Variable add returns, got {type(y).__name__}"
+assert y.data == 18.0, f"y = 3^2 + 3^2 should be 18, got {y.data}"
+assert x.grad is not None, "x.grad is None: call y.backward()"
+assert x.grad == 12.0, (
+    f"expected 12, got {x.grad}: use the same x in both squares and call backward once "
+    "(re-run your cell, which makes a fresh x, before the check)"
+)
+print("self-check passed: both uses of x add up to the gradient 12")

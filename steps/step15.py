@@ -307,23 +307,33 @@ print("fixed  x.grad = x.grad + gx: y.grad =", y.grad, " x.grad =", x.grad,
 # speed, and they pay for it with extra bookkeeping; step 64 returns to this.)
 #
 # ## Exercise
-# Another in-place trap: a `Function` whose `backward` modifies `gy`. Write
+# Another in-place trap: a `Function` whose `backward` modifies `gy`. Finish
 # `Double`, $y = 2x$, whose backward returns `gy * 2` (a new array) rather than
-# doing `gy *= 2`, and check that `y.grad` stays 1 after backward.
-
+# doing `gy *= 2`. The self-check checks that `y.grad` stays 1 after backward.
 
 # %%
+#| exercise
 class Double(Function):
     def forward(self, x):
         return 2 * x
 
     def backward(self, gy):
-        return gy * 2  # solution: a new array, gy itself is left alone
+        raise NotImplementedError("Exercise (step 15): return dy/dx times gy as a new array")
 
+# %%
+#| solution
+class Double(Function):
+    def forward(self, x):
+        return 2 * x
 
+    def backward(self, gy):
+        return gy * 2  # a new array, gy itself is left alone
+
+# %%
+#| check
 x = Variable(np.array(5.0))
 y = Double()(x)
 y.backward()
 assert x.grad == 2.0, f"dy/dx should be 2, got {x.grad}"
-assert y.grad == 1.0, "backward must not change the output's gradient"
-print("self-check passed")
+assert y.grad == 1.0, f"backward must not change the output's gradient, y.grad is now {y.grad}"
+print("self-check passed: Double's backward leaves y.grad at 1")

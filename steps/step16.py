@@ -409,14 +409,32 @@ print("generation-ordered backward on the same chain: x.grad =", x.grad, "(expec
 #
 # ## Exercise
 # Build a longer graph where `x` is used along two paths of different length:
-# $b = x^2$, $c = (b^2)^2$, $y = b + c$ (that is $y = x^2 + x^8$), and check the
-# gradient $2x + 8x^7$ at $x = 1.5$.
+# $b = x^2$, $c = (b^2)^2$, $y = b + c$ (that is $y = x^2 + x^8$), run backward,
+# and check the gradient $2x + 8x^7$ at $x = 1.5$.
 
 # %%
+#| exercise
 x = Variable(np.array(1.5))
-b = square(x)  # solution: replace these three lines
+b = ...  # x^2
+c = ...  # (b^2)^2, with two squares
+y = ...  # b + c; then call y.backward()
+
+# %%
+#| solution
+x = Variable(np.array(1.5))
+b = square(x)
 c = square(square(b))
 y = add(b, c)
 y.backward()
-assert np.isclose(x.grad, 2 * 1.5 + 8 * 1.5**7), f"got {x.grad}"
-print("self-check passed")
+
+# %%
+#| check
+assert y is not ..., "replace the ... in `b = ...`, `c = ...` and `y = ...` with square and add"
+assert isinstance(y, Variable), f"y should be the Variable add returns, got {type(y).__name__}"
+assert np.isclose(y.data, 1.5**2 + 1.5**8), f"y should be x^2 + x^8 = {1.5**2 + 1.5**8}"
+assert x.grad is not None, "x.grad is None: call y.backward()"
+assert np.isclose(x.grad, 2 * 1.5 + 8 * 1.5**7), (
+    f"expected 2x + 8x^7 = {2 * 1.5 + 8 * 1.5**7}, got {x.grad} "
+    "(re-run your cell, which makes a fresh x, before the check)"
+)
+print("self-check passed: the two paths of different length add up to 2x + 8x^7")

@@ -341,19 +341,44 @@ print("100 stacked diamonds: backward calls =", len(calls), ", x.grad == 2**100:
 
 # %% [markdown]
 # ## Exercise
-# Build the graph $y = (x^2)^2 + \exp(x^2)$ and predict the order in which the
-# three functions of generation $\geq 1$ run. Check it with the traced classes
-# (`TracedSquare` for both squares; the `Exp` is untraced) and check the
-# gradient $4x^3 + 2x e^{x^2}$ at $x = 0.5$.
+# Take the graph $y = (x^2)^2 + \exp(x^2)$ at $x = 0.5$, built by `build` below
+# with the traced classes (`TracedSquare` for both squares; the `Exp` is
+# untraced). Predict the order in which backward runs its three traced
+# functions and write it in `expected_order`, each function as its class name
+# followed by its generation (like `"TracedMul7"`). The self-check runs
+# backward, compares the order with your prediction and checks the gradient
+# $4x^3 + 2x e^{x^2}$.
 
 # %%
+#| exercise
+def build(x):
+    a = TracedSquare()(x)
+    return TracedAdd()(TracedSquare()(a), exp(a))
+
+
+expected_order = ...  # your prediction: a list of three strings
+
+# %%
+#| solution
+def build(x):
+    a = TracedSquare()(x)
+    return TracedAdd()(TracedSquare()(a), exp(a))
+
+
+# the highest generation first: the Add (2), the outer Square (1), the Square of x (0)
+expected_order = ["TracedAdd2", "TracedSquare1", "TracedSquare0"]
+
+# %%
+#| check
+assert isinstance(expected_order, list), "write your prediction as a list of three strings"
 calls.clear()
 x = Variable(np.array(0.5))
-a = TracedSquare()(x)
-y = TracedAdd()(TracedSquare()(a), exp(a))
+y = build(x)
 y.backward()
 order = [type(f).__name__ + str(f.generation) for f, _ in calls]
-expected_order = ["TracedAdd2", "TracedSquare1", "TracedSquare0"]  # solution
-assert order == expected_order, f"the functions ran in the order {order}"
+assert order == expected_order, (
+    f"you predicted {expected_order}, backward ran {order}: the function with the "
+    "highest generation is taken from the queue first"
+)
 assert np.isclose(x.grad, 4 * 0.5**3 + 2 * 0.5 * np.exp(0.25)), f"got {x.grad}"
-print("self-check passed")
+print("self-check passed: backward ran the traced functions in the order you predicted")

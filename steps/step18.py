@@ -350,9 +350,19 @@ print("gradient check:", gradient_check(lambda v: add(square(square(v)), exp(v))
 # Which object keeps the graph of `y` alive? Hold only a weak reference to `y`
 # and a strong one to `a.creator`, the first `Square`: after `del y`, is the
 # second `Square` (which made `y`) still alive? Set `second_alive` to your
-# answer.
+# answer; the self-check runs the experiment.
 
 # %%
+#| exercise
+second_alive = ...  # True or False
+
+# %%
+#| solution
+second_alive = False  # nothing points forward from `first` to `second`
+
+# %%
+#| check
+assert second_alive in (True, False), "set second_alive to True or False"
 gc.disable()
 try:
     x = Variable(np.array(3.0))
@@ -360,9 +370,11 @@ try:
     y = square(a)
     first, second = a.creator, weakref.ref(y.creator)
     del a, y
-    second_alive = False  # solution: nothing points forward from `first` to `second`
-    assert (second() is not None) == second_alive, "look at which links are strong"
+    assert (second() is not None) == second_alive, (
+        "not what happened: look at which links are strong (a function holds its inputs, "
+        "a variable its creator) and which are weak (a function's outputs)"
+    )
     assert first.inputs[0] is x, "a function still holds its inputs strongly"
 finally:
     gc.enable()
-print("self-check passed")
+print("self-check passed: a graph is kept alive from its output end only")

@@ -326,12 +326,24 @@ print(x.grad)
 # `"x: shape (2, 3), float64"` using the new attributes, and `"?"` for an
 # unnamed variable.
 
+# %%
+#| exercise
+def describe(v):
+    raise NotImplementedError("Exercise (step 20): return 'name: shape ..., dtype' for v")
 
 # %%
+#| solution
 def describe(v):
-    return f"{v.name or '?'}: shape {v.shape}, {v.dtype}"  # solution
+    return f"{v.name or '?'}: shape {v.shape}, {v.dtype}"
 
-
-assert describe(x) == "x: shape (2, 3), float64", describe(x)
-assert describe(Variable(np.zeros(4, dtype=np.float32))) == "?: shape (4,), float32"
-print("self-check passed")
+# %%
+#| check
+named = Variable(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), name="x")
+assert describe(named) == "x: shape (2, 3), float64", (
+    f"expected 'x: shape (2, 3), float64', got {describe(named)!r}"
+)
+got = describe(Variable(np.zeros(4, dtype=np.float32)))
+assert got == "?: shape (4,), float32", (
+    f"expected '?: shape (4,), float32' for an unnamed variable, got {got!r}"
+)
+print("self-check passed: describe shows the name (or ?), the shape and the dtype")

@@ -370,12 +370,28 @@ except TypeError as e:
 
 # %% [markdown]
 # ## Exercise
-# Check the product rule: write $f(x) = x \cdot \exp(x)$ with the `*` operator
-# and verify $f'(x) = (1 + x)e^x$ at $x = 0.5$.
+# Check the product rule: write $y = x \cdot \exp(x)$ with the `*` operator,
+# call `y.backward()` and compare with $f'(x) = (1 + x)e^x$ at $x = 0.5$.
 
 # %%
+#| exercise
 x = Variable(np.array(0.5))
-y = x * exp(x)  # solution: replace with your own line
+y = ...  # x times exp(x), with the * operator; then call y.backward()
+
+# %%
+#| solution
+x = Variable(np.array(0.5))
+y = x * exp(x)
 y.backward()
-assert np.isclose(x.grad, 1.5 * np.exp(0.5)), f"got {x.grad}"
-print("self-check passed")
+
+# %%
+#| check
+assert y is not ..., "replace the ... in `y = ...` with x times exp(x), written with *"
+assert isinstance(y, Variable), f"y should be a Variable, got {type(y).__name__}"
+assert isinstance(y.creator, Mul), "build y with the * operator, so that a Mul makes it"
+assert x.grad is not None, "x.grad is None: call y.backward()"
+assert np.isclose(x.grad, 1.5 * np.exp(0.5)), (
+    f"expected (1 + x)e^x = {1.5 * np.exp(0.5)}, got {x.grad} "
+    "(re-run your cell, which makes a fresh x, before the check)"
+)
+print("self-check passed: x * exp(x) has the gradient (1 + x)e^x")

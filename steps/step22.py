@@ -514,19 +514,28 @@ print("x * np.float64 array:", (x * np.array(2.0)).dtype, "(an array keeps its d
 
 # %% [markdown]
 # ## Exercise
-# Write $f(x) = \dfrac{1}{1 + e^{-x}}$ (the sigmoid) with the operators and
-# check $f'(x) = f(x)\,(1 - f(x))$ at $x = 0.3$.
-
+# Write $f(x) = \dfrac{1}{1 + e^{-x}}$ (the sigmoid) with the operators. The
+# self-check evaluates it at $x = 0.3$ and checks $f'(x) = f(x)\,(1 - f(x))$.
 
 # %%
+#| exercise
 def sigmoid(x):
-    return 1 / (1 + exp(-x))  # solution
+    raise NotImplementedError("Exercise (step 22): return 1 / (1 + exp(-x)), with operators")
 
+# %%
+#| solution
+def sigmoid(x):
+    return 1 / (1 + exp(-x))
 
+# %%
+#| check
 x = Variable(np.array(0.3))
 y = sigmoid(x)
-y.backward()
 s = 1 / (1 + np.exp(-0.3))
-assert isinstance(y, Variable) and np.isclose(y.data, s), f"sigmoid(0.3) is {s}"
-assert np.isclose(x.grad, s * (1 - s)), f"got {x.grad}"
-print("self-check passed")
+assert isinstance(y, Variable), (
+    f"sigmoid should return a Variable, got {type(y).__name__}: use exp, not np.exp"
+)
+assert np.isclose(y.data, s), f"sigmoid(0.3) is {s}, got {y.data}"
+y.backward()
+assert np.isclose(x.grad, s * (1 - s)), f"expected f(x)(1 - f(x)) = {s * (1 - s)}, got {x.grad}"
+print("self-check passed: sigmoid's gradient is f(x)(1 - f(x))")

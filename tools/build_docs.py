@@ -11,7 +11,8 @@ What it does, in order:
    not run again);
 3. stages the site sources: a copy of ``docs/`` plus generated pages (the
    curriculum index, one page per step made from its *executed* notebook with
-   the step's diff appended, and one API page per package module);
+   the step's diff appended and each exercise's solution collapsed, and one API
+   page per package module);
 4. runs ``sphinx-build -W --keep-going`` on the staged sources; Sphinx itself
    never executes a notebook (``nb_execution_mode = "off"``).
 
@@ -133,6 +134,21 @@ def curriculum_page(scripts):
     )
 
 
+def hide_source(cell):
+    """Collapse a code cell's source on the site, as Colab and Jupyter do (an exercise's solution).
+
+    The notebooks mark such a cell with ``jupyter.source_hidden``; MyST-NB collapses the
+    source of a cell tagged ``hide-input`` into a ``<details>`` block, outputs still shown.
+    """
+    metadata = cell.setdefault("metadata", {})
+    tags = metadata.setdefault("tags", [])
+    if "hide-input" not in tags:
+        tags.append("hide-input")
+    metadata.setdefault("mystnb", {}).update(
+        code_prompt_show="Show the solution", code_prompt_hide="Hide the solution"
+    )
+
+
 def step_page(executed, script):
     """The executed notebook plus a closing cell: links to the files and the step's diff."""
     nb = json.loads(Path(executed).read_text())
@@ -141,6 +157,8 @@ def step_page(executed, script):
         if cell.get("cell_type") == "markdown":
             text = "".join(cell["source"])
             cell["source"] = text.replace(REMOTE_BADGE, "../_static/colab-badge.svg")
+        elif cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+            hide_source(cell)
     links = " · ".join([
         f"[`steps/{name}.py`]({github_url(f'steps/{name}.py')})",
         f"[`notebooks/{name}.ipynb`]({github_url(f'notebooks/{name}.ipynb')})",

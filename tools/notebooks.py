@@ -14,6 +14,13 @@ This tool turns every script into ``notebooks/stepNN.ipynb``: the first
 Markdown cell, then a Colab badge and a set-up cell (generated here, identical
 in every notebook), then the script's cells in order.
 
+Exercises: three code cells in a row whose first lines are ``#| exercise``,
+``#| solution`` and ``#| check`` (see docs/contributing.md). The script runs
+all three, so ``python steps/stepNN.py`` runs the reference solution. In the
+notebook the markers are dropped; the solution cell becomes a collapsed Colab
+form (a ``# @title`` line, ``cellView: form``, ``jupyter.source_hidden``), so
+a learner sees the stub and the self-check with the answer one click away.
+
     python tools/notebooks.py build    # write every notebook (stored outputs kept)
     python tools/notebooks.py build --execute [step01 ...]   # ... and store fresh outputs
     python tools/notebooks.py check    # exit 1 and name the notebooks that drifted
@@ -66,6 +73,10 @@ NOTEBOOKS = ROOT / "notebooks"
 PACKAGE = ROOT / "dezero_like"
 CACHE = ROOT / "build" / "executed"
 CELL_MARK = re.compile(r"^# %%(?P<md> \[markdown\])?\s*$")
+EXERCISE_MARK = re.compile(r"^#\|\s*(?P<role>exercise|solution|check)\s*$")
+SOLUTION_TITLE = '# @title Solution (run to fill in the reference answer) { display-mode: "form" }'
+# Colab shows a form cell's title and hides its code; Jupyter collapses source_hidden cells.
+SOLUTION_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
 TITLE = re.compile(r"^#\s*Step\s+(?P<number>\d+)\s*[:.\u2014-]\s*(?P<title>.+?)\s*$")
 
 SETUP_SOURCE = """\
@@ -160,8 +171,52 @@ def split_cells(text):
     return result
 
 
-def _cell(kind, source, cell_id):
-    cell = {"cell_type": kind, "id": cell_id, "metadata": {}, "source": source}
+def exercise_role(source):
+    """``(role, body)`` for a cell's source: role "exercise", "solution", "check" or None.
+
+    The role is the cell's first line, ``#| exercise`` (the learner's stub),
+    ``#| solution`` (the reference answer) or ``#| check`` (the self-check);
+    ``body`` is the source without that line. Other sources give ``(None, source)``.
+    """
+    first, _, rest = source.partition("\n")
+    m = EXERCISE_MARK.match(first.strip())
+    if not m:
+        return None, source
+    return m.group("role"), rest.lstrip("\n")
+
+
+def exercises(cells):
+    """``[(exercise, solution, check)]``: the cell indices of each exercise in ``cells``.
+
+    ``cells`` is what ``split_cells`` returns. An exercise is three code cells in
+    a row marked ``#| exercise``, ``#| solution`` and ``#| check``; a marker out
+    of that order raises ValueError naming the cell.
+    """
+    roles = [exercise_role(src)[0] if kind == "code" else None for kind, src in cells]
+    found = []
+    for i, role in enumerate(roles):
+        if role == "exercise":
+            if roles[i + 1:i + 3] != ["solution", "check"]:
+                raise ValueError(
+                    f"cell {i}: an '#| exercise' cell must be followed by an '#| solution' "
+                    "code cell and then a '#| check' code cell"
+                )
+            found.append((i, i + 1, i + 2))
+        elif role is not None and not any(i in triple for triple in found):
+            raise ValueError(f"cell {i}: '#| {role}' without the '#| exercise' cell before it")
+    return found
+
+
+def notebook_cell_source(source):
+    """``(source, metadata)`` of a code cell as the notebook shows it (exercise markers)."""
+    role, body = exercise_role(source)
+    if role == "solution":
+        return f"{SOLUTION_TITLE}\n{body}", json.loads(json.dumps(SOLUTION_METADATA))
+    return body, {}
+
+
+def _cell(kind, source, cell_id, metadata=None):
+    cell = {"cell_type": kind, "id": cell_id, "metadata": metadata or {}, "source": source}
     if kind == "code":
         cell["execution_count"] = None
         cell["outputs"] = []
@@ -200,10 +255,17 @@ def build_notebook(script):
         f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
         f"({colab_url(name)})"
     )
+    try:
+        exercises(cells)
+    except ValueError as e:
+        raise ValueError(f"{script}: {e}") from None
     out = [_cell("markdown", cells[0][1], "title"), _cell("markdown", badge, "colab-badge"),
            _cell("code", setup_source(repository, branch, needs_extras(cells)), "setup")]
     for i, (kind, source) in enumerate(cells[1:], start=1):
-        out.append(_cell(kind, source, f"cell-{i:02d}"))
+        metadata = None
+        if kind == "code":
+            source, metadata = notebook_cell_source(source)
+        out.append(_cell(kind, source, f"cell-{i:02d}", metadata))
     return {
         "cells": out,
         "metadata": {
