@@ -4,8 +4,7 @@
 
 """The heart of dezero_like: ``Variable``, ``Function`` and backpropagation.
 
-Read this file first. Everything else in the package is built from three ideas
-that live here:
+Three ideas from steps 01-22 live here:
 
 1. A :class:`Variable` is a box around an array. It remembers the function that
    created it (``creator``), and that function remembers its inputs, so every
@@ -15,15 +14,11 @@ that live here:
 3. :meth:`Variable.backward` walks the graph from the output towards the inputs,
    newest function first (by *generation*), applying the chain rule.
 
-Two details come from industrial frameworks (Chainer and PyTorch) and are
-explained in steps 63-69 of the curriculum:
-
-* A function keeps only what its backward needs (``retain_inputs`` /
-  ``retain_outputs``). The graph itself is made of nodes without data, so a long
-  chain of operations does not keep every intermediate array alive.
-* Gradients of intermediate results are gathered in slots of the function that
-  created them, not on the variables, so a variable the user no longer holds
-  can still pass gradients through.
+Step 23 writes this module. Later steps change pieces of it in place, each
+shown in its step: 25 (function hooks), 30 (``create_graph``), 37
+(``retain_graph``), 38 (a leaf's gradient has the leaf's dtype), 63 (seeds and
+``requires_grad``), 64 (one variable in several slots), 67 (loss scaling),
+69 (graph nodes without data) and 70 (the fast path).
 """
 
 import contextlib
@@ -65,10 +60,6 @@ def using_config(name, value):
 def no_grad():
     """Run code without building a graph (inference, parameter updates)."""
     return using_config("enable_backprop", False)
-
-
-# Function hooks registered with ``with hook:`` (see dezero_like.hooks).
-_global_hooks: list = []
 
 
 def _is_array(x):
@@ -116,12 +107,14 @@ def as_variable(obj):
     return Variable(as_array(obj))
 
 
+# --- step 70 ------------------------------------------------------------
 def _as_inputs(inputs):
-    """Wrap non-Variable inputs (numbers, arrays) as constant Variables.
+    """The inputs of a function call, with numbers and arrays wrapped as constants.
 
-    Constants take the dtype of the first Variable input (see ``as_array``) and
-    do not require grad: nobody can read their gradient, so none is computed.
-    When every input is a Variable already, ``inputs`` comes back as it is.
+    A constant is a Variable with ``requires_grad=False``: backward sends it no
+    gradient. It takes the dtype of the first Variable among the inputs (see
+    ``as_array``). When every input is a Variable already, ``inputs`` comes back
+    as it is.
     """
     for x in inputs:
         if type(x) is not Variable and not isinstance(x, Variable):
@@ -143,6 +136,7 @@ def _as_inputs(inputs):
     return tuple(result)
 
 
+# --- step 23 ------------------------------------------------------------
 class Variable:
     """A box around an array that remembers how it was computed.
 
@@ -152,34 +146,21 @@ class Variable:
     ``requires_grad=False`` marks a constant: no gradient flows into it.
     """
 
-    __slots__ = (
-        "data", "name", "grad", "creator", "index", "generation", "requires_grad",
-        "loss_scale", "__weakref__",
-    )
-
     # NumPy must not treat a Variable as an array element: with this, the
     # expression ``ndarray * variable`` calls ``Variable.__rmul__``.
     __array_ufunc__ = None
 
+    # (step 70)
     def __init__(self, data, name=None, requires_grad=True):
-        if type(data) is not np.ndarray and data is not None:
-            if not _is_array(data):
-                raise TypeError(
-                    f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
-                    f"got {type(data).__name__}; use Variable(np.array(...))"
-                )
+        if type(data) is not np.ndarray and data is not None and not _is_array(data):
+            raise TypeError(
+                f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
+                f"got {type(data).__name__}; use Variable(np.array(...))"
+            )
         if data is not None and data.dtype.kind not in "biufc":
             raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
-        self.data = data
-        self.name = name
-        self.grad = None
-        self.creator = None
-        self.index = 0
-        self.generation = 0
-        self.requires_grad = requires_grad
-        self.loss_scale = None
+        _fill(self, data, requires_grad, None, 0, 0, name)
 
-    # ---- what a NumPy user expects ----------------------------------------
     @property
     def shape(self):
         return self.data.shape
@@ -205,7 +186,7 @@ class Variable:
         body = str(self.data).replace("\n", "\n" + " " * 9)
         return f"variable({body})"
 
-    # ---- graph management ---------------------------------------------------
+    # (step 69)
     def set_creator(self, func, index=0):
         self.creator = func
         self.index = index
@@ -215,25 +196,49 @@ class Variable:
         """Forget the gradient, so the next backward starts from zero."""
         self.grad = None
 
-    def _as_node(self):
-        """A stand-in without data: same place in the graph, no array kept."""
-        v = _new_object(Variable)
-        v.data = None
-        v.name = self.name
-        v.grad = None
-        v.creator = self.creator
-        v.index = self.index
-        v.generation = self.generation
-        v.requires_grad = self.requires_grad
-        v.loss_scale = None
-        return v
+    # (step 67)
+    def backward(self, gradient=None, retain_grad=False, create_graph=False,
+                 retain_graph=False, loss_scale=None):
+        """Compute the gradient of this variable with respect to every leaf.
 
-    # ---- backpropagation ------------------------------------------------------
-    def _seed(self, gradient, loss_scale):
+        * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+        * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
+        * ``create_graph``: record the backward pass itself, so that the gradients
+          can be differentiated again (implies ``retain_graph``).
+        * ``retain_graph``: keep what the functions saved, so backward can run again.
+        * ``loss_scale``: multiply the seed by this number; leaves remember it in
+          ``loss_scale`` and optimizers divide it out before the update.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward() was called on a variable that does not require grad "
+                "(it was made under no_grad(), or from inputs with requires_grad=False)"
+            )
+        if self.data is None:
+            raise RuntimeError("backward() was called on a graph node that holds no data")
+        seed = self._seed(gradient, loss_scale)
+        with using_config("enable_backprop", create_graph):
+            _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
+
+    # (step 25)
+    # ---- shape functions (defined in dezero_like.functions) -----------------
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return _F().reshape(self, shape)
+
+    # (step 70)
+    def _as_node(self):
+        """A stand-in without data: the same place in the graph, no array kept."""
+        return _fill(_new_object(Variable), None, self.requires_grad, self.creator,
+                     self.index, self.generation, self.name)
+
+    # (step 67)
+    def _seed(self, gradient, loss_scale=None):
+        """The first gradient dL/d(self): ones or ``gradient`` (checked), times the scale."""
         data = self.data
         if gradient is None:
-            xp = np if type(data) is np.ndarray else cuda.get_array_module(data)
-            seed = xp.ones_like(data)
+            seed = cuda.get_array_module(data).ones_like(data)
         else:
             if isinstance(gradient, Variable):
                 gradient = gradient.data
@@ -251,43 +256,9 @@ class Variable:
         if loss_scale is not None:
             # the scale takes the seed's dtype (np.float64(1024) must not turn float32
             # gradients into float64); a 0-d product is a NumPy scalar: make it an array
-            xp = np if type(seed) is np.ndarray else cuda.get_array_module(seed)
+            xp = cuda.get_array_module(seed)
             seed = as_array(seed * xp.asarray(loss_scale, dtype=seed.dtype))
         return Variable(seed, requires_grad=False)
-
-    def backward(self, gradient=None, retain_grad=False, create_graph=False,
-                 retain_graph=False, loss_scale=None):
-        """Compute the gradient of this variable with respect to every leaf.
-
-        * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
-        * ``retain_grad``: also keep ``.grad`` on intermediate variables still alive.
-        * ``create_graph``: record the backward pass itself, so gradients can be
-          differentiated again (implies ``retain_graph``).
-        * ``retain_graph``: keep what functions saved, so backward can run again.
-        * ``loss_scale``: multiply the seed by this number; leaves remember it in
-          ``loss_scale`` and optimizers divide it out before the update.
-        """
-        if not self.requires_grad:
-            raise RuntimeError(
-                "backward() was called on a variable that does not require grad "
-                "(it was made under no_grad(), or from inputs with requires_grad=False)"
-            )
-        if self.data is None:
-            raise RuntimeError("backward() was called on a graph node that holds no data")
-        seed = self._seed(gradient, loss_scale)
-        with using_config("enable_backprop", create_graph):
-            if self.creator is None:
-                _accumulate_leaf(self, seed, loss_scale)
-            else:
-                _backprop(self.creator, self.index, seed, retain_grad,
-                          retain_graph or create_graph, loss_scale)
-
-    # (step 25)
-    # ---- shape functions (defined in dezero_like.functions) -----------------
-    def reshape(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = shape[0]
-        return _F().reshape(self, shape)
 
     # (step 39)
     def transpose(self, *axes):
@@ -305,6 +276,18 @@ class Variable:
     # (step 40)
     def sum(self, axis=None, keepdims=False):
         return _F().sum(self, axis, keepdims)
+
+    # (step 42)
+    def __matmul__(self, other):
+        return _F().matmul(self, other)
+
+    # (step 42)
+    def __rmatmul__(self, other):
+        return _F().matmul(other, self)
+
+    # (step 48)
+    def __getitem__(self, slices):
+        return _F().get_item(self, slices)
 
     # (step 54)
     def to_cpu(self):
@@ -347,65 +330,16 @@ class Variable:
                     funcs.append(x.creator)
                     x.unchain()
 
-
-_new_object = object.__new__
-
-
-def _make_variable(data, requires_grad):
-    """Variable(data) without the input checks: for arrays a function just produced."""
-    v = _new_object(Variable)
-    v.data = data
-    v.name = None
-    v.grad = None
-    v.creator = None
-    v.index = 0
-    v.generation = 0
-    v.requires_grad = requires_grad
-    v.loss_scale = None
-    return v
+    # (step 70)
+    __slots__ = (
+        "data", "name", "grad", "creator", "index", "generation", "requires_grad",
+        "loss_scale", "__weakref__",
+    )
 
 
-def _add_grads(a, b):
-    """a + b for two gradients, as a new object (never ``+=``: see step 15).
-
-    With create_graph the sum must be differentiable, so it is a recorded Add;
-    otherwise the arrays are added directly, which is faster and keeps the
-    sum out of function hooks' view.
-    """
-    if Config.enable_backprop:
-        return a + b
-    y = a.data + b.data  # two 0-d arrays add up to a NumPy scalar: make it an array again
-    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
-
-
-def _writeable(data):
-    """NumPy says whether an array may be written; CuPy has no such flag, so a view
-    with a zero stride (``broadcast_to``), whose elements alias, counts as read-only."""
-    flag = getattr(data.flags, "writeable", None)
-    return flag if flag is not None else (data.size <= 1 or 0 not in data.strides)
-
-
-def _accumulate_leaf(x, gx, loss_scale):
-    """Add ``gx`` to the gradient of the leaf ``x``.
-
-    A leaf's gradient always has the leaf's dtype (a float32 weight combined
-    with a float64 constant still gets a float32 gradient, as in PyTorch), and
-    is an ordinary writable array: a read-only view (``broadcast_to`` in the
-    backward of ``sum``) is copied before it becomes ``x.grad``.
-    """
-    data = gx.data
-    if data.dtype != x.data.dtype:
-        gx = _F().astype(gx, x.data.dtype)
-    elif not _writeable(data):
-        gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
-            else _F().astype(gx, data.dtype, copy=True)
-    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
-    if loss_scale is not None:
-        x.loss_scale = loss_scale
-
-
-def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
-    """The backward loop: take the newest function, apply its backward, queue its inputs' creators.
+# --- step 70 ------------------------------------------------------------
+def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
+    """Apply the chain rule from ``y`` (whose gradient is ``seed``) back to the leaves.
 
     A function is queued when its first output gradient arrives and runs only
     after every function of a higher generation has run, so by then all of its
@@ -414,11 +348,14 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
     they arrived. On a plain chain there is never more than one function
     waiting; it is kept in ``nxt`` and the heap is not touched at all.
     """
+    if y.creator is None:
+        _accumulate_leaf(y, seed, loss_scale)
+        return
     heappush, heappop = heapq.heappush, heapq.heappop
-    start._grads = [None] * len(start.outputs)
-    start._grads[index] = seed
+    nxt = y.creator
+    nxt._grads = [None] * len(nxt.outputs)
+    nxt._grads[y.index] = seed
     heap = []
-    nxt = start
     count = 0  # arrival counter: the tie-breaker between equal generations
     try:
         while nxt is not None or heap:
@@ -434,31 +371,13 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
                     "saved data was freed after the first backward. Pass retain_graph=True "
                     "to the first backward() call if you need to call backward twice."
                 )
-            if retain_grad:
+            if retain_grad:  # hand the gradients to the outputs still alive
                 for ref, gy in zip(f.outputs, gys):
-                    y = ref()
-                    if y is not None:
-                        y.grad = gy
-            hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
-            if hooks:
-                for hook in hooks:
-                    hook.backward_preprocess(f, gys)
-            if f._duplicates:  # the same variable in several slots, as in x * x
-                gxs = f.backward_accumulate(*gys)
-            else:
-                gxs = f.backward(*gys)
-                if type(gxs) is not tuple:
-                    gxs = (gxs,)
-            if hooks:
-                for hook in hooks:
-                    hook.backward_postprocess(f, gys, gxs)
-            inputs = f.inputs
-            if len(gxs) != len(inputs):
-                raise RuntimeError(
-                    f"{type(f).__name__}.backward returned {len(gxs)} gradients "
-                    f"for {len(inputs)} inputs"
-                )
-            for x, gx in zip(inputs, gxs):
+                    out = ref()
+                    if out is not None:
+                        out.grad = gy
+            gxs = _backward_step(f, gys)
+            for x, gx in zip(f.inputs, gxs):
                 if gx is None or not x.requires_grad:
                     continue
                 if type(gx) is not Variable and not isinstance(gx, Variable):
@@ -468,7 +387,7 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
                     _accumulate_leaf(x, gx, loss_scale)
                     continue
                 slots = c._grads
-                if slots is None:  # first gradient for c: queue it
+                if slots is None:  # c's first gradient: queue c
                     slots = c._grads = [None] * len(c.outputs)
                     if nxt is None and not heap:
                         nxt = c
@@ -490,19 +409,65 @@ def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
             nxt._grads = None
 
 
+def _backward_step(f, gys):
+    """One step of the chain rule: the gradients of ``f``'s inputs, one per input."""
+    hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
+    if hooks:
+        for hook in hooks:
+            hook.backward_preprocess(f, gys)
+    if f._duplicates:  # the same variable in several slots, as in x * x
+        gxs = f.backward_accumulate(*gys)
+    else:
+        gxs = f.backward(*gys)
+        if type(gxs) is not tuple:
+            gxs = (gxs,)
+    if hooks:
+        for hook in hooks:
+            hook.backward_postprocess(f, gys, gxs)
+    if len(gxs) != len(f.inputs):
+        raise RuntimeError(
+            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
+            f"for {len(f.inputs)} inputs"
+        )
+    return gxs
+
+
+def _add_grads(a, b):
+    """a + b for two gradients, as a new object (never ``+=``: see step 15).
+
+    With create_graph the sum must be differentiable, so it is a recorded Add;
+    otherwise the arrays are added directly, which is faster and keeps the
+    sum out of function hooks' view.
+    """
+    if Config.enable_backprop:
+        return a + b
+    y = a.data + b.data  # two 0-d arrays add up to a NumPy scalar: make it an array again
+    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
+
+
+def _accumulate_leaf(x, gx, loss_scale=None):
+    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable)."""
+    data = gx.data
+    if data.dtype != x.data.dtype:
+        gx = _F().astype(gx, x.data.dtype)
+    elif not _writeable(data):
+        gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
+            else _F().astype(gx, data.dtype, copy=True)
+    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
+    if loss_scale is not None:
+        x.loss_scale = loss_scale
+
+
+# --- step 23 ------------------------------------------------------------
 class Function:
     """Base class of every differentiable operation.
 
-    Subclasses write ``forward(*arrays)`` (raw arrays in, raw arrays out) and
-    ``backward(*grads)`` (Variables in, one gradient Variable per input out;
-    ``None`` for an input that needs no gradient). A function with several
-    outputs receives ``None`` for an output that no gradient reached, and
-    treats it as zero. Gradients are never modified in place: several
-    variables may share one gradient object (``x0 + x1`` hands the same ``gy``
-    to both), so code that changes a gradient makes a new one. Inside ``forward`` a function
-    may call ``retain_inputs``/``retain_outputs`` to keep only what its backward
-    reads; by default all inputs are kept. ``needs_input_grad`` tells which
-    inputs require a gradient.
+    Subclasses write ``forward(*arrays)`` (raw arrays in, an array or a tuple of
+    arrays out) and ``backward(*grads)`` (Variables in, one gradient Variable per
+    input out; ``None`` for an input that needs no gradient). Gradients are
+    never modified in place: several variables may share one gradient object
+    (``x0 + x1`` hands the same ``gy`` to both), so code that changes a gradient
+    makes a new one. ``needs_input_grad`` tells which inputs require a gradient.
     """
 
     generation = 0
@@ -513,37 +478,12 @@ class Function:
 
     needs_input_grad = ()
 
-    _retained_in = None  # None: keep every input
+    _retained_in = None  # None: backward may read every input
 
-    _retained_out = None  # {index: array} of outputs backward reads
+    _retained_out = None  # the outputs backward reads
 
-    _grads = None  # gradients of the outputs, gathered during backward
-
-    _freed = False
-
-    _hooks = None
-
-    _duplicates = False  # True when one variable fills several input slots
-
+    # (step 70)
     def __call__(self, *inputs):
-        if not Config.enable_backprop and not _global_hooks and not self._hooks:
-            # No graph and nobody watching (inference, and backward without
-            # create_graph): compute and wrap, nothing more.
-            if len(inputs) == 1 and isinstance(inputs[0], Variable):
-                ys = self.forward(inputs[0].data)  # one input: no list to build
-            else:
-                xs = []
-                for x in _as_inputs(inputs):
-                    xs.append(x.data)
-                ys = self.forward(*xs)
-            if type(ys) is not tuple:
-                return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
-            outs = [_make_variable(y if type(y) is np.ndarray else as_array(y), False) for y in ys]
-            return outs[0] if len(outs) == 1 else outs
-        # One pass over the inputs gathers their arrays, whether each needs a
-        # gradient, and the newest generation among them. (Plain loops: this
-        # is the hottest code of the framework, and on Python 3.11 a list
-        # comprehension costs a function call.)
         if len(inputs) == 1 and isinstance(inputs[0], Variable):
             x = inputs[0]
             xs = (x.data,)
@@ -560,8 +500,8 @@ class Function:
                 if x.generation > gen:
                     gen = x.generation
             needs = tuple(needs)
-        build = Config.enable_backprop and True in needs
-        if build:
+        record = Config.enable_backprop and True in needs
+        if record:
             self.needs_input_grad = needs
         hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
         if hooks:
@@ -580,43 +520,30 @@ class Function:
         if hooks:
             for hook in hooks:
                 hook.forward_postprocess(self, xs, ys)
-        if not build:  # no graph: plain results
-            if len(ys) == 1:
-                return _make_variable(ys[0], False)
-            return [_make_variable(y, False) for y in ys]
-        # Record the graph: outputs point to this function, which points to
-        # (only what it needs of) its inputs and holds its outputs weakly.
-        self.generation = gen
-        outputs = []
-        refs = []
-        for y in ys:
-            v = _new_object(Variable)  # what _make_variable does, inlined: hot
-            v.data = y
-            v.name = None
-            v.grad = None
-            v.creator = self
-            v.index = len(outputs)
-            v.generation = gen + 1
-            v.requires_grad = True
-            v.loss_scale = None
-            outputs.append(v)
-            refs.append(weakref.ref(v))
-        self.outputs = refs
-        n = len(inputs)
-        if n == 2:
-            self._duplicates = inputs[0] is inputs[1]
-        elif n > 2:
-            self._duplicates = len(set(map(id, inputs))) < n
-        keep = self._retained_in
-        if keep is None:
-            self.inputs = inputs
+        if record:
+            self.generation = gen
+            creator, gen = self, gen + 1
         else:
-            kept = []
-            for i, x in enumerate(inputs):
-                kept.append(x if x.creator is None or i in keep else x._as_node())
-            self.inputs = tuple(kept)
-        if self._retained_out is not None:
-            self._retained_out = {i: ys[i] for i in self._retained_out}
+            creator, gen = None, 0
+        outputs = []
+        for y in ys:
+            outputs.append(_fill(_new_object(Variable), y, record, creator, len(outputs), gen))
+        if record:  # link the outputs to this function, and it to what backward reads
+            self.outputs = [weakref.ref(y) for y in outputs]  # weak: no reference cycle
+            n = len(inputs)
+            if n == 2:
+                self._duplicates = inputs[0] is inputs[1]
+            elif n > 2:
+                self._duplicates = len(set(map(id, inputs))) < n
+            keep = self._retained_in
+            if keep is not None:  # a computed input backward does not read: a stand-in
+                kept = []
+                for i, x in enumerate(inputs):
+                    kept.append(x if x.creator is None or i in keep else x._as_node())
+                inputs = tuple(kept)
+            self.inputs = inputs
+            if self._retained_out is not None:
+                self._retained_out = {i: ys[i] for i in self._retained_out}
         return outputs[0] if len(outputs) == 1 else outputs
 
     def forward(self, *xs):
@@ -625,6 +552,48 @@ class Function:
     def backward(self, *gys):
         raise NotImplementedError(f"{type(self).__name__} must implement backward()")
 
+    def retain_inputs(self, indexes):
+        """Call in forward: backward reads only ``self.inputs[i]`` for these ``i``."""
+        self._retained_in = tuple(indexes)
+
+    def retain_outputs(self, indexes):
+        """Call in forward: backward reads these outputs via ``get_retained_outputs``."""
+        self._retained_out = tuple(indexes)
+
+    # (step 70)
+    def get_retained_outputs(self):
+        """The outputs kept by ``retain_outputs``, as Variables that belong to this graph."""
+        if self._retained_out is None:
+            raise RuntimeError(f"{type(self).__name__} retained no outputs")
+        result = []
+        for i, data in self._retained_out.items():
+            y = self.outputs[i]()
+            if y is None:  # the user dropped it: rebuild the same graph node
+                y = _fill(_new_object(Variable), data, True, self, i, self.generation + 1)
+            result.append(y)
+        return tuple(result)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} generation={self.generation}>"
+
+    # (step 25)
+    _hooks = None  # hooks attached to this one function (step 65: add_hook)
+
+    # (step 37)
+    _freed = False  # True once release() has dropped what backward needs
+
+    # (step 69)
+    def release(self):
+        """Drop the arrays saved for backward; the graph's shape stays for drawing."""
+        self.inputs = tuple(x if x.creator is None or x.data is None else x._as_node()
+                            for x in self.inputs)
+        self._retained_out = None
+        self._freed = True
+
+    # (step 64)
+    _duplicates = False  # True when one variable fills several input slots
+
+    # (step 69)
     def backward_accumulate(self, *gys):
         """Backward for a function that received the same variable in several slots.
 
@@ -640,6 +609,7 @@ class Function:
         gxs = list(gxs)
         first = {}
         for i, x in enumerate(self.inputs):
+            # a leaf is itself; a computed variable is its place in the graph
             key = id(x) if x.creator is None else (id(x.creator), x.index)
             if key not in first:
                 first[key] = i
@@ -649,40 +619,6 @@ class Function:
                 gxs[i] = None
         return tuple(gxs)
 
-    # ---- what backward may read ---------------------------------------------
-    def retain_inputs(self, indexes):
-        """Call in forward: backward reads only ``self.inputs[i]`` for these ``i``."""
-        self._retained_in = tuple(indexes)
-
-    def retain_outputs(self, indexes):
-        """Call in forward: backward reads these outputs via ``get_retained_outputs``."""
-        self._retained_out = tuple(indexes)
-
-    def get_retained_outputs(self):
-        """The outputs kept by ``retain_outputs``, as Variables that belong to this graph."""
-        if self._retained_out is None:
-            raise RuntimeError(f"{type(self).__name__} retained no outputs")
-        result = []
-        for i, data in self._retained_out.items():
-            y = self.outputs[i]()
-            if y is None:  # the user dropped it: rebuild the same graph node
-                y = _make_variable(data, True)
-                y.creator, y.index, y.generation = self, i, self.generation + 1
-            result.append(y)
-        return tuple(result)
-
-    def release(self):
-        """Drop the arrays saved for backward; the graph's shape stays for plotting."""
-        kept = []
-        for x in self.inputs:
-            kept.append(x if x.creator is None or x.data is None else x._as_node())
-        self.inputs = tuple(kept)
-        self._retained_out = None
-        self._freed = True
-
-    def __repr__(self):
-        return f"<{type(self).__name__} generation={self.generation}>"
-
     # (step 65)
     # ---- hooks on this one function -------------------------------------------
     def add_hook(self, hook):
@@ -690,8 +626,12 @@ class Function:
         self._hooks = (self._hooks or []) + [hook]
         return self
 
+    # (step 69)
+    _grads = None  # gradients of the outputs, gathered during backward
+
 
 def _F():
+    """The ``functions`` module, imported when first needed (it imports this one)."""
     import dezero_like.functions as F
 
     return F
@@ -702,6 +642,7 @@ def _sum_to(gx, shape):
     return gx if gx.data.shape == shape else _F().sum_to(gx, shape)
 
 
+# --- step 69 ------------------------------------------------------------
 class Add(Function):
     """y = x0 + x1 (with broadcasting); dy/dx0 = dy/dx1 = 1."""
 
@@ -782,6 +723,7 @@ class Div(Function):
         return gx0, gx1
 
 
+# --- step 23 ------------------------------------------------------------
 class Pow(Function):
     """y = x ** c for a constant c; dy/dx = c * x**(c-1)."""
 
@@ -801,25 +743,7 @@ class Pow(Function):
         return gy * (c * x ** (c - 1))
 
 
-def _binary(function, op, x0, x1, reverse=False):
-    """Apply a two-operand operator; ``x0`` is normally the Variable whose operator was called.
-
-    ``reverse`` is for the reflected operators: ``2.0 - x`` calls ``x.__rsub__(2.0)``,
-    which computes ``x1 - x0``. When no graph is recorded and no hook is watching,
-    the Function object is skipped and ``op`` runs on the arrays directly. That is
-    the case for every operator inside a plain ``backward()`` (gradients are computed
-    with these same operators) and under no_grad(), and it halves an operator's cost
-    there. With a graph (or a hook) the Function runs as usual, so create_graph and
-    the hooks see every operation.
-    """
-    if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
-        return function()(x1, x0) if reverse else function()(x0, x1)
-    a = x0.data
-    b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
-    y = op(b, a) if reverse else op(a, b)
-    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
-
-
+# --- step 70 ------------------------------------------------------------
 def add(x0, x1):
     return _binary(Add, operator.add, x0, x1)
 
@@ -828,10 +752,12 @@ def mul(x0, x1):
     return _binary(Mul, operator.mul, x0, x1)
 
 
+# --- step 23 ------------------------------------------------------------
 def neg(x):
     return Neg()(x)
 
 
+# --- step 70 ------------------------------------------------------------
 def sub(x0, x1):
     return _binary(Sub, operator.sub, x0, x1)
 
@@ -848,20 +774,9 @@ def rdiv(x0, x1):
     return _binary(Div, operator.truediv, x0, x1, reverse=True)
 
 
+# --- step 23 ------------------------------------------------------------
 def pow(x, c):  # noqa: A001 - the book's name
     return Pow(c)(x)
-
-
-def _matmul(x0, x1):
-    return _F().matmul(x0, x1)
-
-
-def _rmatmul(x0, x1):
-    return _F().matmul(x1, x0)
-
-
-def _getitem(x, slices):
-    return _F().get_item(x, slices)
 
 
 def setup_variable():
@@ -876,12 +791,22 @@ def setup_variable():
     Variable.__truediv__ = div
     Variable.__rtruediv__ = rdiv
     Variable.__pow__ = pow
-    Variable.__matmul__ = _matmul
-    Variable.__rmatmul__ = _rmatmul
-    Variable.__getitem__ = _getitem
 
 
 setup_variable()
+
+
+# --- step 25 ------------------------------------------------------------
+# Function hooks switched on with ``with hook:`` (see dezero_like.hooks).
+_global_hooks: list = []
+
+
+# --- step 38 ------------------------------------------------------------
+def _writeable(data):
+    """NumPy says whether an array may be written; CuPy has no such flag, so a view
+    with a zero stride (``broadcast_to``), whose elements alias, counts as read-only."""
+    flag = getattr(data.flags, "writeable", None)
+    return flag if flag is not None else (data.size <= 1 or 0 not in data.strides)
 
 
 # --- step 45 ------------------------------------------------------------
@@ -895,3 +820,43 @@ class Parameter(Variable):
 def test_mode():
     """Run code in test mode (dropout becomes the identity)."""
     return using_config("train", False)
+
+
+# --- step 70 ------------------------------------------------------------
+_new_object = object.__new__
+
+
+def _fill(v, data, requires_grad, creator, index, generation, name=None):
+    """Set every field of the Variable ``v`` (the one place that does); return ``v``."""
+    v.data = data
+    v.name = name
+    v.grad = None
+    v.creator = creator
+    v.index = index  # which output of its creator this variable is
+    v.generation = generation
+    v.requires_grad = requires_grad
+    v.loss_scale = None  # set on a leaf by backward(loss_scale=...)
+    return v
+
+
+def _make_variable(data, requires_grad):
+    """Variable(data) without the input checks: for arrays a function just produced."""
+    return _fill(_new_object(Variable), data, requires_grad, None, 0, 0)
+
+
+def _binary(function, op, x0, x1, reverse=False):
+    """Apply a two-operand operator; ``x0`` is normally the Variable whose operator was called.
+
+    ``reverse`` is for the reflected operators: ``2.0 - x`` calls ``x.__rsub__(2.0)``,
+    which computes ``x1 - x0``. When no graph is recorded and no hook is watching,
+    the Function object is skipped and ``op`` runs on the arrays directly. That is
+    the case for every operator inside a plain ``backward()`` (gradients are computed
+    with these same operators) and under no_grad(). With a graph (or a hook) the
+    Function runs as usual, so create_graph and the hooks see every operation.
+    """
+    if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
+        return function()(x1, x0) if reverse else function()(x0, x1)
+    a = x0.data
+    b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
+    y = op(b, a) if reverse else op(a, b)
+    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)

@@ -8,11 +8,7 @@
 ``optimizer.update()``. Updates change ``param.data`` in place, in the
 parameter's dtype, and build no graph. Hooks (``add_hook``) see the list of
 parameters with gradients before the update: weight decay, gradient clipping,
-freezing layers.
-
-If ``loss.backward(loss_scale=S)`` was used (loss scaling for float16), each
-leaf remembers ``S`` in ``param.loss_scale``; the optimizer divides the
-gradient by it before hooks and update, then resets it to ``None``.
+freezing layers. (Step 67 adds loss scaling: ``update`` divides it out.)
 """
 
 import math
@@ -52,6 +48,7 @@ class Optimizer:
         self.hooks.append(f)
         return self
 
+    # (step 67)
     def update(self):
         """Apply one update to every parameter of the target that has a gradient."""
         if self.target is None:

@@ -52,8 +52,7 @@
 #| export dezero_like/core.py
 """The heart of dezero_like: ``Variable``, ``Function`` and backpropagation.
 
-Read this file first. Everything else in the package is built from three ideas
-that live here:
+Three ideas from steps 01-22 live here:
 
 1. A :class:`Variable` is a box around an array. It remembers the function that
    created it (``creator``), and that function remembers its inputs, so every
@@ -63,15 +62,11 @@ that live here:
 3. :meth:`Variable.backward` walks the graph from the output towards the inputs,
    newest function first (by *generation*), applying the chain rule.
 
-Two details come from industrial frameworks (Chainer and PyTorch) and are
-explained in steps 63-69 of the curriculum:
-
-* A function keeps only what its backward needs (``retain_inputs`` /
-  ``retain_outputs``). The graph itself is made of nodes without data, so a long
-  chain of operations does not keep every intermediate array alive.
-* Gradients of intermediate results are gathered in slots of the function that
-  created them, not on the variables, so a variable the user no longer holds
-  can still pass gradients through.
+Step 23 writes this module. Later steps change pieces of it in place, each
+shown in its step: 25 (function hooks), 30 (``create_graph``), 37
+(``retain_graph``), 38 (a leaf's gradient has the leaf's dtype), 63 (seeds and
+``requires_grad``), 64 (one variable in several slots), 67 (loss scaling),
+69 (graph nodes without data) and 70 (the fast path).
 """
 
 class Config:
@@ -85,6 +80,10 @@ class Config:
 
     train = True
 
+
+# %% [markdown]
+# `using_config` and `no_grad` are step 19's, with one addition: a misspelt
+# setting name is an error instead of a new attribute nobody reads.
 
 # %%
 #| export dezero_like/core.py
@@ -104,30 +103,26 @@ def using_config(name, value):
         setattr(Config, name, old)
 
 
-# %%
-#| export dezero_like/core.py
-import numpy as np
-from dezero_like import cuda
-
-
 def no_grad():
     """Run code without building a graph (inference, parameter updates)."""
     return using_config("enable_backprop", False)
 
 
-# Function hooks registered with ``with hook:`` (see dezero_like.hooks).
-_global_hooks: list = []
-
-
-def _is_array(x):
-    """True for a NumPy array or, when CuPy is in use, a CuPy array."""
-    return isinstance(x, np.ndarray) or cuda.is_cupy_array(x)
-
+# %% [markdown]
+# `as_array` is step 22's, grown in two ways. It accepts CuPy arrays too (step 54
+# runs the same code on a GPU; `cuda.is_cupy_array` is `False` while CuPy is not
+# installed), and it keeps the dtype rule: a Python number combined with a float32
+# array becomes float32. Anything else is refused with a message that says what to do.
 
 # %%
 #| export dezero_like/core.py
 import numpy as np
 from dezero_like import cuda
+
+
+def _is_array(x):
+    """True for a NumPy array or, when CuPy is in use, a CuPy array."""
+    return isinstance(x, np.ndarray) or cuda.is_cupy_array(x)
 
 
 def as_array(x, like=None):
@@ -163,8 +158,6 @@ def as_array(x, like=None):
     )
 
 
-# %%
-#| export dezero_like/core.py
 def as_variable(obj):
     """Return ``obj`` if it is a Variable, else wrap it in one."""
     if isinstance(obj, Variable):
@@ -172,44 +165,41 @@ def as_variable(obj):
     return Variable(as_array(obj))
 
 
-# %%
-#| export dezero_like/core.py
-import numpy as np
-
-
 def _as_inputs(inputs):
-    """Wrap non-Variable inputs (numbers, arrays) as constant Variables.
+    """The inputs of a function call, with numbers and arrays wrapped as constants.
 
-    Constants take the dtype of the first Variable input (see ``as_array``) and
-    do not require grad: nobody can read their gradient, so none is computed.
-    When every input is a Variable already, ``inputs`` comes back as it is.
+    A constant is a Variable with ``requires_grad=False``: backward sends it no
+    gradient, because nobody could read it (step 63 says more). It takes the
+    dtype of the first Variable among the inputs (see ``as_array``).
     """
-    for x in inputs:
-        if type(x) is not Variable and not isinstance(x, Variable):
-            break
-    else:
-        return inputs
     like = None
     for x in inputs:
         if isinstance(x, Variable):
             like = x.data
             break
-    result = []
-    for x in inputs:
-        if not isinstance(x, Variable):
-            data = as_array(x, like)
-            x = Variable(data, requires_grad=False) if type(data) is not np.ndarray \
-                else _make_variable(data, False)
-        result.append(x)
-    return tuple(result)
+    return tuple(x if isinstance(x, Variable)
+                 else Variable(as_array(x, like), requires_grad=False) for x in inputs)
 
+
+# %% [markdown]
+# ### `Variable`
+#
+# The class of step 22, with two changes.
+#
+# * **`requires_grad`.** A Variable the user creates requires a gradient. A
+#   constant made from a number (the `2.0` in `x * 2.0`) does not, and neither
+#   does a result computed under `no_grad()`.
+# * **Gradients are Variables.** `x.grad` used to be an array; now it is a
+#   Variable. Backward is therefore written with the same functions as forward:
+#   `Sin.backward` calls `cos` and `*` on Variables. While backward runs, graph
+#   recording is switched off, so these calls build no graph. Step 30 shows what
+#   happens when it is switched on.
+#
+# Shape, `repr`, `set_creator` and `cleargrad` are unchanged. `backward` makes the
+# seed $\partial y / \partial y = 1$ and hands the work to the loop below.
 
 # %%
 #| export dezero_like/core.py
-import numpy as np
-from dezero_like import cuda
-
-
 class Variable:
     """A box around an array that remembers how it was computed.
 
@@ -219,34 +209,25 @@ class Variable:
     ``requires_grad=False`` marks a constant: no gradient flows into it.
     """
 
-    __slots__ = (
-        "data", "name", "grad", "creator", "index", "generation", "requires_grad",
-        "loss_scale", "__weakref__",
-    )
-
     # NumPy must not treat a Variable as an array element: with this, the
     # expression ``ndarray * variable`` calls ``Variable.__rmul__``.
     __array_ufunc__ = None
 
     def __init__(self, data, name=None, requires_grad=True):
-        if type(data) is not np.ndarray and data is not None:
-            if not _is_array(data):
-                raise TypeError(
-                    f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
-                    f"got {type(data).__name__}; use Variable(np.array(...))"
-                )
+        if data is not None and not _is_array(data):
+            raise TypeError(
+                f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
+                f"got {type(data).__name__}; use Variable(np.array(...))"
+            )
         if data is not None and data.dtype.kind not in "biufc":
             raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
         self.data = data
         self.name = name
         self.grad = None
         self.creator = None
-        self.index = 0
         self.generation = 0
         self.requires_grad = requires_grad
-        self.loss_scale = None
 
-    # ---- what a NumPy user expects ----------------------------------------
     @property
     def shape(self):
         return self.data.shape
@@ -272,263 +253,146 @@ class Variable:
         body = str(self.data).replace("\n", "\n" + " " * 9)
         return f"variable({body})"
 
-    # ---- graph management ---------------------------------------------------
-    def set_creator(self, func, index=0):
+    def set_creator(self, func):
         self.creator = func
-        self.index = index
         self.generation = func.generation + 1
 
     def cleargrad(self):
         """Forget the gradient, so the next backward starts from zero."""
         self.grad = None
 
-    def _as_node(self):
-        """A stand-in without data: same place in the graph, no array kept."""
-        v = _new_object(Variable)
-        v.data = None
-        v.name = self.name
-        v.grad = None
-        v.creator = self.creator
-        v.index = self.index
-        v.generation = self.generation
-        v.requires_grad = self.requires_grad
-        v.loss_scale = None
-        return v
-
-    # ---- backpropagation ------------------------------------------------------
-    def _seed(self, gradient, loss_scale):
-        data = self.data
-        if gradient is None:
-            xp = np if type(data) is np.ndarray else cuda.get_array_module(data)
-            seed = xp.ones_like(data)
-        else:
-            if isinstance(gradient, Variable):
-                gradient = gradient.data
-            if not _is_array(gradient):
-                raise TypeError(
-                    "backward(gradient=...) takes an ndarray or a Variable, "
-                    f"got {type(gradient).__name__}"
-                )
-            if gradient.shape != data.shape:
-                raise ValueError(
-                    f"backward(gradient=...) has shape {gradient.shape}, but the output "
-                    f"has shape {data.shape}; the seed must match the output's shape"
-                )
-            seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
-        if loss_scale is not None:
-            # the scale takes the seed's dtype (np.float64(1024) must not turn float32
-            # gradients into float64); a 0-d product is a NumPy scalar: make it an array
-            xp = np if type(seed) is np.ndarray else cuda.get_array_module(seed)
-            seed = as_array(seed * xp.asarray(loss_scale, dtype=seed.dtype))
-        return Variable(seed, requires_grad=False)
-
-    def backward(self, gradient=None, retain_grad=False, create_graph=False,
-                 retain_graph=False, loss_scale=None):
+    def backward(self, retain_grad=False):
         """Compute the gradient of this variable with respect to every leaf.
 
-        * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
-        * ``retain_grad``: also keep ``.grad`` on intermediate variables still alive.
-        * ``create_graph``: record the backward pass itself, so gradients can be
-          differentiated again (implies ``retain_graph``).
-        * ``retain_graph``: keep what functions saved, so backward can run again.
-        * ``loss_scale``: multiply the seed by this number; leaves remember it in
-          ``loss_scale`` and optimizers divide it out before the update.
+        ``retain_grad=True`` also keeps ``.grad`` on the intermediate variables.
         """
-        if not self.requires_grad:
-            raise RuntimeError(
-                "backward() was called on a variable that does not require grad "
-                "(it was made under no_grad(), or from inputs with requires_grad=False)"
-            )
-        if self.data is None:
-            raise RuntimeError("backward() was called on a graph node that holds no data")
-        seed = self._seed(gradient, loss_scale)
-        with using_config("enable_backprop", create_graph):
-            if self.creator is None:
-                _accumulate_leaf(self, seed, loss_scale)
-            else:
-                _backprop(self.creator, self.index, seed, retain_grad,
-                          retain_graph or create_graph, loss_scale)
+        seed = Variable(cuda.get_array_module(self.data).ones_like(self.data),
+                        requires_grad=False)
+        with using_config("enable_backprop", False):  # gradients build no graph
+            _backprop(self, seed, retain_grad)
 
 
-# %%
-#| export dezero_like/core.py
-_new_object = object.__new__
-
-
-# %%
-#| export dezero_like/core.py
-def _make_variable(data, requires_grad):
-    """Variable(data) without the input checks: for arrays a function just produced."""
-    v = _new_object(Variable)
-    v.data = data
-    v.name = None
-    v.grad = None
-    v.creator = None
-    v.index = 0
-    v.generation = 0
-    v.requires_grad = requires_grad
-    v.loss_scale = None
-    return v
-
-
-# %%
-#| export dezero_like/core.py
-import numpy as np
-
-
-def _add_grads(a, b):
-    """a + b for two gradients, as a new object (never ``+=``: see step 15).
-
-    With create_graph the sum must be differentiable, so it is a recorded Add;
-    otherwise the arrays are added directly, which is faster and keeps the
-    sum out of function hooks' view.
-    """
-    if Config.enable_backprop:
-        return a + b
-    y = a.data + b.data  # two 0-d arrays add up to a NumPy scalar: make it an array again
-    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
-
-
-# %%
-#| export dezero_like/core.py
-def _writeable(data):
-    """NumPy says whether an array may be written; CuPy has no such flag, so a view
-    with a zero stride (``broadcast_to``), whose elements alias, counts as read-only."""
-    flag = getattr(data.flags, "writeable", None)
-    return flag if flag is not None else (data.size <= 1 or 0 not in data.strides)
-
-
-# %%
-#| export dezero_like/core.py
-def _accumulate_leaf(x, gx, loss_scale):
-    """Add ``gx`` to the gradient of the leaf ``x``.
-
-    A leaf's gradient always has the leaf's dtype (a float32 weight combined
-    with a float64 constant still gets a float32 gradient, as in PyTorch), and
-    is an ordinary writable array: a read-only view (``broadcast_to`` in the
-    backward of ``sum``) is copied before it becomes ``x.grad``.
-    """
-    data = gx.data
-    if data.dtype != x.data.dtype:
-        gx = _F().astype(gx, x.data.dtype)
-    elif not _writeable(data):
-        gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
-            else _F().astype(gx, data.dtype, copy=True)
-    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
-    if loss_scale is not None:
-        x.loss_scale = loss_scale
-
+# %% [markdown]
+# ### The backward loop
+#
+# This is step 17's loop, moved out of `Variable` into a function of its own so
+# that later steps can change it without touching the class. Read it next to
+# step 17:
+#
+# * `add_func` is the queue. It keeps the functions still to visit in a heap
+#   ordered by generation (newest first; equal generations in arrival order),
+#   and it queues each function once.
+# * `_backward_step` does one step of the chain rule: it calls `f.backward` and
+#   checks that one gradient came back per input. A `Function` written by a
+#   learner that returns the wrong number of gradients fails here, with its name.
+# * Gradients arriving at the same variable along several paths are added into
+#   a **new** Variable (`_add_grads`), never with `+=`. Step 15 showed why: two
+#   variables may share one gradient object.
+# * A leaf (no creator) keeps its gradient in `grad`. An intermediate variable
+#   keeps it only until its creator has used it, unless `retain_grad=True`.
+# * Constants (`requires_grad=False`) get no gradient.
 
 # %%
 #| export dezero_like/core.py
 import heapq
+import itertools
 
 
-def _backprop(start, index, seed, retain_grad, retain_graph, loss_scale):
-    """The backward loop: take the newest function, apply its backward, queue its inputs' creators.
+def _backprop(y, seed, retain_grad):
+    """Apply the chain rule from ``y`` (whose gradient is ``seed``) back to the leaves."""
+    if y.creator is None:
+        _accumulate_leaf(y, seed)
+        return
+    y.grad = seed
+    funcs = []  # a heap of (-generation, arrival number, function)
+    seen = set()
+    arrivals = itertools.count()
 
-    A function is queued when its first output gradient arrives and runs only
-    after every function of a higher generation has run, so by then all of its
-    output gradients are complete (step 17). Queued functions wait in a heap
-    ordered by (-generation, arrival), so equal generations run in the order
-    they arrived. On a plain chain there is never more than one function
-    waiting; it is kept in ``nxt`` and the heap is not touched at all.
-    """
-    heappush, heappop = heapq.heappush, heapq.heappop
-    start._grads = [None] * len(start.outputs)
-    start._grads[index] = seed
-    heap = []
-    nxt = start
-    count = 0  # arrival counter: the tie-breaker between equal generations
-    try:
-        while nxt is not None or heap:
-            if nxt is not None:
-                f, nxt = nxt, None
+    def add_func(f):
+        if f not in seen:
+            seen.add(f)
+            heapq.heappush(funcs, (-f.generation, next(arrivals), f))
+
+    add_func(y.creator)
+    while funcs:
+        f = heapq.heappop(funcs)[2]
+        gys = []
+        for ref in f.outputs:
+            out = ref()  # None when that output was dropped: no gradient reached it
+            gys.append(None if out is None else out.grad)
+        gxs = _backward_step(f, gys)
+        for x, gx in zip(f.inputs, gxs):
+            if gx is None or not x.requires_grad:
+                continue
+            if x.creator is None:
+                _accumulate_leaf(x, gx)
             else:
-                f = heappop(heap)[2]
-            gys = f._grads
-            f._grads = None
-            if f._freed:
-                raise RuntimeError(
-                    f"Trying to backward through {type(f).__name__} a second time, but its "
-                    "saved data was freed after the first backward. Pass retain_graph=True "
-                    "to the first backward() call if you need to call backward twice."
-                )
-            if retain_grad:
-                for ref, gy in zip(f.outputs, gys):
-                    y = ref()
-                    if y is not None:
-                        y.grad = gy
-            hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
-            if hooks:
-                for hook in hooks:
-                    hook.backward_preprocess(f, gys)
-            if f._duplicates:  # the same variable in several slots, as in x * x
-                gxs = f.backward_accumulate(*gys)
-            else:
-                gxs = f.backward(*gys)
-                if type(gxs) is not tuple:
-                    gxs = (gxs,)
-            if hooks:
-                for hook in hooks:
-                    hook.backward_postprocess(f, gys, gxs)
-            inputs = f.inputs
-            if len(gxs) != len(inputs):
-                raise RuntimeError(
-                    f"{type(f).__name__}.backward returned {len(gxs)} gradients "
-                    f"for {len(inputs)} inputs"
-                )
-            for x, gx in zip(inputs, gxs):
-                if gx is None or not x.requires_grad:
-                    continue
-                if type(gx) is not Variable and not isinstance(gx, Variable):
-                    gx = _make_variable(as_array(gx), False)  # backward returned an array
-                c = x.creator
-                if c is None:
-                    _accumulate_leaf(x, gx, loss_scale)
-                    continue
-                slots = c._grads
-                if slots is None:  # first gradient for c: queue it
-                    slots = c._grads = [None] * len(c.outputs)
-                    if nxt is None and not heap:
-                        nxt = c
-                    else:
-                        if nxt is not None:  # a second one waits: both go to the heap
-                            count += 1
-                            heappush(heap, (-nxt.generation, count, nxt))
-                            nxt = None
-                        count += 1
-                        heappush(heap, (-c.generation, count, c))
-                i = x.index
-                slots[i] = gx if slots[i] is None else _add_grads(slots[i], gx)
-            if not retain_graph:
-                f.release()
-    finally:  # an exception left work queued: forget it
-        for item in heap:
-            item[2]._grads = None
-        if nxt is not None:
-            nxt._grads = None
+                x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
+                add_func(x.creator)
+        if not retain_grad:
+            for ref in f.outputs:
+                out = ref()
+                if out is not None:
+                    out.grad = None
 
+
+def _backward_step(f, gys):
+    """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
+    gxs = f.backward(*gys)
+    if type(gxs) is not tuple:
+        gxs = (gxs,)
+    if len(gxs) != len(f.inputs):
+        raise RuntimeError(
+            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
+            f"for {len(f.inputs)} inputs"
+        )
+    return tuple(gx if gx is None or isinstance(gx, Variable)
+                 else Variable(as_array(gx), requires_grad=False) for gx in gxs)
+
+
+def _add_grads(a, b):
+    """a + b for two gradients, as a new Variable (never ``+=``: see step 15)."""
+    return Variable(as_array(a.data + b.data), requires_grad=False)
+
+
+def _accumulate_leaf(x, gx):
+    """Add ``gx`` to the gradient of the leaf ``x``."""
+    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
+
+
+# %% [markdown]
+# ### `Function`
+#
+# `__call__` is step 22's. It wraps numbers and arrays as constants, runs
+# `forward` on the arrays, and wraps the results. When a graph is being
+# recorded, it also links the outputs to the function. One thing is new:
+# `needs_input_grad`, a tuple that tells, per input, whether it requires a
+# gradient. It is set before `forward` runs, so a function can look at it.
+#
+# A function also gets a small API for what its backward reads:
+#
+# * `retain_inputs(indexes)`: call it in `forward` to say that backward reads
+#   only these inputs;
+# * `retain_outputs(indexes)` and `get_retained_outputs()`: for a backward that
+#   reads its own outputs, as `tanh`'s does ($1 - y^2$).
+#
+# For now these only record what was said; every input is kept anyway.
+# Step 69 uses them to free every array backward will not read.
 
 # %%
 #| export dezero_like/core.py
 import weakref
-import numpy as np
 
 
 class Function:
     """Base class of every differentiable operation.
 
-    Subclasses write ``forward(*arrays)`` (raw arrays in, raw arrays out) and
-    ``backward(*grads)`` (Variables in, one gradient Variable per input out;
-    ``None`` for an input that needs no gradient). A function with several
-    outputs receives ``None`` for an output that no gradient reached, and
-    treats it as zero. Gradients are never modified in place: several
-    variables may share one gradient object (``x0 + x1`` hands the same ``gy``
-    to both), so code that changes a gradient makes a new one. Inside ``forward`` a function
-    may call ``retain_inputs``/``retain_outputs`` to keep only what its backward
-    reads; by default all inputs are kept. ``needs_input_grad`` tells which
-    inputs require a gradient.
+    Subclasses write ``forward(*arrays)`` (raw arrays in, an array or a tuple of
+    arrays out) and ``backward(*grads)`` (Variables in, one gradient Variable per
+    input out; ``None`` for an input that needs no gradient). Gradients are
+    never modified in place: several variables may share one gradient object
+    (``x0 + x1`` hands the same ``gy`` to both), so code that changes a gradient
+    makes a new one. ``needs_input_grad`` tells which inputs require a gradient.
     """
 
     generation = 0
@@ -539,110 +403,27 @@ class Function:
 
     needs_input_grad = ()
 
-    _retained_in = None  # None: keep every input
+    _retained_in = None  # None: backward may read every input
 
-    _retained_out = None  # {index: array} of outputs backward reads
-
-    _grads = None  # gradients of the outputs, gathered during backward
-
-    _freed = False
-
-    _hooks = None
-
-    _duplicates = False  # True when one variable fills several input slots
+    _retained_out = None  # the outputs backward reads
 
     def __call__(self, *inputs):
-        if not Config.enable_backprop and not _global_hooks and not self._hooks:
-            # No graph and nobody watching (inference, and backward without
-            # create_graph): compute and wrap, nothing more.
-            if len(inputs) == 1 and isinstance(inputs[0], Variable):
-                ys = self.forward(inputs[0].data)  # one input: no list to build
-            else:
-                xs = []
-                for x in _as_inputs(inputs):
-                    xs.append(x.data)
-                ys = self.forward(*xs)
-            if type(ys) is not tuple:
-                return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
-            outs = [_make_variable(y if type(y) is np.ndarray else as_array(y), False) for y in ys]
-            return outs[0] if len(outs) == 1 else outs
-        # One pass over the inputs gathers their arrays, whether each needs a
-        # gradient, and the newest generation among them. (Plain loops: this
-        # is the hottest code of the framework, and on Python 3.11 a list
-        # comprehension costs a function call.)
-        if len(inputs) == 1 and isinstance(inputs[0], Variable):
-            x = inputs[0]
-            xs = (x.data,)
-            needs = (x.requires_grad,)
-            gen = x.generation
-        else:
-            inputs = _as_inputs(inputs)  # numbers and arrays become constants
-            xs = []
-            needs = []
-            gen = 0
-            for x in inputs:
-                xs.append(x.data)
-                needs.append(x.requires_grad)
-                if x.generation > gen:
-                    gen = x.generation
-            needs = tuple(needs)
-        build = Config.enable_backprop and True in needs
-        if build:
-            self.needs_input_grad = needs
-        hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
-        if hooks:
-            for hook in hooks:
-                hook.forward_preprocess(self, xs)
+        inputs = _as_inputs(inputs)  # numbers and arrays become constants
+        xs = [x.data for x in inputs]
+        record = Config.enable_backprop
+        if record:
+            self.needs_input_grad = tuple(x.requires_grad for x in inputs)
         ys = self.forward(*xs)
-        # forward returns an array or a tuple of arrays; NumPy may hand back a
-        # scalar (np.float64) for 0-d input, which becomes a 0-d array again.
-        if type(ys) is tuple:
-            ys = list(ys)
-            for i, y in enumerate(ys):
-                if type(y) is not np.ndarray:
-                    ys[i] = as_array(y)
-        else:
-            ys = [ys if type(ys) is np.ndarray else as_array(ys)]
-        if hooks:
-            for hook in hooks:
-                hook.forward_postprocess(self, xs, ys)
-        if not build:  # no graph: plain results
-            if len(ys) == 1:
-                return _make_variable(ys[0], False)
-            return [_make_variable(y, False) for y in ys]
-        # Record the graph: outputs point to this function, which points to
-        # (only what it needs of) its inputs and holds its outputs weakly.
-        self.generation = gen
-        outputs = []
-        refs = []
-        for y in ys:
-            v = _new_object(Variable)  # what _make_variable does, inlined: hot
-            v.data = y
-            v.name = None
-            v.grad = None
-            v.creator = self
-            v.index = len(outputs)
-            v.generation = gen + 1
-            v.requires_grad = True
-            v.loss_scale = None
-            outputs.append(v)
-            refs.append(weakref.ref(v))
-        self.outputs = refs
-        n = len(inputs)
-        if n == 2:
-            self._duplicates = inputs[0] is inputs[1]
-        elif n > 2:
-            self._duplicates = len(set(map(id, inputs))) < n
-        keep = self._retained_in
-        if keep is None:
+        if type(ys) is not tuple:
+            ys = (ys,)
+        # NumPy may return a scalar (np.float64) for 0-d input: as_array makes it an array
+        outputs = [Variable(as_array(y), requires_grad=record) for y in ys]
+        if record:  # link the outputs to this function, and it to its inputs
+            self.generation = max(x.generation for x in inputs)
+            for y in outputs:
+                y.set_creator(self)
             self.inputs = inputs
-        else:
-            kept = []
-            for i, x in enumerate(inputs):
-                kept.append(x if x.creator is None or i in keep else x._as_node())
-            self.inputs = tuple(kept)
-        if self._retained_out is not None:
-            self._retained_out = {i: ys[i] for i in self._retained_out}
+            self.outputs = [weakref.ref(y) for y in outputs]  # weak: no reference cycle
         return outputs[0] if len(outputs) == 1 else outputs
 
     def forward(self, *xs):
@@ -651,31 +432,6 @@ class Function:
     def backward(self, *gys):
         raise NotImplementedError(f"{type(self).__name__} must implement backward()")
 
-    def backward_accumulate(self, *gys):
-        """Backward for a function that received the same variable in several slots.
-
-        ``f(x, x)`` gives one gradient per slot; they are summed here, inside the
-        function's own backward step, into the first slot holding ``x`` (the
-        others get ``None``), so ``x`` receives one gradient, stored once, in
-        a fresh array. A function may override this to compute the fused
-        gradient directly (``x * x`` could return ``2 * x * gy`` at once).
-        """
-        gxs = self.backward(*gys)
-        if type(gxs) is not tuple:
-            gxs = (gxs,)
-        gxs = list(gxs)
-        first = {}
-        for i, x in enumerate(self.inputs):
-            key = id(x) if x.creator is None else (id(x.creator), x.index)
-            if key not in first:
-                first[key] = i
-            elif gxs[i] is not None:
-                j = first[key]
-                gxs[j] = gxs[i] if gxs[j] is None else _add_grads(gxs[j], gxs[i])
-                gxs[i] = None
-        return tuple(gxs)
-
-    # ---- what backward may read ---------------------------------------------
     def retain_inputs(self, indexes):
         """Call in forward: backward reads only ``self.inputs[i]`` for these ``i``."""
         self._retained_in = tuple(indexes)
@@ -685,34 +441,30 @@ class Function:
         self._retained_out = tuple(indexes)
 
     def get_retained_outputs(self):
-        """The outputs kept by ``retain_outputs``, as Variables that belong to this graph."""
+        """The outputs named by ``retain_outputs``, as Variables of this graph."""
         if self._retained_out is None:
             raise RuntimeError(f"{type(self).__name__} retained no outputs")
-        result = []
-        for i, data in self._retained_out.items():
-            y = self.outputs[i]()
-            if y is None:  # the user dropped it: rebuild the same graph node
-                y = _make_variable(data, True)
-                y.creator, y.index, y.generation = self, i, self.generation + 1
-            result.append(y)
-        return tuple(result)
-
-    def release(self):
-        """Drop the arrays saved for backward; the graph's shape stays for plotting."""
-        kept = []
-        for x in self.inputs:
-            kept.append(x if x.creator is None or x.data is None else x._as_node())
-        self.inputs = tuple(kept)
-        self._retained_out = None
-        self._freed = True
+        return tuple(self.outputs[i]() for i in self._retained_out)
 
     def __repr__(self):
         return f"<{type(self).__name__} generation={self.generation}>"
 
 
+# %% [markdown]
+# ### The arithmetic
+#
+# `Add`, `Mul`, `Neg`, `Sub`, `Div` and `Pow` are step 22's, with two additions.
+# Their backward computes a gradient only for an input that needs one
+# (`needs_input_grad`): the `2.0` of `x * 2.0` gets `None`. And the two operands
+# may have different shapes (`x + 1.0`, a matrix plus a row): NumPy
+# *broadcasts* the smaller one, and the gradient must be summed back to that
+# operand's shape (`_sum_to`, using `sum_to`, which step 25 adds to `functions`).
+# Step 40 explains broadcasting in full.
+
 # %%
 #| export dezero_like/core.py
 def _F():
+    """The ``functions`` module, imported when first needed (it imports this one)."""
     import dezero_like.functions as F
 
     return F
@@ -723,15 +475,11 @@ def _sum_to(gx, shape):
     return gx if gx.data.shape == shape else _F().sum_to(gx, shape)
 
 
-# %%
-#| export dezero_like/core.py
 class Add(Function):
     """y = x0 + x1 (with broadcasting); dy/dx0 = dy/dx1 = 1."""
 
     def forward(self, x0, x1):
-        if self.needs_input_grad:  # a graph is being built: keep shapes, no arrays
-            self.retain_inputs(())
-            self.shapes = (x0.shape, x1.shape)
+        self.shapes = (x0.shape, x1.shape)
         return x0 + x1
 
     def backward(self, gy):
@@ -740,18 +488,11 @@ class Add(Function):
         return (_sum_to(gy, s0) if n0 else None, _sum_to(gy, s1) if n1 else None)
 
 
-# %%
-#| export dezero_like/core.py
 class Mul(Function):
-    """y = x0 * x1; dy/dx0 = x1, dy/dx1 = x0. Keeps only the factor it needs."""
+    """y = x0 * x1; dy/dx0 = x1, dy/dx1 = x0."""
 
     def forward(self, x0, x1):
-        if self.needs_input_grad:  # a graph is being built
-            n0, n1 = self.needs_input_grad
-            # dy/dx0 needs x1 and dy/dx1 needs x0: keep a factor only when its
-            # partner needs a gradient (x * 2.0 keeps the 2.0, not x).
-            self.retain_inputs((1,) if not n1 else (0,) if not n0 else (0, 1))
-            self.shapes = (x0.shape, x1.shape)
+        self.shapes = (x0.shape, x1.shape)
         return x0 * x1
 
     def backward(self, gy):
@@ -761,29 +502,21 @@ class Mul(Function):
         return (_sum_to(gy * x1, s0) if n0 else None, _sum_to(gy * x0, s1) if n1 else None)
 
 
-# %%
-#| export dezero_like/core.py
 class Neg(Function):
     """y = -x; dy/dx = -1."""
 
     def forward(self, x):
-        if self.needs_input_grad:
-            self.retain_inputs(())
         return -x
 
     def backward(self, gy):
         return -gy
 
 
-# %%
-#| export dezero_like/core.py
 class Sub(Function):
     """y = x0 - x1; dy/dx0 = 1, dy/dx1 = -1."""
 
     def forward(self, x0, x1):
-        if self.needs_input_grad:
-            self.retain_inputs(())
-            self.shapes = (x0.shape, x1.shape)
+        self.shapes = (x0.shape, x1.shape)
         return x0 - x1
 
     def backward(self, gy):
@@ -792,16 +525,11 @@ class Sub(Function):
         return (_sum_to(gy, s0) if n0 else None, _sum_to(-gy, s1) if n1 else None)
 
 
-# %%
-#| export dezero_like/core.py
 class Div(Function):
     """y = x0 / x1; dy/dx0 = 1/x1, dy/dx1 = -x0/x1**2."""
 
     def forward(self, x0, x1):
-        if self.needs_input_grad:
-            # dy/dx0 needs x1; dy/dx1 needs x0 and x1
-            self.retain_inputs((0, 1) if self.needs_input_grad[1] else (1,))
-            self.shapes = (x0.shape, x1.shape)
+        self.shapes = (x0.shape, x1.shape)
         return x0 / x1
 
     def backward(self, gy):
@@ -813,8 +541,6 @@ class Div(Function):
         return gx0, gx1
 
 
-# %%
-#| export dezero_like/core.py
 class Pow(Function):
     """y = x ** c for a constant c; dy/dx = c * x**(c-1)."""
 
@@ -834,41 +560,18 @@ class Pow(Function):
         return gy * (c * x ** (c - 1))
 
 
-# %%
-#| export dezero_like/core.py
-import numpy as np
-
-
-def _binary(function, op, x0, x1, reverse=False):
-    """Apply a two-operand operator; ``x0`` is normally the Variable whose operator was called.
-
-    ``reverse`` is for the reflected operators: ``2.0 - x`` calls ``x.__rsub__(2.0)``,
-    which computes ``x1 - x0``. When no graph is recorded and no hook is watching,
-    the Function object is skipped and ``op`` runs on the arrays directly. That is
-    the case for every operator inside a plain ``backward()`` (gradients are computed
-    with these same operators) and under no_grad(), and it halves an operator's cost
-    there. With a graph (or a hook) the Function runs as usual, so create_graph and
-    the hooks see every operation.
-    """
-    if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
-        return function()(x1, x0) if reverse else function()(x0, x1)
-    a = x0.data
-    b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
-    y = op(b, a) if reverse else op(a, b)
-    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
-
+# %% [markdown]
+# The wrappers and the operators, as in step 22. `rsub` and `rdiv` are the
+# reflected operators: `2.0 - x` calls `x.__rsub__(2.0)`, which computes `2.0 - x`.
 
 # %%
 #| export dezero_like/core.py
-import operator
-
-
 def add(x0, x1):
-    return _binary(Add, operator.add, x0, x1)
+    return Add()(x0, x1)
 
 
 def mul(x0, x1):
-    return _binary(Mul, operator.mul, x0, x1)
+    return Mul()(x0, x1)
 
 
 def neg(x):
@@ -876,39 +579,25 @@ def neg(x):
 
 
 def sub(x0, x1):
-    return _binary(Sub, operator.sub, x0, x1)
+    return Sub()(x0, x1)
 
 
 def rsub(x0, x1):
-    return _binary(Sub, operator.sub, x0, x1, reverse=True)
+    return Sub()(x1, x0)
 
 
 def div(x0, x1):
-    return _binary(Div, operator.truediv, x0, x1)
+    return Div()(x0, x1)
 
 
 def rdiv(x0, x1):
-    return _binary(Div, operator.truediv, x0, x1, reverse=True)
+    return Div()(x1, x0)
 
 
 def pow(x, c):  # noqa: A001 - the book's name
     return Pow(c)(x)
 
 
-def _matmul(x0, x1):
-    return _F().matmul(x0, x1)
-
-
-def _rmatmul(x0, x1):
-    return _F().matmul(x1, x0)
-
-
-def _getitem(x, slices):
-    return _F().get_item(x, slices)
-
-
-# %%
-#| export dezero_like/core.py
 def setup_variable():
     """Give Variable its operators (kept as a function, as in the book)."""
     Variable.__add__ = add
@@ -921,13 +610,8 @@ def setup_variable():
     Variable.__truediv__ = div
     Variable.__rtruediv__ = rdiv
     Variable.__pow__ = pow
-    Variable.__matmul__ = _matmul
-    Variable.__rmatmul__ = _rmatmul
-    Variable.__getitem__ = _getitem
 
 
-# %%
-#| export dezero_like/core.py
 setup_variable()
 
 

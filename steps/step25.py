@@ -549,6 +549,89 @@ def broadcast_to(x, shape):
     return BroadcastTo(shape)(x)
 
 
+# %% [markdown]
+# ### Watching functions: the hook call sites in `core`
+#
+# To draw values and gradients inside the nodes, the graph module must see the
+# arrays each function receives and returns. Intermediate results may be gone
+# by the time we draw. So the core gets a way to let observers watch every
+# function as it runs: a **function hook**. A hook is an object with four
+# methods (`FunctionHook` below). The core calls every active hook right before
+# and right after each `forward` and each `backward`. Hooks live in the list
+# `_global_hooks`; `with hook:` adds one there for the length of a block. A
+# hook can also be attached to a single function (`_hooks`; step 65 adds
+# `add_hook`, and timing and printing hooks).
+#
+# Two places of the core change: `Function.__call__` (around `forward`) and
+# `_backward_step` (around `backward`). When no hook is active, the cost is
+# one look at an empty list per call.
+
+# %%
+#| export dezero_like/core.py
+# Function hooks switched on with ``with hook:`` (see dezero_like.hooks).
+_global_hooks: list = []
+
+
+# %%
+#| export dezero_like/core.py Function
+from dezero_like.core import (
+    Config,
+    Variable,
+    _as_inputs,
+    _global_hooks,
+    as_array,
+)
+import weakref
+
+_hooks = None  # hooks attached to this one function (step 65: add_hook)
+
+
+def __call__(self, *inputs):
+    inputs = _as_inputs(inputs)  # numbers and arrays become constants
+    xs = [x.data for x in inputs]
+    record = Config.enable_backprop
+    if record:
+        self.needs_input_grad = tuple(x.requires_grad for x in inputs)
+    hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
+    for hook in hooks:
+        hook.forward_preprocess(self, xs)
+    ys = self.forward(*xs)
+    if type(ys) is not tuple:
+        ys = (ys,)
+    ys = [as_array(y) for y in ys]  # NumPy may return a scalar for 0-d input
+    for hook in hooks:
+        hook.forward_postprocess(self, xs, ys)
+    outputs = [Variable(y, requires_grad=record) for y in ys]
+    if record:  # link the outputs to this function, and it to its inputs
+        self.generation = max(x.generation for x in inputs)
+        for y in outputs:
+            y.set_creator(self)
+        self.inputs = inputs
+        self.outputs = [weakref.ref(y) for y in outputs]  # weak: no reference cycle
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+# %%
+#| export dezero_like/core.py
+def _backward_step(f, gys):
+    """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
+    hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
+    for hook in hooks:
+        hook.backward_preprocess(f, gys)
+    gxs = f.backward(*gys)
+    if type(gxs) is not tuple:
+        gxs = (gxs,)
+    for hook in hooks:
+        hook.backward_postprocess(f, gys, gxs)
+    if len(gxs) != len(f.inputs):
+        raise RuntimeError(
+            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
+            f"for {len(f.inputs)} inputs"
+        )
+    return tuple(gx if gx is None or isinstance(gx, Variable)
+                 else Variable(as_array(gx), requires_grad=False) for gx in gxs)
+
+
 # %%
 #| export dezero_like/hooks.py
 """Function hooks: code that runs around every function's forward and backward.

@@ -15,6 +15,122 @@
 # This step only looks at that idea and at the graph it gives; step 31 shows
 # the mechanism, step 32 uses it.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` changes `Variable.backward` (it gains `create_graph`), `_add_grads`, and
+# `Function.__call__` (no graph when no input requires grad).
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
+# %% [markdown]
+# Since step 23, `Variable.backward` has switched graph recording off while the
+# loop runs (`using_config("enable_backprop", False)`). It now takes a flag,
+# `create_graph`, and records the backward pass when it is `True`. That is the
+# whole change to `backward`:
+#
+# ```diff
+# -    def backward(self, retain_grad=False):
+# +    def backward(self, retain_grad=False, create_graph=False):
+#          ...
+# -        with using_config("enable_backprop", False):
+# +        with using_config("enable_backprop", create_graph):
+# ```
+#
+# One helper follows. When two gradients meet at a variable, `_add_grads`
+# used to add their arrays. With `create_graph` the sum must be part of the
+# gradient's graph too, so it becomes a recorded `+`.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like import cuda
+from dezero_like.core import Variable, _backprop, using_config
+
+
+def backward(self, retain_grad=False, create_graph=False):
+    """Compute the gradient of this variable with respect to every leaf.
+
+    * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
+    * ``create_graph``: record the backward pass itself, so that the gradients
+      can be differentiated again.
+    """
+    seed = Variable(cuda.get_array_module(self.data).ones_like(self.data),
+                    requires_grad=False)
+    with using_config("enable_backprop", create_graph):
+        _backprop(self, seed, retain_grad)
+
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import Config, Variable, as_array
+
+
+def _add_grads(a, b):
+    """a + b for two gradients, as a new object (never ``+=``: see step 15).
+
+    With create_graph the sum must be differentiable, so it is a recorded Add;
+    otherwise the arrays are added directly.
+    """
+    if Config.enable_backprop:
+        return a + b
+    return Variable(as_array(a.data + b.data), requires_grad=False)
+
+
+# %% [markdown]
+# `Function.__call__` changes in one line. The seed of a backward pass is a
+# constant, and so is everything computed from constants alone. Recording
+# such a computation would only make the gradient's graph bigger. So a function
+# records a graph only when at least one input requires a gradient:
+#
+# ```diff
+# -    record = Config.enable_backprop
+# +    needs = tuple(x.requires_grad for x in inputs)
+# +    record = Config.enable_backprop and True in needs
+# ```
+
+# %%
+#| export dezero_like/core.py Function
+import weakref
+
+from dezero_like.core import (
+    Config,
+    Variable,
+    _as_inputs,
+    _global_hooks,
+    as_array,
+)
+
+
+def __call__(self, *inputs):
+    inputs = _as_inputs(inputs)  # numbers and arrays become constants
+    xs = [x.data for x in inputs]
+    needs = tuple(x.requires_grad for x in inputs)
+    record = Config.enable_backprop and True in needs
+    if record:
+        self.needs_input_grad = needs
+    hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
+    for hook in hooks:
+        hook.forward_preprocess(self, xs)
+    ys = self.forward(*xs)
+    if type(ys) is not tuple:
+        ys = (ys,)
+    ys = [as_array(y) for y in ys]  # NumPy may return a scalar for 0-d input
+    for hook in hooks:
+        hook.forward_postprocess(self, xs, ys)
+    outputs = [Variable(y, requires_grad=record) for y in ys]
+    if record:  # link the outputs to this function, and it to its inputs
+        self.generation = max(x.generation for x in inputs)
+        for y in outputs:
+            y.set_creator(self)
+        self.inputs = inputs
+        self.outputs = [weakref.ref(y) for y in outputs]  # weak: no reference cycle
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
 # %%
 import inspect
 

@@ -32,6 +32,133 @@ except RuntimeError as e:
     print("RuntimeError:", error_message)
 
 # %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` changes `Variable.backward` (it gains `retain_graph`) and the backward loop
+# `_backprop`, and gains `Variable._as_node` and `Function.release`.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+#
+# Three changes to the core do this.
+#
+# * `Variable._as_node()` makes a **stand-in**: a Variable with the same place
+#   in the graph (creator, generation, name) but no array.
+# * `Function.release()` replaces each input that was computed (has a creator)
+#   by its stand-in, and marks the function as freed. A leaf stays: it is the
+#   user's own variable, and its gradient must still reach it. The graph keeps
+#   its shape, so it can still be drawn.
+# * The loop releases every function it went through, unless `retain_graph=True`.
+#   It releases them all at the end: until then, the gradients of intermediate
+#   variables are kept on the variables themselves, so they must stay alive
+#   (step 69 finds a better place for those gradients and releases each
+#   function as soon as its backward has run). A freed function met by a later
+#   backward raises an error that says what to do.
+#
+# `backward(create_graph=True)` keeps the graph as well: the graph of the
+# gradient refers back to the forward graph.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like import cuda
+from dezero_like.core import Variable, _backprop, using_config
+
+
+def backward(self, retain_grad=False, create_graph=False, retain_graph=False):
+    """Compute the gradient of this variable with respect to every leaf.
+
+    * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
+    * ``create_graph``: record the backward pass itself, so that the gradients
+      can be differentiated again (implies ``retain_graph``).
+    * ``retain_graph``: keep what the functions saved, so backward can run again.
+    """
+    seed = Variable(cuda.get_array_module(self.data).ones_like(self.data),
+                    requires_grad=False)
+    with using_config("enable_backprop", create_graph):
+        _backprop(self, seed, retain_grad, retain_graph or create_graph)
+
+
+def _as_node(self):
+    """A stand-in without data: the same place in the graph, no array kept."""
+    node = Variable(None, self.name, self.requires_grad)
+    node.creator = self.creator
+    node.generation = self.generation
+    return node
+
+
+# %%
+#| export dezero_like/core.py Function
+_freed = False  # True once release() has dropped what backward needs
+
+
+def release(self):
+    """Drop the arrays saved for backward; the graph's shape stays for drawing."""
+    self.inputs = tuple(x if x.creator is None else x._as_node() for x in self.inputs)
+    self._freed = True
+
+
+# %%
+#| export dezero_like/core.py
+import heapq
+import itertools
+
+from dezero_like.core import _accumulate_leaf, _add_grads, _backward_step
+
+
+def _backprop(y, seed, retain_grad, retain_graph):
+    """Apply the chain rule from ``y`` (whose gradient is ``seed``) back to the leaves."""
+    if y.creator is None:
+        _accumulate_leaf(y, seed)
+        return
+    funcs = []  # a heap of (-generation, arrival number, function)
+    seen = set()
+    arrivals = itertools.count()
+    done = []  # the functions whose backward ran, released at the end
+
+    def add_func(f):
+        if f not in seen:
+            seen.add(f)
+            heapq.heappush(funcs, (-f.generation, next(arrivals), f))
+
+    add_func(y.creator)
+    y.grad = seed
+    while funcs:
+        f = heapq.heappop(funcs)[2]
+        if f._freed:
+            y.grad = None
+            raise RuntimeError(
+                f"Trying to backward through {type(f).__name__} a second time, but its "
+                "saved data was freed after the first backward. Pass retain_graph=True "
+                "to the first backward() call if you need to call backward twice."
+            )
+        gys = []
+        for ref in f.outputs:
+            out = ref()  # None when that output was dropped: no gradient reached it
+            gys.append(None if out is None else out.grad)
+        gxs = _backward_step(f, gys)
+        for x, gx in zip(f.inputs, gxs):
+            if gx is None or not x.requires_grad:
+                continue
+            if x.creator is None:
+                _accumulate_leaf(x, gx)
+            else:
+                x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
+                add_func(x.creator)
+        if not retain_grad:
+            for ref in f.outputs:
+                out = ref()
+                if out is not None:
+                    out.grad = None
+        done.append(f)
+    if not retain_graph:
+        for f in done:
+            f.release()
+
+
+# %% [markdown]
 # ## Keeping the graph: `retain_graph=True`
 #
 # When you *do* need a second pass, ask the first one to keep the saved arrays.

@@ -73,6 +73,85 @@ print("y =", y)
 print("y.shape:", y.shape)
 
 # %% [markdown]
+# With arrays come dtypes and views, and two rules for a **leaf's** gradient,
+# which the core now applies where a gradient reaches a leaf (`_accumulate_leaf`):
+#
+# * it has the leaf's dtype. A float32 weight combined with a float64 constant
+#   still gets a float32 gradient (PyTorch does the same), through `astype` above;
+# * it is an ordinary writable array. The backward of `sum` hands out a
+#   read-only broadcast view (`np.broadcast_to`), and an optimizer that updates
+#   with the gradient in place would fail on it, so such a view is copied first.
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import _F, _add_grads
+
+
+def _writeable(data):
+    """NumPy says whether an array may be written; CuPy has no such flag, so a view
+    with a zero stride (``broadcast_to``), whose elements alias, counts as read-only."""
+    flag = getattr(data.flags, "writeable", None)
+    return flag if flag is not None else (data.size <= 1 or 0 not in data.strides)
+
+
+def _accumulate_leaf(x, gx):
+    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable)."""
+    data = gx.data
+    if data.dtype != x.data.dtype:
+        gx = _F().astype(gx, x.data.dtype)
+    elif not _writeable(data):
+        gx = _F().astype(gx, data.dtype, copy=True)
+    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
+
+
+# %% [markdown]
+# `backward` takes the seed as `gradient=` (the section "Seeds that are not all
+# ones" below uses it). `_seed` checks it before any work is done: an array or
+# a Variable of exactly the output's shape (step 63 says why nothing else is
+# accepted).
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like import cuda
+from dezero_like.core import Variable, _backprop, _is_array, using_config
+
+
+def backward(self, gradient=None, retain_grad=False, create_graph=False, retain_graph=False):
+    """Compute the gradient of this variable with respect to every leaf.
+
+    * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+    * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
+    * ``create_graph``: record the backward pass itself, so that the gradients
+      can be differentiated again (implies ``retain_graph``).
+    * ``retain_graph``: keep what the functions saved, so backward can run again.
+    """
+    seed = self._seed(gradient)
+    with using_config("enable_backprop", create_graph):
+        _backprop(self, seed, retain_grad, retain_graph or create_graph)
+
+
+def _seed(self, gradient):
+    """The first gradient, dL/d(self): ones, or ``gradient`` after checking it."""
+    data = self.data
+    if gradient is None:
+        return Variable(cuda.get_array_module(data).ones_like(data), requires_grad=False)
+    if isinstance(gradient, Variable):
+        gradient = gradient.data
+    if not _is_array(gradient):
+        raise TypeError(
+            "backward(gradient=...) takes an ndarray or a Variable, "
+            f"got {type(gradient).__name__}"
+        )
+    if gradient.shape != data.shape:
+        raise ValueError(
+            f"backward(gradient=...) has shape {gradient.shape}, but the output "
+            f"has shape {data.shape}; the seed must match the output's shape"
+        )
+    # astype copies: .grad never aliases the caller's array
+    return Variable(gradient.astype(data.dtype), requires_grad=False)
+
+
+# %% [markdown]
 # ## What does backward mean for an array output?
 #
 # `backward()` starts from a seed gradient for `y`. When we do not give one,

@@ -128,6 +128,23 @@ def matmul(x, W):
     return MatMul()(x, W)
 
 
+# %% [markdown]
+# `Variable` gets the `@` operator (`__matmul__`, and `__rmatmul__` for
+# `ndarray @ variable`); both call `matmul`.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like.core import _F
+
+
+def __matmul__(self, other):
+    return _F().matmul(self, other)
+
+
+def __rmatmul__(self, other):
+    return _F().matmul(other, self)
+
+
 # %%
 import numpy as np
 

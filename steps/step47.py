@@ -71,11 +71,7 @@
 ``optimizer.update()``. Updates change ``param.data`` in place, in the
 parameter's dtype, and build no graph. Hooks (``add_hook``) see the list of
 parameters with gradients before the update: weight decay, gradient clipping,
-freezing layers.
-
-If ``loss.backward(loss_scale=S)`` was used (loss scaling for float16), each
-leaf remembers ``S`` in ``param.loss_scale``; the optimizer divides the
-gradient by it before hooks and update, then resets it to ``None``.
+freezing layers. (Step 67 adds loss scaling: ``update`` divides it out.)
 """
 
 from dezero_like.core import Variable, as_array
@@ -121,11 +117,6 @@ class Optimizer:
         if self.target is None:
             raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
         params = [p for p in self.target.params() if p.grad is not None]
-        for p in params:
-            if p.loss_scale is not None:
-                # a new array: grads may be shared between parameters (never divide in place)
-                p.grad = _new_grad(p.grad.data / float(p.loss_scale))
-                p.loss_scale = None
         for f in self.hooks:
             f(params)
         self.prepare()

@@ -133,6 +133,18 @@ def get_item(x, slices):
     return GetItem(_index_data(slices))(x)
 
 
+# %% [markdown]
+# Indexing a Variable (`x[1]`, `x[:, 0]`, `x[[0, 0, 2]]`) calls `get_item`.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like.core import _F
+
+
+def __getitem__(self, slices):
+    return _F().get_item(self, slices)
+
+
 # %%
 import numpy as np
 

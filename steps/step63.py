@@ -18,6 +18,50 @@ import dezero_like as dz
 import dezero_like.functions as F
 
 # %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` changes `Variable.backward`: it refuses a variable that does not require
+# grad.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+#
+# `backward` refuses, with a clear error, to start from a variable that does not
+# require grad (a constant, or a result computed under `no_grad()`: backward
+# through it would reach no leaf) and from a data-less stand-in of step 37. The
+# seed itself came with step 38 (`_seed`), and the rule that a function whose
+# inputs are all constants records nothing with step 30.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like.core import _backprop, using_config
+
+
+def backward(self, gradient=None, retain_grad=False, create_graph=False, retain_graph=False):
+    """Compute the gradient of this variable with respect to every leaf.
+
+    * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+    * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
+    * ``create_graph``: record the backward pass itself, so that the gradients
+      can be differentiated again (implies ``retain_graph``).
+    * ``retain_graph``: keep what the functions saved, so backward can run again.
+    """
+    if not self.requires_grad:
+        raise RuntimeError(
+            "backward() was called on a variable that does not require grad "
+            "(it was made under no_grad(), or from inputs with requires_grad=False)"
+        )
+    if self.data is None:
+        raise RuntimeError("backward() was called on a graph node that holds no data")
+    seed = self._seed(gradient)
+    with using_config("enable_backprop", create_graph):
+        _backprop(self, seed, retain_grad, retain_graph or create_graph)
+
+
+# %% [markdown]
 # ## The seed is a vector–Jacobian product
 #
 # For a non-scalar output $y = f(x)$ with Jacobian $J = \partial y / \partial x$,

@@ -27,6 +27,119 @@ import dezero_like as dz
 import dezero_like.functions as F
 
 # %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` gains `Function.backward_accumulate` and `Function._duplicates`;
+# `Function.__call__` notes repeated inputs, and `_backward_step` calls `backward_accumulate` for
+# them.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+#
+# `Function.__call__` notes whether one variable fills several slots
+# (`_duplicates`; for two inputs a single `is` test), and `_backward_step` calls
+# `backward_accumulate` instead of `backward` for such a function. The
+# default `backward_accumulate` finds the slots that hold the same variable and
+# adds their gradients into the first one.
+
+# %%
+#| export dezero_like/core.py Function
+import weakref
+
+from dezero_like.core import (
+    Config,
+    Variable,
+    _add_grads,
+    _as_inputs,
+    _global_hooks,
+    as_array,
+)
+
+_duplicates = False  # True when one variable fills several input slots
+
+
+def __call__(self, *inputs):
+    inputs = _as_inputs(inputs)  # numbers and arrays become constants
+    xs = [x.data for x in inputs]
+    needs = tuple(x.requires_grad for x in inputs)
+    record = Config.enable_backprop and True in needs
+    if record:
+        self.needs_input_grad = needs
+    hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
+    for hook in hooks:
+        hook.forward_preprocess(self, xs)
+    ys = self.forward(*xs)
+    if type(ys) is not tuple:
+        ys = (ys,)
+    ys = [as_array(y) for y in ys]  # NumPy may return a scalar for 0-d input
+    for hook in hooks:
+        hook.forward_postprocess(self, xs, ys)
+    outputs = [Variable(y, requires_grad=record) for y in ys]
+    if record:  # link the outputs to this function, and it to its inputs
+        self.generation = max(x.generation for x in inputs)
+        for y in outputs:
+            y.set_creator(self)
+        self.inputs = inputs
+        self.outputs = [weakref.ref(y) for y in outputs]  # weak: no reference cycle
+        self._duplicates = len(set(map(id, inputs))) < len(inputs)
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def backward_accumulate(self, *gys):
+    """Backward for a function that received the same variable in several slots.
+
+    ``f(x, x)`` gives one gradient per slot; they are summed here, inside the
+    function's own backward step, into the first slot holding ``x`` (the
+    others get ``None``), so ``x`` receives one gradient, stored once, in
+    a fresh array. A function may override this to compute the fused
+    gradient directly (``x * x`` could return ``2 * x * gy`` at once).
+    """
+    gxs = self.backward(*gys)
+    if type(gxs) is not tuple:
+        gxs = (gxs,)
+    gxs = list(gxs)
+    first = {}
+    for i, x in enumerate(self.inputs):
+        if id(x) not in first:
+            first[id(x)] = i
+        elif gxs[i] is not None:
+            j = first[id(x)]
+            gxs[j] = gxs[i] if gxs[j] is None else _add_grads(gxs[j], gxs[i])
+            gxs[i] = None
+    return tuple(gxs)
+
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import Variable, _global_hooks, as_array
+
+
+def _backward_step(f, gys):
+    """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
+    hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
+    for hook in hooks:
+        hook.backward_preprocess(f, gys)
+    if f._duplicates:  # the same variable in several slots, as in x * x
+        gxs = f.backward_accumulate(*gys)
+    else:
+        gxs = f.backward(*gys)
+        if type(gxs) is not tuple:
+            gxs = (gxs,)
+    for hook in hooks:
+        hook.backward_postprocess(f, gys, gxs)
+    if len(gxs) != len(f.inputs):
+        raise RuntimeError(
+            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
+            f"for {len(f.inputs)} inputs"
+        )
+    return tuple(gx if gx is None or isinstance(gx, Variable)
+                 else Variable(as_array(gx), requires_grad=False) for gx in gxs)
+
+
+# %% [markdown]
 # ## `x * x` and `x + x`
 #
 # $\frac{\partial}{\partial x}(x \cdot x) = x + x = 2x$. `Mul.backward` returns

@@ -39,6 +39,193 @@ with np.errstate(over="ignore"):
 # optimizer divides each gradient by it before `update` and resets it.
 
 # %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` changes `Variable.__init__` (a `loss_scale` field), `Variable.backward` and
+# `Variable._seed` (they gain `loss_scale`), `_backprop` and `_accumulate_leaf` (leaves remember
+# the scale); `optimizers` changes `Optimizer.update` (it divides the scale out).
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+#
+# The seed is multiplied by $S$ in `_seed`; the loop hands $S$ to
+# `_accumulate_leaf`, which writes it on every leaf that receives a gradient;
+# `Optimizer.update` divides each such gradient by its scale before the hooks and
+# the update. The scale is stored on the leaf rather than on the optimizer so
+# that a gradient is never divided twice, and so that gradients from an unscaled
+# backward (which leave `loss_scale` at `None`) are left alone.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like import cuda
+from dezero_like.core import Variable, _backprop, _is_array, as_array, using_config
+
+
+def __init__(self, data, name=None, requires_grad=True):
+    if data is not None and not _is_array(data):
+        raise TypeError(
+            f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
+            f"got {type(data).__name__}; use Variable(np.array(...))"
+        )
+    if data is not None and data.dtype.kind not in "biufc":
+        raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
+    self.data = data
+    self.name = name
+    self.grad = None
+    self.creator = None
+    self.generation = 0
+    self.requires_grad = requires_grad
+    self.loss_scale = None  # set on a leaf by backward(loss_scale=...)
+
+
+def backward(self, gradient=None, retain_grad=False, create_graph=False,
+             retain_graph=False, loss_scale=None):
+    """Compute the gradient of this variable with respect to every leaf.
+
+    * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+    * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
+    * ``create_graph``: record the backward pass itself, so that the gradients
+      can be differentiated again (implies ``retain_graph``).
+    * ``retain_graph``: keep what the functions saved, so backward can run again.
+    * ``loss_scale``: multiply the seed by this number; leaves remember it in
+      ``loss_scale`` and optimizers divide it out before the update.
+    """
+    if not self.requires_grad:
+        raise RuntimeError(
+            "backward() was called on a variable that does not require grad "
+            "(it was made under no_grad(), or from inputs with requires_grad=False)"
+        )
+    if self.data is None:
+        raise RuntimeError("backward() was called on a graph node that holds no data")
+    seed = self._seed(gradient, loss_scale)
+    with using_config("enable_backprop", create_graph):
+        _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
+
+
+def _seed(self, gradient, loss_scale=None):
+    """The first gradient dL/d(self): ones or ``gradient`` (checked), times the scale."""
+    data = self.data
+    if gradient is None:
+        seed = cuda.get_array_module(data).ones_like(data)
+    else:
+        if isinstance(gradient, Variable):
+            gradient = gradient.data
+        if not _is_array(gradient):
+            raise TypeError(
+                "backward(gradient=...) takes an ndarray or a Variable, "
+                f"got {type(gradient).__name__}"
+            )
+        if gradient.shape != data.shape:
+            raise ValueError(
+                f"backward(gradient=...) has shape {gradient.shape}, but the output "
+                f"has shape {data.shape}; the seed must match the output's shape"
+            )
+        seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
+    if loss_scale is not None:
+        # the scale takes the seed's dtype (np.float64(1024) must not turn float32
+        # gradients into float64); a 0-d product is a NumPy scalar: make it an array
+        xp = cuda.get_array_module(seed)
+        seed = as_array(seed * xp.asarray(loss_scale, dtype=seed.dtype))
+    return Variable(seed, requires_grad=False)
+
+
+# %%
+#| export dezero_like/core.py
+import heapq
+import itertools
+
+from dezero_like.core import _F, _add_grads, _backward_step, _writeable
+
+
+def _accumulate_leaf(x, gx, loss_scale=None):
+    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable)."""
+    data = gx.data
+    if data.dtype != x.data.dtype:
+        gx = _F().astype(gx, x.data.dtype)
+    elif not _writeable(data):
+        gx = _F().astype(gx, data.dtype, copy=True)
+    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
+    if loss_scale is not None:
+        x.loss_scale = loss_scale
+
+
+def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
+    """Apply the chain rule from ``y`` (whose gradient is ``seed``) back to the leaves."""
+    if y.creator is None:
+        _accumulate_leaf(y, seed, loss_scale)
+        return
+    funcs = []  # a heap of (-generation, arrival number, function)
+    seen = set()
+    arrivals = itertools.count()
+    done = []  # the functions whose backward ran, released at the end
+
+    def add_func(f):
+        if f not in seen:
+            seen.add(f)
+            heapq.heappush(funcs, (-f.generation, next(arrivals), f))
+
+    add_func(y.creator)
+    y.grad = seed
+    while funcs:
+        f = heapq.heappop(funcs)[2]
+        if f._freed:
+            y.grad = None
+            raise RuntimeError(
+                f"Trying to backward through {type(f).__name__} a second time, but its "
+                "saved data was freed after the first backward. Pass retain_graph=True "
+                "to the first backward() call if you need to call backward twice."
+            )
+        gys = []
+        for ref in f.outputs:
+            out = ref()  # None when that output was dropped: no gradient reached it
+            gys.append(None if out is None else out.grad)
+        gxs = _backward_step(f, gys)
+        for x, gx in zip(f.inputs, gxs):
+            if gx is None or not x.requires_grad:
+                continue
+            if x.creator is None:
+                _accumulate_leaf(x, gx, loss_scale)
+            else:
+                x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
+                add_func(x.creator)
+        if not retain_grad:
+            for ref in f.outputs:
+                out = ref()
+                if out is not None:
+                    out.grad = None
+        done.append(f)
+    if not retain_graph:
+        for f in done:
+            f.release()
+
+
+# %%
+#| export dezero_like/optimizers.py Optimizer
+from dezero_like.optimizers import _new_grad
+
+
+def update(self):
+    """Apply one update to every parameter of the target that has a gradient."""
+    if self.target is None:
+        raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
+    params = [p for p in self.target.params() if p.grad is not None]
+    for p in params:
+        if p.loss_scale is not None:
+            # a new array: grads may be shared between parameters (never divide in place)
+            p.grad = _new_grad(p.grad.data / float(p.loss_scale))
+            p.loss_scale = None
+    for f in self.hooks:
+        f(params)
+    self.prepare()
+    for p in params:
+        if p.grad is not None:  # a hook (FreezeParam) may have removed it
+            self.update_one(p)
+
+
+# %% [markdown]
 # ## An experiment: linear regression with small targets
 #
 # We fit $t = x w$ with $N = 32768$ samples and small true weights (about

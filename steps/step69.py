@@ -18,7 +18,7 @@
 #   `retain_inputs`/`retain_outputs`, PyTorch's `ctx.save_for_backward` and the
 #   `_saved_...` attributes of a `grad_fn`.
 #
-# `dezero_like` does the same (see `core.py`). A function calls
+# `dezero_like` does the same (the package code below). A function calls
 # `self.retain_inputs(indexes)` in forward to say which inputs its backward
 # needs; the other intermediate inputs are replaced by data-less stand-ins with
 # the same creator, index and generation. Gradients of intermediate results
@@ -33,6 +33,330 @@
 # | $y = x \cdot c$, $c$ constant | $c$ | $c$ only |
 # | $y = e^x$ | $e^x = y$ | the output $y$ |
 # | $y = \sin x$ | $\cos x$ | the input $x$ |
+
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` changes `Variable.__init__`, `set_creator` and `_as_node` (a Variable knows
+# its output slot, `index`), `Function.__call__`, `get_retained_outputs`, `release` and
+# `backward_accumulate` (only what backward reads is kept), the backward loop `_backprop`
+# (gradients wait in slots of their function, which is released as soon as its backward ran), and
+# `Add`, `Mul`, `Neg`, `Sub`, `Div` (each keeps only what its derivative reads).
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+#
+# Five changes to the core, in the order the code below makes them.
+#
+# 1. **A Variable knows its output slot.** `index` says which output of its
+#    creator it is, and the stand-in of step 37 copies it. The pair
+#    (creator, index) now names a place in the graph, whatever object stands there.
+# 2. **`Function.__call__` keeps only what backward reads.** An input named by
+#    `retain_inputs` is kept; the other inputs that were computed (they have
+#    a creator) are replaced by stand-ins at once, in forward. A retained
+#    output is kept as an array, so `get_retained_outputs` can rebuild the
+#    output's Variable when the user has dropped it.
+# 3. **Gradients wait in slots of their function.** The loop used to put the
+#    gradient of an intermediate result on the Variable (`x.grad`), and read it
+#    back through the creator's weak reference. With stand-ins that no longer
+#    works: the Variable may be gone. So the gradient for output `i` of `c`
+#    goes into `c._grads[i]`. A function is queued when its first slot fills;
+#    no `seen` set is needed, because "has slots" means "queued". Freed of the
+#    Variables, the loop can release each function as soon as its backward has
+#    run, which returns its saved arrays during backward, not after it.
+# 4. **`backward_accumulate`** recognises a repeated input by its place in the graph
+#    (two stand-ins of one variable are two objects).
+# 5. **The arithmetic keeps what its derivative reads** (the table above), and
+#    skips gradients nobody needs (`needs_input_grad`, step 63).
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like.core import Variable, _is_array
+
+
+def __init__(self, data, name=None, requires_grad=True):
+    if data is not None and not _is_array(data):
+        raise TypeError(
+            f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
+            f"got {type(data).__name__}; use Variable(np.array(...))"
+        )
+    if data is not None and data.dtype.kind not in "biufc":
+        raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
+    self.data = data
+    self.name = name
+    self.grad = None
+    self.creator = None
+    self.index = 0  # which output of its creator this variable is
+    self.generation = 0
+    self.requires_grad = requires_grad
+    self.loss_scale = None  # set on a leaf by backward(loss_scale=...)
+
+
+def set_creator(self, func, index=0):
+    self.creator = func
+    self.index = index
+    self.generation = func.generation + 1
+
+
+def _as_node(self):
+    """A stand-in without data: the same place in the graph, no array kept."""
+    node = Variable(None, self.name, self.requires_grad)
+    node.creator = self.creator
+    node.index = self.index
+    node.generation = self.generation
+    return node
+
+
+# %%
+#| export dezero_like/core.py Function
+import weakref
+
+from dezero_like.core import (
+    Config,
+    Variable,
+    _add_grads,
+    _as_inputs,
+    _global_hooks,
+    as_array,
+)
+
+_grads = None  # gradients of the outputs, gathered during backward
+
+
+def __call__(self, *inputs):
+    inputs = _as_inputs(inputs)  # numbers and arrays become constants
+    xs = [x.data for x in inputs]
+    needs = tuple(x.requires_grad for x in inputs)
+    record = Config.enable_backprop and True in needs
+    if record:
+        self.needs_input_grad = needs
+    hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
+    for hook in hooks:
+        hook.forward_preprocess(self, xs)
+    ys = self.forward(*xs)
+    if type(ys) is not tuple:
+        ys = (ys,)
+    ys = [as_array(y) for y in ys]  # NumPy may return a scalar for 0-d input
+    for hook in hooks:
+        hook.forward_postprocess(self, xs, ys)
+    outputs = [Variable(y, requires_grad=record) for y in ys]
+    if record:  # link the outputs to this function, and it to what backward reads
+        self.generation = max(x.generation for x in inputs)
+        for i, y in enumerate(outputs):
+            y.set_creator(self, i)
+        self.outputs = [weakref.ref(y) for y in outputs]  # weak: no reference cycle
+        self._duplicates = len(set(map(id, inputs))) < len(inputs)
+        keep = self._retained_in
+        if keep is not None:  # a computed input backward does not read: a stand-in
+            inputs = tuple(x if x.creator is None or i in keep else x._as_node()
+                           for i, x in enumerate(inputs))
+        self.inputs = inputs
+        if self._retained_out is not None:
+            self._retained_out = {i: ys[i] for i in self._retained_out}
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def get_retained_outputs(self):
+    """The outputs kept by ``retain_outputs``, as Variables that belong to this graph."""
+    if self._retained_out is None:
+        raise RuntimeError(f"{type(self).__name__} retained no outputs")
+    result = []
+    for i, data in self._retained_out.items():
+        y = self.outputs[i]()
+        if y is None:  # the user dropped it: rebuild the same graph node
+            y = Variable(data)
+            y.set_creator(self, i)
+        result.append(y)
+    return tuple(result)
+
+
+def release(self):
+    """Drop the arrays saved for backward; the graph's shape stays for drawing."""
+    self.inputs = tuple(x if x.creator is None or x.data is None else x._as_node()
+                        for x in self.inputs)
+    self._retained_out = None
+    self._freed = True
+
+
+def backward_accumulate(self, *gys):
+    """Backward for a function that received the same variable in several slots.
+
+    ``f(x, x)`` gives one gradient per slot; they are summed here, inside the
+    function's own backward step, into the first slot holding ``x`` (the
+    others get ``None``), so ``x`` receives one gradient, stored once, in
+    a fresh array. A function may override this to compute the fused
+    gradient directly (``x * x`` could return ``2 * x * gy`` at once).
+    """
+    gxs = self.backward(*gys)
+    if type(gxs) is not tuple:
+        gxs = (gxs,)
+    gxs = list(gxs)
+    first = {}
+    for i, x in enumerate(self.inputs):
+        # a leaf is itself; a computed variable is its place in the graph
+        key = id(x) if x.creator is None else (id(x.creator), x.index)
+        if key not in first:
+            first[key] = i
+        elif gxs[i] is not None:
+            j = first[key]
+            gxs[j] = gxs[i] if gxs[j] is None else _add_grads(gxs[j], gxs[i])
+            gxs[i] = None
+    return tuple(gxs)
+
+
+# %% [markdown]
+# The loop with slots. Compare it with step 37's: the queue no longer needs a
+# `seen` set, `y.grad` is never written (unless `retain_grad=True`), and
+# `release` moves into the loop.
+
+# %%
+#| export dezero_like/core.py
+import heapq
+import itertools
+
+from dezero_like.core import _accumulate_leaf, _add_grads, _backward_step
+
+
+def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
+    """Apply the chain rule from ``y`` (whose gradient is ``seed``) back to the leaves."""
+    if y.creator is None:
+        _accumulate_leaf(y, seed, loss_scale)
+        return
+    funcs = []  # a heap of (-generation, arrival number, function)
+    arrivals = itertools.count()
+
+    def add_func(f):  # called when f's first output gradient arrives
+        f._grads = [None] * len(f.outputs)
+        heapq.heappush(funcs, (-f.generation, next(arrivals), f))
+
+    add_func(y.creator)
+    y.creator._grads[y.index] = seed
+    try:
+        while funcs:
+            f = heapq.heappop(funcs)[2]
+            gys, f._grads = f._grads, None
+            if f._freed:
+                raise RuntimeError(
+                    f"Trying to backward through {type(f).__name__} a second time, but its "
+                    "saved data was freed after the first backward. Pass retain_graph=True "
+                    "to the first backward() call if you need to call backward twice."
+                )
+            if retain_grad:  # hand the gradients to the outputs still alive
+                for ref, gy in zip(f.outputs, gys):
+                    out = ref()
+                    if out is not None:
+                        out.grad = gy
+            gxs = _backward_step(f, gys)
+            for x, gx in zip(f.inputs, gxs):
+                if gx is None or not x.requires_grad:
+                    continue
+                c = x.creator
+                if c is None:
+                    _accumulate_leaf(x, gx, loss_scale)
+                    continue
+                if c._grads is None:
+                    add_func(c)
+                slots, i = c._grads, x.index
+                slots[i] = gx if slots[i] is None else _add_grads(slots[i], gx)
+            if not retain_graph:
+                f.release()
+    finally:  # an exception left work queued: forget it
+        for item in funcs:
+            item[2]._grads = None
+
+
+# %% [markdown]
+# And the arithmetic, each keeping what its derivative reads. `retain_inputs(())`
+# keeps no input: `Add` needs only the shapes. `Mul` keeps a factor only when the
+# *other* factor needs a gradient: in `x * 2.0` it keeps the `2.0`, not `x`.
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import Function, Variable, _sum_to
+
+
+class Add(Function):
+    """y = x0 + x1 (with broadcasting); dy/dx0 = dy/dx1 = 1."""
+
+    def forward(self, x0, x1):
+        if self.needs_input_grad:  # a graph is being built: keep shapes, no arrays
+            self.retain_inputs(())
+            self.shapes = (x0.shape, x1.shape)
+        return x0 + x1
+
+    def backward(self, gy):
+        n0, n1 = self.needs_input_grad
+        s0, s1 = self.shapes
+        return (_sum_to(gy, s0) if n0 else None, _sum_to(gy, s1) if n1 else None)
+
+
+class Mul(Function):
+    """y = x0 * x1; dy/dx0 = x1, dy/dx1 = x0. Keeps only the factor it needs."""
+
+    def forward(self, x0, x1):
+        if self.needs_input_grad:  # a graph is being built
+            n0, n1 = self.needs_input_grad
+            # dy/dx0 needs x1 and dy/dx1 needs x0: keep a factor only when its
+            # partner needs a gradient (x * 2.0 keeps the 2.0, not x).
+            self.retain_inputs((1,) if not n1 else (0,) if not n0 else (0, 1))
+            self.shapes = (x0.shape, x1.shape)
+        return x0 * x1
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        n0, n1 = self.needs_input_grad
+        s0, s1 = self.shapes
+        return (_sum_to(gy * x1, s0) if n0 else None, _sum_to(gy * x0, s1) if n1 else None)
+
+
+class Neg(Function):
+    """y = -x; dy/dx = -1."""
+
+    def forward(self, x):
+        if self.needs_input_grad:
+            self.retain_inputs(())
+        return -x
+
+    def backward(self, gy):
+        return -gy
+
+
+class Sub(Function):
+    """y = x0 - x1; dy/dx0 = 1, dy/dx1 = -1."""
+
+    def forward(self, x0, x1):
+        if self.needs_input_grad:
+            self.retain_inputs(())
+            self.shapes = (x0.shape, x1.shape)
+        return x0 - x1
+
+    def backward(self, gy):
+        n0, n1 = self.needs_input_grad
+        s0, s1 = self.shapes
+        return (_sum_to(gy, s0) if n0 else None, _sum_to(-gy, s1) if n1 else None)
+
+
+class Div(Function):
+    """y = x0 / x1; dy/dx0 = 1/x1, dy/dx1 = -x0/x1**2."""
+
+    def forward(self, x0, x1):
+        if self.needs_input_grad:
+            # dy/dx0 needs x1; dy/dx1 needs x0 and x1
+            self.retain_inputs((0, 1) if self.needs_input_grad[1] else (1,))
+            self.shapes = (x0.shape, x1.shape)
+        return x0 / x1
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        n0, n1 = self.needs_input_grad
+        s0, s1 = self.shapes
+        gx0 = _sum_to(gy / x1, s0) if n0 else None
+        gx1 = _sum_to(gy * (-x0 / x1**2), s1) if n1 else None
+        return gx0, gx1
+
 
 # %%
 import tracemalloc

@@ -18,7 +18,9 @@ can predict the generated file from the steps:
   the same name is replaced, a new one is added at the end of the class. A step
   that changes one method of a large class shows only that method.
 * Import statements are gathered at the top of the module, once each, sorted;
-  an import from the module itself is dropped (the name is defined right there).
+  an import from the module itself is dropped (the name is defined right there),
+  and so is an import that nothing in the generated module uses any more (it
+  belonged to a definition that a later step replaced).
   A string at the very start of a module's first cell is the module docstring.
 * ``dezero_like/__init__.py`` gets an ``__all__`` listing every name it binds.
 
@@ -312,6 +314,32 @@ def _bound_names(module):
         not n.startswith("_") or n == "__version__")]
 
 
+def _used_imports(module):
+    """The imports of ``module`` that its code uses.
+
+    An import is gathered from the cell that needed it. When a later step replaces
+    that definition, the import may be left with no user (step 23's backward loop
+    used ``itertools``, step 70's does not); such an import is dropped.
+    """
+    used = set()
+    for piece in module.pieces:
+        for node in ast.walk(ast.parse(textwrap.dedent(_render_piece(piece)))):
+            if isinstance(node, ast.Name):
+                used.add(node.id)
+    kept = []
+    for imp in module.imports:
+        node = ast.parse(imp).body[0]
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            kept.append(imp)
+            continue
+        aliases = [a for a in node.names
+                   if (a.asname or a.name.split(".")[0]) in used]
+        if aliases:
+            node.names = aliases
+            kept.append(ast.unparse(node))
+    return kept
+
+
 def render(module):
     parts = [HEADER.rstrip()]
     if module.docstring:
@@ -321,8 +349,9 @@ def render(module):
         module.pieces = [p for p in module.pieces if p.name != "__all__"]
         all_ = "__all__ = [\n" + "".join(f"    {n!r},\n" for n in names) + "]"
         module.pieces.append(Piece("__all__", all_.replace("'", '"'), 0))
-    if module.imports:
-        parts.append(_sort_imports(module.imports))
+    imports = module.imports if module.path.endswith("__init__.py") else _used_imports(module)
+    if imports:
+        parts.append(_sort_imports(imports))
     step = None
     chunks = []
     for piece in module.pieces:
