@@ -1089,7 +1089,8 @@ print("float32 stays float32:", (2.0 - x32 / 3).dtype)
 # %% [markdown]
 # ## Checking gradients with `utils`
 #
-# In step 13 we wrote a central-difference helper by hand. The package ships
+# In step 04 we wrote a central-difference helper by hand, and in step 10 a
+# gradient checker. The package ships
 # one that every test of the package uses: `utils.gradient_check(f, x)`
 # compares backprop with central differences in float64 and returns `True`, or
 # raises an `AssertionError` that names the worst element.

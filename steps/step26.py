@@ -7,7 +7,7 @@
 # nodes in layers, routing the edges around each other), which is a hard
 # problem that Graphviz's `dot` program solves well. We hand it our text.
 #
-# `dezero_like.utils.plot_dot_graph(y, to_file=out_dir / "graph.png"))`:
+# `dezero_like.utils.plot_dot_graph(y, to_file=out_dir / "graph.png")`:
 #
 # 1. writes the DOT text to `graph.dot` (first, so it is never lost);
 # 2. runs a renderer on it, writing PNG, SVG or PDF by the file's extension;

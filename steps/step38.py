@@ -177,8 +177,8 @@ print("equals cos(x):", np.allclose(x.grad.data, np.cos(x.data)))
 # %% [markdown]
 # ## Checking against numerical differentiation
 #
-# The numerical gradient of step 4 works element by element: nudge one entry,
-# see how the sum changes. `dezero_like.utils.gradient_check` does this for
+# The gradient checker of step 10 works element by element: it nudges one entry
+# and sees how the sum changes. `dezero_like.utils.gradient_check` does this for
 # every element in float64 and compares with backprop. It also works for a
 # composition of elementwise functions and operators:
 

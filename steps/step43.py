@@ -103,8 +103,10 @@ for i in range(100):
         print(f"iter {i:3d}  loss {losses[-1]:.4f}  W {W.data[0, 0]:.3f}  b {b.data[0]:.3f}")
 
 # %% [markdown]
-# The loss falls quickly and then flattens out at the noise level (the variance
-# of uniform noise is 1/12 ≈ 0.083; no line can do better than that). The
+# The loss falls quickly and then flattens out near the noise level. Uniform
+# noise has variance 1/12 ≈ 0.083, which is what the true line scores on
+# average; on these 100 points the best line scores a little less (a fitted
+# line absorbs part of the sample's noise), so the loss may end below 0.083. The
 # updates change `W.data` in place, outside any graph: the update is not part
 # of the model we differentiate.
 #

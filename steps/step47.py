@@ -426,8 +426,9 @@ plot_paths(lambda u, v: (a[0] * u**2 + a[1] * v**2) / 2, paths, xlim=(-1.2, 1.2)
 # axis at once but crawls along the shallow one. Momentum overshoots and
 # swings around the minimum. AdaGrad and Adam move both coordinates by the same
 # amount (their per-weight scaling divides out the factor 10), so they travel
-# down the diagonal. AdaDelta has no learning rate: its first steps are tiny,
-# about $\sqrt\epsilon$ relative, and grow as its memory $d$ of past steps fills.
+# down the diagonal. AdaDelta has no learning rate: its first step has size about
+# $\sqrt{\epsilon / (1 - \rho)}$ whatever the gradient (0.0045 for $\rho = 0.95$,
+# $\epsilon = 10^{-6}$), and its steps grow as its memory $d$ of past steps fills.
 #
 # ## Training with an optimizer
 #
@@ -480,13 +481,15 @@ plot_curves({"training loss (MSE)": histories}, xlabel="iteration", logy=True,
 
 # %% [markdown]
 # How to read this. The noise added to the sine is uniform on $[0, 1]$; around its
-# mean $0.5$ its variance is $1/12 \approx 0.083$ (printed above for these 100
-# points), and no model can predict noise, so a loss near that value means the
-# curve is found. Adam gets there (slightly below: with 100 points the network
-# starts to fit the noise). SGD's loss jumps far up in its first iterations
+# mean $0.5$ its variance is $1/12 \approx 0.083$ on average (the variance of
+# these 100 points is printed above), and no model can predict noise, so a
+# loss near that value means the curve is found. Adam gets there (slightly
+# below: with 100 points the network starts to fit the noise). SGD's loss jumps
+# far up in its first iterations
 # (its peak is printed above: $\eta = 0.3$ is too large while the gradients of
-# the scaled weights are big) and then recovers. MomentumSGD is fastest over
-# the first 100 iterations, then flattens out and ends above SGD. That is a
+# the scaled weights are big) and then recovers. MomentumSGD falls fastest at
+# first; Adam overtakes it within the first 100 iterations, and Momentum
+# flattens out and ends above SGD (the printed losses show where). That is a
 # statement about these learning rates on this problem, not a ranking of the
 # methods: each optimizer needs its own learning rate tuned.
 

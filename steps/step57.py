@@ -408,9 +408,10 @@ out_dir = output_dir(57)  # every file this step writes goes here
 #
 # $$y_{p,q} = \sum_{i=0}^{K_H-1} \sum_{j=0}^{K_W-1} k_{i,j}\, x_{p+i,\,q+j}.$$
 #
-# (Mathematicians would flip the kernel and call this *cross-correlation*;
-# every deep-learning framework computes it this way and calls it convolution.
-# Since the kernel is learned, the flip makes no difference.)
+# (Mathematicians call this formula, with no flip, *cross-correlation*; their
+# convolution flips the kernel first. Every deep-learning framework computes
+# the unflipped version and calls it convolution. Since the kernel is learned,
+# the flip makes no difference.)
 #
 # Below, a 6×6 image that is dark on the left and bright on the right, and a
 # kernel that responds to a change from left to right. The loop is the

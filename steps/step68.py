@@ -108,8 +108,10 @@ print(f"backward / forward (fastest iterations): {ratio:.1f}")
 # The numbers depend on your machine (and, on a shared one, on your
 # neighbours), which is why a benchmark always prints what it ran on.
 # Expect backward to cost one to two forwards (the ratio is printed above):
-# for each `Linear`, forward does one matrix product ($xW$) and backward two
-# ($g_y W^\top$ and $x^\top g_y$) of the same size.
+# for each `Linear`, forward does one matrix product ($xW$) and backward up to
+# two ($g_y W^\top$ and $x^\top g_y$) of the same size. The first layer's input
+# is data, which needs no gradient, so its backward computes only $x^\top g_y$;
+# that is why the ratio here is close to one.
 #
 # A histogram of the iterations shows why mean and min differ:
 

@@ -842,7 +842,7 @@ print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain
 #
 # The small CNN of the benchmark (conv16-pool-conv32-pool-fc100-fc10, 10,000
 # images) went from 0.66 s to 0.31 s per epoch with the convolution kernels,
-# against PyTorch's 0.17 s with cuDNN: 3.5x became 1.9x.
+# against PyTorch's 0.17 s with cuDNN: 3.9x became 1.8x.
 
 # %% [markdown]
 # ## Exercise

@@ -346,8 +346,9 @@ for k in whole:
 # The differences are at the level of float64 rounding ($10^{-16}$ or so):
 # the two halves' averaged gradient is the whole batch's gradient. The
 # equal-size condition matters, though. With slices of 24 and 8 examples, a
-# plain average gives the 8 examples of the small slice three times the
-# weight they should have:
+# plain average gives each of the 8 examples of the small slice twice the
+# weight it should have (1/16 instead of 1/32), three times that of an example
+# of the larger slice:
 
 # %%
 uneven = [gradients(workers[0], x[:24], t[:24]), gradients(workers[1], x[24:], t[24:])]
