@@ -484,6 +484,22 @@ class Function:
 
     # (step 70)
     def __call__(self, *inputs):
+        if not Config.enable_backprop and not _global_hooks and not self._hooks:
+            # Nothing records and nobody watches (inference, and every function
+            # inside a plain backward): compute and wrap, nothing more.
+            if len(inputs) == 1 and isinstance(inputs[0], Variable):
+                ys = self.forward(inputs[0].data)  # one input: no list to build
+            else:
+                xs = []
+                for x in _as_inputs(inputs):
+                    xs.append(x.data)
+                ys = self.forward(*xs)
+            if type(ys) is not tuple:
+                return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
+            outputs = []
+            for y in ys:
+                outputs.append(_make_variable(y if type(y) is np.ndarray else as_array(y), False))
+            return outputs[0] if len(outputs) == 1 else outputs
         if len(inputs) == 1 and isinstance(inputs[0], Variable):
             x = inputs[0]
             xs = (x.data,)
@@ -520,30 +536,34 @@ class Function:
         if hooks:
             for hook in hooks:
                 hook.forward_postprocess(self, xs, ys)
-        if record:
-            self.generation = gen
-            creator, gen = self, gen + 1
-        else:
-            creator, gen = None, 0
+        if not record:  # no graph: plain results
+            if len(ys) == 1:
+                return _make_variable(ys[0], False)
+            return [_make_variable(y, False) for y in ys]
+        # Record the graph: outputs point to this function, which points to (only
+        # what it needs of) its inputs and holds its outputs weakly.
+        self.generation = gen
         outputs = []
+        refs = []
         for y in ys:
-            outputs.append(_fill(_new_object(Variable), y, record, creator, len(outputs), gen))
-        if record:  # link the outputs to this function, and it to what backward reads
-            self.outputs = [weakref.ref(y) for y in outputs]  # weak: no reference cycle
-            n = len(inputs)
-            if n == 2:
-                self._duplicates = inputs[0] is inputs[1]
-            elif n > 2:
-                self._duplicates = len(set(map(id, inputs))) < n
-            keep = self._retained_in
-            if keep is not None:  # a computed input backward does not read: a stand-in
-                kept = []
-                for i, x in enumerate(inputs):
-                    kept.append(x if x.creator is None or i in keep else x._as_node())
-                inputs = tuple(kept)
-            self.inputs = inputs
-            if self._retained_out is not None:
-                self._retained_out = {i: ys[i] for i in self._retained_out}
+            v = _fill(_new_object(Variable), y, True, self, len(outputs), gen + 1)
+            outputs.append(v)
+            refs.append(weakref.ref(v))
+        self.outputs = refs
+        n = len(inputs)
+        if n == 2:
+            self._duplicates = inputs[0] is inputs[1]
+        elif n > 2:
+            self._duplicates = len(set(map(id, inputs))) < n
+        keep = self._retained_in
+        if keep is not None:  # a computed input backward does not read: a stand-in
+            kept = []
+            for i, x in enumerate(inputs):
+                kept.append(x if x.creator is None or i in keep else x._as_node())
+            inputs = tuple(kept)
+        self.inputs = inputs
+        if self._retained_out is not None:
+            self._retained_out = {i: ys[i] for i in self._retained_out}
         return outputs[0] if len(outputs) == 1 else outputs
 
     def forward(self, *xs):
@@ -585,8 +605,10 @@ class Function:
     # (step 69)
     def release(self):
         """Drop the arrays saved for backward; the graph's shape stays for drawing."""
-        self.inputs = tuple(x if x.creator is None or x.data is None else x._as_node()
-                            for x in self.inputs)
+        kept = []
+        for x in self.inputs:  # a plain loop: this runs once per function in every backward
+            kept.append(x if x.creator is None or x.data is None else x._as_node())
+        self.inputs = tuple(kept)
         self._retained_out = None
         self._freed = True
 

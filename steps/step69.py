@@ -175,8 +175,10 @@ def get_retained_outputs(self):
 
 def release(self):
     """Drop the arrays saved for backward; the graph's shape stays for drawing."""
-    self.inputs = tuple(x if x.creator is None or x.data is None else x._as_node()
-                        for x in self.inputs)
+    kept = []
+    for x in self.inputs:  # a plain loop: this runs once per function in every backward
+        kept.append(x if x.creator is None or x.data is None else x._as_node())
+    self.inputs = tuple(kept)
     self._retained_out = None
     self._freed = True
 

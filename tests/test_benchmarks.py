@@ -62,3 +62,13 @@ def test_overhead_chains_compute_numpys_gradient(load_benchmark):
     ours = bench.framework_sin(dezero_like, F)(a)
     np.testing.assert_allclose(ours.data, bench.numpy_sin(a))  # same math, same gradient
     np.testing.assert_allclose(bench.framework_affine(dezero_like)(a).data, bench.numpy_affine(a))
+
+
+def test_hot_path_probe_times_every_case_on_the_finished_package(load_benchmark):
+    hot_path = load_benchmark("hot_path")
+    result = hot_path.measure(ROOT, repeat=1)
+    assert set(result) == {
+        "sin chain, 1 element (per step)", "affine chain, 1 element (per step)",
+        "with no_grad(): F.sin(x) (per call)", "sin chain, 1000x1000 float32 (per step)",
+    }
+    assert all(t > 0 for t in result.values())
