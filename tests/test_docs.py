@@ -364,3 +364,15 @@ def test_browser_renders_maths_without_network(site, chromium, tmp_path):
 
 if __name__ == "__main__":  # pragma: no cover - handy for a quick local run
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_package_diff_shows_what_a_step_changes_in_the_package():
+    diff = step_diffs.package_diff(63)
+    assert diff.startswith("--- dezero_like/core.py (step 62)\n+++ dezero_like/core.py (step 63)\n")
+    assert "+        if not self.requires_grad:\n" in diff
+    assert "dezero_like/functions.py" not in diff, "step 63 changes only core.py"
+    assert "+    __slots__ = (\n" in step_diffs.package_diff(70)
+    assert step_diffs.package_diff(24) == "", "step 24 writes no package code"
+    assert step_diffs.package_diff(23) == "", "step 23 has no package before it to diff against"
+    md = step_diffs.diff_markdown(step_diffs.STEPS / "step63.py")
+    assert "## What this step changes in the package" in md

@@ -7,6 +7,13 @@ every step page, so a learner sees exactly what changed.
     python tools/step_diffs.py 14           # print the diff of step 14 against step 13
     python tools/step_diffs.py --all DIR    # write DIR/stepNN.diff for every step
 
+From step 24 on, a step page also shows what the step changes in the package
+itself: the diff of the modules ``tools/export.py`` generates from steps 23..N-1
+against those from steps 23..N (``--package``), so a step that replaces one
+method of ``core.py`` shows exactly that change.
+
+    python tools/step_diffs.py 69 --package   # the package diff of step 69
+
 "Previous" is the closest lower-numbered step script that exists, so a gap in
 the numbering (a merged or renumbered step) still gives a sensible diff. The
 prose cells (``# %% [markdown]``) are left out by default: every step explains
@@ -24,6 +31,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ROOT / "steps"
+TOOLS = ROOT / "tools"
+if str(TOOLS) not in sys.path:  # the sibling tool, also when this file is loaded by path
+    sys.path.insert(0, str(TOOLS))
+
+import export  # noqa: E402
 
 
 def step_scripts(steps=STEPS):
@@ -76,6 +88,46 @@ def step_diff(script, steps=STEPS, context=3, prose=False):
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+def package_diff(number, context=3):
+    """Unified diff of the generated package before step ``number`` against after it.
+
+    '' when the step writes no export cell (or is a snapshot step before 24).
+    """
+    if number <= export.FIRST_STEP:
+        return ""
+    before, after = export.generated(upto=number - 1), export.generated(upto=number)
+    out = []
+    for path in sorted(set(before) | set(after)):
+        old = before.get(path, "").splitlines(keepends=True)
+        new = after.get(path, "").splitlines(keepends=True)
+        if old == new:
+            continue
+        lines = difflib.unified_diff(old, new, fromfile=f"{path} (step {number - 1})",
+                                     tofile=f"{path} (step {number})", n=context)
+        out.append("".join(ln if ln.endswith("\n") else ln + "\n" for ln in lines))
+    return "".join(out)
+
+
+def _fenced(diff):
+    # The fence must be longer than any run of backticks inside the diff.
+    longest = max((len(m) for m in re.findall(r"`+", diff)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}diff\n{diff}{fence}"
+
+
+def _package_markdown(script):
+    diff = package_diff(_number(script))
+    if not diff:
+        return ""
+    added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
+    removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
+    return (
+        f"\n\n## What this step changes in the package\n\n"
+        f"The modules generated from the steps up to this one, compared with those up "
+        f"to the previous step ({added} lines added, {removed} removed):\n\n" + _fenced(diff)
+    )
+
+
 def diff_markdown(script, steps=STEPS):
     """A Markdown section showing the diff as a ```diff block (for the docs' step pages)."""
     script = Path(script)
@@ -91,17 +143,14 @@ def diff_markdown(script, steps=STEPS):
         return (
             f"## What this step adds\n\n`steps/{script.name}` has the same code as "
             f"`steps/{previous.name}`: this step adds explanation only."
-        )
+        ) + _package_markdown(script)
     added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
     removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
-    # The fence must be longer than any run of backticks inside the diff.
-    longest = max((len(m) for m in re.findall(r"`+", diff)), default=0)
-    fence = "`" * max(3, longest + 1)
     return (
         f"## What this step adds\n\n"
         f"The code of `steps/{script.name}` compared with `steps/{previous.name}` "
         f"({added} lines added, {removed} removed; prose cells left out):\n\n"
-        f"{fence}diff\n{diff}{fence}"
+        + _fenced(diff) + _package_markdown(script)
     )
 
 
@@ -110,6 +159,8 @@ def main(argv=None):
     parser.add_argument("step", nargs="?", type=int, help="step number to diff")
     parser.add_argument("--all", type=Path, metavar="DIR", help="write DIR/stepNN.diff for all")
     parser.add_argument("--with-prose", action="store_true", help="diff the Markdown cells too")
+    parser.add_argument("--package", action="store_true",
+                        help="diff the generated package before and after the step instead")
     args = parser.parse_args(argv)
     if args.all:
         args.all.mkdir(parents=True, exist_ok=True)
@@ -122,6 +173,9 @@ def main(argv=None):
     matches = [s for s in step_scripts() if _number(s) == args.step]
     if not matches:
         parser.error(f"there is no steps/step{args.step:02d}.py")
+    if args.package:
+        sys.stdout.write(package_diff(args.step) or f"step {args.step} changes no module\n")
+        return 0
     text = step_diff(matches[0], prose=args.with_prose)
     sys.stdout.write(text or f"{matches[0].name} is the first step\n")
     return 0
