@@ -238,3 +238,32 @@ assert abs(slope[0] - np.e) < 1e-7, (
     f"expected about e = {np.e}, got {slope[0]}: pass an Exp() and x to numerical_diff"
 )
 print("self-check passed: the numerical slope of exp at 1 is e to 7 decimals")
+
+# %% [markdown]
+# ## Open experiment: what happens in float32?
+# Deep learning often computes in float32, which keeps about 7 significant
+# digits instead of 16. What happens to the central difference if $x$ is a
+# float32 array? Guess first: is `eps=1e-4` still a good choice, and which
+# `eps` is best now? The table repeats the accuracy study above for
+# $f(x) = \exp(e^{2x})$ at $x = 0.5$ in both precisions.
+
+# %%
+print(f"{'eps':>7} {'float64 error':>14} {'float32 error':>14}")
+for eps in [10.0**-k for k in range(1, 8)]:
+    errors = []
+    for dtype in (np.float64, np.float32):
+        x_typed = Variable(np.array([0.5], dtype=dtype))
+        estimate = numerical_diff(f, x_typed, eps)
+        errors.append(abs(float(estimate[0]) - exact[0]) / exact[0])
+    print(f"{eps:7.0e} {errors[0]:14.1e} {errors[1]:14.1e}")
+
+# %% [markdown]
+# In float32 the rounding error is about $10^{-7} / \varepsilon$ instead of
+# $10^{-16} / \varepsilon$, so it takes over much sooner. The best `eps` is
+# now near $10^{-3}$, with about five correct digits instead of eleven. At the
+# default `1e-4` the float32 error is already a thousand times the float64
+# one, and below that the two values $f(x \pm \varepsilon)$ differ mostly by
+# rounding noise. This is why the package's gradient checker
+# (`utils.gradient_check`, from step 23) accepts float64 input only.
+# Try a gentler function, such as `Square()`, and see how the best `eps`
+# moves.

@@ -1109,17 +1109,76 @@ print("numerical:", utils.numerical_grad(f, x))
 print("gradient_check:", utils.gradient_check(f, x))
 
 # %% [markdown]
-# ## Exercise
-# Use the package to check the gradient of $g(x) = x \sin(x) + \frac{1}{1 + x^2}$
-# with `utils.gradient_check` on a few points (use `F.sin`).
-
+# ## Exercise 1: check a gradient with the package
+# Write $g(x) = x \sin(x) + \frac{1}{1 + x^2}$ with `F.sin` and the operators.
+# The self-check runs `utils.gradient_check(g, ...)` on three points and
+# compares $g(0.2)$ with NumPy.
 
 # %%
+#| exercise
 def g(x):
-    return x * F.sin(x) + 1 / (1 + x**2)  # solution
+    raise NotImplementedError("Exercise (step 23): return x * sin(x) + 1 / (1 + x**2), with F.sin")
 
+# %%
+#| solution
+def g(x):
+    return x * F.sin(x) + 1 / (1 + x**2)
 
-assert utils.gradient_check(g, np.array([-1.0, 0.2, 2.5]))
+# %%
+#| check
 y = g(dz.Variable(np.array(0.2)))
-assert np.isclose(y.data, 0.2 * np.sin(0.2) + 1 / 1.04), f"g(0.2) is wrong: {y.data}"
-print("self-check passed")
+assert isinstance(y, dz.Variable), f"g should return a Variable, got {type(y).__name__}: use F.sin"
+assert np.isclose(y.data, 0.2 * np.sin(0.2) + 1 / 1.04), (
+    f"g(0.2) should be {0.2 * np.sin(0.2) + 1 / 1.04:.6f}, got {y.data}: check the formula"
+)
+assert utils.gradient_check(g, np.array([-1.0, 0.2, 2.5]))
+print("self-check passed: g's value is right and backprop agrees with central differences")
+
+# %% [markdown]
+# ## Exercise 2: write the numerical gradient of `utils`
+# `utils.numerical_grad(f, x)` is what `gradient_check` compares backprop
+# with. Write your own, for a float64 array `x` of any shape: for each index
+# `idx` (`np.ndindex(x.shape)`), evaluate the sum of `f`'s output at a copy of
+# `x` with `x[idx] + eps` and at one with `x[idx] - eps` (as Variables), and
+# put the central difference $(s_+ - s_-) / 2\varepsilon$ at `idx` of the
+# result. The self-check compares it with the package's
+# `utils.numerical_grad` and with backprop on random inputs.
+
+# %%
+#| exercise
+def my_numerical_grad(f, x, eps=1e-4):
+    raise NotImplementedError("Exercise (step 23): for idx in np.ndindex(x.shape): nudge a copy "
+                              "of x by +eps and -eps, sum f's outputs, take the difference / 2eps")
+
+# %%
+#| solution
+def my_numerical_grad(f, x, eps=1e-4):
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += eps
+        minus[idx] -= eps
+        s_plus = f(dz.Variable(plus)).data.sum()
+        s_minus = f(dz.Variable(minus)).data.sum()
+        grad[idx] = (s_plus - s_minus) / (2 * eps)
+    return grad
+
+# %%
+#| check
+xs = np.random.default_rng(0).uniform(-2, 2, size=(2, 3))
+for name, fn in [("F.sin", F.sin), ("f", f), ("x * exp(x)", lambda v: v * F.exp(v))]:
+    try:
+        mine = my_numerical_grad(fn, xs.copy())
+    except NotImplementedError as e:
+        raise AssertionError(f"my_numerical_grad is not written yet: {e}") from None
+    assert np.shape(mine) == xs.shape, (
+        f"the gradient has x's shape {xs.shape}, got {np.shape(mine)}"
+    )
+    assert np.allclose(mine, utils.numerical_grad(fn, xs)), (
+        f"my_numerical_grad({name}) differs from utils.numerical_grad: nudge one element at a "
+        "time, by +eps and -eps"
+    )
+    v = dz.Variable(xs.copy())
+    fn(v).backward()
+    assert np.allclose(mine, v.grad.data, rtol=1e-5, atol=1e-6), f"{name}: far from backprop"
+print("self-check passed: my_numerical_grad agrees with utils.numerical_grad and with backprop")

@@ -138,19 +138,104 @@ plt.show()
 # gradient lands in its own element of `px.grad` and `py.grad`: the points do
 # not interact.)
 #
-# ## Exercise
+# ## Exercise 1: the Booth function
 # The Booth function is $f(x, y) = (x + 2y - 7)^2 + (2x + y - 5)^2$. Write it
-# and check that its gradient vanishes at its minimum $(1, 3)$ and equals
-# $(-34, -38)$ at $(0, 0)$.
-
+# with the operators. The self-check asks `gradient` for its gradient, which
+# must vanish at the minimum $(1, 3)$ and equal $(-34, -38)$ at $(0, 0)$.
 
 # %%
+#| exercise
 def booth(x, y):
-    return (x + 2 * y - 7) ** 2 + (2 * x + y - 5) ** 2  # solution
+    raise NotImplementedError("Exercise (step 24): return (x + 2*y - 7)**2 + (2*x + y - 5)**2")
 
+# %%
+#| solution
+def booth(x, y):
+    return (x + 2 * y - 7) ** 2 + (2 * x + y - 5) ** 2
 
+# %%
+#| check
 _, gx, gy = gradient(booth, 1.0, 3.0)
-assert abs(gx) < 1e-12 and abs(gy) < 1e-12, f"gradient at (1, 3) is ({gx}, {gy})"
+assert abs(gx) < 1e-12 and abs(gy) < 1e-12, (
+    f"at the minimum (1, 3) the gradient should be (0, 0), got ({gx}, {gy}): check the formula"
+)
 _, gx, gy = gradient(booth, 0.0, 0.0)
-assert (gx, gy) == (-34.0, -38.0), f"gradient at (0, 0) is ({gx}, {gy})"
-print("self-check passed")
+assert (gx, gy) == (-34.0, -38.0), f"the gradient at (0, 0) should be (-34, -38), got ({gx}, {gy})"
+print("self-check passed: Booth's gradient is (0, 0) at (1, 3) and (-34, -38) at (0, 0)")
+
+# %% [markdown]
+# ## Exercise 2: Matyas as one `Function`
+# The operators built Matyas from a graph of seven small functions.
+# A framework can also ship it as **one** `Function` whose backward is derived
+# by hand: $\partial f/\partial x = 0.52x - 0.48y$ and
+# $\partial f/\partial y = 0.52y - 0.48x$. Write `forward(x, y)` on the raw
+# arrays and `backward(gy)`, which returns both gradients (read the inputs
+# from `self.inputs`). The self-check compares values and gradients with the
+# operator version `matyas` on random points, and runs `utils.gradient_check`.
+
+# %%
+#| exercise
+class MatyasFunction(dz.Function):
+    def forward(self, x, y):
+        raise NotImplementedError("Exercise (step 24): return 0.26 * (x**2 + y**2) - 0.48 * x * y")
+
+    def backward(self, gy):
+        raise NotImplementedError(
+            "Exercise (step 24): x, y = self.inputs; return gy * (...), gy * (...)"
+        )
+
+# %%
+#| solution
+class MatyasFunction(dz.Function):
+    def forward(self, x, y):
+        return 0.26 * (x**2 + y**2) - 0.48 * x * y
+
+    def backward(self, gy):
+        x, y = self.inputs
+        return gy * (0.52 * x - 0.48 * y), gy * (0.52 * y - 0.48 * x)
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+px, py = rng.normal(size=4), rng.normal(size=4)
+x, y = dz.Variable(px.copy()), dz.Variable(py.copy())
+try:
+    z = MatyasFunction()(x, y)
+except NotImplementedError as e:
+    raise AssertionError(f"MatyasFunction is not written yet: {e}") from None
+assert np.allclose(z.data, matyas(px, py)), "forward should compute 0.26 (x^2 + y^2) - 0.48 x y"
+z.backward()
+xr, yr = dz.Variable(px.copy()), dz.Variable(py.copy())
+matyas(xr, yr).backward()
+assert np.allclose(x.grad.data, xr.grad.data), "df/dx is wrong: it is 0.52 x - 0.48 y"
+assert np.allclose(y.grad.data, yr.grad.data), "df/dy is wrong: it is 0.52 y - 0.48 x"
+assert utils.gradient_check(lambda v: MatyasFunction()(v, dz.Variable(py)), px)
+assert count_functions(z) == 1, "one Function: the graph has a single node"
+print("self-check passed: MatyasFunction agrees with the operator version, in one node")
+
+# %% [markdown]
+# ## Open experiment: what happens in float32?
+# Deep learning usually computes in float32, which keeps about 7 significant
+# digits instead of 16. What happens to the gradients of our test functions
+# if the point is given in float32? Guess first: which function suffers most,
+# and why? The table compares each float32 gradient with the float64 one.
+
+# %%
+print(f"{'function':10s} {'grad (float64)':>28s} {'grad (float32)':>28s} {'rel. error':>10s}")
+for f in (sphere, matyas, goldstein):
+    grads = {}
+    for dtype in (np.float64, np.float32):
+        x = dz.Variable(np.array(0.3, dtype=dtype))
+        y = dz.Variable(np.array(-0.7, dtype=dtype))
+        f(x, y).backward()
+        grads[dtype] = np.array([x.grad.data, y.grad.data])
+    g64, g32 = grads[np.float64], grads[np.float32]
+    error = np.max(np.abs(g32 - g64)) / np.max(np.abs(g64))
+    print(f"{f.__name__:10s} {np.array2string(g64, precision=6):>28s} "
+          f"{np.array2string(g32.astype(np.float64), precision=6):>28s} {error:10.1e}")
+
+# %% [markdown]
+# Every relative error is around float32's precision ($\approx 10^{-7}$):
+# rounding happens in each of Goldstein's dozens of operations, but here it
+# does not pile up. Try a point where the terms nearly cancel, or change `0.3`
+# to a number that float32 cannot hold exactly, and watch the last column.

@@ -826,16 +826,76 @@ print(get_dot_graph(b))
 # save the text to `graph.dot` and run `dot -Tpng graph.dot -o graph.png` in a
 # terminal. The next step does this from Python and shows the picture inline.
 #
-# ## Exercise
+# ## Exercise 1: a graph as DOT text
 # Build $w = \sin(u) \cdot u$ for a Variable `u` named `"u"` holding `0.5`, name
 # the result `"w"`, and put its DOT text (not verbose) in `exercise_dot`. How many
 # functions does it contain?
 
 # %%
-u = dz.Variable(np.array(0.5), name="u")  # solution:
+#| exercise
+u = dz.Variable(np.array(0.5), name="u")
+exercise_dot = ...  # build w = F.sin(u) * u, name it "w", then get_dot_graph(w, verbose=False)
+
+# %%
+#| solution
+u = dz.Variable(np.array(0.5), name="u")
 w = F.sin(u) * u
 w.name = "w"
 exercise_dot = get_dot_graph(w, verbose=False)
-assert 'label="u"' in exercise_dot and 'label="w"' in exercise_dot, "name u and w"
-assert count_functions(exercise_dot) == 2, "sin and mul: two functions"
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(exercise_dot, str), (
+    f"exercise_dot should be the DOT text (a str), got {type(exercise_dot).__name__}: "
+    "use get_dot_graph(w, verbose=False)"
+)
+assert 'label="u"' in exercise_dot, "the DOT text has no node labelled u: name the input u"
+assert 'label="w"' in exercise_dot, "the DOT text has no node labelled w: set w.name = 'w'"
+assert count_functions(exercise_dot) == 2, (
+    f"expected two functions (Sin and Mul), got {count_functions(exercise_dot)}"
+)
+print("self-check passed: the DOT text names u and w and holds two functions")
+
+# %% [markdown]
+# ## Exercise 2: write `Tanh`, keeping its output
+# `Tanh` above keeps its **output** instead of its input, because its
+# derivative is written with the output: $\frac{d}{dx}\tanh x = 1 - y^2$.
+# Write `MyTanh` the same way: in `forward`, call `self.retain_inputs(())` and
+# `self.retain_outputs((0,))` and return `np.tanh(x)`; in `backward`, read
+# `(y,) = self.get_retained_outputs()` and return $g_y (1 - y^2)$. The
+# self-check compares it with `F.tanh` on random inputs and runs
+# `utils.gradient_check`.
+
+# %%
+#| exercise
+class MyTanh(dz.Function):
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 25): keep the output, return np.tanh(x)")
+
+    def backward(self, gy):
+        raise NotImplementedError(
+            "Exercise (step 25): (y,) = self.get_retained_outputs(); return gy * (1 - y*y)"
+        )
+
+# %%
+#| solution
+class MyTanh(dz.Function):
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        return np.tanh(x)
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return gy * (1 - y * y)
+
+# %%
+#| check
+xs = np.random.default_rng(0).normal(size=(2, 3))
+try:
+    mine = MyTanh()(dz.Variable(xs.copy()))
+except NotImplementedError as e:
+    raise AssertionError(f"MyTanh is not written yet: {e}") from None
+assert np.allclose(mine.data, F.tanh(dz.Variable(xs)).data), "MyTanh's forward should be np.tanh(x)"
+assert dz.utils.gradient_check(lambda v: MyTanh()(v), xs), "MyTanh's backward is wrong"
+print("self-check passed: MyTanh matches F.tanh, and its backward matches central differences")

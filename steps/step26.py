@@ -316,15 +316,77 @@ out.name = "out"
 written(plot_dot_graph(out, to_file=out_dir / "small.png"))
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: draw the Sphere function
 # Draw the graph of the Sphere function $x^2 + y^2$ for two variables named
-# `"p"` and `"q"` into `sphere.svg`, and keep the returned object in
-# `sphere_image`. Its SVG text should name both variables.
+# `"p"` and `"q"` into `sphere.svg` (in `out_dir`), and keep the returned
+# object in `sphere_image`. Its SVG text should name both variables.
 
 # %%
-p = dz.Variable(np.array(0.5), name="p")  # solution:
+#| exercise
+sphere_image = ...  # plot_dot_graph(p**2 + q**2, verbose=False, to_file=out_dir / "sphere.svg")
+
+# %%
+#| solution
+p = dz.Variable(np.array(0.5), name="p")
 q = dz.Variable(np.array(-1.0), name="q")
 sphere_image = written(plot_dot_graph(p**2 + q**2, verbose=False, to_file=out_dir / "sphere.svg"))
+
+# %%
+#| check
+assert hasattr(sphere_image, "_repr_svg_"), (
+    f"sphere_image should be what plot_dot_graph returns, got {type(sphere_image).__name__}"
+)
+assert sphere_image.path.suffix == ".svg", f"draw into an .svg file, got {sphere_image.path.name}"
 svg = sphere_image._repr_svg_()
-assert ">p<" in svg and ">q<" in svg, "name the variables p and q"
-print("self-check passed")
+assert ">p<" in svg and ">q<" in svg, "the SVG does not show p and q: name the variables p and q"
+print("self-check passed: sphere.svg shows the variables p and q")
+
+# %% [markdown]
+# ## Exercise 2: the format from the file name
+# `plot_dot_graph` picks the image format from the file's extension, and fails
+# on a bad name *before* any rendering. Write that helper yourself:
+# `format_of(to_file)` returns `"png"`, `"svg"` or `"pdf"` (lower case, so
+# `"G.SVG"` gives `"svg"`) for a `str` or a `Path`, and raises `ValueError`
+# for any other extension, or none. Hint: `Path(to_file).suffix`. The
+# self-check compares it with the package's own helper on a list of names.
+
+# %%
+#| exercise
+from pathlib import Path
+
+
+def format_of(to_file):
+    raise NotImplementedError("Exercise (step 26): Path(to_file).suffix, lower case, no dot; "
+                              "ValueError if not png/svg/pdf")
+
+# %%
+#| solution
+from pathlib import Path
+
+
+def format_of(to_file):
+    fmt = Path(to_file).suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg", "pdf"):
+        raise ValueError(f"cannot tell the image format from {str(to_file)!r}")
+    return fmt
+
+# %%
+#| check
+from pathlib import Path
+
+from dezero_like import graph
+
+for name in ["graph.png", "G.SVG", Path("out") / "x.pdf", "a.b.svg"]:
+    try:
+        got = format_of(name)
+    except NotImplementedError as e:
+        raise AssertionError(f"format_of is not written yet: {e}") from None
+    expected = graph._format_of(name)
+    assert got == expected, f"format_of({name!r}) should be {expected!r}, got {got!r}"
+for name in ["graph.jpg", "graph", "png", Path("dir.png") / "file"]:
+    try:
+        format_of(name)
+    except ValueError:
+        continue
+    raise AssertionError(f"format_of({name!r}) should raise ValueError: not a .png/.svg/.pdf name")
+print("self-check passed: format_of agrees with the package and rejects other names")

@@ -87,11 +87,20 @@ written(plot_dot_graph(y, verbose=False, to_file=out_dir / "taylor_sin.png"))
 # %% [markdown]
 # ## Exercise
 # Write `my_cos(x, threshold=1e-4)` with the series
-# $\cos x = \sum_i (-1)^i x^{2i} / (2i)!$ and check it against `np.cos` at
-# $x = 1$ (error below 1e-4) and its derivative against $-\sin 1$.
+# $\cos x = \sum_i (-1)^i x^{2i} / (2i)!$, stopping like `my_sin` once a term
+# is smaller than `threshold`. The self-check compares it with the package's
+# `F.cos` at $x = 1$ (error below 1e-4), checks its derivative against
+# $-\sin 1$, and runs `dz.utils.gradient_check` on it.
 
 # %%
-def my_cos(x, threshold=1e-4):  # solution:
+#| exercise
+def my_cos(x, threshold=1e-4):
+    raise NotImplementedError("Exercise (step 27): add (-1)**i / math.factorial(2*i) * x**(2*i) "
+                              "until a term is below threshold, as my_sin does")
+
+# %%
+#| solution
+def my_cos(x, threshold=1e-4):
     y = 0
     for i in range(100000):
         t = (-1) ** i / math.factorial(2 * i) * x ** (2 * i)
@@ -100,10 +109,21 @@ def my_cos(x, threshold=1e-4):  # solution:
             break
     return y
 
-
+# %%
+#| check
 xc = dz.Variable(np.array(1.0))
-yc = my_cos(xc)
+try:
+    yc = my_cos(xc)
+except NotImplementedError as e:
+    raise AssertionError(f"my_cos is not written yet: {e}") from None
+assert isinstance(yc, dz.Variable), f"my_cos should return a Variable, got {type(yc).__name__}"
+reference = F.cos(dz.Variable(np.array(1.0))).data
+assert abs(yc.data - reference) < 1e-4, (
+    f"my_cos(1) = {yc.data}, F.cos(1) = {reference}: check the signs and the factorial (2i)!"
+)
 yc.backward()
-assert abs(yc.data - np.cos(1.0)) < 1e-4, "my_cos(1) should be close to np.cos(1)"
-assert abs(xc.grad.data + np.sin(1.0)) < 1e-3, "its derivative should be -sin(1)"
-print("self-check passed")
+assert abs(xc.grad.data + np.sin(1.0)) < 1e-3, (
+    f"the derivative at 1 should be close to -sin(1) = {-np.sin(1.0):.4f}, got {xc.grad.data}"
+)
+assert dz.utils.gradient_check(my_cos, np.array(0.7))
+print("self-check passed: my_cos matches F.cos, and backprop through the series is right")

@@ -88,14 +88,73 @@ plt.show()
 # Step 29 uses the *curvature* (the second derivative) as well as the slope,
 # and needs a handful of steps instead of thousands.
 #
-# ## Exercise
+# ## Exercise 1: the update rule
+# The two update lines in `gradient_descent` are the whole optimiser: every
+# parameter moves against its gradient, $x \leftarrow x - \eta\, \nabla_x y$.
+# Write that rule once for any list of Variables: `sgd_update(params, lr)`
+# changes each `p.data` in place of the old array (do not build a graph:
+# work on `.data` and `.grad.data`). The self-check runs it on random
+# parameters and repeats 100 steps of `gradient_descent` with it.
+
+# %%
+#| exercise
+def sgd_update(params, lr):
+    raise NotImplementedError(
+        "Exercise (step 28): for p in params: p.data = p.data - lr * p.grad.data"
+    )
+
+# %%
+#| solution
+def sgd_update(params, lr):
+    for p in params:
+        p.data = p.data - lr * p.grad.data
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+start = rng.normal(size=(2, 3))
+ps = [dz.Variable(start[0].copy()), dz.Variable(start[1].copy())]
+(ps[0] * ps[0] + 3 * ps[1]).backward()
+try:
+    sgd_update(ps, 0.1)
+except NotImplementedError as e:
+    raise AssertionError(f"sgd_update is not written yet: {e}") from None
+assert np.allclose(ps[0].data, start[0] - 0.1 * 2 * start[0]), "p.data should become p - lr * grad"
+assert np.allclose(ps[1].data, start[1] - 0.1 * 3), "every parameter in the list is updated"
+assert ps[0].creator is None, "the update must not build a graph: work on .data"
+xa, xb = dz.Variable(np.array(0.0)), dz.Variable(np.array(2.0))
+for _ in range(100):
+    xa.cleargrad()
+    xb.cleargrad()
+    rosenbrock(xa, xb).backward()
+    sgd_update([xa, xb], 0.001)
+assert np.allclose([xa.data, xb.data], gradient_descent((0.0, 2.0), iters=100)[-1]), (
+    "100 steps with sgd_update should land where gradient_descent does"
+)
+print("self-check passed: sgd_update moves every parameter against its gradient")
+
+# %% [markdown]
+# ## Exercise 2: a learning rate too large
 # Try learning rates. With `lr=0.005`, 100 iterations from `(0.0, 2.0)` get
 # twice as far along the valley as with 0.001; with `lr=0.01` the steps
 # overshoot across the steep walls and the iterates blow up (to `inf`/`nan`).
-# Store the final point of the `lr=0.01` run in `final`.
+# Store the final point of the `lr=0.01` run (100 iterations) in `final`.
+# (`np.errstate(over="ignore", invalid="ignore")` keeps NumPy quiet about the
+# overflow.)
 
 # %%
-with np.errstate(over="ignore", invalid="ignore"):  # solution:
+#| exercise
+final = ...  # the last point of gradient_descent((0.0, 2.0), lr=0.01, iters=100)
+
+# %%
+#| solution
+with np.errstate(over="ignore", invalid="ignore"):
     final = gradient_descent((0.0, 2.0), lr=0.01, iters=100)[-1]
-assert not np.all(np.abs(final) < 10), "with lr=0.01 the iterates should blow up"
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(final, np.ndarray) and final.shape == (2,), (
+    f"final should be a point (x0, x1) from the path, got {final!r}"
+)
+assert not np.all(np.abs(final) < 10), f"with lr=0.01 the iterates should blow up, got {final}"
+print("self-check passed: with lr=0.01 gradient descent diverges")

@@ -200,15 +200,76 @@ print("dy/dx at 2 =", x.grad.data)
 print(get_dot_graph(x.grad, verbose=False).count("shape=box"), "functions in the gradient's graph")
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the graph of exp's gradient
 # Compute the gradient of $y = e^x$ at $x = 0.5$ with `create_graph=True`, and
 # store the DOT text of `x.grad` in `exp_dot`. `Exp.backward` multiplies by the
 # retained output $y$ itself, so the graph should contain the `Exp` function.
 
 # %%
-xe = dz.Variable(np.array(0.5), name="x")  # solution:
+#| exercise
+xe = dz.Variable(np.array(0.5), name="x")
+exp_dot = ...  # backward through F.exp(xe) with create_graph=True, then get_dot_graph(xe.grad, ...)
+
+# %%
+#| solution
+xe = dz.Variable(np.array(0.5), name="x")
 F.exp(xe).backward(create_graph=True)
 exp_dot = get_dot_graph(xe.grad, verbose=False)
-assert 'label="Exp"' in exp_dot and 'label="Mul"' in exp_dot, "the gradient is gy * exp(x)"
-assert np.isclose(xe.grad.data, np.exp(0.5))
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(exp_dot, str), f"exp_dot should be DOT text (a str), got {type(exp_dot).__name__}"
+assert 'label="Exp"' in exp_dot and 'label="Mul"' in exp_dot, (
+    "the gradient's graph should hold Exp and Mul (gy * exp(x)): did you pass create_graph=True?"
+)
+assert np.isclose(xe.grad.data, np.exp(0.5)), f"d/dx exp(x) at 0.5 is e^0.5, got {xe.grad.data}"
+print("self-check passed: the gradient of exp is recorded as gy * exp(x)")
+
+# %% [markdown]
+# ## Exercise 2: a backward that can be differentiated
+# A backward method is differentiable only if it computes with **Variables**
+# (the inputs in `self.inputs`), never with their raw arrays. Write `Cube`,
+# $y = x^3$: `forward` on the raw array, `backward` returning
+# $g_y \cdot 3x^2$ with `x` taken from `self.inputs`. The self-check runs
+# `dz.utils.gradient_check` for the first derivative, then differentiates the
+# recorded gradient again: the second derivative must be $6x$. (Try
+# `3 * x.data ** 2` in backward to see it fail.)
+
+# %%
+#| exercise
+class Cube(dz.Function):
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 30): return x ** 3")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 30): (x,) = self.inputs; return gy * 3 * x ** 2")
+
+# %%
+#| solution
+class Cube(dz.Function):
+    def forward(self, x):
+        return x**3
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return gy * 3 * x**2
+
+# %%
+#| check
+xs = np.random.default_rng(0).normal(size=4)
+try:
+    yc = Cube()(dz.Variable(xs.copy()))
+except NotImplementedError as e:
+    raise AssertionError(f"Cube is not written yet: {e}") from None
+assert np.allclose(yc.data, xs**3), "Cube's forward should return x ** 3"
+assert dz.utils.gradient_check(lambda v: Cube()(v), xs), "Cube's backward is wrong"
+xc = dz.Variable(xs.copy())
+Cube()(xc).backward(create_graph=True)
+g1 = xc.grad
+assert g1.creator is not None, (
+    "the gradient has no graph: compute backward with the Variable x from self.inputs, not x.data"
+)
+xc.cleargrad()
+g1.backward()
+assert np.allclose(xc.grad.data, 6 * xs), f"the second derivative should be 6x, got {xc.grad.data}"
+print("self-check passed: Cube's backward is right and can itself be differentiated (6x)")

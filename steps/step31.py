@@ -102,17 +102,70 @@ print("f and its first five derivatives at 2:", orders)
 # goes through `x` (as $24 x^0$, from `Pow.backward`), and the derivative of
 # $x^0$ is $0 \cdot x^{-1} = 0$.
 #
-# ## Exercise
+# ## Exercise 1: the second derivative of $x^3 - 5x$
 # With the same recipe, compute the second derivative of $g(x) = x^3 - 5x$
 # at $x = 1.5$ and store it in `g2` (a float). By hand it is $6x = 9$.
 
 # %%
-xg = dz.Variable(np.array(1.5))  # solution:
+#| exercise
+xg = dz.Variable(np.array(1.5))
+g2 = ...  # backward(create_graph=True), keep x.grad, cleargrad, backward again: float(xg.grad.data)
+
+# %%
+#| solution
+xg = dz.Variable(np.array(1.5))
 yg = xg**3 - 5 * xg
 yg.backward(create_graph=True)
 g1 = xg.grad
 xg.cleargrad()
 g1.backward()
 g2 = float(xg.grad.data)
-assert np.isclose(g2, 9.0), "the second derivative of x^3 - 5x at 1.5 is 9"
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(g2, float), f"g2 should be a float, got {type(g2).__name__}"
+assert not np.isclose(g2, 9.0 + 1.75), (
+    "g2 is f' + f'' (10.75): call xg.cleargrad() before the second backward"
+)
+assert np.isclose(g2, 9.0), f"the second derivative of x^3 - 5x at 1.5 is 9, got {g2}"
+print("self-check passed: g''(1.5) = 9")
+
+# %% [markdown]
+# ## Exercise 2: a helper for any function
+# Turn the four-line recipe into a helper: `second_derivative(fn, x_value)`
+# makes a Variable holding `x_value` (a float or an array, the derivative is
+# taken elementwise), and returns $fn''$ there as a NumPy array. The
+# self-check compares it on random points with second derivatives known by
+# hand, for a polynomial, `F.sin` and `F.exp`.
+
+# %%
+#| exercise
+def second_derivative(fn, x_value):
+    raise NotImplementedError("Exercise (step 31): the recipe above; return x.grad.data")
+
+# %%
+#| solution
+def second_derivative(fn, x_value):
+    x = dz.Variable(np.array(x_value, dtype=np.float64))
+    fn(x).backward(create_graph=True)
+    gx = x.grad
+    x.cleargrad()
+    gx.backward()
+    return x.grad.data
+
+# %%
+#| check
+points = np.random.default_rng(0).uniform(-2, 2, size=5)
+cases = [("x^4 - 2x^2", f, 12 * points**2 - 4),
+         ("sin", F.sin, -np.sin(points)),
+         ("exp", F.exp, np.exp(points))]
+for name, fn, expected in cases:
+    try:
+        got = second_derivative(fn, points)
+    except NotImplementedError as e:
+        raise AssertionError(f"second_derivative is not written yet: {e}") from None
+    assert np.allclose(got, expected), (
+        f"second derivative of {name}: expected {expected}, got {got} "
+        "(did you clear the gradient between the two passes?)"
+    )
+print("self-check passed: second_derivative is right for a polynomial, sin and exp")

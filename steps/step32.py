@@ -99,12 +99,83 @@ print("df/dx =", gx.data, "  d2f/dydx =", y.grad.data, "  d2f/dx2 =", x.grad.dat
 # Hessian that belongs to $x$ ($\partial^2 f/\partial x^2 = 2y = -2$ and
 # $\partial^2 f/\partial y \partial x = 2x = 6$). Step 36 builds on that.
 #
-# ## Exercise
+# ## Exercise 1: $q''(-1)$ with `derivatives`
 # Use `derivatives` to get the second derivative of
 # $q(x) = 2x^5 - x^3 + 7$ at $x = -1$ and store it in `q2`. By hand:
 # $q'' = 40x^3 - 6x$.
 
 # %%
-q2 = derivatives(poly([2.0, 0.0, -1.0, 0.0, 0.0, 7.0]), -1.0, 2)[2]  # solution:
-assert np.isclose(q2, 40 * (-1) ** 3 - 6 * (-1)), "q''(-1) = -40 + 6 = -34"
-print("self-check passed")
+#| exercise
+q2 = ...  # derivatives(poly([...coefficients, highest power first...]), -1.0, 2)[2]
+
+# %%
+#| solution
+q2 = derivatives(poly([2.0, 0.0, -1.0, 0.0, 0.0, 7.0]), -1.0, 2)[2]
+
+# %%
+#| check
+assert q2 is not ..., "q2 is not computed yet"
+assert np.isclose(q2, 40 * (-1) ** 3 - 6 * (-1)), (
+    f"q''(-1) = -40 + 6 = -34, got {q2}: the coefficients of 2x^5 - x^3 + 7 are "
+    "[2, 0, -1, 0, 0, 7], highest power first"
+)
+print("self-check passed: q''(-1) = -34")
+
+# %% [markdown]
+# ## Exercise 2: the Hessian of a function of two variables
+# The mixed-derivative recipe above gives one row of the Hessian per
+# backward of a gradient. Write `hessian2(f, x0, y0)` returning the 2×2
+# matrix $\begin{pmatrix} f_{xx} & f_{xy} \\ f_{yx} & f_{yy} \end{pmatrix}$
+# at $(x_0, y_0)$ as a NumPy array: for each row, build fresh Variables,
+# backprop with `create_graph=True`, clear both gradients, and backprop the
+# row's gradient (`x.grad` for the first row, `y.grad` for the second). The
+# self-check compares it with Hessians worked out by hand at random points.
+
+# %%
+#| exercise
+def hessian2(f, x0, y0):
+    raise NotImplementedError("Exercise (step 32): two rows, each from one backward of x.grad "
+                              "or y.grad; return np.array([[fxx, fxy], [fyx, fyy]])")
+
+# %%
+#| solution
+def hessian2(f, x0, y0):
+    rows = []
+    for row in range(2):
+        x = dz.Variable(np.array(x0, dtype=np.float64))
+        y = dz.Variable(np.array(y0, dtype=np.float64))
+        f(x, y).backward(create_graph=True)
+        g = (x.grad, y.grad)[row]
+        x.cleargrad()
+        y.cleargrad()
+        g.backward()
+        rows.append([float(x.grad.data), float(y.grad.data)])
+    return np.array(rows)
+
+# %%
+#| check
+def f1(x, y):
+    return x**2 * y + y**3
+
+
+def f2(x, y):
+    return x**3 * y**2 - 4 * x * y
+
+
+for x0, y0 in np.random.default_rng(0).uniform(-2, 2, size=(3, 2)):
+    expected = {
+        "x^2 y + y^3": (f1, [[2 * y0, 2 * x0], [2 * x0, 6 * y0]]),
+        "x^3 y^2 - 4xy": (f2, [[6 * x0 * y0**2, 6 * x0**2 * y0 - 4],
+                               [6 * x0**2 * y0 - 4, 2 * x0**3]]),
+    }
+    for name, (fn, H) in expected.items():
+        try:
+            got = np.asarray(hessian2(fn, x0, y0))
+        except NotImplementedError as e:
+            raise AssertionError(f"hessian2 is not written yet: {e}") from None
+        assert got.shape == (2, 2), f"hessian2 should return a 2x2 array, got shape {got.shape}"
+        assert np.allclose(got, H), (
+            f"Hessian of {name} at ({x0:.3f}, {y0:.3f}): expected {np.array(H)}, got {got} "
+            "(clear both gradients before the second backward)"
+        )
+print("self-check passed: hessian2 matches Hessians worked out by hand")

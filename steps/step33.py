@@ -54,13 +54,65 @@ for i in range(10):
 # with millions of parameters, does not use plain Newton's method; step 36 shows
 # a cheaper tool, the Hessian–vector product.
 #
-# ## Exercise
-# Use the automatic second derivative to minimise
-# $g(x) = x^2 + e^{-x}$ (whose minimum solves $2x = e^{-x}$) from $x = 0$
-# with 6 Newton steps, and store the result in `x_min`.
+# ## Exercise 1: Newton's method for any function
+# Wrap the loop above into `newton(fn, x0, steps)`: start from a Variable
+# holding `x0`, take `steps` Newton steps with both derivatives from backprop,
+# and return the final $x$ as a float. The self-check runs it on
+# $x^4 - 2x^2$ (it must repeat the iterates above) and on random parabolas
+# $a x^2 + b x$, where one Newton step lands exactly on the minimum $-b/2a$.
 
 # %%
-xm = dz.Variable(np.array(0.0))  # solution:
+#| exercise
+def newton(fn, x0, steps):
+    raise NotImplementedError("Exercise (step 33): the loop above with fn instead of f; "
+                              "return float(x.data)")
+
+# %%
+#| solution
+def newton(fn, x0, steps):
+    x = dz.Variable(np.array(x0, dtype=np.float64))
+    for _ in range(steps):
+        x.cleargrad()
+        fn(x).backward(create_graph=True)
+        gx = x.grad
+        x.cleargrad()
+        gx.backward()
+        x.data = x.data - gx.data / x.grad.data
+    return float(x.data)
+
+# %%
+#| check
+try:
+    end = newton(f, 2.0, 10)
+except NotImplementedError as e:
+    raise AssertionError(f"newton is not written yet: {e}") from None
+assert np.isclose(end, iterates[-1], rtol=0, atol=1e-12), (
+    f"from 2, 10 steps on x^4 - 2x^2 should end at {iterates[-1]}, got {end}"
+)
+assert np.isclose(newton(f, 2.0, 1), iterates[1]), (
+    f"one step from 2 should give {iterates[1]}, got {newton(f, 2.0, 1)}: clear x.grad "
+    "before each backward"
+)
+for a, b in np.random.default_rng(0).uniform(0.5, 3.0, size=(3, 2)):
+    got = newton(lambda v, a=a, b=b: a * v**2 + b * v, 1.0, 1)
+    assert np.isclose(got, -b / (2 * a)), (
+        f"on {a:.2f} x^2 + {b:.2f} x one step should reach {-b / (2 * a)}, got {got}"
+    )
+print("self-check passed: newton repeats the iterates above and solves parabolas in one step")
+
+# %% [markdown]
+# ## Exercise 2: a function with an exponential
+# Use the automatic second derivative to minimise
+# $g(x) = x^2 + e^{-x}$ (whose minimum solves $2x = e^{-x}$) from $x = 0$
+# with 6 Newton steps, and store the result (a float) in `x_min`.
+
+# %%
+#| exercise
+x_min = ...  # 6 Newton steps on x**2 + F.exp(-x) from 0, as in the loop above
+
+# %%
+#| solution
+xm = dz.Variable(np.array(0.0))
 for _ in range(6):
     xm.cleargrad()
     (xm**2 + F.exp(-xm)).backward(create_graph=True)
@@ -69,6 +121,12 @@ for _ in range(6):
     g1.backward()
     xm.data = xm.data - g1.data / xm.grad.data
 x_min = float(xm.data)
-assert abs(2 * x_min - np.exp(-x_min)) < 1e-12, "at the minimum 2x = exp(-x)"
+
+# %%
+#| check
+assert isinstance(x_min, float), f"x_min should be a float, got {type(x_min).__name__}"
+assert abs(2 * x_min - np.exp(-x_min)) < 1e-12, (
+    f"at the minimum 2x = exp(-x); at x_min = {x_min} they differ by {2 * x_min - np.exp(-x_min)}"
+)
 print("x_min =", round(x_min, 6))
-print("self-check passed")
+print("self-check passed: x_min solves 2x = exp(-x)")

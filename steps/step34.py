@@ -82,18 +82,75 @@ print("functions in the graph of each derivative:", sizes)
 # every order. Step 35 draws it.
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the 7th derivative of sin
 # The $n$-th derivative of $\sin$ is $\sin(x + n\pi/2)$. Compute the 7th
 # derivative of $\sin$ at $x = 0.3$ with repeated backward passes and store
 # it in `d7` (a float).
 
 # %%
-x7 = dz.Variable(np.array(0.3))  # solution:
+#| exercise
+x7 = dz.Variable(np.array(0.3))
+d7 = ...  # 7 passes of g.backward(create_graph=True); g = x7.grad (cleargrad before each)
+
+# %%
+#| solution
+x7 = dz.Variable(np.array(0.3))
 g7 = F.sin(x7)
 for _ in range(7):
     x7.cleargrad()
     g7.backward(create_graph=True)
     g7 = x7.grad
 d7 = float(g7.data)
-assert np.isclose(d7, np.sin(0.3 + 7 * np.pi / 2)), "the 7th derivative of sin is -cos"
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(d7, float), f"d7 should be a float, got {type(d7).__name__}"
+assert np.isclose(d7, np.sin(0.3 + 7 * np.pi / 2)), (
+    f"the 7th derivative of sin is -cos: -cos(0.3) = {-np.cos(0.3):.6f}, got {d7}"
+)
+print("self-check passed: the 7th derivative of sin at 0.3 is -cos(0.3)")
+
+# %% [markdown]
+# ## Exercise 2: a `Sin` that can be differentiated forever
+# The cycle works because `Sin.backward` calls `cos` and `Cos.backward` calls
+# `sin`, both recorded functions. Write `MySin`: `forward` with `np.sin`,
+# `backward` returning $g_y \cos x$ with `F.cos` on the input Variable. The
+# self-check runs `dz.utils.gradient_check` and takes four derivatives
+# through `MySin`: they must follow the cycle $\cos, -\sin, -\cos, \sin$.
+
+# %%
+#| exercise
+class MySin(dz.Function):
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 34): return np.sin(x)")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 34): (x,) = self.inputs; return gy * F.cos(x)")
+
+# %%
+#| solution
+class MySin(dz.Function):
+    def forward(self, x):
+        return np.sin(x)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return gy * F.cos(x)
+
+# %%
+#| check
+pts = np.random.default_rng(0).uniform(-3, 3, size=5)
+try:
+    assert dz.utils.gradient_check(lambda v: MySin()(v), pts), "MySin's backward is wrong"
+except NotImplementedError as e:
+    raise AssertionError(f"MySin is not written yet: {e}") from None
+xm = dz.Variable(pts.copy())
+gm = MySin()(xm)
+for order, exact in enumerate([np.cos(pts), -np.sin(pts), -np.cos(pts), np.sin(pts)], start=1):
+    xm.cleargrad()
+    gm.backward(create_graph=True)
+    gm = xm.grad
+    assert np.allclose(gm.data, exact), (
+        f"derivative of order {order} is wrong: backward must use F.cos on the Variable x"
+    )
+print("self-check passed: MySin's derivatives cycle cos, -sin, -cos, sin")

@@ -114,15 +114,22 @@ plt.show()
 # depends on how each backward is written. Large models that need second
 # derivatives (step 36) take only one or two of them, not seven.
 #
-# ## Exercise
+# ## Exercise 1: how big do exp's graphs get?
 # The graph for $\sin$ stayed tiny (step 34). What about $e^x$, whose backward
 # also multiplies by its own output? Take 4 derivatives of `F.exp` at `x = 0.5`
 # with `create_graph=True`, and store the function counts of the 5 graphs
-# (orders 0 to 4) in `exp_counts`. Does it grow like tanh? (Compare what the
-# two backward methods do with $y$: `gy * y` against `gy * (1 - y * y)`.)
+# (orders 0 to 4, from `count_nodes(...)[0]`) in `exp_counts`. Does it grow
+# like tanh? (Compare what the two backward methods do with $y$: `gy * y`
+# against `gy * (1 - y * y)`.)
 
 # %%
-xe = dz.Variable(np.array(0.5))  # solution:
+#| exercise
+xe = dz.Variable(np.array(0.5))
+exp_counts = ...  # [count_nodes(g)[0] for g = exp(x), then each of its 4 derivatives]
+
+# %%
+#| solution
+xe = dz.Variable(np.array(0.5))
 ge = F.exp(xe)
 exp_counts = [count_nodes(ge)[0]]
 for _ in range(4):
@@ -130,7 +137,67 @@ for _ in range(4):
     ge.backward(create_graph=True)
     ge = xe.grad
     exp_counts.append(count_nodes(ge)[0])
+
+# %%
+#| check
+assert isinstance(exp_counts, list) and len(exp_counts) == 5, (
+    f"exp_counts should be a list of 5 counts (orders 0 to 4), got {exp_counts!r}"
+)
 print("exp:", exp_counts)
-assert np.isclose(ge.data, np.exp(0.5)), "every derivative of exp is exp"
+assert exp_counts[0] == 1, f"exp(x) alone is one function, got {exp_counts[0]}"
 assert max(exp_counts) <= 2, "exp's graph stays small: y appears once, never as y * y"
-print("self-check passed")
+print("self-check passed: the graphs of exp's derivatives stay at one or two functions")
+
+# %% [markdown]
+# ## Exercise 2: a sigmoid that keeps its output
+# The sigmoid $s(x) = 1/(1 + e^{-x})$ has, like $\tanh$, a derivative written
+# with its output: $s' = s(1 - s)$. Write `MySigmoid` as `F.Tanh` is written:
+# keep the output (`self.retain_inputs(())`, `self.retain_outputs((0,))`),
+# and in `backward` read it with `(y,) = self.get_retained_outputs()` and
+# return $g_y\, y (1 - y)$. The self-check runs `dz.utils.gradient_check` and
+# compares the second derivative with the formula $s(1 - s)(1 - 2s)$; count
+# the functions of its higher derivatives yourself: which of tanh and exp does
+# it resemble?
+
+# %%
+#| exercise
+class MySigmoid(dz.Function):
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 35): keep the output; "
+                                  "return 1 / (1 + np.exp(-x))")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 35): (y,) = self.get_retained_outputs(); "
+                                  "return gy * y * (1 - y)")
+
+# %%
+#| solution
+class MySigmoid(dz.Function):
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        return 1 / (1 + np.exp(-x))
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return gy * y * (1 - y)
+
+# %%
+#| check
+pts = np.random.default_rng(0).normal(size=5)
+s = 1 / (1 + np.exp(-pts))
+try:
+    ys = MySigmoid()(dz.Variable(pts.copy()))
+except NotImplementedError as e:
+    raise AssertionError(f"MySigmoid is not written yet: {e}") from None
+assert np.allclose(ys.data, s), "MySigmoid's forward should be 1 / (1 + exp(-x))"
+assert dz.utils.gradient_check(lambda v: MySigmoid()(v), pts), "MySigmoid's backward is wrong"
+xs2 = dz.Variable(pts.copy())
+MySigmoid()(xs2).backward(create_graph=True)
+g1 = xs2.grad
+xs2.cleargrad()
+g1.backward()
+assert np.allclose(xs2.grad.data, s * (1 - s) * (1 - 2 * s)), (
+    "the second derivative is wrong: build backward from the retained output Variable y"
+)
+print("self-check passed: MySigmoid's first and second derivatives are right")

@@ -134,13 +134,75 @@ print("full Hessian matches:", np.allclose(H_auto, H, rtol=1e-12, atol=1e-12))
 print("symmetric:", np.allclose(H_auto, H_auto.T))
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: curvature along a direction
 # The *curvature of f along a direction* $u$ (a unit vector) is $u^\top H u$.
 # Compute it with one Hessian–vector product for $u = (1, 1, 1, 1, 1)/\sqrt 5$
-# at `x_value`, and store it in `curvature`.
+# at `x_value`, and store it in `curvature` (a float).
 
 # %%
-u = np.ones(n) / np.sqrt(n)  # solution:
+#| exercise
+u = np.ones(n) / np.sqrt(n)
+curvature = ...  # u . (H u), with H u from one call of hvp
+
+# %%
+#| solution
+u = np.ones(n) / np.sqrt(n)
 curvature = float(u @ hvp(x_value, u))
-assert np.isclose(curvature, u @ H @ u), "curvature = u . (H u)"
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(curvature, float), f"curvature should be a float, got {type(curvature).__name__}"
+assert np.isclose(curvature, u @ H @ u), (
+    f"expected u . (H u) = {u @ H @ u:.6f}, got {curvature}: use hvp(x_value, u), then a dot with u"
+)
+print("self-check passed: the curvature along u is u . (H u)")
+
+# %% [markdown]
+# ## Exercise 2: a Hessian–vector product for any function
+# `hvp` above is tied to `f`. Write `make_hvp(fn)`, which returns a function
+# `hvp_fn(x_value, v)` computing $H v$ for the scalar function `fn` by double
+# backprop (the three lines of the recipe). The self-check compares it with
+# the step's `hvp` on `f` and with the exact Hessian of
+# $\sum_i x_i^2 \sin x_i + (\sum_i x_i)^2$ on random vectors.
+
+# %%
+#| exercise
+def make_hvp(fn):
+    raise NotImplementedError("Exercise (step 36): define hvp_fn(x_value, v) like hvp, with fn "
+                              "instead of f, and return it")
+
+# %%
+#| solution
+def make_hvp(fn):
+    def hvp_fn(x_value, v):
+        x = dz.Variable(x_value)
+        fn(x).backward(create_graph=True)
+        g = x.grad
+        x.cleargrad()
+        F.sum(g * v).backward()
+        return x.grad.data
+
+    return hvp_fn
+
+# %%
+#| check
+check_rng = np.random.default_rng(0)
+xv, vv = check_rng.normal(size=n), check_rng.normal(size=n)
+try:
+    hvp_f = make_hvp(f)
+except NotImplementedError as e:
+    raise AssertionError(f"make_hvp is not written yet: {e}") from None
+assert callable(hvp_f), "make_hvp should return a function hvp_fn(x_value, v)"
+assert np.allclose(hvp_f(xv, vv), hvp(xv, vv)), "on f, make_hvp(f) should agree with hvp"
+
+
+def mixed(x):
+    return F.sum(F.sin(x) * x**2) + F.sum(x) ** 2
+
+
+# Its exact Hessian: (2 - x^2) sin x + 4x cos x on the diagonal, plus 2 everywhere.
+H_mixed = np.diag((2 - xv**2) * np.sin(xv) + 4 * xv * np.cos(xv)) + 2.0
+assert np.allclose(make_hvp(mixed)(xv, vv), H_mixed @ vv), (
+    "make_hvp(mixed) does not give H v: clear x.grad before the second backward"
+)
+print("self-check passed: make_hvp gives H v for any function")

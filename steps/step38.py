@@ -205,17 +205,85 @@ y.backward(gradient=np.array([1.0, 0.0, 10.0]))
 print("weighted grad:", x.grad)  # 2x times the weights
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the product rule on a tensor
 # For `a = Variable(np.arange(6.0).reshape(3, 2))`, compute `b = F.tanh(a) * a`,
 # run `b.backward()` and store `a.grad` in `grad_a`. By the product rule its
 # entries are $\tanh(a) + a(1 - \tanh^2 a)$.
 
 # %%
+#| exercise
 a = dz.Variable(np.arange(6.0).reshape(3, 2))
-b = F.tanh(a) * a  # solution:
+grad_a = ...  # b = F.tanh(a) * a; b.backward(); a.grad
+
+# %%
+#| solution
+a = dz.Variable(np.arange(6.0).reshape(3, 2))
+b = F.tanh(a) * a
 b.backward()
 grad_a = a.grad
+
+# %%
+#| check
+assert isinstance(grad_a, dz.Variable), f"grad_a should be a.grad (a Variable), got {grad_a!r}"
+assert grad_a.shape == (3, 2), f"the gradient keeps the input's shape (3, 2), got {grad_a.shape}"
 t = np.tanh(a.data)
-assert grad_a.shape == (3, 2), "the gradient keeps the input's shape"
-assert np.allclose(grad_a.data, t + a.data * (1 - t**2)), "use the product rule"
-print("self-check passed")
+assert np.allclose(grad_a.data, t + a.data * (1 - t**2)), (
+    "expected tanh(a) + a (1 - tanh(a)^2), element by element: use the product rule"
+)
+print("self-check passed: the gradient of tanh(a) * a is tanh(a) + a (1 - tanh^2 a)")
+
+# %% [markdown]
+# ## Exercise 2: `AsType`
+# Write the `AsType` function of this step yourself. `MyAsType(dtype)` keeps
+# the target dtype (given); `forward` remembers the input's dtype in
+# `self.x_dtype` and returns `x.astype(self.dtype)`; `backward` converts the
+# gradient back to that dtype, with `F.astype`. The self-check compares it
+# with the package's `F.astype` on random float64 data (the gradient must
+# come back as float64) and runs `gradient_check`.
+
+# %%
+#| exercise
+class MyAsType(dz.Function):
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 38): self.x_dtype = x.dtype; "
+                                  "return x.astype(self.dtype)")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 38): return F.astype(gy, self.x_dtype)")
+
+# %%
+#| solution
+class MyAsType(dz.Function):
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    def forward(self, x):
+        self.x_dtype = x.dtype
+        return x.astype(self.dtype)
+
+    def backward(self, gy):
+        return F.astype(gy, self.x_dtype)
+
+# %%
+#| check
+data = np.random.default_rng(0).normal(size=(2, 3))
+x64 = dz.Variable(data.copy())
+try:
+    y32 = MyAsType(np.float32)(x64)
+except NotImplementedError as e:
+    raise AssertionError(f"MyAsType is not written yet: {e}") from None
+assert y32.dtype == np.float32, f"forward should return float32, got {y32.dtype}"
+assert np.array_equal(y32.data, F.astype(dz.Variable(data), np.float32).data), (
+    "forward should match F.astype: x.astype(self.dtype)"
+)
+gy = np.random.default_rng(1).normal(size=(2, 3)).astype(np.float32)
+mine = MyAsType(np.float32)
+mine(dz.Variable(data.copy()))
+gx = mine.backward(dz.Variable(gy))
+assert gx.dtype == np.float64, f"backward should return the input's dtype float64, got {gx.dtype}"
+assert np.allclose(gx.data, gy), "backward passes the gradient through, only converted"
+assert gradient_check(lambda v: MyAsType(np.float64)(v) * 3.0, data)
+print("self-check passed: MyAsType converts forward and converts the gradient back")

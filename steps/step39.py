@@ -135,19 +135,86 @@ print(gradient_check(lambda v: F.reshape(v, (3, 2)) * w6, np.ones((2, 3))))
 print(gradient_check(lambda v: F.transpose(v, axes) * weights, a))
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: swapping the last two axes
 # Write `swap_last_two(v)` that swaps the last two axes of a 3-D Variable using
-# `F.transpose`. Check that the gradient of `sum(swap_last_two(v) * w)` for a
-# weight `w` of the output's shape is `w` with its last two axes swapped back.
+# `F.transpose`. The self-check verifies that the gradient of
+# `sum(swap_last_two(v) * w)` for a weight `w` of the output's shape is `w`
+# with its last two axes swapped back.
 
 # %%
+#| exercise
 def swap_last_two(v):
-    return F.transpose(v, (0, 2, 1))  # solution:
+    raise NotImplementedError("Exercise (step 39): return F.transpose(v, (0, 2, 1))")
 
+# %%
+#| solution
+def swap_last_two(v):
+    return F.transpose(v, (0, 2, 1))
 
+# %%
+#| check
 v = dz.Variable(np.zeros((2, 3, 4)))
 w = np.random.default_rng(2).normal(size=(2, 4, 3))
-F.sum(swap_last_two(v) * w).backward()
-assert swap_last_two(v).shape == (2, 4, 3)
-assert np.array_equal(v.grad.data, w.transpose(0, 2, 1))
-print("self-check passed")
+out = swap_last_two(v)
+assert out.shape == (2, 4, 3), f"a (2, 3, 4) input should become (2, 4, 3), got {out.shape}"
+F.sum(out * w).backward()
+assert np.array_equal(v.grad.data, w.transpose(0, 2, 1)), (
+    "the gradient should be w with its last two axes swapped back"
+)
+print("self-check passed: swap_last_two swaps the axes, and its gradient swaps them back")
+
+# %% [markdown]
+# ## Exercise 2: `Transpose` with any permutation
+# Write the `Transpose` function yourself, for an explicit permutation
+# `axes` (given to `__init__`). `forward` returns `x.transpose(self.axes)`.
+# In `backward` the gradient must be permuted **back**: the inverse
+# permutation of `axes` is `np.argsort(axes)` (if axis `i` went to place
+# `axes.index(i)`, it comes back from there). The self-check compares it with
+# `F.transpose` on a random (2, 3, 4) array and runs `gradient_check` for
+# two permutations.
+
+# %%
+#| exercise
+class MyTranspose(dz.Function):
+    def __init__(self, axes):
+        self.axes = tuple(axes)
+
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 39): return x.transpose(self.axes)")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 39): "
+                                  "return F.transpose(gy, tuple(np.argsort(self.axes)))")
+
+# %%
+#| solution
+class MyTranspose(dz.Function):
+    def __init__(self, axes):
+        self.axes = tuple(axes)
+
+    def forward(self, x):
+        return x.transpose(self.axes)
+
+    def backward(self, gy):
+        return F.transpose(gy, tuple(np.argsort(self.axes)))
+
+# %%
+#| check
+data = np.random.default_rng(0).normal(size=(2, 3, 4))
+for axes in [(1, 2, 0), (2, 0, 1)]:
+    try:
+        mine = MyTranspose(axes)(dz.Variable(data.copy()))
+    except NotImplementedError as e:
+        raise AssertionError(f"MyTranspose is not written yet: {e}") from None
+    assert np.array_equal(mine.data, F.transpose(dz.Variable(data), axes).data), (
+        f"forward with axes {axes} should match F.transpose"
+    )
+    weight = np.random.default_rng(1).normal(size=mine.shape)
+
+    def permuted(v, axes=axes, weight=weight):
+        return MyTranspose(axes)(v) * weight
+
+    assert gradient_check(permuted, data), (
+        f"backward with axes {axes} is wrong: permute by the inverse, np.argsort(axes)"
+    )
+print("self-check passed: MyTranspose matches F.transpose, and its gradient is permuted back")

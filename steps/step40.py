@@ -94,19 +94,88 @@ w2 = rng.normal(size=(3, 1))
 print(gradient_check(lambda v: F.sum_to(v, (3, 1)) * w2, data))
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: `mean` from `sum`
 # The mean over an axis is a sum divided by the axis length. Write
-# `mean(x, axis)` with `F.sum`, and check that the gradient of `mean(x, 0)` of a
-# (4, 3) array is 1/4 everywhere.
+# `mean(x, axis)` with `F.sum`. The self-check compares it with NumPy on a
+# (4, 3) array, checks that the gradient of `mean(x, 0)` is 1/4 everywhere,
+# and runs `gradient_check`.
 
 # %%
+#| exercise
+def mean(x, axis):
+    raise NotImplementedError("Exercise (step 40): x = dz.as_variable(x); "
+                              "return F.sum(x, axis=axis) / x.shape[axis]")
+
+# %%
+#| solution
 def mean(x, axis):
     x = dz.as_variable(x)
-    return F.sum(x, axis=axis) / x.shape[axis]  # solution:
+    return F.sum(x, axis=axis) / x.shape[axis]
 
-
+# %%
+#| check
 m = dz.Variable(np.random.default_rng(1).normal(size=(4, 3)))
+for axis in (0, 1):
+    assert np.allclose(mean(m, axis).data, m.data.mean(axis=axis)), (
+        f"mean(m, {axis}) should equal m.data.mean(axis={axis})"
+    )
 mean(m, 0).backward()
-assert np.allclose(mean(m, 0).data, m.data.mean(axis=0))
-assert np.allclose(m.grad.data, 0.25)
-print("self-check passed")
+assert np.allclose(m.grad.data, 0.25), f"each of 4 rows gets 1/4 of the gradient, got {m.grad.data}"
+assert gradient_check(lambda v: mean(v, 1) * np.array([1.0, -2.0, 3.0, 0.5]), m.data)
+print("self-check passed: mean is a sum divided by the axis length, gradient 1/n")
+
+# %% [markdown]
+# ## Exercise 2: the `Sum` function
+# Write `Sum` over one axis yourself (no `keepdims`). `forward` remembers the
+# input's shape and returns `x.sum(axis=self.axis)`. In `backward`, `gy` has
+# lost that axis: put it back with length 1 (`F.reshape` to the input's shape
+# with a 1 at `self.axis`), then repeat it with `F.broadcast_to` to the
+# input's shape. The self-check compares it with `F.sum` on a random
+# (2, 3, 4) array for each axis and runs `gradient_check`.
+
+# %%
+#| exercise
+class MySum(dz.Function):
+    def __init__(self, axis):
+        self.axis = axis
+
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 40): self.x_shape = x.shape; "
+                                  "return x.sum(axis=self.axis)")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 40): reshape gy with a 1 at self.axis, "
+                                  "then F.broadcast_to(..., self.x_shape)")
+
+# %%
+#| solution
+class MySum(dz.Function):
+    def __init__(self, axis):
+        self.axis = axis
+
+    def forward(self, x):
+        self.x_shape = x.shape
+        return x.sum(axis=self.axis)
+
+    def backward(self, gy):
+        shape = list(self.x_shape)
+        shape[self.axis] = 1
+        return F.broadcast_to(F.reshape(gy, tuple(shape)), self.x_shape)
+
+# %%
+#| check
+check_rng = np.random.default_rng(0)
+data = check_rng.normal(size=(2, 3, 4))
+for axis in range(3):
+    try:
+        mine = MySum(axis)(dz.Variable(data.copy()))
+    except NotImplementedError as e:
+        raise AssertionError(f"MySum is not written yet: {e}") from None
+    assert np.allclose(mine.data, F.sum(dz.Variable(data), axis=axis).data), (
+        f"forward over axis {axis} should match F.sum"
+    )
+    weight = check_rng.normal(size=mine.shape)
+    assert gradient_check(lambda v, axis=axis, weight=weight: MySum(axis)(v) * weight, data), (
+        f"backward over axis {axis} is wrong: reshape gy with a 1 at the axis, then broadcast"
+    )
+print("self-check passed: MySum matches F.sum on every axis, and its gradient is right")

@@ -113,17 +113,77 @@ for s0, s1 in pairs:
           f"checks {ok0 and ok1}")
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the gradient of a bias
 # A bias is added to every row of a batch. For `h` of shape (5, 4) and a bias
-# `c` of shape (4,), compute `out = F.sum((h + c) ** 2)` and store `c.grad` in
-# `grad_c`. By the chain rule it equals $2\sum_n (h_n + c)$.
+# `c` of shape (4,), compute `out = F.sum((h + c) ** 2)`, backprop, and store
+# `c.grad` in `grad_c`. By the chain rule it equals $2\sum_n (h_n + c)$.
 
 # %%
+#| exercise
 h = dz.Variable(np.random.default_rng(3).normal(size=(5, 4)))
 c = dz.Variable(np.array([0.5, -1.0, 2.0, 0.0]))
-out = F.sum((h + c) ** 2)  # solution:
+grad_c = ...  # out = F.sum((h + c) ** 2); out.backward(); c.grad
+
+# %%
+#| solution
+h = dz.Variable(np.random.default_rng(3).normal(size=(5, 4)))
+c = dz.Variable(np.array([0.5, -1.0, 2.0, 0.0]))
+out = F.sum((h + c) ** 2)
 out.backward()
 grad_c = c.grad
-assert grad_c.shape == (4,), "the bias gradient has the bias's shape"
-assert np.allclose(grad_c.data, 2 * (h.data + c.data).sum(axis=0))
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(grad_c, dz.Variable), f"grad_c should be c.grad (a Variable), got {grad_c!r}"
+assert grad_c.shape == (4,), f"the bias gradient has the bias's shape (4,), got {grad_c.shape}"
+assert np.allclose(grad_c.data, 2 * (h.data + c.data).sum(axis=0)), (
+    "expected 2 * sum over the rows of (h + c): the copies' gradients add up"
+)
+print("self-check passed: the bias gradient sums the rows, 2 sum_n (h_n + c)")
+
+# %% [markdown]
+# ## Exercise 2: a `Mul` that broadcasts
+# Write the broadcasting multiplication yourself. `forward(x0, x1)` returns
+# `x0 * x1` (NumPy broadcasts). In `backward`, the gradients are
+# $g_y x_1$ and $g_y x_0$, each summed back to its own input's shape with
+# `F.sum_to(..., x.shape)`. The self-check compares it with `*` for the
+# shapes (2, 3) and (3,) and runs `gradient_check` for both inputs.
+
+# %%
+#| exercise
+class MyMul(dz.Function):
+    def forward(self, x0, x1):
+        raise NotImplementedError("Exercise (step 41): return x0 * x1")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 41): x0, x1 = self.inputs; return "
+                                  "F.sum_to(gy * x1, x0.shape), F.sum_to(gy * x0, x1.shape)")
+
+# %%
+#| solution
+class MyMul(dz.Function):
+    def forward(self, x0, x1):
+        return x0 * x1
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        return F.sum_to(gy * x1, x0.shape), F.sum_to(gy * x0, x1.shape)
+
+# %%
+#| check
+check_rng = np.random.default_rng(0)
+a, b = check_rng.normal(size=(2, 3)), check_rng.normal(size=3)
+u, v = dz.Variable(a.copy()), dz.Variable(b.copy())
+try:
+    prod = MyMul()(u, v)
+except NotImplementedError as e:
+    raise AssertionError(f"MyMul is not written yet: {e}") from None
+assert np.allclose(prod.data, a * b), "forward should return x0 * x1"
+F.sum(prod).backward()
+assert v.grad.shape == (3,), (
+    f"x1.grad should have x1's shape (3,), got {v.grad.shape}: use F.sum_to"
+)
+weight = check_rng.normal(size=(2, 3))
+assert gradient_check(lambda p: MyMul()(p, dz.Variable(b)) * weight, a), "x0's gradient is wrong"
+assert gradient_check(lambda q: MyMul()(dz.Variable(a), q) * weight, b), "x1's gradient is wrong"
+print("self-check passed: MyMul broadcasts, and each gradient comes back in its input's shape")

@@ -199,15 +199,75 @@ y2.backward()
 print("x2.grad.shape through the constant W:", x2.grad.shape)
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise 1: the weight gradient by hand
 # Compute the gradient of $L = \sum (xW)^2$ with respect to `W` by hand with
-# NumPy (hint: $g_y = 2xW$) and store it in `by_hand`; it must equal backprop's.
+# NumPy (hint: $g_y = 2xW$, and $g_W = x^\top g_y$) and store it in
+# `by_hand`; it must equal backprop's.
 
 # %%
+#| exercise
 x3 = dz.Variable(rng.normal(size=(4, 3)))
 W3 = dz.Variable(rng.normal(size=(3, 2)))
 F.sum(F.matmul(x3, W3) ** 2).backward()
-by_hand = x3.data.T @ (2 * x3.data @ W3.data)  # solution:
-assert by_hand.shape == W3.shape
-assert np.allclose(by_hand, W3.grad.data)
-print("self-check passed")
+by_hand = ...  # x^T g_y with g_y = 2 x W, in NumPy (x3.data, W3.data)
+
+# %%
+#| solution
+x3 = dz.Variable(rng.normal(size=(4, 3)))
+W3 = dz.Variable(rng.normal(size=(3, 2)))
+F.sum(F.matmul(x3, W3) ** 2).backward()
+by_hand = x3.data.T @ (2 * x3.data @ W3.data)
+
+# %%
+#| check
+assert isinstance(by_hand, np.ndarray), f"by_hand should be a NumPy array, got {by_hand!r}"
+assert by_hand.shape == W3.shape, f"the gradient has W's shape {W3.shape}, got {by_hand.shape}"
+assert np.allclose(by_hand, W3.grad.data), "by_hand differs from backprop's W3.grad: x^T (2 x W)"
+print("self-check passed: x^T (2 x W) is backprop's gradient for W")
+
+# %% [markdown]
+# ## Exercise 2: `MatMul` for matrices
+# Write the common case of `MatMul` yourself, for two matrices: `forward`
+# returns `x @ W`; `backward` returns $g_x = g_y W^\top$ and
+# $g_W = x^\top g_y$, built with `F.matmul` and `.T` on the input Variables
+# (so that it can be differentiated again). The self-check compares it with
+# `F.matmul` on random matrices and runs `gradient_check` for both inputs.
+
+# %%
+#| exercise
+class MyMatMul(dz.Function):
+    def forward(self, x, W):
+        raise NotImplementedError("Exercise (step 42): return x @ W")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 42): x, W = self.inputs; "
+                                  "return F.matmul(gy, W.T), F.matmul(x.T, gy)")
+
+# %%
+#| solution
+class MyMatMul(dz.Function):
+    def forward(self, x, W):
+        return x @ W
+
+    def backward(self, gy):
+        x, W = self.inputs
+        return F.matmul(gy, W.T), F.matmul(x.T, gy)
+
+# %%
+#| check
+check_rng = np.random.default_rng(0)
+xa, Wa = check_rng.normal(size=(4, 3)), check_rng.normal(size=(3, 2))
+try:
+    prod = MyMatMul()(dz.Variable(xa), dz.Variable(Wa))
+except NotImplementedError as e:
+    raise AssertionError(f"MyMatMul is not written yet: {e}") from None
+assert prod.shape == (4, 2), f"(4, 3) @ (3, 2) should be (4, 2), got {prod.shape}"
+assert np.allclose(prod.data, F.matmul(xa, Wa).data), "forward should match F.matmul"
+weight = check_rng.normal(size=(4, 2))
+assert dz.utils.gradient_check(lambda v: MyMatMul()(v, dz.Variable(Wa)) * weight, xa), (
+    "g_x is wrong: g_y W^T"
+)
+assert dz.utils.gradient_check(lambda v: MyMatMul()(dz.Variable(xa), v) * weight, Wa), (
+    "g_W is wrong: x^T g_y"
+)
+print("self-check passed: MyMatMul matches F.matmul, and both gradients are right")

@@ -139,15 +139,22 @@ plt.show()
 # along a shallow valley, which takes many small steps to walk down. Step 47's
 # optimizers walk such valleys faster.
 #
-# ## Exercise
+# ## Exercise 1: train longer
 # Train the same model for 1000 iterations instead of 100 (reset `W` and `b`
-# to zeros first) and store the final loss in `final_loss`. It should be within
-# 1e-4 of the least-squares loss.
+# to zeros first) and store the final loss (a float) in `final_loss`. It
+# should be within 1e-4 of the least-squares loss.
 
 # %%
+#| exercise
 W = dz.Variable(np.zeros((1, 1)))
 b = dz.Variable(np.zeros(1))
-for _ in range(1000):  # solution:
+final_loss = ...  # 1000 iterations of the loop above, then float(mean_squared_error(...).data)
+
+# %%
+#| solution
+W = dz.Variable(np.zeros((1, 1)))
+b = dz.Variable(np.zeros(1))
+for _ in range(1000):
     loss = F.mean_squared_error(predict(x), y)
     W.cleargrad()
     b.cleargrad()
@@ -155,6 +162,105 @@ for _ in range(1000):  # solution:
     W.data -= lr * W.grad.data
     b.data -= lr * b.grad.data
 final_loss = float(F.mean_squared_error(predict(x), y).data)
+
+# %%
+#| check
 best = float(np.mean((A @ np.array([slope, intercept]) - y[:, 0]) ** 2))
-assert abs(final_loss - best) < 1e-4, (final_loss, best)
-print("self-check passed")
+assert isinstance(final_loss, float), (
+    f"final_loss should be a float, got {type(final_loss).__name__}"
+)
+assert abs(final_loss - best) < 1e-4, (
+    f"after 1000 iterations the loss should be within 1e-4 of least squares ({best:.6f}), "
+    f"got {final_loss:.6f}: did you reset W and b and run 1000 iterations?"
+)
+print("self-check passed: 1000 iterations reach the least-squares loss")
+
+# %% [markdown]
+# ## Exercise 2: the mean squared error as one function
+# Write `MeanSquaredError` yourself (for arrays of the same shape). `forward`
+# returns $\frac1N \sum (x_0 - x_1)^2$ with $N$ = `len(x0)`; `backward` reads
+# both inputs from `self.inputs` and returns $g_y \cdot \frac{2}{N}(x_0 - x_1)$
+# for $x_0$ and its negative for $x_1$. The self-check compares it with
+# `F.mean_squared_error` on random (10, 2) arrays and runs
+# `dz.utils.gradient_check` for both inputs.
+
+# %%
+#| exercise
+class MyMeanSquaredError(dz.Function):
+    def forward(self, x0, x1):
+        raise NotImplementedError("Exercise (step 43): diff = x0 - x1; "
+                                  "return (diff * diff).sum() / len(diff)")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 43): x0, x1 = self.inputs; "
+                                  "gx0 = gy * (x0 - x1) * (2 / N); return gx0, -gx0")
+
+# %%
+#| solution
+class MyMeanSquaredError(dz.Function):
+    def forward(self, x0, x1):
+        diff = x0 - x1
+        return (diff * diff).sum() / len(diff)
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        diff = x0 - x1
+        gx0 = gy * diff * (2.0 / len(diff))
+        return gx0, -gx0
+
+# %%
+#| check
+check_rng = np.random.default_rng(0)
+p, t = check_rng.normal(size=(10, 2)), check_rng.normal(size=(10, 2))
+try:
+    mse = MyMeanSquaredError()(dz.Variable(p), dz.Variable(t))
+except NotImplementedError as e:
+    raise AssertionError(f"MyMeanSquaredError is not written yet: {e}") from None
+expected = float(F.mean_squared_error(p, t).data)
+assert np.isclose(float(mse.data), expected), (
+    f"forward should be sum((x0 - x1)^2) / len(x0) = {expected:.6f}, got {float(mse.data):.6f}"
+)
+assert dz.utils.gradient_check(lambda v: MyMeanSquaredError()(v, dz.Variable(t)), p), (
+    "the gradient of x0 is wrong: gy * 2 (x0 - x1) / N"
+)
+assert dz.utils.gradient_check(lambda v: MyMeanSquaredError()(dz.Variable(p), v), t), (
+    "the gradient of x1 is wrong: the negative of x0's"
+)
+print("self-check passed: MyMeanSquaredError matches F.mean_squared_error, gradients included")
+
+# %% [markdown]
+# ## Open experiment: what happens with a larger learning rate?
+# We used `lr = 0.1`, and 100 iterations were not quite enough. Why not simply
+# take bigger steps? Guess what 100 iterations give with a learning rate
+# 2, 5, 10 or 15 times larger, then read the table (each run starts again
+# from zeros).
+
+# %%
+def final_loss_with(rate, iters=100):
+    W_lr = dz.Variable(np.zeros((1, 1)))
+    b_lr = dz.Variable(np.zeros(1))
+    for _ in range(iters):
+        loss = F.mean_squared_error(F.matmul(x, W_lr) + b_lr, y)
+        W_lr.cleargrad()
+        b_lr.cleargrad()
+        loss.backward()
+        W_lr.data -= rate * W_lr.grad.data
+        b_lr.data -= rate * b_lr.grad.data
+    return float(loss.data), float(W_lr.data[0, 0]), float(b_lr.data[0])
+
+
+print(f"{'lr':>5} {'loss after 100':>15} {'W':>10} {'b':>10}")
+with np.errstate(over="ignore", invalid="ignore"):
+    for rate in [0.1, 0.2, 0.5, 1.0, 1.5]:
+        loss_value, W_value, b_value = final_loss_with(rate)
+        print(f"{rate:5.1f} {loss_value:15.6g} {W_value:10.4g} {b_value:10.4g}")
+print(f"least squares: loss {best:.6g}, W {slope:.4g}, b {intercept:.4g}")
+
+# %% [markdown]
+# Up to a point, bigger steps walk the shallow valley faster and land nearer
+# the least-squares line in the same 100 iterations. Past that point each step
+# overshoots the bottom in the steepest direction by more than it started
+# from, and the loss explodes. For a quadratic loss the limit is
+# $\eta < 2/\lambda_{\max}$, with $\lambda_{\max}$ the largest eigenvalue of
+# the loss's Hessian: compute it (`np.linalg.eigvalsh(2 * A.T @ A / len(A))`)
+# and see where it falls in the table.

@@ -217,17 +217,81 @@ plt.show()
 # each array. With two layers that is bearable; with twenty it is not. Step 45
 # lets layers keep track of their own parameters.
 #
-# ## Exercise
+# ## Exercise 1: tanh instead of sigmoid
 # Replace the sigmoid with `F.tanh` in a `predict_tanh(x)` that uses the same
-# parameters, and check that its loss (before any training with it) is finite.
-# Then check that `tanh(a) = 2 sigmoid(2a) - 1` numerically for a few values.
+# parameters. The self-check verifies that its loss (before any training with
+# it) is finite and that its hidden layer really is $\tanh(xW_1 + b_1)$; it
+# also checks numerically that $\tanh(a) = 2\,\mathrm{sigmoid}(2a) - 1$, the
+# reason the two activations can replace each other.
 
 # %%
+#| exercise
 def predict_tanh(x):
-    return F.linear(F.tanh(F.linear(x, W1, b1)), W2, b2)  # solution:
+    raise NotImplementedError("Exercise (step 44): predict with F.tanh in place of F.sigmoid")
 
+# %%
+#| solution
+def predict_tanh(x):
+    return F.linear(F.tanh(F.linear(x, W1, b1)), W2, b2)
 
+# %%
+#| check
+out = predict_tanh(x)
+assert out.shape == (100, 1), f"predict_tanh(x) should have shape (100, 1), got {out.shape}"
+hidden = np.tanh(x @ W1.data + b1.data)
+assert np.allclose(out.data, hidden @ W2.data + b2.data), (
+    "predict_tanh should be linear(tanh(linear(x, W1, b1)), W2, b2)"
+)
+assert np.isfinite(float(F.mean_squared_error(y, out).data)), "the loss should be finite"
 a = np.linspace(-3, 3, 7)
-assert np.isfinite(float(F.mean_squared_error(y, predict_tanh(x)).data))
-assert np.allclose(F.tanh(a).data, 2 * F.sigmoid(2 * a).data - 1)
-print("self-check passed")
+assert np.allclose(F.tanh(a).data, 2 * F.sigmoid(2 * a).data - 1), "tanh(a) = 2 sigmoid(2a) - 1"
+print("self-check passed: predict_tanh uses tanh, and tanh is a rescaled sigmoid")
+
+# %% [markdown]
+# ## Exercise 2: `Linear` as one function
+# Write `Linear` yourself, with a bias: `forward(x, W, b)` returns
+# `x @ W + b`; `backward` returns the three gradients $g_y W^\top$,
+# $x^\top g_y$ and the sum of $g_y$ over the rows, which is
+# `F.sum_to(gy, b.shape)` (the bias was broadcast over them). Build them with
+# `F.matmul` and `.T` on the inputs from `self.inputs`. The self-check
+# compares it with `F.linear` on random inputs and runs `gradient_check` for
+# `x`, `W` and `b`.
+
+# %%
+#| exercise
+class MyLinear(dz.Function):
+    def forward(self, x, W, b):
+        raise NotImplementedError("Exercise (step 44): return x @ W + b")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 44): x, W, b = self.inputs; return "
+                                  "F.matmul(gy, W.T), F.matmul(x.T, gy), F.sum_to(gy, b.shape)")
+
+# %%
+#| solution
+class MyLinear(dz.Function):
+    def forward(self, x, W, b):
+        return x @ W + b
+
+    def backward(self, gy):
+        x, W, b = self.inputs
+        return F.matmul(gy, W.T), F.matmul(x.T, gy), F.sum_to(gy, b.shape)
+
+# %%
+#| check
+check_rng = np.random.default_rng(0)
+xc, Wc, bc = check_rng.normal(size=(4, 3)), check_rng.normal(size=(3, 2)), check_rng.normal(size=2)
+try:
+    yc = MyLinear()(dz.Variable(xc), dz.Variable(Wc), dz.Variable(bc))
+except NotImplementedError as e:
+    raise AssertionError(f"MyLinear is not written yet: {e}") from None
+assert np.allclose(yc.data, F.linear(xc, dz.Variable(Wc), dz.Variable(bc)).data), (
+    "forward should match F.linear: x @ W + b"
+)
+weight = check_rng.normal(size=(4, 2))
+X, Wv, B = dz.Variable(xc), dz.Variable(Wc), dz.Variable(bc)
+for name, f, at in [("x", lambda v: MyLinear()(v, Wv, B) * weight, xc),
+                    ("W", lambda v: MyLinear()(X, v, B) * weight, Wc),
+                    ("b", lambda v: MyLinear()(X, Wv, v) * weight, bc)]:
+    assert gradient_check(f, at), f"the gradient of {name} is wrong"
+print("self-check passed: MyLinear matches F.linear, and the gradients of x, W and b are right")

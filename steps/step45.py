@@ -296,12 +296,27 @@ plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True,
 # and ready-made networks; step 47 moves the update rule into optimizers.
 #
 # ## Exercise
-# Give `Scale` a bias: write `ScaleShift(size)` with Parameters `w` (ones) and
-# `c` (zeros) computing `x * w + c`. It must register exactly two parameters.
+# Give `Scale` a bias: write the layer `ScaleShift(size)` with Parameters `w`
+# (ones) and `c` (zeros) computing `x * w + c`. It must register exactly two
+# parameters. The self-check sets random values for `w` and `c`, compares the
+# output and both parameter gradients with the formulas, runs
+# `gradient_check` with respect to the input, and checks `cleargrads`.
 
 # %%
+#| exercise
 class ScaleShift(L.Layer):
-    def __init__(self, size):  # solution:
+    def __init__(self, size):
+        super().__init__()
+        raise NotImplementedError("Exercise (step 45): self.w = Parameter(np.ones(size), "
+                                  "name='w'), and c the same with zeros")
+
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 45): return x * self.w + self.c")
+
+# %%
+#| solution
+class ScaleShift(L.Layer):
+    def __init__(self, size):
         super().__init__()
         self.w = Parameter(np.ones(size), name="w")
         self.c = Parameter(np.zeros(size), name="c")
@@ -309,9 +324,28 @@ class ScaleShift(L.Layer):
     def forward(self, x):
         return x * self.w + self.c
 
-
-ss = ScaleShift(4)
-assert len(list(ss.params())) == 2
-F.sum(ss(np.ones((3, 4)))).backward()
-assert np.allclose(ss.c.grad.data, 3.0) and np.allclose(ss.w.grad.data, 3.0)
-print("self-check passed")
+# %%
+#| check
+try:
+    ss = ScaleShift(4)
+except NotImplementedError as e:
+    raise AssertionError(f"ScaleShift is not written yet: {e}") from None
+names = sorted(q.name for q in ss.params())
+assert names == ["c", "w"], f"ScaleShift should register the Parameters w and c, got {names}"
+assert np.array_equal(ss.w.data, np.ones(4)) and np.array_equal(ss.c.data, np.zeros(4)), (
+    "w starts at ones and c at zeros"
+)
+check_rng = np.random.default_rng(0)
+ss.w.data, ss.c.data = check_rng.normal(size=4), check_rng.normal(size=4)
+xs = check_rng.normal(size=(3, 4))
+out = ss(xs)
+assert np.allclose(out.data, xs * ss.w.data + ss.c.data), "forward should be x * w + c"
+F.sum(out).backward()
+assert np.allclose(ss.w.grad.data, xs.sum(axis=0)), "w's gradient is the column sums of x"
+assert np.allclose(ss.c.grad.data, 3.0), "c's gradient is 3 (the number of rows) everywhere"
+assert dz.utils.gradient_check(lambda v: ss(v) * np.arange(1.0, 5.0), xs), (
+    "the gradient of x is wrong"
+)
+ss.cleargrads()
+assert ss.w.grad is None and ss.c.grad is None, "cleargrads should reach both parameters"
+print("self-check passed: ScaleShift registers w and c, and its gradients are right")

@@ -225,14 +225,79 @@ plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True,
             to_file=out_dir / "loss.png")
 
 # %% [markdown]
-# ## Exercise
-# Build `deep = MLP((20, 20, 20, 1), activation=F.relu)` and count its numbers
-# (`sum(q.size for q in deep.params())`) after one call on a (1, 1) input. By
-# hand: $(1\cdot20+20) + 2(20\cdot20+20) + (20\cdot1+1)$.
+# ## Exercise 1: counting the numbers of a deeper MLP
+# Build `deep = MLP((20, 20, 20, 1), activation=F.relu)` and store the number
+# of values in its parameters (`sum(q.size for q in deep.params())`), after
+# one call on a (1, 1) input, in `count`. By hand:
+# $(1\cdot20+20) + 2(20\cdot20+20) + (20\cdot1+1)$.
 
 # %%
-deep = MLP((20, 20, 20, 1), activation=F.relu)  # solution:
+#| exercise
+deep = ...  # MLP((20, 20, 20, 1), activation=F.relu)
+count = ...  # call deep once on np.zeros((1, 1), np.float32), then sum the parameter sizes
+
+# %%
+#| solution
+deep = MLP((20, 20, 20, 1), activation=F.relu)
 deep(np.zeros((1, 1), np.float32))
 count = sum(q.size for q in deep.params())
-assert count == (1 * 20 + 20) + 2 * (20 * 20 + 20) + (20 * 1 + 1), count
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(deep, MLP), f"deep should be an MLP, got {type(deep).__name__}"
+assert len(deep.layers) == 4, f"MLP((20, 20, 20, 1)) has 4 Linear layers, got {len(deep.layers)}"
+expected = (1 * 20 + 20) + 2 * (20 * 20 + 20) + (20 * 1 + 1)
+assert count == expected, (
+    f"expected {expected} numbers, got {count!r}: call deep once first (the weights are lazy)"
+)
+print(f"self-check passed: the MLP holds {expected} numbers")
+
+# %% [markdown]
+# ## Exercise 2: `ReLU`
+# Write the ReLU function of this step yourself: `forward` keeps the mask
+# `x > 0` in `self.mask` and returns `np.maximum(x, 0)`; `backward` lets the
+# gradient through where the mask is true, `gy * self.mask`. The self-check
+# compares it with `F.relu` on random inputs (away from 0, where the
+# derivative jumps) and runs `gradient_check`.
+
+# %%
+#| exercise
+from dezero_like import Function
+
+
+class MyReLU(Function):
+    def forward(self, x):
+        raise NotImplementedError("Exercise (step 46): self.mask = x > 0; return np.maximum(x, 0)")
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 46): return gy * self.mask")
+
+# %%
+#| solution
+from dezero_like import Function
+
+
+class MyReLU(Function):
+    def forward(self, x):
+        self.mask = x > 0
+        return np.maximum(x, 0)
+
+    def backward(self, gy):
+        return gy * self.mask
+
+# %%
+#| check
+from dezero_like import Variable
+from dezero_like.utils import gradient_check
+
+data = np.random.default_rng(0).normal(size=(3, 4))
+data = np.where(np.abs(data) < 0.1, 0.5, data)  # central differences need no kink nearby
+try:
+    out = MyReLU()(Variable(data.copy()))
+except NotImplementedError as e:
+    raise AssertionError(f"MyReLU is not written yet: {e}") from None
+assert np.array_equal(out.data, F.relu(data).data), "forward should match F.relu: max(x, 0)"
+assert gradient_check(lambda v: MyReLU()(v) * np.arange(1.0, 5.0), data), (
+    "backward is wrong: the gradient passes where x > 0 and is 0 elsewhere"
+)
+print("self-check passed: MyReLU matches F.relu, and its gradient is the mask")

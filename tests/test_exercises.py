@@ -41,7 +41,7 @@ SCRIPTS = nbtool.step_scripts()
 # cell: converting them is the second part of issue 12. The test below is expected
 # to fail for them, and fails outright (strict) once a step is converted, so that
 # the step is taken off this list.
-UNCONVERTED_FROM = 23
+UNCONVERTED_FROM = 47
 OLD_STYLE = re.compile(r"#\s*solution\b", re.IGNORECASE)
 
 
