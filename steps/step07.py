@@ -16,8 +16,9 @@
 #
 # The links are made while the computation runs, so the graph is whatever
 # the Python code actually did, loops and `if`s included. This is the
-# *define-by-run* design of Chainer and PyTorch (as opposed to first
-# declaring a static graph and running it later).
+# *define-by-run* design of Chainer (Tokui et al., 2015) and PyTorch (Paszke
+# et al., 2019), as opposed to first declaring a static graph and running it
+# later.
 #
 # With the trail in place, `Variable.backward()` can do step 06's work: ask
 # its creator for the input's gradient, store it, and repeat from that input

@@ -56,7 +56,8 @@ print("with opt-out:   ", repr(np.array([1.0, 2.0]) * OptedOut()))
 # not take part in NumPy's arithmetic; NumPy then returns `NotImplemented` and
 # Python calls our reflected operator with the whole array. (Older code sets a
 # large `__array_priority__` for the same purpose; `__array_ufunc__ = None` is
-# the documented, reliable way.)
+# the documented, reliable way: NumPy's NEP 13 and its "Writing custom array
+# containers" guide describe it.)
 #
 # **Dtypes.** In NumPy 2 a Python number is "weak": `float32_array * 2.0` stays
 # float32. But once we wrap `2.0` in `np.array(2.0)` it is a float64 array and

@@ -8,8 +8,10 @@
 # 1. **Gradient penalties.** Some losses contain a gradient. The WGAN-GP critic,
 #    for example, is trained to keep the norm of its gradient with respect to
 #    its *input* close to 1, by adding $\lambda(\lVert\nabla_x D(x)\rVert - 1)^2$
-#    to the loss. Training with that loss needs the derivative, with respect to
-#    the weights, of a gradient: double backprop.
+#    to the loss, taken at random points between real and generated samples
+#    (Gulrajani et al., 2017, "Improved Training of Wasserstein GANs").
+#    Training with that loss needs the derivative, with respect to the
+#    weights, of a gradient: double backprop.
 # 2. **Hessian–vector products.** The Hessian $H$ of a function of $n$
 #    variables has $n^2$ entries, far too many to store for a network. But
 #    $Hv$, for a given vector $v$, costs only about two backward passes:

@@ -8,8 +8,9 @@
 # are the rest. Once backward has read them, a
 # training loop never needs them again: the next iteration builds a new graph.
 #
-# So, as in PyTorch, **backward releases what the functions saved**. The graph's
-# structure stays (you can still draw it), but its saved arrays are gone, and a
+# So, as in PyTorch (see `retain_graph` in the documentation of
+# `torch.Tensor.backward`), **backward releases what the functions saved**. The
+# graph's structure stays (you can still draw it), but its saved arrays are gone, and a
 # second backward through it cannot work. The framework says so clearly instead
 # of computing garbage:
 
