@@ -498,23 +498,97 @@ plot_curves({"training loss (MSE)": histories}, xlabel="iteration", logy=True,
 # `optimizers.SGD(0.1).setup(model).add_hook(optimizers.WeightDecay(1e-4))`.
 #
 # ## Exercise
-# Freeze the first layer: train a fresh `MLP((10, 1))` (after one call on `x`)
-# for 50 iterations with `SGD(lr=0.3)` and the hook `FreezeParam(model.l0)`.
-# `model.l0.W` must be unchanged while `model.l1.W` has moved.
+# 1. **Freeze the first layer.** Write `freeze_first_layer(model)`, which
+#    returns the hook that keeps `model.l0` fixed (one of the hooks above). The
+#    self-check trains a fresh `MLP((10, 1))` for 50 iterations with
+#    `SGD(lr=0.3)` and your hook: `l0.W` must be unchanged while `l1.W` moves.
+# 2. **Implement then test: momentum.** Write `update_one` of `MyMomentumSGD`:
+#    keep a velocity per parameter (`self._state("v", param)` gives a zero array
+#    on first use, the same one afterwards), update it to
+#    $v \leftarrow \mu v - \eta g$ in place, then move the parameter by $v$.
+#    The self-check runs it next to `optimizers.MomentumSGD` for a few updates
+#    on random data (`np.random.default_rng(0)`) and compares the weights.
 
 # %%
+#| exercise
+def freeze_first_layer(model):
+    raise NotImplementedError("Exercise (step 47): return the hook that freezes model.l0")
+
+# %%
+#| solution
+def freeze_first_layer(model):
+    return optimizers.FreezeParam(model.l0)
+
+# %%
+#| check
 np.random.seed(2)
 frozen_model = MLP((10, 1))
 frozen_model(x)
 W0_before = frozen_model.l0.W.data.copy()
 W1_before = frozen_model.l1.W.data.copy()
 opt = optimizers.SGD(lr=0.3).setup(frozen_model)
-opt.add_hook(optimizers.FreezeParam(frozen_model.l0))  # solution:
+opt.add_hook(freeze_first_layer(frozen_model))
 for _ in range(50):
     loss = F.mean_squared_error(y, frozen_model(x))
     frozen_model.cleargrads()
     loss.backward()
     opt.update()
-assert np.array_equal(frozen_model.l0.W.data, W0_before), "l0 must stay frozen"
-assert not np.array_equal(frozen_model.l1.W.data, W1_before), "l1 must train"
-print("self-check passed")
+assert np.array_equal(frozen_model.l0.W.data, W0_before), (
+    "l0.W changed: the hook must stop the update of every parameter of model.l0 (FreezeParam)"
+)
+assert not np.array_equal(frozen_model.l1.W.data, W1_before), (
+    "l1.W did not move: freeze only the first layer, not the whole model"
+)
+print("self-check passed: l0 stayed frozen while l1 trained")
+
+# %%
+#| exercise
+class MyMomentumSGD(optimizers.Optimizer):
+    def __init__(self, lr=0.01, momentum=0.9):
+        super().__init__()
+        self.lr = lr
+        self.momentum = momentum
+
+    def update_one(self, param):
+        raise NotImplementedError(
+            "Exercise (step 47): v = self._state('v', param); v <- momentum * v - lr * grad "
+            "(in place); param.data += v"
+        )
+
+# %%
+#| solution
+class MyMomentumSGD(optimizers.Optimizer):
+    def __init__(self, lr=0.01, momentum=0.9):
+        super().__init__()
+        self.lr = lr
+        self.momentum = momentum
+
+    def update_one(self, param):
+        v = self._state("v", param)
+        v *= self.momentum
+        v -= self.lr * param.grad.data
+        param.data += v
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+c = rng.uniform(0.5, 2.0, size=(2, 3))
+w_start = rng.normal(size=(2, 3))
+weights = {}
+for name, opt in [("yours", MyMomentumSGD(lr=0.1, momentum=0.8)),
+                  ("package", optimizers.MomentumSGD(lr=0.1, momentum=0.8))]:
+    layer = L.Layer()
+    layer.w = Parameter(w_start.copy())
+    opt.setup(layer)
+    for _ in range(5):
+        layer.cleargrads()
+        F.sum(c * layer.w**2).backward()
+        opt.update()
+    weights[name] = layer.w.data
+assert not np.allclose(weights["yours"], w_start), "the weights did not move: update param.data"
+assert np.allclose(weights["yours"], weights["package"]), (
+    f"after 5 updates the weights differ from MomentumSGD's by "
+    f"{np.abs(weights['yours'] - weights['package']).max():.3g}: keep v between calls "
+    "(self._state) and update it in place before adding it to the weights"
+)
+print("self-check passed: MyMomentumSGD matches optimizers.MomentumSGD over 5 updates")

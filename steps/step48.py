@@ -245,15 +245,115 @@ print(gradient_check(d_dx, data))
 
 # %% [markdown]
 # ## Exercise
-# A classification loss picks, in each row $n$ of a score matrix, the score of
-# the correct class $t_n$: `scores[np.arange(N), t]`. Compute the gradient of
-# the sum of the picked scores for the labels below and store it in
-# `grad_scores`: it is a one-hot matrix.
+# 1. A classification loss picks, in each row $n$ of a score matrix, the score
+#    of the correct class $t_n$: `scores[np.arange(N), t]`. Compute the
+#    gradient of the sum of the picked scores for the labels below and store it
+#    (as a NumPy array) in `grad_scores`: it is a one-hot matrix.
+# 2. **Implement then test: the scatter.** Write `forward` of `MyGetItemGrad`:
+#    zeros of the input's shape (in `gy`'s dtype) into which `gy` is *added*
+#    at `slices`, so that an index that appears twice gets both contributions
+#    (`np.add.at`). `MyGetItem` below is indexing whose backward calls your
+#    class; the self-check runs `gradient_check` on it with a repeated index and
+#    compares its gradient with `F.get_item`'s.
 
 # %%
+#| exercise
 scores = dz.Variable(np.random.default_rng(4).normal(size=(3, 4)))
 t = np.array([2, 0, 2])
-F.sum(scores[np.arange(3), t]).backward()  # solution:
+grad_scores = ...  # the gradient of F.sum(scores[np.arange(3), t]) with respect to scores
+
+# %%
+#| solution
+scores = dz.Variable(np.random.default_rng(4).normal(size=(3, 4)))
+t = np.array([2, 0, 2])
+F.sum(scores[np.arange(3), t]).backward()
 grad_scores = scores.grad.data
-assert np.array_equal(grad_scores, np.eye(4)[t])
-print("self-check passed")
+
+# %%
+#| check
+assert isinstance(grad_scores, np.ndarray), (
+    f"grad_scores should be a NumPy array, got {type(grad_scores).__name__}: "
+    "call backward() on the sum, then take scores.grad.data"
+)
+assert np.array_equal(grad_scores, np.eye(4)[t]), (
+    f"expected the one-hot rows of t, np.eye(4)[t], got\n{grad_scores}"
+)
+print("self-check passed: picking one score per row sends a one-hot gradient back")
+
+# %%
+#| exercise
+from dezero_like.core import Function
+
+
+class MyGetItemGrad(Function):
+    def __init__(self, slices, in_shape):
+        self.slices = slices
+        self.in_shape = in_shape
+
+    def forward(self, gy):
+        raise NotImplementedError(
+            "Exercise (step 48): gx = np.zeros(self.in_shape, dtype=gy.dtype); "
+            "np.add.at(gx, self.slices, gy); return gx"
+        )
+
+    def backward(self, ggx):
+        return F.get_item(ggx, self.slices)
+
+
+class MyGetItem(Function):  # given: indexing whose backward uses your MyGetItemGrad
+    def __init__(self, slices):
+        self.slices = slices
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x[self.slices]
+
+    def backward(self, gy):
+        return MyGetItemGrad(self.slices, self.in_shape)(gy)
+
+# %%
+#| solution
+from dezero_like.core import Function
+
+
+class MyGetItemGrad(Function):
+    def __init__(self, slices, in_shape):
+        self.slices = slices
+        self.in_shape = in_shape
+
+    def forward(self, gy):
+        gx = np.zeros(self.in_shape, dtype=gy.dtype)
+        np.add.at(gx, self.slices, gy)
+        return gx
+
+    def backward(self, ggx):
+        return F.get_item(ggx, self.slices)
+
+
+class MyGetItem(Function):  # given: indexing whose backward uses your MyGetItemGrad
+    def __init__(self, slices):
+        self.slices = slices
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x[self.slices]
+
+    def backward(self, gy):
+        return MyGetItemGrad(self.slices, self.in_shape)(gy)
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+x_data = rng.normal(size=(4, 3))
+picks = np.array([0, 2, 0, 0])  # row 0 is picked three times
+w_pick = rng.normal(size=(4, 3))
+gradient_check(lambda v: MyGetItem(picks)(v) * w_pick, x_data)
+mine = dz.Variable(x_data.copy())
+F.sum(MyGetItem(picks)(mine) * w_pick).backward()
+ref = dz.Variable(x_data.copy())
+F.sum(F.get_item(ref, picks) * w_pick).backward()
+assert np.allclose(mine.grad.data, ref.grad.data), (
+    f"row 0 of the gradient should be the sum of three rows of w, {w_pick[[0, 2, 3]].sum(0)}, got "
+    f"{mine.grad.data[0]}: a plain gx[slices] = gy keeps only one of them, use np.add.at"
+)
+print("self-check passed: MyGetItemGrad adds repeated indices up, as F.get_item does")

@@ -282,13 +282,80 @@ print("softmax_cross_entropy:", gradient_check(F.softmax_cross_entropy, z, lab))
 
 # %% [markdown]
 # ## Exercise
-# Compute the cross entropy of the logits `big` with labels `[1, 1, 0]` with
-# `F.log_softmax` and `get_item` (step 48) instead of `softmax_cross_entropy`:
-# pick $\log p_{n, t_n}$ from each row, average and negate. Store it in `ce`.
+# 1. Compute the cross entropy of the logits `big` with labels `[1, 1, 0]` with
+#    `F.log_softmax` and `get_item` (step 48) instead of `softmax_cross_entropy`:
+#    pick $\log p_{n, t_n}$ from each row, average and negate. Store it in `ce`.
+# 2. **Implement then test: softmax.** Write `MySoftmax` over axis 1. `forward`
+#    subtracts each row's max before `np.exp` and divides by the row sums;
+#    `backward` returns $y \odot (g_y - \sum_j y_j g_{y,j})$, the sum taken
+#    over axis 1 with `keepdims=True` (use `F.sum` on the Variables, and the
+#    retained output as in `Softmax` above). The self-check runs
+#    `gradient_check` and compares with `F.softmax` on logits as large as 1000.
 
 # %%
+#| exercise
 lab2 = np.array([1, 1, 0])
-ce = -F.sum(F.log_softmax(big)[np.arange(3), lab2]) / 3  # solution:
-assert np.isfinite(ce.data)
-assert np.isclose(ce.data, F.softmax_cross_entropy(big, lab2).data, rtol=1e-6)
-print("self-check passed")
+ce = ...  # minus the mean over the rows of log_softmax(big)[n, lab2[n]], a Variable
+
+# %%
+#| solution
+lab2 = np.array([1, 1, 0])
+ce = -F.sum(F.log_softmax(big)[np.arange(3), lab2]) / 3
+
+# %%
+#| check
+assert isinstance(ce, dz.Variable), (
+    f"ce should be a Variable, got {type(ce).__name__}: build it from F.log_softmax(big)"
+)
+assert np.isfinite(ce.data), f"ce is {ce.data}: use log_softmax, not log(softmax(...))"
+expected = F.softmax_cross_entropy(big, lab2).data
+assert np.isclose(ce.data, expected, rtol=1e-6), (
+    f"expected {expected}, got {ce.data}: pick column lab2[n] of row n, average and negate"
+)
+print("self-check passed: log_softmax plus get_item gives softmax_cross_entropy")
+
+# %%
+#| exercise
+from dezero_like.core import Function
+
+
+class MySoftmax(Function):
+    def forward(self, x):
+        raise NotImplementedError(
+            "Exercise (step 49): retain the output; y = exp(x - row max) / row sum of that"
+        )
+
+    def backward(self, gy):
+        raise NotImplementedError(
+            "Exercise (step 49): gx = y * gy; return gx - y * F.sum(gx, axis=1, keepdims=True)"
+        )
+
+# %%
+#| solution
+from dezero_like.core import Function
+
+
+class MySoftmax(Function):
+    def forward(self, x):
+        self.retain_outputs((0,))
+        y = np.exp(x - x.max(axis=1, keepdims=True))
+        return y / y.sum(axis=1, keepdims=True)
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        gx = y * gy
+        return gx - y * F.sum(gx, axis=1, keepdims=True)
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+z = rng.normal(size=(4, 5)) * 3
+w = rng.normal(size=(4, 5))
+gradient_check(lambda v: MySoftmax()(v) * w, z)
+huge = z + 1000.0
+with np.errstate(over="raise", invalid="raise"):
+    mine = MySoftmax()(dz.Variable(huge)).data
+assert np.allclose(mine, F.softmax(dz.Variable(huge)).data), (
+    "MySoftmax differs from F.softmax on logits near 1000: subtract each row's max first"
+)
+print("self-check passed: MySoftmax passes the gradient check and does not overflow at 1000")

@@ -188,14 +188,61 @@ plt.show()
 
 # %% [markdown]
 # ## Exercise
-# Check generalisation: take the test spiral, `dz.datasets.get_spiral(train=False)`
-# (points drawn with another seed, which the network never saw), and store the
-# model's accuracy on it in `test_accuracy`. It should also be far above chance.
+# 1. Check generalisation: take the test spiral,
+#    `dz.datasets.get_spiral(train=False)` (points drawn with another seed,
+#    which the network never saw), and store the model's accuracy on it, as a
+#    Python float, in `test_accuracy`, building no graph. It should also be far
+#    above chance.
+# 2. **Implement then test: accuracy.** Write `my_accuracy(y, t)`: `y` is a
+#    Variable of scores of shape (N, C), `t` an array of N labels; return the
+#    fraction of rows whose largest score is at the label, as a Python float.
+#    The self-check compares it with `F.accuracy` on random scores.
 
 # %%
+#| exercise
 x_new, t_new = dz.datasets.get_spiral(train=False)
-with dz.no_grad():  # solution:
+test_accuracy = ...  # float(F.accuracy(...).data) on the new points, inside dz.no_grad()
+
+# %%
+#| solution
+x_new, t_new = dz.datasets.get_spiral(train=False)
+with dz.no_grad():
     test_accuracy = float(F.accuracy(model(x_new), t_new).data)
+
+# %%
+#| check
+assert isinstance(test_accuracy, float), (
+    f"test_accuracy should be a Python float, got {type(test_accuracy).__name__}: "
+    "wrap the accuracy's .data in float()"
+)
 print(f"accuracy on a fresh spiral: {test_accuracy:.3f}")
-assert test_accuracy > 0.8
-print("self-check passed")
+assert test_accuracy > 0.8, (
+    f"accuracy {test_accuracy:.3f} is too low: evaluate `model` on x_new with the labels t_new"
+)
+print("self-check passed: the spiral classifier generalises to points it never saw")
+
+# %%
+#| exercise
+def my_accuracy(y, t):
+    raise NotImplementedError(
+        "Exercise (step 50): compare y.data.argmax(axis=1) with t and return the mean as a float"
+    )
+
+# %%
+#| solution
+def my_accuracy(y, t):
+    return float((y.data.argmax(axis=1) == t).mean())
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+scores = dz.Variable(rng.normal(size=(50, 4)))
+labels = rng.integers(0, 4, size=50)
+got = my_accuracy(scores, labels)
+expected = float(F.accuracy(scores, labels).data)
+assert isinstance(got, float), f"return a Python float, got {type(got).__name__}"
+assert np.isclose(got, expected), (
+    f"expected {expected}, got {got}: take the argmax along axis 1 (the classes), "
+    "then the fraction of rows where it equals the label"
+)
+print("self-check passed: my_accuracy agrees with F.accuracy")

@@ -369,12 +369,27 @@ print("batch:", x_batch.shape, t_batch)
 # %% [markdown]
 # ## Exercise
 # 1. Write a transform `Clip01` (a class with `__call__`) that clips an array to
-#    $[0, 1]$ with `np.clip`.
-# 2. Build `pipeline`: convert to float32, then `Normalize(0.5, 0.25)`, then
-#    `Clip01()`. The self-check applies it to a few values.
+#    $[0, 1]$ with `np.clip`, and build `pipeline`: convert to float32, then
+#    `Normalize(0.5, 0.25)`, then `Clip01()`. The self-check applies it to a
+#    few values.
+# 2. **Implement then test: reading an example.** Write
+#    `read_example(dataset, index)`, what `Dataset.__getitem__` does for a
+#    valid integer index: apply `dataset.transform` to row `index` of
+#    `dataset.data` and `dataset.target_transform` to its label, and return the
+#    pair; when `dataset.label` is `None`, the label is `None`. The self-check
+#    compares it with indexing the data set itself.
 
 # %%
-# solution:
+#| exercise
+class Clip01:
+    def __call__(self, x):
+        raise NotImplementedError("Exercise (step 51): return x clipped to [0, 1] with np.clip")
+
+
+pipeline = ...  # T.Compose of: to float32, Normalize(0.5, 0.25), Clip01()
+
+# %%
+#| solution
 class Clip01:
     def __call__(self, x):
         return np.clip(x, 0.0, 1.0)
@@ -382,7 +397,50 @@ class Clip01:
 
 pipeline = T.Compose([T.ToFloat(), T.Normalize(0.5, 0.25), Clip01()])
 
+# %%
+#| check
+assert callable(pipeline), "pipeline should be a transform: build it with T.Compose([...])"
 out = pipeline(np.array([0.4, 0.5, 0.6, 0.9]))
-assert out.dtype == np.float32, "the pipeline should produce float32"
-assert np.allclose(out, [0.0, 0.0, 0.4, 1.0]), out
-print("self-check passed")
+assert out.dtype == np.float32, (
+    f"the pipeline should produce float32, got {out.dtype}: put T.ToFloat() first"
+)
+assert np.allclose(out, [0.0, 0.0, 0.4, 1.0]), (
+    f"expected [0, 0, 0.4, 1], got {out}: normalize (x - 0.5) / 0.25, then clip to [0, 1]"
+)
+print("self-check passed: float32, normalized, then clipped to [0, 1]")
+
+# %%
+#| exercise
+def read_example(dataset, index):
+    raise NotImplementedError(
+        "Exercise (step 51): x = dataset.transform(dataset.data[index]); the label likewise "
+        "with target_transform, or None when dataset.label is None; return (x, label)"
+    )
+
+# %%
+#| solution
+def read_example(dataset, index):
+    x = dataset.transform(dataset.data[index])
+    if dataset.label is None:
+        return x, None
+    return x, dataset.target_transform(dataset.label[index])
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+labelled = dz.datasets.Spiral(transform=T.Normalize(0.1, 2.0),
+                              target_transform=lambda t: t + 10)
+unlabelled = Dataset()
+unlabelled.data = rng.normal(size=(6, 2))
+for ds in (labelled, unlabelled):
+    for i in rng.integers(0, len(ds), size=5):
+        x_mine, t_mine = read_example(ds, int(i))
+        x_ref, t_ref = ds[int(i)]
+        assert np.allclose(x_mine, x_ref), (
+            f"input {i} differs from ds[{i}]: apply dataset.transform to dataset.data[index]"
+        )
+        assert t_mine == t_ref, (
+            f"label {i}: expected {t_ref}, got {t_mine}: apply dataset.target_transform, "
+            "and return None when there are no labels"
+        )
+print("self-check passed: read_example reads examples as Dataset.__getitem__ does")

@@ -320,14 +320,28 @@ plot_curves({"loss": {key: history[f"{key}_loss"] for key in ("train", "test")},
 
 # %% [markdown]
 # ## Exercise
-# Write `evaluate(model, loader)`, which returns the accuracy over *all*
-# examples of the loader as a Python float, weighting every batch by its size
-# and building no graph. The self-check compares it with the accuracy computed
-# on the whole test set at once, using a loader whose last batch is smaller
-# (batch size 7 does not divide 300).
+# 1. Write `evaluate(model, loader)`, which returns the accuracy over *all*
+#    examples of the loader as a Python float, weighting every batch by its size
+#    and building no graph. The self-check compares it with the accuracy
+#    computed on the whole test set at once, using a loader whose last batch is
+#    smaller (batch size 7 does not divide 300).
+# 2. **Implement then test: collating a batch.** Write
+#    `collate(dataset, batch_index)`, what the loader does with the indices of
+#    one batch: read each example `dataset[int(j)]` and stack the inputs into
+#    one array `x` and the labels into one array `t` (`np.stack`). The
+#    self-check compares it with the batches of a `DataLoader` that does not
+#    shuffle, on a data set with transforms.
 
 # %%
-# solution:
+#| exercise
+def evaluate(model, loader):
+    raise NotImplementedError(
+        "Exercise (step 52): inside dz.no_grad(), add up accuracy * len(t) over the batches, "
+        "then divide by the number of examples"
+    )
+
+# %%
+#| solution
 def evaluate(model, loader):
     correct = 0.0
     count = 0
@@ -337,10 +351,52 @@ def evaluate(model, loader):
             count += len(t)
     return correct / count
 
-
+# %%
+#| check
 with dz.no_grad():
     whole = float(F.accuracy(model(test_set.data), test_set.label).data)
 got = evaluate(model, DataLoader(test_set, batch_size=7))
-assert abs(got - whole) < 1e-6, (got, whole)
+assert isinstance(got, float), f"evaluate should return a Python float, got {type(got).__name__}"
+assert abs(got - whole) < 1e-6, (
+    f"expected {whole:.6f} (the whole test set at once), got {got:.6f}: weight each batch's "
+    "accuracy by its size, the last batch has only 300 % 7 = 6 examples"
+)
 print(f"test accuracy {got:.3f}")
-print("self-check passed")
+print("self-check passed: evaluate weights every batch by its size")
+
+# %%
+#| exercise
+def collate(dataset, batch_index):
+    raise NotImplementedError(
+        "Exercise (step 52): examples = [dataset[int(j)] for j in batch_index]; "
+        "return np.stack of the inputs, np.stack of the labels"
+    )
+
+# %%
+#| solution
+def collate(dataset, batch_index):
+    examples = [dataset[int(j)] for j in batch_index]
+    x = np.stack([ex[0] for ex in examples])
+    t = np.stack([ex[1] for ex in examples])
+    return x, t
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+spiral = dz.datasets.Spiral(transform=lambda v: v * 2.0, target_transform=lambda t: t + 1)
+plain = DataLoader(spiral, batch_size=8, shuffle=False)
+for k, (x_ref, t_ref) in enumerate(plain):
+    if k == 3:
+        break
+    x_mine, t_mine = collate(spiral, np.arange(8 * k, 8 * (k + 1)))
+    assert np.shape(x_mine) == x_ref.shape, (
+        f"batch {k}: x should have shape {x_ref.shape}, got {np.shape(x_mine)}: stack the inputs"
+    )
+    assert np.allclose(x_mine, x_ref) and np.array_equal(t_mine, t_ref), (
+        f"batch {k} differs from the loader's: read dataset[j] (so the transforms apply), "
+        "not dataset.data[j]"
+    )
+some = rng.permutation(len(spiral))[:5]
+x_some, t_some = collate(spiral, some)
+assert np.array_equal(t_some, spiral.label[some] + 1), "the labels must follow batch_index"
+print("self-check passed: collate builds the loader's batches")

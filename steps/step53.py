@@ -632,21 +632,74 @@ plt.show()
 
 # %% [markdown]
 # ## Exercise
-# Write `per_class_accuracy(pred, labels)`, which returns an array of 10
-# numbers: for each digit $d$, the fraction of examples with label $d$ that
-# were predicted as $d$. The self-check confirms that weighting these by how
-# often each digit occurs gives back the overall accuracy.
+# 1. Write `per_class_accuracy(pred, labels)`, which returns an array of 10
+#    numbers: for each digit $d$, the fraction of examples with label $d$ that
+#    were predicted as $d$. The self-check confirms that weighting these by how
+#    often each digit occurs gives back the overall accuracy.
+# 2. **Implement then test: reading IDX.** Write `parse_idx(raw)` for the
+#    bytes of an uncompressed IDX file of `uint8` values: byte 3 is the number
+#    of dimensions $d$, then come $d$ big-endian `uint32` sizes (`np.frombuffer`
+#    with dtype `">u4"`, `count` and `offset`), then the values. Return the
+#    values as a `uint8` array of that shape (the validation of `load_idx` is
+#    not needed here). The self-check writes a random array in this layout and
+#    compares your reader with `datasets.load_idx`.
 
 # %%
-# solution:
+#| exercise
+def per_class_accuracy(pred, labels):
+    raise NotImplementedError(
+        "Exercise (step 53): for d in 0..9, the mean of (pred == d) over the examples labelled d"
+    )
+
+# %%
+#| solution
 def per_class_accuracy(pred, labels):
     return np.array([(pred[labels == d] == d).mean() for d in range(10)])
 
-
+# %%
+#| check
 per_class = per_class_accuracy(pred, test_set.label)
 counts = np.bincount(test_set.label, minlength=10)
 overall = (pred == test_set.label).mean()
-assert per_class.shape == (10,)
-assert abs((per_class * counts).sum() / counts.sum() - overall) < 1e-9
+assert np.shape(per_class) == (10,), f"expected 10 numbers, got shape {np.shape(per_class)}"
+assert abs((per_class * counts).sum() / counts.sum() - overall) < 1e-9, (
+    "weighting your per-class accuracies by the digit counts does not give the overall "
+    "accuracy: divide by the number of examples *labelled* d, not predicted d"
+)
 print("hardest digit:", int(per_class.argmin()), f"({per_class.min():.3f})")
-print("self-check passed")
+print("self-check passed: the per-class accuracies average back to the overall one")
+
+# %%
+#| exercise
+def parse_idx(raw):
+    raise NotImplementedError(
+        "Exercise (step 53): ndim = raw[3]; dims from np.frombuffer(raw, '>u4', count=ndim, "
+        "offset=4); values: np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)"
+    )
+
+# %%
+#| solution
+def parse_idx(raw):
+    ndim = raw[3]
+    dims = tuple(int(d) for d in np.frombuffer(raw, ">u4", count=ndim, offset=4))
+    return np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+with tempfile.TemporaryDirectory() as tmp:
+    for shape in [(7,), (3, 4, 5), (2, 28, 28)]:
+        values = rng.integers(0, 256, size=shape, dtype=np.uint8)
+        raw = bytes([0, 0, 0x08, len(shape)]) + np.array(shape, ">u4").tobytes() + values.tobytes()
+        path = Path(tmp) / "sample.idx"
+        path.write_bytes(raw)
+        mine = parse_idx(raw)
+        assert np.shape(mine) == shape, (
+            f"expected shape {shape}, got {np.shape(mine)}: the sizes are big-endian uint32 "
+            "(dtype '>u4') starting at byte 4"
+        )
+        assert np.array_equal(mine, datasets.load_idx(path)), (
+            f"the values differ from load_idx's for shape {shape}: they start after the header, "
+            "at byte 4 + 4 * ndim"
+        )
+print("self-check passed: parse_idx reads IDX files as datasets.load_idx does")

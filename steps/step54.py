@@ -343,19 +343,84 @@ plt.show()
 
 # %% [markdown]
 # ## Exercise
-# Write `normalize_rows(m)`, which divides each row of a 2-D array by its
-# Euclidean length, using `xp = cuda.get_array_module(m)` so it runs on either
-# device. The self-check runs it on the CPU (and on the GPU, if there is one).
+# 1. Write `normalize_rows(m)`, which divides each row of a 2-D array by its
+#    Euclidean length, using `xp = cuda.get_array_module(m)` so it runs on
+#    either device. The self-check runs it on the CPU (and on the GPU, if there
+#    is one).
+# 2. **Implement then test: a Function for both devices.** Write `MySoftplus`,
+#    softplus $\log(1 + e^x)$ as a `Function`: `forward` takes its array module
+#    from its input (`xp.log1p(xp.exp(x))`, as `softplus` above), `backward`
+#    returns `gy * F.sigmoid(x)` (the derivative of softplus is the sigmoid;
+#    `x` is `self.inputs[0]`). The self-check runs `gradient_check` on the CPU,
+#    and compares the two devices when there is a GPU.
 
 # %%
-# solution:
+#| exercise
+def normalize_rows(m):
+    raise NotImplementedError(
+        "Exercise (step 54): xp = cuda.get_array_module(m); divide m by "
+        "xp.sqrt of the row sums of m * m (keepdims=True)"
+    )
+
+# %%
+#| solution
 def normalize_rows(m):
     xp = cuda.get_array_module(m)
     return m / xp.sqrt((m * m).sum(axis=1, keepdims=True))
 
-
+# %%
+#| check
 m = np.array([[3.0, 4.0], [1.0, 0.0]])
-assert np.allclose(normalize_rows(m), [[0.6, 0.8], [1.0, 0.0]])
+assert np.allclose(normalize_rows(m), [[0.6, 0.8], [1.0, 0.0]]), (
+    f"expected [[0.6, 0.8], [1, 0]], got {normalize_rows(m)}: divide each row by its length"
+)
 if use_gpu:
-    assert np.allclose(cuda.as_numpy(normalize_rows(cuda.as_cupy(m))), [[0.6, 0.8], [1.0, 0.0]])
-print("self-check passed")
+    on_gpu = normalize_rows(cuda.as_cupy(m))
+    assert cuda.get_array_module(on_gpu) is not np, "on the GPU the result should stay on the GPU"
+    assert np.allclose(cuda.as_numpy(on_gpu), [[0.6, 0.8], [1.0, 0.0]])
+print("self-check passed: normalize_rows works on", "both devices" if use_gpu else "the CPU")
+
+# %%
+#| exercise
+from dezero_like.core import Function
+
+
+class MySoftplus(Function):
+    def forward(self, x):
+        raise NotImplementedError(
+            "Exercise (step 54): xp = cuda.get_array_module(x); return xp.log1p(xp.exp(x))"
+        )
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 54): return gy * F.sigmoid(self.inputs[0])")
+
+# %%
+#| solution
+from dezero_like.core import Function
+
+
+class MySoftplus(Function):
+    def forward(self, x):
+        xp = cuda.get_array_module(x)
+        return xp.log1p(xp.exp(x))
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return gy * F.sigmoid(x)
+
+# %%
+#| check
+from dezero_like.utils import gradient_check  # noqa: E402
+
+rng = np.random.default_rng(0)
+z = rng.normal(size=(3, 4)) * 2
+gradient_check(lambda v: MySoftplus()(v), z)
+assert np.allclose(MySoftplus()(dz.Variable(z)).data, softplus(z)), "forward: log(1 + exp(x))"
+if use_gpu:
+    on_gpu = MySoftplus()(dz.Variable(cuda.as_cupy(z)))
+    assert cuda.get_array_module(on_gpu.data) is not np, (
+        "on a CuPy input the output should be CuPy: take xp from the input, do not call np"
+    )
+    assert np.allclose(cuda.as_numpy(on_gpu.data), softplus(z))
+print("self-check passed: MySoftplus passes the gradient check",
+      "and runs on both devices" if use_gpu else "on the CPU")

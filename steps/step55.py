@@ -288,20 +288,75 @@ except ValueError as e:
 # message: the file, not the program, would have decided what runs.)
 #
 # ## Exercise
-# Write `same_weights(a, b)`: True when two models have the same parameters
-# (same number, and each pair equal with `np.array_equal`), walking
-# `a.params()` and `b.params()` together. The self-check uses the models above.
+# 1. Write `same_weights(a, b)`: True when two models have the same parameters
+#    (same number, and each pair equal with `np.array_equal`), walking
+#    `a.params()` and `b.params()` together. The self-check uses the models
+#    above.
+# 2. **Implement then test: the file format.** Write `save_arrays(layer, path)`,
+#    the heart of `save_weights`: `layer._flatten_params()` gives
+#    `{"l0/W": Parameter, ...}`; write each parameter's array under its key with
+#    `np.savez(path, ...)` (keyword arguments, one per key). The self-check
+#    loads your file with the package's `load_weights` into a fresh model.
 
 # %%
-# solution:
+#| exercise
+def same_weights(a, b):
+    raise NotImplementedError(
+        "Exercise (step 55): list both models' params(); True when the counts match and "
+        "every pair is np.array_equal"
+    )
+
+# %%
+#| solution
 def same_weights(a, b):
     pa, pb = list(a.params()), list(b.params())
     return len(pa) == len(pb) and all(np.array_equal(p.data, q.data) for p, q in zip(pa, pb))
 
-
-assert same_weights(model, fresh)
+# %%
+#| check
+assert same_weights(model, fresh) is True, "model and fresh hold the same weights (loaded above)"
 np.random.seed(2)
 unrelated = MLP((30, 3), activation=F.relu)
 unrelated(x_all[:1])
-assert not same_weights(model, unrelated)
-print("self-check passed")
+assert not same_weights(model, unrelated), "a model with other random weights is not the same"
+smaller = MLP((3,), activation=F.relu)
+smaller(x_all[:1])
+assert not same_weights(model, smaller), "models with different numbers of parameters differ"
+print("self-check passed: same_weights tells equal models from different ones")
+
+# %%
+#| exercise
+def save_arrays(layer, path):
+    raise NotImplementedError(
+        "Exercise (step 55): np.savez(path, **{key: p.data for key, p in "
+        "layer._flatten_params().items()})"
+    )
+
+# %%
+#| solution
+def save_arrays(layer, path):
+    arrays = {key: p.data for key, p in layer._flatten_params().items()}
+    np.savez(path, **arrays)
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+np.random.seed(3)
+source = MLP((5, 4, 2), activation=F.relu)
+source(rng.normal(size=(1, 2)))
+mine_path = tmp / "exercise_weights.npz"
+save_arrays(source, mine_path)
+with np.load(mine_path, allow_pickle=False) as archive:
+    keys = sorted(archive.files)
+assert keys == sorted(source._flatten_params()), (
+    f"the file holds {keys}, expected the keys of _flatten_params(): pass them as keyword names"
+)
+np.random.seed(4)
+target = MLP((5, 4, 2), activation=F.relu)
+target.load_weights(mine_path)
+probe = rng.normal(size=(3, 2))
+with dz.no_grad():
+    assert np.array_equal(source(probe).data, target(probe).data), (
+        "a model loaded from your file computes something else: save each parameter's .data"
+    )
+print("self-check passed: load_weights reads the file save_arrays wrote")

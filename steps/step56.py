@@ -243,24 +243,50 @@ print("test mode, two calls:    ", first, second)
 
 # %% [markdown]
 # ## Exercise
-# Write your own `my_dropout(x, ratio)` on NumPy arrays: in training mode
-# (`dz.Config.train` is True) keep each element with probability
-# $1 - \mathrm{ratio}$ and scale kept elements by $1 / (1 - \mathrm{ratio})$;
-# in test mode return `x` unchanged. The self-check tests both modes.
+# **Implement then test: dropout.** Write your own `my_dropout(x, ratio)` on
+# NumPy arrays: in training mode (`dz.Config.train` is True) keep each element
+# where `np.random.random(x.shape) > ratio` (the mask `F.dropout` draws) and
+# scale kept elements by $1 / (1 - \mathrm{ratio})$; in test mode return `x`
+# unchanged. The self-check tests both modes, and compares your output with
+# `F.dropout`'s from the same random seed.
 
 # %%
-# solution:
+#| exercise
+def my_dropout(x, ratio=0.5):
+    raise NotImplementedError(
+        "Exercise (step 56): in test mode return x; else mask = np.random.random(x.shape) > "
+        "ratio and return x * mask / (1 - ratio)"
+    )
+
+# %%
+#| solution
 def my_dropout(x, ratio=0.5):
     if not dz.Config.train:
         return x
     mask = np.random.random(x.shape) > ratio
     return x * mask / (1.0 - ratio)
 
-
+# %%
+#| check
 np.random.seed(0)
 sample = my_dropout(np.ones(200_000), 0.3)
-assert abs(np.mean(sample == 0) - 0.3) < 0.01, "about 30% should be dropped"
-assert abs(sample.mean() - 1.0) < 0.01, "the mean should be preserved"
+assert abs(np.mean(sample == 0) - 0.3) < 0.01, (
+    f"{np.mean(sample == 0):.3f} of the elements were dropped, expected about 0.3"
+)
+assert abs(sample.mean() - 1.0) < 0.01, (
+    f"the mean is {sample.mean():.3f}, expected 1: scale the kept elements by 1 / (1 - ratio)"
+)
+x_check = np.random.default_rng(0).normal(size=(4, 6))
+np.random.seed(5)
+mine = my_dropout(x_check, 0.4)
+np.random.seed(5)
+ref = F.dropout(x_check, 0.4).data
+assert np.allclose(mine, ref), (
+    "with the same seed your output differs from F.dropout's: draw the mask once with "
+    "np.random.random(x.shape) > ratio"
+)
 with dz.test_mode():
-    assert np.array_equal(my_dropout(np.arange(5.0), 0.3), np.arange(5.0))
-print("self-check passed")
+    assert np.array_equal(my_dropout(np.arange(5.0), 0.3), np.arange(5.0)), (
+        "in test mode (dz.Config.train is False) dropout must return x unchanged"
+    )
+print("self-check passed: my_dropout matches F.dropout in training, is the identity in test mode")

@@ -560,12 +560,86 @@ print(f"parameters: {W.size + b.size} (a dense layer from 3x6x6 to 2x3x3 needs {
 # ## Exercise
 # 1. A 32×32 input goes through a 5×5 convolution with stride 2 and padding 1.
 #    What is the output size? Work it out with the formula, then set `out`.
-# 2. Which padding `same_pad` keeps a 28×28 input at 28×28 with a 5×5 kernel
+#    Which padding `same_pad` keeps a 28×28 input at 28×28 with a 5×5 kernel
 #    and stride 1?
+# 2. **Implement then test: the bias of a convolution.** `Conv2d` adds one
+#    number per output channel to a `(N, OC, OH, OW)` map. Write `AddBias`, a
+#    `Function` of the map `y` and the bias `b` of shape `(OC,)`: `forward`
+#    adds `b.reshape(1, -1, 1, 1)` (broadcast over batch and positions);
+#    `backward` returns the map's gradient unchanged and, for `b`, the sum of
+#    `gy` over every axis but the channel axis (`F.sum(gy, axis=(0, 2, 3))`).
+#    The self-check runs `gradient_check` on `b` and compares with the bias
+#    gradient of `Fc.conv2d`.
 
 # %%
-out = (32 + 2 * 1 - 5) // 2 + 1  # solution: replace with your own answer
-same_pad = 2  # solution: replace with your own answer
-assert out == Fc.get_conv_outsize(32, 5, 2, 1), "out: use O = (H + 2P - K) // S + 1"
-assert Fc.get_conv_outsize(28, 5, 1, same_pad) == 28, "same_pad: solve 28 + 2P - 5 + 1 = 28"
-print("self-check passed")
+#| exercise
+out = ...  # output size of a 32x32 input, 5x5 kernel, stride 2, padding 1
+same_pad = ...  # the padding that keeps 28x28 at 28x28 with a 5x5 kernel, stride 1
+
+# %%
+#| solution
+out = (32 + 2 * 1 - 5) // 2 + 1
+same_pad = 2
+
+# %%
+#| check
+assert out == Fc.get_conv_outsize(32, 5, 2, 1), (
+    f"out is {out}: use O = (H + 2P - K) // S + 1 (the floor matters)"
+)
+assert isinstance(same_pad, int) and Fc.get_conv_outsize(28, 5, 1, same_pad) == 28, (
+    f"same_pad = {same_pad} does not keep 28x28: solve 28 + 2P - 5 + 1 = 28"
+)
+print(f"self-check passed: out = {out}, same_pad = {same_pad}")
+
+# %%
+#| exercise
+import dezero_like as dz  # noqa: E402
+import dezero_like.functions as F  # noqa: E402
+from dezero_like.core import Function  # noqa: E402
+from dezero_like.utils import gradient_check  # noqa: E402
+
+
+class AddBias(Function):
+    def forward(self, y, b):
+        raise NotImplementedError("Exercise (step 57): return y + b.reshape(1, -1, 1, 1)")
+
+    def backward(self, gy):
+        raise NotImplementedError(
+            "Exercise (step 57): return gy, and the sum of gy over axes (0, 2, 3) for b"
+        )
+
+# %%
+#| solution
+import dezero_like as dz  # noqa: E402
+import dezero_like.functions as F  # noqa: E402
+from dezero_like.core import Function  # noqa: E402
+from dezero_like.utils import gradient_check  # noqa: E402
+
+
+class AddBias(Function):
+    def forward(self, y, b):
+        return y + b.reshape(1, -1, 1, 1)
+
+    def backward(self, gy):
+        return gy, F.sum(gy, axis=(0, 2, 3))
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+maps = rng.standard_normal((2, 3, 4, 5))
+bias = rng.standard_normal(3)
+weights = rng.standard_normal((2, 3, 4, 5))  # makes every gradient element different
+gradient_check(lambda bb: AddBias()(maps, bb) * weights, bias)
+gradient_check(lambda yy: AddBias()(yy, bias) * weights, maps)
+x_in = rng.standard_normal((2, 2, 5, 6))
+W_in = rng.standard_normal((3, 2, 3, 3))
+b_mine = dz.Variable(bias.copy())
+b_pkg = dz.Variable(bias.copy())
+y_nob = Fc.conv2d(x_in, W_in, None, stride=1, pad=0).data
+F.sum(AddBias()(y_nob, b_mine) * weights[:, :, :3, :4]).backward()
+F.sum(Fc.conv2d(x_in, W_in, b_pkg, stride=1, pad=0) * weights[:, :, :3, :4]).backward()
+assert np.allclose(b_mine.grad.data, b_pkg.grad.data), (
+    f"bias gradient {b_mine.grad.data} differs from conv2d's {b_pkg.grad.data}: "
+    "sum gy over the batch and both spatial axes"
+)
+print("self-check passed: AddBias passes the gradient check and matches conv2d's bias gradient")

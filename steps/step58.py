@@ -802,16 +802,88 @@ print(f"loops: {loop_ms:.0f} ms, im2col: {im2col_ms:.2f} ms, same result: "
 
 # %% [markdown]
 # ## Exercise
-# `col2im` is the *transpose* of `im2col`: for any image `x` and any `c` of
-# `col`'s shape, $\langle \mathrm{im2col}(x), c\rangle = \langle x, \mathrm{col2im}(c)\rangle$.
-# That is why the gradient of one is the other. Compute both sides for the
-# random `x2` and `c2` below (use `Fc.im2col_array` and `Fc.col2im_array`
-# with kernel 3, stride 2, pad 1) and store them in `lhs` and `rhs`.
+# 1. `col2im` is the *transpose* of `im2col`: for any image `x` and any `c` of
+#    `col`'s shape, $\langle \mathrm{im2col}(x), c\rangle = \langle x, \mathrm{col2im}(c)\rangle$.
+#    That is why the gradient of one is the other. Compute both sides for the
+#    random `x2` and `c2` below (use `Fc.im2col_array` and `Fc.col2im_array`
+#    with kernel 3, stride 2, pad 1) and store them in `lhs` and `rhs`.
+# 2. **Implement then test: `im2col` as a Function.** Write `MyIm2col`:
+#    `forward` remembers the input's shape and returns
+#    `Fc.im2col_array(x, k, s, p)` (one row per window); `backward` sends the
+#    gradient of the columns back with the transpose, the differentiable
+#    `Fc.col2im(gy, input_shape, k, s, p)`. The self-check runs
+#    `gradient_check` and compares with `Fc.im2col`.
 
 # %%
-x2 = rng.standard_normal((2, 3, 7, 7))
-c2 = rng.standard_normal(Fc.im2col_array(x2, 3, 2, 1).shape)
-lhs = (Fc.im2col_array(x2, 3, 2, 1) * c2).sum()  # solution: replace with your own line
-rhs = (x2 * Fc.col2im_array(c2, x2.shape, 3, 2, 1)).sum()  # solution: replace with your own line
-assert np.isclose(lhs, rhs), "im2col and col2im should be each other's transpose"
-print("self-check passed")
+#| exercise
+x2 = np.random.default_rng(58).standard_normal((2, 3, 7, 7))
+c2 = np.random.default_rng(59).standard_normal(Fc.im2col_array(x2, 3, 2, 1).shape)
+lhs = ...  # <im2col(x2), c2>: the sum of the elementwise product
+rhs = ...  # <x2, col2im(c2)>
+
+# %%
+#| solution
+x2 = np.random.default_rng(58).standard_normal((2, 3, 7, 7))
+c2 = np.random.default_rng(59).standard_normal(Fc.im2col_array(x2, 3, 2, 1).shape)
+lhs = (Fc.im2col_array(x2, 3, 2, 1) * c2).sum()
+rhs = (x2 * Fc.col2im_array(c2, x2.shape, 3, 2, 1)).sum()
+
+# %%
+#| check
+expected = float((Fc.im2col_array(x2, 3, 2, 1) * c2).sum())
+assert np.isscalar(lhs) or np.ndim(lhs) == 0, "lhs should be one number: sum the product"
+assert np.isclose(lhs, expected), (
+    f"lhs should be {expected:.6f}, got {lhs}: (Fc.im2col_array(x2, 3, 2, 1) * c2).sum()"
+)
+assert np.isclose(rhs, lhs), (
+    f"rhs = {rhs} differs from lhs = {lhs}: (x2 * Fc.col2im_array(c2, x2.shape, 3, 2, 1)).sum()"
+)
+print(f"self-check passed: both sides are {lhs:.6f}, col2im is the transpose of im2col")
+
+# %%
+#| exercise
+from dezero_like.core import Function
+
+
+class MyIm2col(Function):
+    def __init__(self, kernel_size, stride, pad):
+        self.kernel_size, self.stride, self.pad = kernel_size, stride, pad
+
+    def forward(self, x):
+        raise NotImplementedError(
+            "Exercise (step 58): self.input_shape = x.shape; return Fc.im2col_array(x, "
+            "self.kernel_size, self.stride, self.pad)"
+        )
+
+    def backward(self, gy):
+        raise NotImplementedError(
+            "Exercise (step 58): return Fc.col2im(gy, self.input_shape, self.kernel_size, "
+            "self.stride, self.pad)"
+        )
+
+# %%
+#| solution
+from dezero_like.core import Function
+
+
+class MyIm2col(Function):
+    def __init__(self, kernel_size, stride, pad):
+        self.kernel_size, self.stride, self.pad = kernel_size, stride, pad
+
+    def forward(self, x):
+        self.input_shape = x.shape
+        return Fc.im2col_array(x, self.kernel_size, self.stride, self.pad)
+
+    def backward(self, gy):
+        return Fc.col2im(gy, self.input_shape, self.kernel_size, self.stride, self.pad)
+
+# %%
+#| check
+rng_check = np.random.default_rng(0)
+x_small = rng_check.standard_normal((2, 2, 5, 5))
+w_cols = rng_check.standard_normal(Fc.im2col_array(x_small, 3, 2, 1).shape)
+gradient_check(lambda v: MyIm2col(3, 2, 1)(v) * w_cols, x_small)
+assert np.allclose(MyIm2col(3, 2, 1)(x_small).data, Fc.im2col(x_small, 3, 2, 1).data), (
+    "the forward differs from Fc.im2col: use Fc.im2col_array with to_matrix left at True"
+)
+print("self-check passed: MyIm2col passes the gradient check (its backward is col2im)")

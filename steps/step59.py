@@ -262,14 +262,71 @@ print(f"a detection moved one pixel right, 7 cases: raw map unchanged {raw_same}
 # ## Exercise
 # 1. A 28×28 map goes through 2×2 max pooling (stride 2), then a 3×3
 #    convolution with padding 1, then 2×2 max pooling again. What is the final
-#    side length? Set `side`.
-# 2. Compute average pooling of `x` (the 4×4 map above) with 2×2 windows from
-#    `Fc.im2col_array` and NumPy's `mean` only, as a (2, 2) array `avg`.
+#    side length? Set `side`. Then compute average pooling of `x` (the 4×4 map
+#    above) with 2×2 windows from `Fc.im2col_array` and NumPy's `mean` only, as
+#    a (2, 2) array `avg`.
+# 2. **Implement then test: the max of each row.** Write `RowMax`, the
+#    `Function` behind `F.max(x, axis=1)` for a 2-D `x`: `forward` takes the
+#    row maxima `m` (with `keepdims=True`), keeps the mask `x == m` and returns
+#    the maxima as a 1-D array; `backward` sends each row's gradient to where its maximum
+#    was: `F.reshape(gy, (-1, 1))` times the mask (broadcasting spreads it
+#    along the row). The self-check runs `gradient_check` on inputs without
+#    ties and compares with `F.max`.
 
 # %%
-side = 7  # solution: 28 -> 14 -> 14 -> 7
-cols = Fc.im2col_array(x, 2, 2, 0)  # solution: one 2x2 window per row
-avg = cols.mean(axis=1).reshape(2, 2)  # solution
-assert side == Fc.get_conv_outsize(Fc.get_conv_outsize(28, 2, 2, 0), 2, 2, 0), "side"
-assert np.allclose(avg, Fc.average_pooling(x, 2).data[0, 0]), "avg"
-print("self-check passed")
+#| exercise
+side = ...  # the side length after pool 2x2 -> conv 3x3 pad 1 -> pool 2x2, from 28
+avg = ...  # 2x2 average pooling of x from Fc.im2col_array(x, 2, 2, 0) and .mean
+
+# %%
+#| solution
+side = 7  # 28 -> 14 -> 14 -> 7
+cols = Fc.im2col_array(x, 2, 2, 0)  # one 2x2 window per row
+avg = cols.mean(axis=1).reshape(2, 2)
+
+# %%
+#| check
+expected_side = Fc.get_conv_outsize(Fc.get_conv_outsize(28, 2, 2, 0), 2, 2, 0)
+assert side == expected_side, (
+    f"side = {side}: pooling halves 28 to 14, the padded 3x3 convolution keeps 14, "
+    "the second pooling halves it again"
+)
+assert np.shape(avg) == (2, 2), f"avg should have shape (2, 2), got {np.shape(avg)}"
+assert np.allclose(avg, Fc.average_pooling(x, 2).data[0, 0]), (
+    "avg differs from Fc.average_pooling: take the mean of each row of the im2col matrix"
+)
+print(f"self-check passed: side = {side}, avg =", avg.tolist())
+
+# %%
+#| exercise
+class RowMax(Function):
+    def forward(self, x):
+        raise NotImplementedError(
+            "Exercise (step 59): m = x.max(axis=1, keepdims=True); self.mask = x == m; "
+            "return m.reshape(-1)"
+        )
+
+    def backward(self, gy):
+        raise NotImplementedError("Exercise (step 59): return F.reshape(gy, (-1, 1)) * self.mask")
+
+# %%
+#| solution
+class RowMax(Function):
+    def forward(self, x):
+        m = x.max(axis=1, keepdims=True)
+        self.mask = x == m
+        return m.reshape(-1)
+
+    def backward(self, gy):
+        return F.reshape(gy, (-1, 1)) * self.mask
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+z = rng.permutation(20).reshape(4, 5) / 7.0  # distinct values: no ties
+w = rng.normal(size=4)
+gradient_check(lambda v: RowMax()(v) * w, z)
+assert np.allclose(RowMax()(z).data, F.max(z, axis=1).data), (
+    "the forward differs from F.max(x, axis=1): return one maximum per row, as a 1-D array"
+)
+print("self-check passed: RowMax passes the gradient check and matches F.max(x, axis=1)")

@@ -405,13 +405,70 @@ print(f"as float32: {vgg_total * 4 / 2**20:,.0f} MiB")
 #
 # ## Exercise
 # 1. How many parameters does `Conv2d(32, kernel_size=3)` have when it
-#    receives 16 channels? Set `n_conv2`.
-# 2. What is the output shape (channels, height, width) of VGG16's last
-#    pooling layer for a 160×160 input? Set `vgg_last_pool`.
+#    receives 16 channels? Set `n_conv2`. What is the output shape (channels,
+#    height, width) of VGG16's last pooling layer for a 160×160 input? Set
+#    `vgg_last_pool`.
+# 2. **Implement then test: the CNN's forward.** Write
+#    `convnet_forward(model, x)`, what `SimpleConvNet.forward` computes with the
+#    layers of `model`: a flat `(N, 784)` batch is first reshaped to
+#    `(N, 1, 28, 28)`; then conv1, ReLU, 2×2 pooling; conv2, ReLU, 2×2 pooling;
+#    `F.flatten`; fc3 and ReLU; fc4. The self-check compares your logits with
+#    `model(x)` on random images, flat and not.
 
 # %%
-n_conv2 = 32 * 16 * 3 * 3 + 32  # solution: weights plus one bias per filter
-vgg_last_pool = (512, 5, 5)  # solution: 160 halves five times to 5
-assert n_conv2 == dict((r[0], r[2]) for r in summary(model, (1, 28, 28)))["conv2"], "n_conv2"
-assert vgg_last_pool == [r for r in summary(vgg, (3, 160, 160)) if r[0] == "pool"][-1][1]
-print("self-check passed")
+#| exercise
+n_conv2 = ...  # parameters of Conv2d(32, kernel_size=3) on 16 input channels
+vgg_last_pool = ...  # (channels, height, width) after VGG16's last pooling, 160x160 input
+
+# %%
+#| solution
+n_conv2 = 32 * 16 * 3 * 3 + 32  # weights plus one bias per filter
+vgg_last_pool = (512, 5, 5)  # 160 halves five times to 5
+
+# %%
+#| check
+expected_conv2 = dict((r[0], r[2]) for r in summary(model, (1, 28, 28)))["conv2"]
+assert n_conv2 == expected_conv2, (
+    f"n_conv2 = {n_conv2}: a filter has C * KH * KW weights, and each of the 32 has one bias"
+)
+expected_pool = [r for r in summary(vgg, (3, 160, 160)) if r[0] == "pool"][-1][1]
+assert tuple(vgg_last_pool) == tuple(expected_pool), (
+    f"vgg_last_pool = {vgg_last_pool}: the last block has 512 channels, and each of the five "
+    "poolings halves the side"
+)
+print(f"self-check passed: n_conv2 = {n_conv2}, vgg_last_pool = {tuple(vgg_last_pool)}")
+
+# %%
+#| exercise
+def convnet_forward(model, x):
+    raise NotImplementedError(
+        "Exercise (step 60): reshape a flat x to (N, 1, 28, 28); two blocks of conv, ReLU, "
+        "Fc.pooling(., 2, 2); F.flatten; F.relu(model.fc3(.)); model.fc4"
+    )
+
+# %%
+#| solution
+def convnet_forward(model, x):
+    if x.ndim == 2:
+        x = F.reshape(x, (x.shape[0], 1, 28, 28))
+    h = Fc.pooling(F.relu(model.conv1(x)), 2, 2)
+    h = Fc.pooling(F.relu(model.conv2(h)), 2, 2)
+    h = F.relu(model.fc3(F.flatten(h)))
+    return model.fc4(h)
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+images = rng.random((3, 1, 28, 28)).astype(np.float32)
+with dz.no_grad():
+    for batch in (images, images.reshape(3, 784)):
+        mine = convnet_forward(model, batch)
+        assert mine.shape == (3, 10), (
+            f"expected logits of shape (3, 10) for an input of shape {batch.shape}, "
+            f"got {mine.shape}"
+        )
+        assert np.allclose(mine.data, model(batch).data, atol=1e-5), (
+            f"for an input of shape {batch.shape} your logits differ from model(x): "
+            "check the order conv -> ReLU -> pool, and ReLU after fc3 only"
+        )
+print("self-check passed: convnet_forward computes SimpleConvNet's logits")

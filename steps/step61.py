@@ -312,12 +312,111 @@ plt.show()
 
 # %% [markdown]
 # ## Exercise
-# Truncation is a trade-off: a shorter window is cheaper but lets gradients
-# reach fewer steps back. With 999 steps per epoch, how many times per epoch
-# does the loop above call `backward()` when `bptt_length` is 50? (The last,
-# shorter window counts too.) Set `n_backward`.
+# 1. Truncation is a trade-off: a shorter window is cheaper but lets gradients
+#    reach fewer steps back. With 999 steps per epoch, how many times per epoch
+#    does the loop above call `backward()` when `bptt_length` is 50? (The last,
+#    shorter window counts too.) Set `n_backward`.
+# 2. **Implement then test: one step of the RNN.** Write `rnn_step(layer, x)`,
+#    what `Lc.RNN.forward` does with the layers of `layer`: without a state
+#    (`layer.h is None`) the new state is $\tanh(x W_x + b)$ (`layer.x2h(x)`),
+#    otherwise $\tanh(x W_x + b + h W_h)$ (plus `layer.h2h(layer.h)`); store it
+#    in `layer.h` and return it. The self-check runs five steps with your
+#    function and with the layer itself, from the same weights and inputs.
 
 # %%
-n_backward = 20  # solution: ceil(999 / 50)
-assert n_backward == -(-len(train_set) // 50), "count the full windows, plus the last partial one"
-print("self-check passed")
+#| exercise
+n_backward = ...  # calls to backward() per epoch of 999 steps with bptt_length = 50
+
+# %%
+#| solution
+n_backward = 20  # ceil(999 / 50): 19 full windows and one of 49 steps
+
+# %%
+#| check
+expected = -(-len(train_set) // 50)
+assert n_backward == expected, (
+    f"n_backward = {n_backward}: count the full windows of 50 steps in {len(train_set)}, "
+    "plus the last, partial one"
+)
+print(f"self-check passed: {n_backward} backward calls per epoch")
+
+# %%
+#| exercise
+def rnn_step(layer, x):
+    raise NotImplementedError(
+        "Exercise (step 61): h = tanh(layer.x2h(x)), plus layer.h2h(layer.h) inside the tanh "
+        "when layer.h is not None; store it in layer.h and return it"
+    )
+
+# %%
+#| solution
+def rnn_step(layer, x):
+    if layer.h is None:
+        h_new = F.tanh(layer.x2h(x))
+    else:
+        h_new = F.tanh(layer.x2h(x) + layer.h2h(layer.h))
+    layer.h = h_new
+    return h_new
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+steps = rng.normal(size=(5, 2, 3)).astype(np.float32)  # 5 time steps, batch 2, 3 features
+np.random.seed(1)
+cell = Lc.RNN(hidden_size=4, in_size=3)
+cell.reset_state()
+mine = [rnn_step(cell, x_t).data for x_t in steps]
+cell.reset_state()
+ref = [cell(x_t).data for x_t in steps]
+for k, (a, b) in enumerate(zip(mine, ref)):
+    assert np.allclose(a, b, atol=1e-6), (
+        f"step {k + 1}: your state differs from the layer's: the first step has no h2h term, "
+        "later ones add layer.h2h(layer.h) inside the tanh, and layer.h must be updated"
+    )
+print("self-check passed: rnn_step reproduces Lc.RNN over five steps")
+
+# %% [markdown]
+# ## Open experiment: how far back does the gradient reach?
+#
+# *What happens if the recurrent weights $W_h$ are scaled down, or up?*
+# Backprop through time multiplies the gradient by $W_h$ (and by the tanh's
+# slope) once per step it goes back. Below, an RNN with 10 hidden units reads
+# 40 random inputs; we backpropagate from the sum of the last state and look at
+# the size of the gradient that reaches each input, $|\partial h_{40} /
+# \partial x_{40-k}|$, $k$ steps back, with $W_h$ multiplied by 0.5, 1, 2 and 4.
+# Before you run it: which columns do you expect to shrink, and how fast?
+
+# %%
+def gradient_reach(scale, steps=40, seed=0):
+    """|d sum(h_T) / d x_t| for t = T, T-1, ..., 1, with W_h scaled by ``scale``."""
+    np.random.seed(seed)
+    layer = Lc.RNN(hidden_size=10, in_size=1)
+    layer.h2h.W.data *= scale
+    gen = np.random.default_rng(seed)
+    inputs = [dz.Variable(gen.normal(size=(1, 1)).astype(np.float32)) for _ in range(steps)]
+    for x_t in inputs:
+        h_t = layer(x_t)
+    F.sum(h_t).backward()
+    return [float(np.abs(x_t.grad.data).sum()) for x_t in inputs[::-1]]
+
+
+scales = (0.5, 1.0, 2.0, 4.0)
+reach = {s: gradient_reach(s) for s in scales}
+print("steps back" + "".join(f"{f'W_h x {s:g}':>12}" for s in scales))
+for k in (0, 1, 2, 5, 10, 20, 39):
+    print(f"{k:>10}" + "".join(f"{reach[s][k]:>12.2e}" for s in scales))
+for s in scales:
+    plt.semilogy(reach[s], label=f"$W_h$ x {s:g}")
+plt.xlabel("steps back")
+plt.ylabel("gradient reaching the input")
+plt.legend()
+plt.show()
+
+# %% [markdown]
+# With small recurrent weights the gradient fades geometrically: halving
+# $W_h$ leaves almost nothing 10 steps back, so truncating at 30 steps loses
+# nothing that the network could have learned anyway. With large weights it
+# does the opposite and grows from step to step (exploding gradients), which
+# is why long windows are often paired with gradient clipping (`ClipGrad`,
+# step 47). Try other seeds, longer sequences, or inputs ten times larger
+# (the tanh saturates, its slope tends to 0, and the gradient fades again).

@@ -315,12 +315,73 @@ plt.show()
 # (language, long signals), where the RNN's gradient has faded.
 #
 # ## Exercise
-# The loader above splits 999 steps into 10 streams of 99 steps. Which index
-# of the data set is in row 2 (the third stream) of batch 5 (the sixth batch)?
-# Set `index`; the check reads the loader's real batch.
+# 1. The loader above splits 999 steps into 10 streams of 99 steps. Which index
+#    of the data set is in row 2 (the third stream) of batch 5 (the sixth
+#    batch)? Set `index`; the check reads the loader's real batch.
+# 2. **Implement then test: the LSTM's memory update.** Given the gates `f`,
+#    `i`, `o` (after the sigmoid), the candidate `u` (after the tanh) and the
+#    previous cell state `c_prev` (`None` at the first step), write
+#    `lstm_update(f, i, o, u, c_prev)` returning the new `(h, c)`:
+#    $c = f \odot c_{prev} + i \odot u$ (just $i \odot u$ without a previous
+#    state) and $h = o \odot \tanh(c)$. The self-check computes the gates of an
+#    `Lc.LSTM` layer for three steps and compares your states with the layer's.
 
 # %%
-index = 2 * 99 + 5  # solution: stream start (row * jump) plus the batch number
+#| exercise
+index = ...  # the data set index in row 2 of batch 5
+
+# %%
+#| solution
+index = 2 * 99 + 5  # stream start (row * jump) plus the batch number
+
+# %%
+#| check
 batches = list(loader)
-assert batches[5][0][2, 0] == train_set.data[index, 0], "row r of batch k is r * jump + k"
-print("self-check passed")
+assert isinstance(index, (int, np.integer)), f"index should be an int, got {type(index).__name__}"
+assert batches[5][0][2, 0] == train_set.data[index, 0], (
+    f"index {index} is not in row 2 of batch 5: row r of batch k is r * jump + k, "
+    f"with jump = {loader.jump}"
+)
+print(f"self-check passed: row 2 of batch 5 is step {index} of the series")
+
+# %%
+#| exercise
+def lstm_update(f, i, o, u, c_prev):
+    raise NotImplementedError(
+        "Exercise (step 62): c = i * u, plus f * c_prev when there is one; "
+        "h = o * F.tanh(c); return h, c"
+    )
+
+# %%
+#| solution
+def lstm_update(f, i, o, u, c_prev):
+    c = i * u if c_prev is None else f * c_prev + i * u
+    h = o * F.tanh(c)
+    return h, c
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+np.random.seed(3)
+cell = Lc.LSTM(hidden_size=4, in_size=2)
+cell.reset_state()
+
+
+def gate(x2, h2, act, x_t):
+    return act(x2(x_t) if cell.h is None else x2(x_t) + h2(cell.h))
+
+
+for step, x_t in enumerate(rng.normal(size=(3, 5, 2)).astype(np.float32)):
+    f = gate(cell.x2f, cell.h2f, F.sigmoid, x_t)
+    i = gate(cell.x2i, cell.h2i, F.sigmoid, x_t)
+    o = gate(cell.x2o, cell.h2o, F.sigmoid, x_t)
+    u = gate(cell.x2u, cell.h2u, F.tanh, x_t)
+    h_mine, c_mine = lstm_update(f, i, o, u, cell.c)
+    h_ref = cell(x_t)  # the layer's own step, from the same state
+    assert np.allclose(c_mine.data, cell.c.data, atol=1e-6), (
+        f"step {step + 1}: the cell state differs: c = f * c_prev + i * u (i * u at the first step)"
+    )
+    assert np.allclose(h_mine.data, h_ref.data, atol=1e-6), (
+        f"step {step + 1}: h differs: h = o * tanh(c), with the new c"
+    )
+print("self-check passed: lstm_update gives the LSTM's h and c over three steps")

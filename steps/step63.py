@@ -175,15 +175,29 @@ except RuntimeError as e:
 
 # %% [markdown]
 # ## Exercise
-# The full Jacobian can be built from vector–Jacobian products: seeding with
-# the one-hot vector $e_i$ gives row $i$ of $J$. Write `jacobian(f, x)` that
-# returns the $n \times n$ matrix of any `f` from $\mathbb{R}^n$ to
-# $\mathbb{R}^n$, running `f` once and backward $n$ times (hint:
-# `retain_graph=True`, and `cleargrad` between rows).
+# 1. The full Jacobian can be built from vector–Jacobian products: seeding with
+#    the one-hot vector $e_i$ gives row $i$ of $J$. Write `jacobian(f, x)` that
+#    returns the $n \times n$ matrix of any `f` from $\mathbb{R}^n$ to
+#    $\mathbb{R}^n$, running `f` once and backward $n$ times (hint:
+#    `retain_graph=True`, and `cleargrad` between rows).
+# 2. **Implement then test: skip the gradients nobody needs.** Write `backward`
+#    of `MyMul` ($y = x_0 x_1$, two arrays of the same shape): the gradient of
+#    $x_0$ is $g_y x_1$ and that of $x_1$ is $g_y x_0$, but return `None` in
+#    the place of an input whose `self.needs_input_grad` entry is False. The
+#    self-check runs `gradient_check`, and a product with a constant, whose
+#    gradient must not be computed.
 
 # %%
+#| exercise
 def jacobian(f, x_data):
-    # solution:
+    raise NotImplementedError(
+        "Exercise (step 63): y = f(x) once; for each i, x.cleargrad() and "
+        "y.backward(gradient=one-hot e_i, retain_graph=True); row i is x.grad"
+    )
+
+# %%
+#| solution
+def jacobian(f, x_data):
     x = dz.Variable(x_data)
     y = f(x)
     rows = []
@@ -195,10 +209,63 @@ def jacobian(f, x_data):
         rows.append(x.grad.data.copy())
     return np.stack(rows)
 
-
+# %%
+#| check
 xs = np.array([1.0, 2.0, 3.0])
 J = jacobian(lambda x: x**2, xs)
-assert np.allclose(J, np.diag(2 * xs)), J
+assert np.allclose(J, np.diag(2 * xs)), f"the Jacobian of x**2 is diag(2x), got\n{J}"
 J2 = jacobian(lambda x: x * F.sum(x), xs)  # y_i = x_i * s: dy_i/dx_j = s [i=j] + x_i
-assert np.allclose(J2, np.eye(3) * xs.sum() + xs[:, None]), J2
-print("self-check passed")
+assert np.allclose(J2, np.eye(3) * xs.sum() + xs[:, None]), (
+    f"the Jacobian of x * sum(x) is sum(x) I + x 1^T, got\n{J2}: row i comes from the "
+    "seed e_i; clear x.grad before each row"
+)
+print("self-check passed: n vector-Jacobian products give the whole Jacobian")
+
+# %%
+#| exercise
+from dezero_like.core import Function
+
+
+class MyMul(Function):
+    def forward(self, x0, x1):
+        return x0 * x1
+
+    def backward(self, gy):
+        raise NotImplementedError(
+            "Exercise (step 63): x0, x1 = self.inputs; n0, n1 = self.needs_input_grad; "
+            "return (gy * x1 if n0 else None, gy * x0 if n1 else None)"
+        )
+
+# %%
+#| solution
+from dezero_like.core import Function
+
+
+class MyMul(Function):
+    def forward(self, x0, x1):
+        return x0 * x1
+
+    def backward(self, gy):
+        x0, x1 = self.inputs
+        n0, n1 = self.needs_input_grad
+        return (gy * x1 if n0 else None, gy * x0 if n1 else None)
+
+# %%
+#| check
+from dezero_like.utils import gradient_check  # noqa: E402
+
+rng = np.random.default_rng(0)
+a_data, b_data = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+gradient_check(lambda v: MyMul()(v, dz.Variable(b_data)), a_data)
+gradient_check(lambda v: MyMul()(dz.Variable(a_data), v), b_data)
+weight = dz.Variable(a_data.copy())
+batch = dz.Variable(b_data.copy(), requires_grad=False)
+y = MyMul()(weight, batch)
+grads = y.creator.backward(dz.Variable(np.ones((2, 3))))
+assert grads[1] is None, (
+    "the constant input (requires_grad=False) got a gradient: return None where "
+    "self.needs_input_grad is False"
+)
+F.sum(y).backward()
+assert np.allclose(weight.grad.data, b_data) and batch.grad is None, "weight.grad should be b"
+print("self-check passed: MyMul passes the gradient check and skips the constant's gradient")

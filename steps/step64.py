@@ -249,21 +249,89 @@ print("fused d(x*x)/dx =", x.grad.data)
 
 # %% [markdown]
 # ## Exercise
-# `stack2(a, b)` stacks two arrays of equal shape along a new first axis,
-# $y = [a; b]$. Write it with `Concat` (hint: `reshape` each input to
-# `(1,) + shape` first) and check that for `stack2(x, x)` the gradient of
-# `sum(y * m)` is `m[0] + m[1]`.
+# 1. `stack2(a, b)` stacks two arrays of equal shape along a new first axis,
+#    $y = [a; b]$. Write it with `concat` (hint: `reshape` each input to
+#    `(1,) + shape` first). The self-check verifies that for `stack2(x, x)` the
+#    gradient of `sum(y * m)` is `m[0] + m[1]`.
+# 2. **Implement then test: summing the slots.** Write
+#    `accumulate_slots(inputs, gxs)`, the heart of `backward_accumulate`:
+#    `gxs` holds one gradient per input slot (a Variable or `None`); when a
+#    variable appears in several slots (compare with `is`), add the later
+#    slots' gradients into its *first* slot and put `None` in the later ones.
+#    Return the list. The self-check plugs it into a `Concat` and compares
+#    with the package's `backward_accumulate`.
 
 # %%
+#| exercise
 def stack2(a, b):
-    # solution:
+    raise NotImplementedError(
+        "Exercise (step 64): return concat of a and b, each reshaped to (1,) + shape, on axis 0"
+    )
+
+# %%
+#| solution
+def stack2(a, b):
     return concat(a.reshape((1,) + a.shape), b.reshape((1,) + b.shape), axis=0)
 
-
+# %%
+#| check
 x = dz.Variable(np.array([[1.0, 2.0], [3.0, 4.0]]))
 m = np.arange(8.0).reshape(2, 2, 2)
 y = stack2(x, x)
-assert y.shape == (2, 2, 2)
+assert y.shape == (2, 2, 2), f"stack2 of two (2, 2) arrays should be (2, 2, 2), got {y.shape}"
 F.sum(y * m).backward()
-assert np.allclose(x.grad.data, m[0] + m[1]), x.grad.data
-print("self-check passed")
+assert np.allclose(x.grad.data, m[0] + m[1]), (
+    f"x fills both slots, so its gradient is m[0] + m[1] = {(m[0] + m[1]).tolist()}, "
+    f"got {x.grad.data.tolist()}"
+)
+print("self-check passed: stack2(x, x) sends both halves of the gradient to x")
+
+# %%
+#| exercise
+def accumulate_slots(inputs, gxs):
+    raise NotImplementedError(
+        "Exercise (step 64): for each slot i, find the first slot j with inputs[j] is "
+        "inputs[i]; if j < i, add gxs[i] into gxs[j] and set gxs[i] = None"
+    )
+
+# %%
+#| solution
+def accumulate_slots(inputs, gxs):
+    gxs = list(gxs)
+    for i, x in enumerate(inputs):
+        j = next(k for k, other in enumerate(inputs) if other is x)
+        if j < i and gxs[i] is not None:
+            gxs[j] = gxs[i] if gxs[j] is None else gxs[j] + gxs[i]
+            gxs[i] = None
+    return gxs
+
+# %%
+#| check
+from dezero_like.utils import gradient_check  # noqa: E402
+
+
+class MySlotsConcat(Concat):
+    def backward_accumulate(self, *gys):
+        return tuple(accumulate_slots(self.inputs, list(self.backward(*gys))))
+
+
+rng = np.random.default_rng(0)
+xa, wa = rng.normal(size=3), rng.normal(size=2)
+weights = rng.normal(size=11)
+grads = {}
+for name, cls in (("yours", MySlotsConcat), ("package", Concat)):
+    xv, wv = dz.Variable(xa.copy()), dz.Variable(wa.copy())
+    out = cls(0)(xv, wv, xv, xv)  # x in slots 0, 2 and 3
+    slots = out.creator.backward_accumulate(dz.Variable(weights))
+    F.sum(out * weights).backward()
+    grads[name] = (xv.grad.data, wv.grad.data, [g is None for g in slots])
+assert grads["yours"][2] == grads["package"][2], (
+    f"None slots {grads['yours'][2]}, expected {grads['package'][2]}: keep the gradient in the "
+    "first slot holding x, and None in the later ones"
+)
+assert np.allclose(grads["yours"][0], grads["package"][0]), (
+    "x's gradient should be the sum of its three slices of the output gradient"
+)
+assert np.allclose(grads["yours"][1], grads["package"][1]), "w's gradient should be unchanged"
+gradient_check(lambda v: MySlotsConcat(0)(v, v * 2.0, v) * weights[:9], xa)
+print("self-check passed: accumulate_slots sums repeated slots as backward_accumulate does")

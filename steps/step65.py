@@ -365,25 +365,39 @@ print("Linear forward calls:", summary["Linear"]["forward"]["calls"],
 
 # %% [markdown]
 # ## Exercise
-# Write `DtypeCheckHook`, a hook that raises `TypeError` in
-# `forward_preprocess` when a function receives a float64 array (a common bug
-# in a float32 model: a NumPy constant that silently promoted). The
-# self-check feeds it a float64 input.
+# **Implement then test: a hook.** Write `DtypeCheckHook`, a hook that raises
+# `TypeError` in `forward_preprocess` when a function receives a float64 array
+# (a common bug in a float32 model: a NumPy constant that silently promoted).
+# The message should name the function (`type(function).__name__`). The
+# self-check runs a float32 computation (which must pass) and feeds it a
+# float64 input.
 
 # %%
+#| exercise
 class DtypeCheckHook(FunctionHook):
-    # solution:
+    def forward_preprocess(self, function, in_data):
+        raise NotImplementedError(
+            "Exercise (step 65): raise TypeError naming type(function).__name__ when an "
+            "array in in_data has dtype float64; do nothing otherwise"
+        )
+
+# %%
+#| solution
+class DtypeCheckHook(FunctionHook):
     def forward_preprocess(self, function, in_data):
         for i, a in enumerate(in_data):
             if a.dtype == np.float64:
                 raise TypeError(f"{type(function).__name__} got float64 in input {i}")
 
-
+# %%
+#| check
 with DtypeCheckHook():
-    F.exp(dz.Variable(np.ones(2, dtype=np.float32)))  # fine
+    ok = F.exp(dz.Variable(np.ones(2, dtype=np.float32)))  # fine: must not raise
     try:
         F.exp(dz.Variable(np.ones(2)))
-        raise AssertionError("the float64 input was not caught")
     except TypeError as e:
-        assert "Exp" in str(e)
-print("self-check passed")
+        assert "Exp" in str(e), f"the message should name the function (Exp), got {e!r}"
+    else:
+        raise AssertionError("the float64 input was not caught: raise TypeError for it")
+after = F.exp(dz.Variable(np.ones(2)))  # outside the with block the hook is gone
+print("self-check passed: DtypeCheckHook stops float64 inputs and names the function")

@@ -147,17 +147,107 @@ timer.print_report()
 #     python benchmarks/passes.py --iters 100 --warmup 10 --torch
 #
 # ## Exercise
-# One slow iteration (a garbage collection, another program) drags the mean
-# up but leaves the **median** almost unchanged. Write `robust_stats(ms)`
-# returning `(mean, median)` and check it on a run with one outlier.
+# 1. One slow iteration (a garbage collection, another program) drags the mean
+#    up but leaves the **median** almost unchanged. Write `robust_stats(ms)`
+#    returning `(mean, median)` as Python floats; the self-check tries it on a
+#    run with one outlier.
+# 2. **Implement then test: a profiler's counter.** Write the callbacks of
+#    `CallCounter`, a hook that counts calls per function type and pass, the
+#    way `TimerHook` attributes them: `counts[(name, "forward")]` and
+#    `counts[(name, "backward")]`, with `name = type(function).__name__`. A
+#    function run *inside* a backward (the `MatMul` of `Linear`'s backward) is
+#    part of that backward's cost, so it is not counted: keep `self.depth`, the
+#    number of backwards running (+1 in `backward_preprocess`, -1 in
+#    `backward_postprocess`), and count forwards only at depth 0. The
+#    self-check runs one iteration under both hooks and compares.
 
 # %%
+#| exercise
 def robust_stats(ms):
-    # solution:
+    raise NotImplementedError(
+        "Exercise (step 68): return float(mean), float(median) of ms (np.mean, np.median)"
+    )
+
+# %%
+#| solution
+def robust_stats(ms):
     ms = np.asarray(ms, dtype=float)
     return float(ms.mean()), float(np.median(ms))
 
-
+# %%
+#| check
 mean, median = robust_stats([2.0, 2.1, 1.9, 2.0, 40.0])
-assert np.isclose(mean, 9.6) and np.isclose(median, 2.0), (mean, median)
-print("self-check passed")
+assert np.isclose(mean, 9.6), f"the mean of [2, 2.1, 1.9, 2, 40] is 9.6, got {mean}"
+assert np.isclose(median, 2.0), f"the median is 2.0 (the middle value once sorted), got {median}"
+print(f"self-check passed: one outlier moves the mean to {mean:.1f}, the median stays {median:.1f}")
+
+# %%
+#| exercise
+from dezero_like.hooks import FunctionHook
+
+
+class CallCounter(FunctionHook):
+    def __init__(self):
+        self.counts = {}  # (function name, "forward" or "backward") -> calls
+        self.depth = 0  # how many backwards are running right now
+
+    def forward_postprocess(self, function, in_data, out_data):
+        raise NotImplementedError(
+            "Exercise (step 68): at depth 0, add 1 to counts[(type(function).__name__, 'forward')]"
+        )
+
+    def backward_preprocess(self, function, grad_outputs):
+        raise NotImplementedError("Exercise (step 68): self.depth += 1")
+
+    def backward_postprocess(self, function, grad_outputs, grad_inputs):
+        raise NotImplementedError(
+            "Exercise (step 68): self.depth -= 1; at depth 0, count (name, 'backward')"
+        )
+
+# %%
+#| solution
+from dezero_like.hooks import FunctionHook
+
+
+class CallCounter(FunctionHook):
+    def __init__(self):
+        self.counts = {}  # (function name, "forward" or "backward") -> calls
+        self.depth = 0  # how many backwards are running right now
+
+    def _add(self, function, phase):
+        key = (type(function).__name__, phase)
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def forward_postprocess(self, function, in_data, out_data):
+        if self.depth == 0:
+            self._add(function, "forward")
+
+    def backward_preprocess(self, function, grad_outputs):
+        self.depth += 1
+
+    def backward_postprocess(self, function, grad_outputs, grad_inputs):
+        self.depth -= 1
+        if self.depth == 0:
+            self._add(function, "backward")
+
+# %%
+#| check
+rng_check = np.random.default_rng(0)
+xc = rng_check.random((8, 20))
+tc = rng_check.integers(0, 3, size=8)
+np.random.seed(0)
+small = MLP((10, 3), activation=F.relu)
+small(xc)
+with TimerHook() as timer, CallCounter() as counter:
+    loss = F.softmax_cross_entropy(small(xc), tc)
+    small.cleargrads()
+    loss.backward()
+expected = {(name, phase): row[phase]["calls"] for name, row in timer.summary().items()
+            for phase in ("forward", "backward") if row[phase]["calls"]}
+extra = sorted(set(counter.counts) - set(expected))
+assert not extra, (
+    f"counted {extra}, which TimerHook puts inside a backward: count forwards only when no "
+    "backward is running (self.depth == 0)"
+)
+assert counter.counts == expected, f"expected the counts {expected}, got {counter.counts}"
+print("self-check passed: CallCounter counts calls as TimerHook attributes them")

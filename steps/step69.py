@@ -525,25 +525,95 @@ print("both graphs give the same gradient (c**100):", same,
 
 # %% [markdown]
 # ## Exercise
-# `sin` needs its input for backward ($\cos x$), so a chain of `F.sin` cannot be
-# as frugal as the affine chain. Predict how many arrays a chain of 20 `sin`
-# calls keeps after forward, then complete `kept_by_sin_chain` and check.
+# 1. `sin` needs its input for backward ($\cos x$), so a chain of `F.sin`
+#    cannot be as frugal as the affine chain. Predict how many arrays a chain
+#    of 20 `sin` calls keeps after forward; then write `sin_chain(x, n)`, which
+#    applies `F.sin` `n` times and returns the result, and let the self-check
+#    measure it with `tracemalloc`.
+# 2. **Implement then test: keep only what backward reads.** Write `MyTanh`.
+#    The derivative of $\tanh$ is $1 - y^2$: it reads the *output* only. So
+#    `forward` calls `self.retain_inputs(())` (keep no input) and
+#    `self.retain_outputs((0,))` before returning `np.tanh(x)`, and `backward`
+#    gets `y` from `self.get_retained_outputs()`. The self-check runs
+#    `gradient_check`, and verifies that the input of a `MyTanh` that was
+#    computed by another function is a data-less stand-in.
 
 # %%
-def kept_by_sin_chain(n, shape=(128, 128)):
-    x = dz.Variable(np.ones(shape, dtype=np.float32))
-    tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    # solution:
+#| exercise
+def sin_chain(x, n):
+    raise NotImplementedError("Exercise (step 69): y = x; apply y = F.sin(y) n times; return y")
+
+# %%
+#| solution
+def sin_chain(x, n):
     y = x
     for _ in range(n):
         y = F.sin(y)
-    kept = tracemalloc.get_traced_memory()[0] - base
-    tracemalloc.stop()
+    return y
+
+# %%
+#| check
+def kept_by_sin_chain(n, shape=(128, 128)):
+    x = dz.Variable(np.ones(shape, dtype=np.float32))
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        y = sin_chain(x, n)
+        kept = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    expected = np.ones(shape, dtype=np.float32)
+    for _ in range(n):
+        expected = np.sin(expected)
+    assert np.allclose(y.data, expected), "sin_chain should apply F.sin n times"
     return kept / (np.prod(shape) * 4)
 
 
 arrays = kept_by_sin_chain(20)
 print(f"20 sin calls keep {arrays:.1f} arrays")
-assert 19.5 < arrays < 22, arrays  # 19 kept inputs + the output (the leaf x is not counted)
-print("self-check passed")
+assert 19.5 < arrays < 22, (
+    f"expected about 20 arrays (19 kept inputs + the output; the leaf x is not counted), "
+    f"got {arrays:.1f}"
+)
+print("self-check passed: each sin keeps its input, so the chain keeps one array per call")
+
+# %%
+#| exercise
+class MyTanh(dz.Function):
+    def forward(self, x):
+        raise NotImplementedError(
+            "Exercise (step 69): self.retain_inputs(()); self.retain_outputs((0,)); "
+            "return np.tanh(x)"
+        )
+
+    def backward(self, gy):
+        raise NotImplementedError(
+            "Exercise (step 69): (y,) = self.get_retained_outputs(); return gy * (1 - y * y)"
+        )
+
+# %%
+#| solution
+class MyTanh(dz.Function):
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        return np.tanh(x)
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return gy * (1 - y * y)
+
+# %%
+#| check
+from dezero_like.utils import gradient_check  # noqa: E402
+
+rng = np.random.default_rng(0)
+z = rng.normal(size=(3, 4))
+gradient_check(lambda v: MyTanh()(F.exp(v) - 1.5), z)  # the input of MyTanh is computed
+h = F.exp(dz.Variable(z)) - 1.5
+y = MyTanh()(h)
+assert y.creator.inputs[0].data is None, (
+    "MyTanh still holds its computed input: call self.retain_inputs(()) in forward"
+)
+assert np.allclose(y.data, np.tanh(h.data)), "the forward should be np.tanh(x)"
+print("self-check passed: MyTanh passes the gradient check keeping only its output")

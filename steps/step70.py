@@ -532,15 +532,87 @@ for label, stmt, number in [
 
 # %% [markdown]
 # ## Exercise
-# `__slots__` makes a typo loud. Check that assigning `x.gard = None` to a
-# Variable (a typo for `grad`) raises `AttributeError`, and store the message in
-# `message`.
+# 1. `__slots__` makes a typo loud. Assign `x.gard = None` to a Variable (a
+#    typo for `grad`), catch the `AttributeError` it raises, and store its
+#    message (`str(e)`) in `message`.
+# 2. **Implement then test: the operator fast path.** Write
+#    `binary(function, op, x0, x1)`, the core of `_binary` for a Variable `x0`
+#    (leave out the reflected operators and the hook test): when a graph is
+#    recorded (`dz.Config.enable_backprop`) return `function()(x0, x1)` as
+#    usual; otherwise create no Function at all: apply `op` to `x0.data` and to
+#    `x1` (its `.data` if it is a Variable) and wrap the result with
+#    `dz.Variable(np.asarray(...), requires_grad=False)`. The self-check counts
+#    the Function objects created, with and without a graph.
 
 # %%
+#| exercise
+message = ...  # the text of the AttributeError raised by x.gard = None
+
+# %%
+#| solution
 message = None
 try:
-    x.gard = None  # solution
+    x.gard = None
 except AttributeError as e:
     message = str(e)
-assert message is not None and "gard" in message, "assigning x.gard should raise AttributeError"
+
+# %%
+#| check
+assert isinstance(message, str), (
+    f"message should be the error's text, got {message!r}: wrap the assignment in "
+    "try/except AttributeError as e and store str(e)"
+)
+assert "gard" in message, f"the message should name the attribute 'gard', got {message!r}"
 print("self-check passed:", message)
+
+# %%
+#| exercise
+def binary(function, op, x0, x1):
+    raise NotImplementedError(
+        "Exercise (step 70): with dz.Config.enable_backprop return function()(x0, x1); else "
+        "return dz.Variable(np.asarray(op(x0.data, x1 or x1.data)), requires_grad=False)"
+    )
+
+# %%
+#| solution
+def binary(function, op, x0, x1):
+    if dz.Config.enable_backprop:
+        return function()(x0, x1)
+    b = x1.data if isinstance(x1, dz.Variable) else x1
+    return dz.Variable(np.asarray(op(x0.data, b)), requires_grad=False)
+
+# %%
+#| check
+import operator  # noqa: E402
+
+from dezero_like.utils import gradient_check  # noqa: E402
+
+created = []
+
+
+class CountedMul(dz.core.Mul):
+    def __init__(self):
+        created.append(self)
+
+
+rng = np.random.default_rng(0)
+u = dz.Variable(rng.normal(size=(2, 3)))
+w = dz.Variable(rng.normal(size=(2, 3)))
+y = binary(CountedMul, operator.mul, u, w)
+assert len(created) == 1 and y.creator is created[0], (
+    "with a graph recorded, binary must call the Function: function()(x0, x1)"
+)
+gradient_check(lambda v: binary(CountedMul, operator.mul, v, w), u.data)
+created.clear()
+with dz.no_grad():
+    y_fast = binary(CountedMul, operator.mul, u, 3.0)
+    y_fast2 = binary(CountedMul, operator.mul, u, w)
+assert not created, (
+    f"{len(created)} Function object(s) were created under no_grad(): the fast path applies "
+    "op to the arrays directly"
+)
+assert isinstance(y_fast, dz.Variable) and y_fast.creator is None, "return a Variable, no graph"
+assert np.allclose(y_fast.data, u.data * 3.0) and np.allclose(y_fast2.data, u.data * w.data), (
+    "the fast path computes something else: op(x0.data, x1) (x1.data for a Variable)"
+)
+print("self-check passed: binary records a graph when asked and skips the Function otherwise")

@@ -846,21 +846,88 @@ print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain
 
 # %% [markdown]
 # ## Exercise
-# Write `fused_tanh_grad`, an `ElementwiseKernel` for the backward of tanh,
-# `gx = gy * (1 - y * y)`, and check it against the array version. Without a GPU
-# the self-check compares the formula on NumPy and only builds the kernel text.
+# 1. Write the spec of `fused_tanh_grad`, an `ElementwiseKernel` for the
+#    backward of tanh, `gx = gy * (1 - y * y)`: a triple
+#    `TANH_GRAD = (input params, output params, operation)` written like the
+#    entries of `_SPECS` above. On a GPU the self-check builds the kernel and
+#    compares it with the array version; without one it evaluates your
+#    operation line on NumPy arrays (simple C arithmetic reads as Python).
+# 2. **Implement then test: a kernel's reference.** Every fused kernel needs a
+#    plain version to be tested against. Write `softmax_ce_grad_reference(p, t,
+#    gy)`, what the `softmax_ce_grad` kernel computes, in NumPy: from the
+#    probabilities `p` (N, C), the labels `t` and the scalar seed `gy`, return
+#    $(p - \mathrm{onehot}(t)) \cdot g_y / N$. The self-check compares it with
+#    the gradient of `F.softmax_cross_entropy` (and with the kernel itself when
+#    there is a GPU).
 
 # %%
-# solution:
+#| exercise
+TANH_GRAD = ...  # ("T gy, T y", "T gx", "<the C operation>")
+
+# %%
+#| solution
 TANH_GRAD = ("T gy, T y", "T gx", "gx = gy * (1 - y * y)")
 
+# %%
+#| check
+assert isinstance(TANH_GRAD, tuple) and len(TANH_GRAD) == 3, (
+    "TANH_GRAD should be a triple (input params, output params, operation), like _SPECS's"
+)
+assert [p.split()[-1] for p in TANH_GRAD[0].split(",")] == ["gy", "y"], (
+    f"the inputs should be 'T gy, T y', got {TANH_GRAD[0]!r}"
+)
+assert TANH_GRAD[1].split()[-1] == "gx", f"the output should be 'T gx', got {TANH_GRAD[1]!r}"
 y = np.tanh(np.linspace(-2, 2, 7))
 gy = np.linspace(1, 2, 7)
 expected = gy * (1 - y * y)
 if use_gpu:
     cp = cuda.require_gpu()
     fused_tanh_grad = cp.ElementwiseKernel(*TANH_GRAD, "step71_tanh_grad")
-    assert np.allclose(cuda.as_numpy(fused_tanh_grad(cp.asarray(gy), cp.asarray(y))), expected)
+    got = cuda.as_numpy(fused_tanh_grad(cp.asarray(gy), cp.asarray(y)))
 else:
-    assert "gx = gy * (1 - y * y)" in TANH_GRAD[2]
-print("self-check passed")
+    scope = {"gy": gy, "y": y}
+    exec(TANH_GRAD[2].strip().rstrip(";"), {}, scope)  # noqa: S102 - the learner's one line
+    got = scope["gx"]
+assert np.allclose(got, expected), (
+    f"the kernel gives {np.round(got, 4)}, expected gy * (1 - y * y) = {np.round(expected, 4)}"
+)
+print("self-check passed: TANH_GRAD computes the backward of tanh",
+      "(kernel run on the GPU)" if use_gpu else "(operation evaluated on NumPy)")
+
+# %%
+#| exercise
+def softmax_ce_grad_reference(p, t, gy):
+    raise NotImplementedError(
+        "Exercise (step 71): onehot = np.eye(C)[t]; return (p - onehot) * gy / N"
+    )
+
+# %%
+#| solution
+def softmax_ce_grad_reference(p, t, gy):
+    n, c = p.shape
+    return (p - np.eye(c, dtype=p.dtype)[t]) * gy / n
+
+# %%
+#| check
+import dezero_like as dz  # noqa: E402
+
+rng = np.random.default_rng(0)
+logits = dz.Variable(rng.normal(size=(6, 4)))
+labels = rng.integers(0, 4, size=6)
+seed = np.array(0.7)
+F.softmax_cross_entropy(logits, labels).backward(gradient=seed)
+probs = F.softmax(logits.data).data
+mine = softmax_ce_grad_reference(probs, labels, float(seed))
+assert np.shape(mine) == (6, 4), f"expected shape (6, 4), got {np.shape(mine)}"
+assert np.allclose(mine, logits.grad.data), (
+    "your gradient differs from softmax_cross_entropy's: subtract 1 at each row's label, "
+    "then multiply by gy / N"
+)
+if use_gpu:
+    from dezero_like import cuda_kernels
+
+    fused = cuda_kernels.softmax_cross_entropy_grad(cuda.as_cupy(probs), cuda.as_cupy(labels),
+                                                    cuda.as_cupy(seed))
+    assert np.allclose(cuda.as_numpy(fused), mine), "the kernel disagrees with the reference"
+print("self-check passed: the reference matches softmax_cross_entropy's gradient"
+      + (" and the fused kernel" if use_gpu else ""))

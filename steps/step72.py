@@ -446,14 +446,30 @@ plt.show()
 # `benchmarks/allreduce.py` measures both on this machine.
 #
 # ## Exercise
-# Write `naive_allreduce(arrays)` the way the naive scheme works: worker 0
-# receives every other array and adds it, then sends the sum back to each.
-# Return the results (one per worker) and the bytes *worker 0* sent and
-# received together; check it against the cost model.
+# 1. Write `naive_allreduce(arrays)` the way the naive scheme works: worker 0
+#    receives every other array and adds it, then sends the sum back to each.
+#    Return the results (one per worker) and the bytes *worker 0* sent and
+#    received together; the self-check compares them with the cost model.
+# 2. **Implement then test: the gradient hook's work.** Write
+#    `allreduce_grads(comm, params)`, what `Communicator.allreduce_grads` does:
+#    take the parameters that have a gradient, hand their gradient arrays to
+#    `comm.allreduce_mean` in one list (one call: one latency), and give each
+#    parameter its mean back as a new `Variable(..., requires_grad=False)`;
+#    parameters without a gradient are left alone. The self-check uses a
+#    stand-in communicator (no MPI needed) and compares with the package's
+#    method.
 
 # %%
+#| exercise
 def naive_allreduce(arrays):
-    # solution:
+    raise NotImplementedError(
+        "Exercise (step 72): total = sum of the arrays, counting each received array's nbytes; "
+        "one copy of total per worker, plus nbytes of total sent to each other worker"
+    )
+
+# %%
+#| solution
+def naive_allreduce(arrays):
     total = arrays[0].astype(float)
     moved = 0
     for a in arrays[1:]:
@@ -463,8 +479,138 @@ def naive_allreduce(arrays):
     moved += total.nbytes * (len(arrays) - 1)  # sent back by worker 0
     return results, moved
 
-
+# %%
+#| check
 results, moved = naive_allreduce(arrays)
-assert all(np.allclose(r, total) for r in results)
-assert moved == D.naive_allreduce_bytes(arrays[0].nbytes, len(arrays))
-print("self-check passed")
+assert len(results) == len(arrays), f"one result per worker: expected {len(arrays)}"
+assert all(np.allclose(r, total) for r in results), "every worker should end with the sum"
+expected = D.naive_allreduce_bytes(arrays[0].nbytes, len(arrays))
+assert moved == expected, (
+    f"worker 0 moved {moved} bytes, the cost model says {expected}: it receives p - 1 arrays "
+    "and sends the sum p - 1 times"
+)
+print(f"self-check passed: worker 0 moves {moved} bytes, 2(p - 1)N")
+
+# %%
+#| exercise
+def allreduce_grads(comm, params):
+    raise NotImplementedError(
+        "Exercise (step 72): keep the params whose grad is not None; means = "
+        "comm.allreduce_mean([their grad arrays]); p.grad = Variable(mean, requires_grad=False)"
+    )
+
+# %%
+#| solution
+from dezero_like.core import Variable
+
+
+def allreduce_grads(comm, params):
+    params = [p for p in params if p.grad is not None]
+    means = comm.allreduce_mean([p.grad.data for p in params])
+    for p, g in zip(params, means):
+        p.grad = Variable(g, requires_grad=False)
+
+# %%
+#| check
+class StandInComm:
+    """Two processes, seen from one: the other one's gradients are ours shifted by 1."""
+
+    size = 2
+
+    def __init__(self):
+        self.calls = 0
+
+    def allreduce_mean(self, arrays):
+        self.calls += 1
+        return [a + 0.5 for a in arrays]
+
+
+def fresh_params():
+    net = Sequential(L.Linear(4, in_size=3, dtype=np.float64), F.sigmoid,
+                     L.Linear(2, in_size=4, dtype=np.float64))
+    net.cleargrads()
+    F.sum(net(np.random.default_rng(0).normal(size=(5, 3)))).backward()
+    net.l2.b.grad = None  # one parameter without a gradient
+    return list(net.params())
+
+
+np.random.seed(0)
+mine = fresh_params()
+np.random.seed(0)
+ref = fresh_params()
+comm_mine, comm_ref = StandInComm(), StandInComm()
+old = [None if p.grad is None else p.grad.data.copy() for p in mine]
+allreduce_grads(comm_mine, mine)
+D.Communicator.allreduce_grads(comm_ref, ref)
+assert comm_mine.calls == 1, (
+    f"allreduce_mean was called {comm_mine.calls} times: pass all gradients in one list"
+)
+for p, q, g in zip(mine, ref, old):
+    if q.grad is None:
+        assert p.grad is None, "a parameter without a gradient must keep grad = None"
+        continue
+    assert np.allclose(p.grad.data, q.grad.data), "each parameter should get its own mean back"
+    assert np.allclose(g + 0.5, p.grad.data) and not np.shares_memory(g, p.grad.data), (
+        "give each parameter a new Variable holding the mean"
+    )
+print("self-check passed: allreduce_grads averages the gradients as the Communicator does")
+
+# %% [markdown]
+# ## Open experiment: what if the workers skip the all-reduce?
+#
+# *What happens if two workers train on their own halves of every batch and
+# never average their gradients? And if they average, but forgot to start from
+# the same weights (no `bcast_params`)?* Guess before running: do the copies
+# drift apart, and does the distance between them grow, shrink or stay? The
+# cell trains both variants of two workers with plain SGD on the batch above
+# and prints the largest difference between the two copies' weights and the
+# whole-batch loss of worker 0.
+
+# %%
+def train_two_workers(average, same_start, steps=200, lr=1.0):
+    np.random.seed(0)
+    first = copy.deepcopy(model)
+    if not same_start:  # the second worker made its own random weights
+        np.random.seed(1)
+        second = Sequential(L.Linear(8, dtype=np.float64), F.sigmoid,
+                            L.Linear(3, dtype=np.float64))
+        second(x)
+    else:
+        second = copy.deepcopy(model)
+    pair = [first, second]
+    history = []
+    for step in range(steps + 1):
+        grads = [gradients(w, x[k * 16:(k + 1) * 16], t[k * 16:(k + 1) * 16])
+                 for k, w in enumerate(pair)]
+        if average:
+            grads = [{k: (grads[0][k] + grads[1][k]) / 2 for k in grads[0]}] * 2
+        if step % 50 == 0:
+            a, b = first._flatten_params(), second._flatten_params()
+            gap = max(np.abs(a[k].data - b[k].data).max() for k in a)
+            loss = float(F.softmax_cross_entropy(first(x), t).data)
+            history.append((step, gap, loss))
+        for w, g in zip(pair, grads):
+            for k, p in w._flatten_params().items():
+                p.data -= lr * g[k]
+    return history
+
+
+variants = {"all-reduce, same start": (True, True),
+            "no all-reduce": (False, True),
+            "all-reduce, different starts": (True, False)}
+print(f"{'variant':<30}{'step':>6}{'largest weight gap':>20}{'loss of worker 0':>18}")
+for name, (average, same_start) in variants.items():
+    for step, gap, loss in train_two_workers(average, same_start):
+        print(f"{name:<30}{step:>6}{gap:>20.2e}{loss:>18.4f}")
+
+# %% [markdown]
+# With the all-reduce the two copies stay identical (gap 0) and the loss falls
+# as for one worker with the whole batch. Without it each worker fits its own
+# 16 examples: the gap keeps growing, and worker 0's loss on the whole batch
+# stalls and even rises, since it never learns from the other half. With
+# different starting weights both copies receive the *same* averaged update
+# at every step, so their difference never changes at all: the gap printed
+# at step 0 is still there at step 200, and the two workers compute their
+# gradients on two different models. That is why a data-parallel run
+# broadcasts the weights once before training (`bcast_params`). Try more
+# workers, or a larger learning rate.

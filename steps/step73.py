@@ -117,18 +117,28 @@ print(run_mpi(WORKER))
 # the GPUs of a machine, with no trip through the CPU at all.
 #
 # ## Exercise
-# Write `my_slice(batch, rank, size)`: the part of a global batch (an array of
+# **Implement then test: each process's slice.** Write
+# `my_slice(batch, rank, size)`: the part of a global batch (an array of
 # example indices) that process `rank` of `size` trains on, as
 # `DistributedDataLoader` cuts it: equal, contiguous slices in rank order. The
-# check compares it with the loader's own slices for every `rank` and `size`.
+# self-check compares it with the loader's own slices for every `rank` and
+# `size`, using a stand-in for the communicator (no MPI needed).
 
 # %%
+#| exercise
 def my_slice(batch, rank, size):
-    # solution:
+    raise NotImplementedError(
+        "Exercise (step 73): n = len(batch) // size; return the n indices of process rank"
+    )
+
+# %%
+#| solution
+def my_slice(batch, rank, size):
     n = len(batch) // size
     return batch[rank * n:(rank + 1) * n]
 
-
+# %%
+#| check
 class _World:
     """Stands for a communicator of ``size`` processes seen from ``rank``."""
 
@@ -145,7 +155,10 @@ for size in (1, 2, 3, 4):
         loader = D.DistributedDataLoader(data, 12, _World(rank, size), seed=1)
         order = loader.index.copy()
         first = loader._batch_index()
-        assert np.array_equal(my_slice(order[:12], rank, size), first), (rank, size)
+        assert np.array_equal(my_slice(order[:12], rank, size), first), (
+            f"rank {rank} of {size}: expected {first}, got {my_slice(order[:12], rank, size)}; "
+            "process r takes indices r * n to (r + 1) * n, with n = 12 // size"
+        )
         slices.append(first)
-    assert np.array_equal(np.concatenate(slices), order[:12])
-print("self-check passed")
+    assert np.array_equal(np.concatenate(slices), order[:12]), "the slices should cover the batch"
+print("self-check passed: my_slice cuts the batch as DistributedDataLoader does")

@@ -144,22 +144,100 @@ print(f"training loop: {t1:.2f} s on 1 process, {t2:.2f} s on 2: speed-up {t1 / 
 # you use it instead, needs `--allow-run-as-root`).
 #
 # ## Exercise
-# With `p` processes and a global batch `B`, each step sends the gradients
-# once through the all-reduce. Write `allreduce_mb_per_epoch(n_params, n_examples,
-# batch, p)`: the megabytes each process sends per epoch with the ring
-# all-reduce, for float64 gradients (use `D.ring_allreduce_bytes`). Check: with
-# two processes, this step's run sent 0.64 MB per step for 60 steps.
+# 1. With `p` processes and a global batch `B`, each step sends the gradients
+#    once through the all-reduce. Write `allreduce_mb_per_epoch(n_params,
+#    n_examples, batch, p)`: the megabytes each process sends per epoch with
+#    the ring all-reduce, for float64 gradients (use `D.ring_allreduce_bytes`).
+#    Check: with two processes, this step's run sent 0.64 MB per step for 60
+#    steps.
+# 2. **Implement then test: the whole scheme in one process.** Write
+#    `data_parallel_grads(model, x, t, p)`, what `p` processes compute
+#    together in one step: process `r` takes a copy of the model
+#    (`copy.deepcopy`), the `r`-th of `p` equal slices of the batch (as
+#    `DistributedDataLoader` cuts it), and the gradient of its mean softmax
+#    cross entropy; the result is the mean over processes of each gradient, as
+#    a dict `{name: array}` keyed like `model._flatten_params()` (what
+#    `AllreduceGrads` leaves). The self-check compares it with the whole
+#    batch's gradient for 1 to 4 processes.
 
 # %%
+#| exercise
 def allreduce_mb_per_epoch(n_params, n_examples, batch, p):
-    # solution:
+    raise NotImplementedError(
+        "Exercise (step 74): steps = n_examples // batch; return steps * "
+        "D.ring_allreduce_bytes(n_params * 8, p) / 1e6"
+    )
+
+# %%
+#| solution
+def allreduce_mb_per_epoch(n_params, n_examples, batch, p):
     steps = n_examples // batch
     return steps * D.ring_allreduce_bytes(n_params * 8, p) / 1e6
 
-
+# %%
+#| check
 n_params = sum(a.size for a in w1.values())
 assert n_params == 784 * 100 + 100 + 100 * 10 + 10
 mb = allreduce_mb_per_epoch(n_params, 6000, 100, 2)
-assert abs(mb - 60 * n_params * 8 / 1e6) < 1e-9, mb
+assert abs(mb - 60 * n_params * 8 / 1e6) < 1e-9, (
+    f"expected 60 steps of {n_params * 8 / 1e6:.2f} MB = {60 * n_params * 8 / 1e6:.1f} MB, got "
+    f"{mb}: count the steps (n_examples // batch) and use ring_allreduce_bytes of "
+    "n_params * 8 bytes"
+)
 print(f"{mb:.1f} MB per process per epoch")
-print("self-check passed")
+print("self-check passed: 60 steps of a ring all-reduce of 0.64 MB")
+
+# %%
+#| exercise
+import copy
+
+import dezero_like.functions as F
+import dezero_like.layers as L
+from dezero_like.models import Sequential
+
+
+def data_parallel_grads(model, x, t, p):
+    raise NotImplementedError(
+        "Exercise (step 74): n = len(x) // p; for r in range(p): a deepcopy of model, "
+        "backward of F.softmax_cross_entropy on x[r*n:(r+1)*n]; return the mean of the grads"
+    )
+
+# %%
+#| solution
+import copy
+
+import dezero_like.functions as F
+import dezero_like.layers as L
+from dezero_like.models import Sequential
+
+
+def data_parallel_grads(model, x, t, p):
+    n = len(x) // p
+    grads = []
+    for r in range(p):
+        worker = copy.deepcopy(model)
+        worker.cleargrads()
+        F.softmax_cross_entropy(worker(x[r * n:(r + 1) * n]), t[r * n:(r + 1) * n]).backward()
+        grads.append({k: q.grad.data for k, q in worker._flatten_params().items()})
+    return {k: sum(g[k] for g in grads) / p for k in grads[0]}
+
+# %%
+#| check
+rng = np.random.default_rng(0)
+xb = rng.normal(size=(24, 6))
+tb = rng.integers(0, 3, size=24)
+np.random.seed(0)
+net = Sequential(L.Linear(5, dtype=np.float64), F.sigmoid, L.Linear(3, dtype=np.float64))
+net(xb)
+net.cleargrads()
+F.softmax_cross_entropy(net(xb), tb).backward()
+whole = {k: q.grad.data.copy() for k, q in net._flatten_params().items()}
+for p in (1, 2, 3, 4):
+    got = data_parallel_grads(net, xb, tb, p)
+    assert set(got) == set(whole), f"expected the keys {sorted(whole)}, got {sorted(got)}"
+    worst = max(np.abs(got[k] - whole[k]).max() for k in whole)
+    assert worst < 1e-12, (
+        f"with {p} processes the averaged gradient differs from the whole batch's by {worst:.1e}: "
+        "give every process an equal slice and average the gradients over processes"
+    )
+print("self-check passed: p equal slices, their gradients averaged, give the whole batch's")

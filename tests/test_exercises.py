@@ -37,11 +37,6 @@ def _load(name):
 nbtool = _load("notebooks")
 SCRIPTS = nbtool.step_scripts()
 
-# Steps whose exercises still ship solved, with "# solution" lines in the exercise
-# cell: converting them is the second part of issue 12. The test below is expected
-# to fail for them, and fails outright (strict) once a step is converted, so that
-# the step is taken off this list.
-UNCONVERTED_FROM = 47
 OLD_STYLE = re.compile(r"#\s*solution\b", re.IGNORECASE)
 
 
@@ -93,8 +88,21 @@ class StepRun:
 def test_steps_have_exercises():
     assert EXERCISES, "no step script has an '#| exercise' cell"
     converted = {p.values[0].stem for p in EXERCISES}
-    for number in range(1, UNCONVERTED_FROM):
-        assert f"step{number:02d}" in converted, f"step {number:02d} has no exercise in the format"
+    for script in SCRIPTS:
+        assert script.stem in converted, f"{script.stem} has no exercise in the format"
+
+
+def test_every_package_step_has_an_implement_then_test_exercise():
+    """From step 23 on, an exercise's stub raises NotImplementedError: the learner writes code."""
+    missing = []
+    for script in SCRIPTS:
+        if nbtool.step_number(script) < 23:
+            continue
+        cells = nbtool.split_cells(script.read_text())
+        stubs = [cells[exercise][1] for exercise, _, _ in nbtool.exercises(cells)]
+        if not any("raise NotImplementedError" in stub for stub in stubs):
+            missing.append(script.stem)
+    assert not missing, f"no implement-then-test exercise in {missing}"
 
 
 @pytest.mark.parametrize(("script", "triple"), EXERCISES)
@@ -131,10 +139,7 @@ def test_self_check_passes_with_the_solution(script, triple, tmp_path):
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
-def test_no_solution_outside_a_solution_cell(script, request):
-    if nbtool.step_number(script) >= UNCONVERTED_FROM:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="issue 12, second part: this step's exercise still ships solved"))
+def test_no_solution_outside_a_solution_cell(script):
     found = []
     for kind, source in nbtool.split_cells(script.read_text()):
         if kind != "code" or nbtool.exercise_role(source)[0] == "solution":
