@@ -65,9 +65,10 @@ except TypeError as e:
 # **solution** and the **self-check**. Run your cell, then the self-check: it
 # says what is still wrong, or prints `self-check passed`. In a notebook the
 # solution is a collapsed cell titled *Solution*: open it to read the reference
-# answer, run it to put that answer in place of yours. "Run all" runs it too, so
-# check your own answer by running your cell and then the self-check. In the
-# script, the solution is the cell that starts with `#| solution`.
+# answer; it runs only after you tick its `use_solution` box, so "Run all" never
+# solves an exercise for you (an unsolved self-check prints `not solved yet` and
+# the notebook goes on). In the script, the solution is the cell that starts with
+# `#| solution`, and `python steps/step01.py` runs it.
 
 # %%
 #| exercise

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Step 53: MNIST: download, cache, verify, and train an MLP
 #
-# Time for real data. MNIST is 70,000 photographs of handwritten digits,
+# Time for real data. MNIST is 70,000 scanned images of handwritten digits,
 # 28×28 grey pixels each, with the digit as label: 60,000 for training and
 # 10,000 for testing. It is small enough to train on a laptop and real enough
 # that the numbers mean something.
@@ -13,7 +13,8 @@
 # 1. **Mirrors.** The files are published in several places, and any one of
 #    them may disappear or start refusing downloads. The package keeps a list
 #    and tries each in turn.
-# 2. **Verification.** Every file has a published size and MD5 checksum. A
+# 2. **Verification.** Every file has a known size (from the MNIST page) and an
+#    MD5 checksum (the values other loaders, such as torchvision's, pin). A
 #    download that was cut short, an HTML error page saved under the file's
 #    name, or a mirror serving something else is rejected, not parsed into
 #    garbage.

@@ -248,8 +248,9 @@ for device in ["cpu", "gpu"] if use_gpu else ["cpu"]:
 # With a GPU, the two runs start from the same weights and see the same
 # batches, so they agree to rounding error: float32 sums are done in a
 # different order on the GPU, which changes the last digits, not the result.
-# On an H100 this epoch takes about a third of the time of 16 CPU cores; on a
-# Colab T4 against Colab's 2 CPU cores the gap is wider.
+# How much faster the GPU is depends on the machine and on warm-up: the cell
+# above prints both times when a GPU is present (the stored notebook was made
+# without one, so it shows only the CPU run).
 
 # %%
 if use_gpu:
@@ -264,8 +265,9 @@ else:
 #
 # Every operation on the GPU costs a fixed few microseconds to *launch*
 # (Python, CuPy and the driver prepare it), however little arithmetic it does;
-# the arithmetic itself is very fast. On the CPU there is almost no fixed cost,
-# and the time grows with the arithmetic. So for small layers the CPU wins and
+# the arithmetic itself is very fast. On the CPU the fixed cost per operation is
+# the framework's Python (flat for small widths in the table below); past that,
+# the time grows with the arithmetic. So for small layers the CPU wins and
 # for wide ones the GPU wins, and somewhere between the lines cross.
 #
 # We time one training step (forward, backward, update) of a 784-H-10 MLP,
@@ -335,7 +337,9 @@ save_figure(fig, output_dir(54) / "cpu_gpu_crossover.png")
 plt.show()
 
 # %% [markdown]
-# Read the plot as two regimes. Where the GPU curve is flat, its time is all
+# On a GPU machine the plot has a GPU curve too (the stored notebook, made
+# without a GPU, shows only the CPU). Read it as two regimes. Where the GPU
+# curve is flat, its time is all
 # launches: making the layer four times wider costs nothing. That flat part is
 # what step 71 attacks, by doing several operations in one launch (*fusing*
 # kernels). Where the CPU curve rises, its time is arithmetic; there, only a

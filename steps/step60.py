@@ -371,12 +371,12 @@ plt.show()
 # %% [markdown]
 # ## VGG16: the same recipe, scaled up
 #
-# VGG16 (Simonyan and Zisserman, 2014) won a place in the 2014 ImageNet
-# challenge with a strikingly uniform design: only 3×3 convolutions with
-# padding 1, in five blocks of 2, 2, 3, 3 and 3 layers with 64 to 512
-# channels, each block followed by 2×2 max pooling; then three fully
-# connected layers. Two stacked 3×3 convolutions see a 5×5 region, three see
-# 7×7, with fewer parameters than one large kernel.
+# VGG16 (Simonyan and Zisserman, 2014) placed first in localisation and second
+# in classification at the 2014 ImageNet challenge (ILSVRC) with a strikingly
+# uniform design: only 3×3 convolutions with padding 1, in five blocks of 2, 2,
+# 3, 3 and 3 layers with 64 to 512 channels, each block followed by 2×2 max
+# pooling; then three fully connected layers. Two stacked 3×3 convolutions see a
+# 5×5 region, three see 7×7, with fewer parameters than one large kernel.
 #
 # `VGG16()` builds its layers lazily, so constructing it allocates nothing:
 # `summary` reads its structure for a 224×224 RGB image.

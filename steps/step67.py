@@ -2,8 +2,11 @@
 # # Step 67: Loss scaling for float16 training
 #
 # Half precision (`float16`) halves the memory of every array and runs much
-# faster on GPUs with tensor cores, which is why large models are trained with
-# it. Its weakness is range: it has 5 exponent bits instead of float32's 8.
+# faster on GPUs with tensor cores, which is why mixed-precision training uses
+# it (Micikevicius et al., 2018, "Mixed Precision Training", introduced loss
+# scaling and float32 master weights). Many large models now use bfloat16
+# instead, which keeps float32's exponent range and needs no loss scaling.
+# float16's weakness is range: it has 5 exponent bits instead of float32's 8.
 
 # %%
 import numpy as np

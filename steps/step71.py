@@ -80,9 +80,8 @@ if use_gpu:
         print(f"{name:18s} {seconds * 1e6:6.1f} microseconds per call")
 else:
     costs = None
-    print("not measured here (no GPU). On an H100 with CuPy 14 the four operations "
-          "take several times as long as one fused kernel: the figures are in "
-          "docs/performance.md, measured by benchmarks/mnist_gpu.py.")
+    print("not measured here (no GPU): run this cell on a GPU machine to see the "
+          "four launches against one fused kernel.")
 
 # %% [markdown]
 # ## The package's kernels

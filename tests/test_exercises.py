@@ -164,9 +164,12 @@ def test_notebook_shows_the_stub_and_collapses_the_solution(script, triple):
     exercise, solution, check = (cells[i + 2] for i in triple)
     for cell, index in ((exercise, triple[0]), (check, triple[2])):
         assert not cell["source"].startswith("#|"), "the marker line is left out"
-        assert cell["source"] == nbtool.exercise_role(script_cells[index][1])[1]
+        assert cell["source"] == nbtool.notebook_cell_source(script_cells[index][1])[0]
         assert not cell["metadata"].get("jupyter", {}).get("source_hidden")
-    assert solution["source"].startswith(nbtool.SOLUTION_TITLE + "\n")
+    assert exercise["source"] == nbtool.exercise_role(script_cells[triple[0]][1])[1]
+    assert check["source"].startswith(nbtool.CHECK_HEAD + "\n")
+    assert solution["source"].startswith(
+        f"{nbtool.SOLUTION_TITLE}\n{nbtool.SOLUTION_SWITCH}\nif use_solution:\n")
     assert solution["source"].splitlines()[0].startswith("# @title Solution")
     assert 'display-mode: "form"' in solution["source"].splitlines()[0]
     assert "#| solution" not in solution["source"]
@@ -186,7 +189,11 @@ def test_markers_out_of_order_are_refused(tmp_path):
                    "#| check\nassert v == 1")
     nb = nbtool.build_notebook(good)
     assert [c["source"] for c in nb["cells"][3:]] == [
-        "v = ...", f"{nbtool.SOLUTION_TITLE}\nv = 1", "assert v == 1"]
+        "v = ...",
+        f"{nbtool.SOLUTION_TITLE}\n{nbtool.SOLUTION_SWITCH}\nif use_solution:\n    v = 1",
+        f"{nbtool.CHECK_HEAD}\n    assert v == 1\n{nbtool.CHECK_TAIL}"]
+    on = nbtool.solved(nb)["cells"][4]["source"]
+    assert nbtool.SOLUTION_SWITCH_ON in on.splitlines(), "stored outputs run the solution"
     no_check = _script(tmp_path, "#| exercise\nv = ...", "#| solution\nv = 1", "print(v)")
     with pytest.raises(ValueError, match="'#| check'"):
         nbtool.build_notebook(no_check)
@@ -202,3 +209,30 @@ def test_docs_page_collapses_the_solution():
     assert "hide-input" in page["cells"][solution + 2]["metadata"]["tags"]
     for index in (exercise, check):
         assert "hide-input" not in page["cells"][index + 2]["metadata"].get("tags", [])
+
+
+@pytest.mark.parametrize(("script", "triple"), EXERCISES)
+def test_notebook_form_says_not_solved_and_goes_on_until_the_switch_is_ticked(
+        script, triple, tmp_path):
+    """In the learner's notebook the stub, the unticked solution and the check run
+    without an error, and the check says "not solved yet"; ticked, the check passes."""
+    exercise, solution, check = triple
+    for ticked in (False, True):
+        np.random.seed(0)
+        step = StepRun(script, tmp_path)
+        step.run_through(exercise)
+        for index in (exercise, solution, check):
+            source = nbtool.notebook_cell_source(step.cells[index][1])[0]
+            if ticked:
+                source = source.replace(nbtool.SOLUTION_SWITCH, nbtool.SOLUTION_SWITCH_ON, 1)
+            step.cells[index] = ("code", source)
+        step.output = io.StringIO()
+        for index in (exercise, solution, check):
+            step.run(index)
+        said = step.output.getvalue()
+        if ticked:
+            assert "self-check passed" in said and "not solved yet" not in said, said[-500:]
+        else:
+            assert "not solved yet" in said and "self-check passed" not in said, (
+                f"{script.name}: the notebook's self-check must say 'not solved yet' on the "
+                f"stub; it printed: {said[-500:]}")

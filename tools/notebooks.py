@@ -57,6 +57,7 @@ import platform
 import re
 import sys
 import tempfile
+import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -74,7 +75,16 @@ PACKAGE = ROOT / "dezero_like"
 CACHE = ROOT / "build" / "executed"
 CELL_MARK = re.compile(r"^# %%(?P<md> \[markdown\])?\s*$")
 EXERCISE_MARK = re.compile(r"^#\|\s*(?P<role>exercise|solution|check)\s*$")
-SOLUTION_TITLE = '# @title Solution (run to fill in the reference answer) { display-mode: "form" }'
+SOLUTION_TITLE = ('# @title Solution: tick use_solution, then run this cell for the answer'
+                  ' { display-mode: "form" }')
+# The learner's notebook never runs the solution by itself ("Run all" included):
+# the switch is off until the learner ticks it. Stored outputs are made with it on.
+SOLUTION_SWITCH = 'use_solution = False  # @param {type:"boolean"}'
+SOLUTION_SWITCH_ON = SOLUTION_SWITCH.replace("False", "True", 1)
+# In the notebook a self-check that fails prints why instead of stopping "Run all".
+CHECK_HEAD = "try:  # the self-check: it prints what is still wrong, or 'self-check passed'"
+CHECK_TAIL = ("except Exception as error:  # not solved yet: say why, and let the notebook go on\n"
+              "    print(f\"not solved yet ({type(error).__name__}): {error}\")")
 # Colab shows a form cell's title and hides its code; Jupyter collapses source_hidden cells.
 SOLUTION_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
 TITLE = re.compile(r"^#\s*Step\s+(?P<number>\d+)\s*[:.\u2014-]\s*(?P<title>.+?)\s*$")
@@ -207,12 +217,33 @@ def exercises(cells):
     return found
 
 
+def _indent(body):
+    return textwrap.indent(body, "    ", lambda line: True).replace("\n    \n", "\n\n")
+
+
 def notebook_cell_source(source):
-    """``(source, metadata)`` of a code cell as the notebook shows it (exercise markers)."""
+    """``(source, metadata)`` of a code cell as the notebook shows it (exercise markers).
+
+    The solution runs only when the learner ticks ``use_solution``; a self-check
+    that fails prints "not solved yet" and the reason, so "Run all" goes on.
+    """
     role, body = exercise_role(source)
     if role == "solution":
-        return f"{SOLUTION_TITLE}\n{body}", json.loads(json.dumps(SOLUTION_METADATA))
+        text = f"{SOLUTION_TITLE}\n{SOLUTION_SWITCH}\nif use_solution:\n{_indent(body)}"
+        return text, json.loads(json.dumps(SOLUTION_METADATA))
+    if role == "check":
+        return f"{CHECK_HEAD}\n{_indent(body)}\n{CHECK_TAIL}", {}
     return body, {}
+
+
+def solved(nb):
+    """A copy of the notebook ``nb`` with every solution switch on (for the stored outputs)."""
+    nb = json.loads(json.dumps(nb))
+    for cell in nb["cells"]:
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        if cell["cell_type"] == "code" and SOLUTION_SWITCH in source.splitlines():
+            cell["source"] = source.replace(SOLUTION_SWITCH, SOLUTION_SWITCH_ON, 1)
+    return nb
 
 
 def _cell(kind, source, cell_id, metadata=None):
@@ -448,7 +479,8 @@ def execute(name, cache=CACHE, *, fresh=False, timeout=600):
             meta = json.loads(meta_path.read_text())
             if meta.get("key") == key:
                 return Executed(name, target, meta["seconds"], reused=True)
-        nb = nbformat.read(source, as_version=4)
+        # the stored outputs show the reference solution at work: switches on
+        nb = nbformat.from_dict(solved(nbformat.read(source, as_version=4)))
         env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
                    PIP_NO_INDEX="1", CUDA_VISIBLE_DEVICES="")
         env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
