@@ -29,7 +29,8 @@ from dezero_like import distributed as D
 # %% [markdown]
 # ## The training script
 #
-# One epoch over the first 6,000 training images, a global batch of 100
+# One epoch over the first 6,000 training images (offline, without the training
+# files, over test images instead: the output says which), a global batch of 100
 # (50 per process with two), float64 weights so that the comparison below is
 # not blurred by float32 rounding. Rank 0 writes the final weights to the file
 # named on the command line.
