@@ -180,7 +180,8 @@ if use_gpu:
 # * **Warm up first.** The first time CuPy meets an operation (an `exp` on
 #   float32, a reduction of some shape) it *compiles* a kernel for it, which
 #   takes milliseconds to a second, and caches it (in memory, and on disk in
-#   `~/.cupy/kernel_cache`). The first epoch pays for every compilation; later
+#   `~/.cupy/kernel_cache`, or `$CUPY_CACHE_DIR`: CuPy's "Environment variables"
+#   page). The first epoch pays for every compilation; later
 #   ones do not. So we train a few batches untimed, then time. This is the rule
 #   of step 68, and on a GPU it matters more.
 # * **Do not read results every batch.** A GPU works *asynchronously*: Python

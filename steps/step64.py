@@ -8,10 +8,12 @@
 # the function's own backward step**, before anything is stored.
 #
 # * PyTorch's engine gathers all gradients meant for one input of the next
-#   node in an input buffer and sums them there, before that node runs.
+#   node in an input buffer and sums them there, before that node runs
+#   (`InputBuffer`, torch/csrc/autograd/input_buffer.cpp in its source).
 # * Chainer lets a function implement `backward_accumulate`, which receives the
 #   gradients already flowing into its inputs and may fuse the sum with its
-#   own computation.
+#   own computation (`chainer.FunctionNode.backward_accumulate` in its API
+#   reference).
 #
 # `dezero_like` follows both ideas. When a function is called with the same
 # variable in several slots, the core calls `Function.backward_accumulate`

@@ -5,8 +5,10 @@
 # a float64 array in a float32 model? Where does the first NaN appear? To
 # answer such questions without editing every function, frameworks offer
 # **hooks**: objects whose methods the engine calls around each function.
-# Chainer calls them *function hooks*; PyTorch has hooks on modules and on
-# tensors, and its profiler is built on the same idea.
+# Chainer calls them *function hooks* (`chainer.FunctionHook`, with ready-made
+# timer and print hooks); PyTorch has hooks on modules and on tensors
+# (`register_forward_hook`, `Tensor.register_hook`), and its profiler records
+# every operator through the same kind of callback (`torch.profiler`).
 #
 # `dezero_like.hooks.FunctionHook` has four methods, which do nothing unless a
 # subclass overrides them:

@@ -16,7 +16,8 @@
 #   edges that name a node and one of its input slots.
 # * each function **saves only the arrays its backward reads**: Chainer's
 #   `retain_inputs`/`retain_outputs`, PyTorch's `ctx.save_for_backward` and the
-#   `_saved_...` attributes of a `grad_fn`.
+#   `_saved_...` attributes of a `grad_fn` (PyTorch's "Autograd mechanics" note
+#   and Chainer's `chainer.FunctionNode` reference describe both).
 #
 # `dezero_like` does the same (the package code below). A function calls
 # `self.retain_inputs(indexes)` in forward to say which inputs its backward

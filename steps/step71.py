@@ -12,8 +12,9 @@
 # The cure is to **fuse**: write one kernel for a chain of elementwise
 # operations, so that `1 / (1 + exp(-x))` is one launch instead of four (and
 # no temporary arrays are allocated in between). PyTorch's eager mode cannot do
-# this for you; `torch.compile`, JAX's XLA and CuPy's `cupy.fuse` do it
-# automatically for code they trace. Here we do it by hand, for the few chains
+# this for you; `torch.compile` (its TorchInductor back end), JAX's XLA
+# compiler and CuPy's `cupy.fuse` do it automatically for code they trace
+# (each project's documentation describes its fusion). Here we do it by hand, for the few chains
 # that dominate training, and measure the result.
 #
 # CuPy gives three ways to write a kernel, from the least to the most control:

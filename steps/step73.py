@@ -12,8 +12,9 @@
 #
 # From Python, MPI comes through **mpi4py**; an MPI library comes as a wheel
 # too (MPICH's), so `pip install -e ".[mpi]"` (or `pip install mpi4py mpich`,
-# in Colab as well) is the whole set-up. Chainer taught this with ChainerMN;
-# PyTorch's `DistributedDataParallel` does the same job with the same idea.
+# in Colab as well) is the whole set-up. Chainer taught this with ChainerMN
+# (Akiba et al., 2017); PyTorch's `DistributedDataParallel` (Li et al., 2020,
+# "PyTorch Distributed") does the same job with the same idea.
 #
 # This step adds `dezero_like.distributed`, three small pieces:
 #
