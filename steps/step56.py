@@ -203,15 +203,15 @@ for ratio, history in histories.items():  # one checkpoint is noisy: the last te
 
 # %% [markdown]
 # Without dropout, the network follows the noise: its training error is the
-# lowest, its curve wiggles through the points, and it is furthest from the
-# true sine. With dropout the training error is higher (it can no longer
-# memorise the noise) and the curve is smoother. How much dropout helps
-# depends on the data and the model; on another draw of 20 points it may help
-# less. With dropout the error also jumps from one checkpoint to the next (each
-# checkpoint's weights come from a different random mask history), so compare
-# the means over the last ten checkpoints, not one final value. The ratio is a
-# setting to choose on held-out data, like the learning rate. The curves show both errors during training (measured in test mode
-# every 100 iterations):
+# lowest, its curve wiggles through the points, and it is furthest from the true
+# sine. With dropout the training error is higher (it can no longer memorise the
+# noise) and the curve is smoother. How much dropout helps depends on the data
+# and the model; on another draw of 20 points it may help less. With dropout the
+# error also jumps from one checkpoint to the next (each checkpoint's weights
+# come from a different random mask history), so compare the means over the last
+# ten checkpoints, not one final value. The ratio is a setting to choose on
+# held-out data, like the learning rate. The curves show both errors during
+# training (measured in test mode every 100 iterations):
 
 # %%
 plot_curves({"train MSE": {f"dropout {r}": [h[0] for h in histories[r]] for r in histories},
