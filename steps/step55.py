@@ -158,7 +158,7 @@ import dezero_like as dz
 import dezero_like.functions as F
 from dezero_like import DataLoader, optimizers
 from dezero_like.models import MLP
-from dezero_like.plot import output_dir
+from dezero_like.plot import output_dir, plot_curves
 
 tmp = output_dir(55)  # every file this step writes goes here
 print("files of this step go to", tmp)
@@ -175,12 +175,17 @@ train_set = dz.datasets.Spiral(train=True)
 model = MLP((30, 3), activation=F.relu)
 optimizer = optimizers.Adam(0.02).setup(model)
 loader = DataLoader(train_set, 30)
+epoch_losses = []
 for _epoch in range(100):
+    total = 0.0
     for x, t in loader:
         loss = F.softmax_cross_entropy(model(x), t)
         model.cleargrads()
         loss.backward()
         optimizer.update()
+        total += float(loss.data) * len(t)
+    epoch_losses.append(total / len(train_set))
+plot_curves({"training loss": epoch_losses}, to_file=tmp / "loss.png")
 
 x_all, t_all = train_set.data, train_set.label
 with dz.no_grad():
