@@ -28,6 +28,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Variable` gains a `reshape` method that takes the shape either as numbers, `x.reshape(2, 3)`,
+# or as one tuple, `x.reshape((2, 3))`. It calls `functions.reshape`, defined further down;
+# `_F()` imports `functions` only when the method runs, because `functions` imports `core`.
+
 # %%
 #| export dezero_like/core.py Variable
 from dezero_like.core import _F
@@ -39,6 +44,12 @@ def reshape(self, *shape):
         shape = shape[0]
     return _F().reshape(self, shape)
 
+
+# %% [markdown]
+# `utils.sum_to` works on raw arrays and undoes broadcasting: it sums away the leading axes that
+# `x` has in excess, and (keeping them, with length 1) the axes that are 1 in `shape` but not in
+# `x`. An array of shape (2, 3, 4) summed to (3, 1) loses axis 0 and has axis 2 summed. The
+# backward of a broadcast needs exactly this.
 
 # %%
 #| export dezero_like/utils.py
@@ -54,6 +65,12 @@ def sum_to(x, shape):
         y = y.reshape(y.shape[lead:])
     return y
 
+
+# %% [markdown]
+# The gradient of `sum(x, axis)` has the shape of the sum: the summed axes are gone (unless
+# `keepdims`). `reshape_sum_backward` puts them back with length 1, so that the gradient lines up
+# with `x` and can be copied along them: for `x` of shape (2, 3, 4) summed over axis 1, a
+# gradient of shape (2, 4) becomes (2, 1, 4).
 
 # %%
 #| export dezero_like/utils.py
@@ -77,6 +94,12 @@ def reshape_sum_backward(gy, x_shape, axis, keepdims):
     return gy
 
 
+# %% [markdown]
+# The drawing functions live in a new module, `graph`, but they are also imported from `utils`,
+# as in the book. A module-level `__getattr__` made by `forward_names` looks
+# `utils.get_dot_graph` and `utils.plot_dot_graph` up in `graph` the first time they are asked
+# for, so `utils` needs no import of `graph` at its top.
+
 # %%
 #| export dezero_like/utils.py
 from dezero_like.utils import forward_names
@@ -89,6 +112,13 @@ __getattr__ = forward_names(__name__, {
     "plot_dot_graph": "dezero_like.graph",
 })
 
+
+# %% [markdown]
+# `graph` opens with its docstring, the node styles (orange variables, grey constants, blue
+# functions) and small helpers. They use duck typing (`_is_variable`, `function_inputs`), so the
+# simpler graphs of the step snapshots draw too. Notice `_var_key`: a leaf is named by its `id`,
+# an intermediate variable by its creator and its position among the creator's outputs, because
+# from step 37 on one node can also exist as a data-less stand-in object.
 
 # %%
 #| export dezero_like/graph.py
@@ -208,6 +238,11 @@ def _array(value):
     return getattr(value, "data", value) if not isinstance(value, np.ndarray) else value
 
 
+# %% [markdown]
+# `format_array` is the text of a value in a node: a scalar with 4 significant digits, an array
+# of at most `MAX_SHOWN_ELEMENTS` numbers in full (3 decimals), a larger one as its shape and
+# dtype, so that nodes stay small. A CuPy array is first copied to the host (`.get()`).
+
 # %%
 #| export dezero_like/graph.py
 import numpy as np
@@ -228,6 +263,12 @@ def format_array(value):
     return np.array2string(a, precision=3, separator=", ", suppress_small=True)
 
 
+# %% [markdown]
+# `node_value` and `node_grad` look for a variable's value and gradient in two places: on the
+# variable the user holds (`_original`), and otherwise in what the hook
+# `keep_values_for_drawing` (below) recorded on its creator. They return `None` when neither kept
+# anything.
+
 # %%
 #| export dezero_like/graph.py
 def node_value(v):
@@ -245,6 +286,11 @@ def node_grad(v):
         return o.grad
     return _recorded(v, "_drawing_grads")
 
+
+# %% [markdown]
+# `_var_label` builds a variable's label: its name; with `verbose`, its shape and dtype; with
+# `values`, one line for the value and one for the gradient (`-` when none is known). An unnamed
+# 0-d variable, such as a constant, shows its value rather than an empty label.
 
 # %%
 #| export dezero_like/graph.py
@@ -268,6 +314,11 @@ def _var_label(v, verbose, values=False, grad=None):
     return label
 
 
+# %% [markdown]
+# `_var_node` and `_func_node` write one DOT node statement each. A variable that requires no
+# gradient is drawn grey, as a constant; one with an empty label shrinks to a small dot. A
+# function node is labelled with its class name (`Mul`, `Exp`); `active=True` highlights it.
+
 # %%
 #| export dezero_like/graph.py
 def _var_node(v, verbose, values=False, grad=None):
@@ -282,6 +333,12 @@ def _func_node(f, active=False):
     style = _ACTIVE_STYLE if active else _FUNCTION_STYLE
     return f"f{id(f)} [label={_quote(type(f).__name__)}, {style}]"
 
+
+# %% [markdown]
+# `graph_functions` collects every function behind `output` with the heap that backward uses:
+# highest generation first. The arrival counter breaks ties, so two functions are never compared
+# with each other, and `seen` holds ids, so a function reached along two paths is listed once. A
+# snapshot's function without a `generation` counts as generation 0.
 
 # %%
 #| export dezero_like/graph.py
@@ -305,6 +362,12 @@ def graph_functions(output):
                 heapq.heappush(funcs, (-getattr(c, "generation", 0), count, c))
     return order
 
+
+# %% [markdown]
+# `get_dot_graph` writes the text: for each function, its node, an arrow to each output and an
+# arrow from each input. `seen_vars` gives a variable used by several functions one node, with
+# all its arrows. An output that the user dropped (its weak reference is dead) is still drawn,
+# as an empty node, so that the function's arrows stay complete.
 
 # %%
 #| export dezero_like/graph.py
@@ -360,10 +423,23 @@ def get_dot_graph(output, verbose=True, values=False, *, grads=None, active=None
     return "\n".join(lines) + "\n"
 
 
+# %% [markdown]
+# `_NO_GRAD` is a marker object. When `grads` is given and has no entry for a node, the node
+# gets `_NO_GRAD` and shows `-`; `None` cannot serve, since it already means "no override: look
+# the gradient up". `get_dot_graph` reads the name only when it runs, so it may be defined after
+# it.
+
 # %%
 #| export dezero_like/graph.py
 _NO_GRAD = object()  # "no gradient known yet" in an animation frame
 
+
+# %% [markdown]
+# `keep_values_for_drawing` is the first function hook (the core's side of hooks is explained
+# after the functions below). After each forward it stores the output arrays on the function
+# (`_drawing_values`), and before each backward the gradients the function receives
+# (`_drawing_grads`): the attributes that `node_value` and `node_grad` read. Its name is
+# lowercase because it is used like a function: `with keep_values_for_drawing():`.
 
 # %%
 #| export dezero_like/graph.py
@@ -391,6 +467,11 @@ class keep_values_for_drawing(FunctionHook):  # noqa: N801 - used like a functio
         function._drawing_grads = tuple(grad_outputs)
 
 
+# %% [markdown]
+# `Tanh`: the derivative of $\tanh$ is $1 - y^2$, written with the output $y$. So backward reads
+# only the output: forward calls `retain_outputs((0,))` to keep it and `retain_inputs(())` to say
+# that no input is read (step 69 frees what backward does not read).
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
@@ -415,6 +496,12 @@ class Tanh(Function):
 def tanh(x):
     return Tanh()(x)
 
+
+# %% [markdown]
+# `Reshape` only moves numbers to new places, so its backward reshapes the gradient back to the
+# input's shape. It keeps that shape (`x_shape`), not the input (`retain_inputs(())`). The
+# function `reshape` returns the input itself, as a Variable, when the shape does not change, so
+# no node is added to the graph.
 
 # %%
 #| export dezero_like/functions.py
@@ -447,6 +534,13 @@ def reshape(x, shape):
     return Reshape(shape)(x)
 
 
+# %% [markdown]
+# `Sum`: every input element enters its sum with coefficient 1, so its gradient is the gradient
+# of that sum. Backward puts the summed axes back with length 1 (`reshape_sum_backward`) and
+# copies the gradient along them (`broadcast_to`); only `x_shape` is kept. The function is named
+# `sum` as in the book, hiding Python's built-in; a cell after the package code hands the
+# built-in back in this script.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like import utils
@@ -475,6 +569,11 @@ class Sum(Function):
 def sum(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
     return Sum(axis, keepdims)(x)
 
+
+# %% [markdown]
+# `SumTo` sums down to a shape, and its backward copies the gradient back up with
+# `broadcast_to`. The function `sum_to` first checks that `shape` is one that `x` could have been
+# broadcast from, so a wrong target fails with a message instead of giving a strange result.
 
 # %%
 #| export dezero_like/functions.py
@@ -516,6 +615,11 @@ def sum_to(x, shape):
         )
     return SumTo(shape)(x)
 
+
+# %% [markdown]
+# `BroadcastTo` is the mirror image: forward repeats `x` up to `shape`, each copy's gradient
+# belongs to the element it was copied from, so backward sums the copies with `sum_to`. Each of
+# the two functions is the other's backward.
 
 # %%
 #| export dezero_like/functions.py
@@ -631,6 +735,13 @@ def _backward_step(f, gys):
     return tuple(gx if gx is None or isinstance(gx, Variable)
                  else Variable(as_array(gx), requires_grad=False) for gx in gxs)
 
+
+# %% [markdown]
+# The new module `hooks` holds the base class. `FunctionHook`'s four methods do nothing; a hook
+# overrides those it needs. `with hook:` appends the hook to the list `core._global_hooks`
+# itself, never a new list, because the core reads that very list, and removes it at the end of
+# the block. Entering the same hook twice is refused: every call would be reported twice. The
+# package's `__init__` (next cell) imports `hooks` and `keep_values_for_drawing`.
 
 # %%
 #| export dezero_like/hooks.py

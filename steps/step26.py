@@ -37,6 +37,12 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# Two programs can turn DOT into a picture: Graphviz's `dot` (`SYSTEM_PROGRAM`) and
+# `graphviz-pure` (`FALLBACK_PROGRAM`), which pip installs with the package. `NATIVE_FORMATS`
+# records which file formats each one writes itself; graphviz-pure writes no PDF, so a PDF from
+# it is made another way (below).
+
 # %%
 #| export dezero_like/graph.py
 SYSTEM_PROGRAM = "dot"
@@ -53,6 +59,11 @@ NATIVE_FORMATS = {SYSTEM_PROGRAM: {"png", "svg", "pdf"}, FALLBACK_PROGRAM: {"png
 FORMATS = ("png", "svg", "pdf")
 
 
+# %% [markdown]
+# Two error classes keep two failures apart: no renderer is installed
+# (`RendererNotFoundError`), or one ran and failed (`RenderError`, whose message carries the
+# program's own error output).
+
 # %%
 #| export dezero_like/graph.py
 class RendererNotFoundError(RuntimeError):
@@ -64,6 +75,12 @@ class RendererNotFoundError(RuntimeError):
 class RenderError(RuntimeError):
     """The renderer ran but failed; the message carries its own error output."""
 
+
+# %% [markdown]
+# `_installed_command` finds the `graphviz-pure` command through the file list of its installed
+# distribution (`importlib.metadata`), in a `bin` or `Scripts` folder. So the command is found
+# even when that folder is not on `PATH`, as happens in some Jupyter kernels and virtual
+# environments.
 
 # %%
 #| export dezero_like/graph.py
@@ -89,6 +106,11 @@ def _installed_command(distribution):
                 return str(path)
     return None
 
+
+# %% [markdown]
+# `find_renderer` tries the system's `dot` first, then `graphviz-pure`, and returns the name and
+# path of the first it finds; `renderer` can ask for one of them only. When none is found, the
+# error lists both ways to get one.
 
 # %%
 #| export dezero_like/graph.py
@@ -124,6 +146,11 @@ def find_renderer(renderer="auto"):
     )
 
 
+# %% [markdown]
+# `GraphImage` is what drawing returns. Jupyter shows an object inline when it has a
+# `_repr_svg_` method, so a `plot_dot_graph(...)` call at the end of a cell displays the graph.
+# Its paths are made absolute, so they stay right after a change of directory.
+
 # %%
 #| export dezero_like/graph.py
 from pathlib import Path
@@ -145,6 +172,11 @@ class GraphImage:
         return f"GraphImage({str(self.path)!r}, rendered by {self.renderer})"
 
 
+# %% [markdown]
+# `_run` starts the renderer with a list of arguments, never through a shell, so a path with
+# spaces or special characters is passed as it is. A non-zero exit status becomes a
+# `RenderError` that carries the program's error output.
+
 # %%
 #| export dezero_like/graph.py
 import subprocess
@@ -159,6 +191,10 @@ def _run(program, args):
     return result.stdout
 
 
+# %% [markdown]
+# `_png_to_pdf` covers the one format graphviz-pure cannot write: it places a rendered PNG on a
+# one-page PDF with matplotlib, the page being the size of the image at 96 dpi.
+
 # %%
 #| export dezero_like/graph.py
 def _png_to_pdf(png_path, pdf_path):
@@ -172,6 +208,11 @@ def _png_to_pdf(png_path, pdf_path):
     fig.figimage(image, 0, 0)
     fig.savefig(str(pdf_path), dpi=dpi)
 
+
+# %% [markdown]
+# `plot_dot_graph` is `get_dot_graph` followed by `render_dot`. It first reads the format from
+# the file's extension (`_format_of`, next cell), so a bad file name fails before the graph is
+# walked.
 
 # %%
 #| export dezero_like/graph.py
@@ -207,6 +248,12 @@ def _format_of(to_file):
         )
     return fmt
 
+
+# %% [markdown]
+# `render_dot` writes the DOT file first, beside the image (`graph.png` gives `graph.dot`), so
+# the text survives any failure; when no renderer is found, the error gives the `dot` command
+# that would finish the job. A format the renderer cannot write itself is made from a temporary
+# PNG. The SVG shown in a notebook is the file itself, or one more run of the renderer.
 
 # %%
 #| export dezero_like/graph.py

@@ -24,6 +24,12 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `AsType` converts the dtype. Its gradient is the output's gradient converted back to the
+# input's dtype, so the function keeps that dtype and no input (`retain_inputs(())`). `astype`
+# returns `x` itself when the dtype already matches and no copy is asked for, so no node is
+# added to the graph.
+
 # %%
 #| export dezero_like/functions.py
 import numpy as np

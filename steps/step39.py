@@ -29,6 +29,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Variable` gains `transpose` and the property `T`. `transpose` accepts the axes as separate
+# numbers (`x.transpose(1, 0)`), as one tuple (`x.transpose((1, 0))`) or not at all (all axes
+# reversed), and hands them to `functions.transpose` as one tuple or `None`.
+
 # %%
 #| export dezero_like/core.py Variable
 from dezero_like.core import _F
@@ -46,6 +51,12 @@ def transpose(self, *axes):
 def T(self):
     return _F().transpose(self)
 
+
+# %% [markdown]
+# `Transpose` moves numbers without changing them, so backward moves the gradient back with the
+# inverse permutation, `np.argsort(axes)` (explained below); `a % len(self.axes)` first turns a
+# negative axis such as -1 into its positive number. With `axes=None` (all axes reversed),
+# reversing again undoes it. Nothing of the input is kept.
 
 # %%
 #| export dezero_like/functions.py

@@ -26,6 +26,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Variable` gains a `sum` method, so `x.sum(axis=0)` works as in NumPy. It calls `F.sum`, which
+# step 25 put in the package: the `Sum` function whose backward is described above. `_F()`
+# imports `functions` only when the method runs, because `functions` imports `core`.
+
 # %%
 #| export dezero_like/core.py Variable
 from dezero_like.core import _F

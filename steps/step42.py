@@ -32,6 +32,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `_check_matmul_shapes` checks the shapes before NumPy does, so that a mismatch says which axes
+# must agree: the last axis of the first operand and the second-to-last (for a vector, the only)
+# axis of the second. A 0-d operand is refused with a hint to use `*`.
+
 # %%
 #| export dezero_like/functions.py
 def _check_matmul_shapes(a_shape, b_shape, where):
@@ -51,6 +56,10 @@ def _check_matmul_shapes(a_shape, b_shape, where):
         )
 
 
+# %% [markdown]
+# `_swap_last` transposes the last two axes: `x.T` for a matrix, each matrix of a stack
+# otherwise. It is the transpose that the gradient formulas below need.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like.functions import transpose
@@ -64,6 +73,13 @@ def _swap_last(x):
     axes[-2], axes[-1] = axes[-1], axes[-2]
     return transpose(x, axes)
 
+
+# %% [markdown]
+# `MatMul`: for matrices, the gradient of `x` is `gy @ W.T` and that of `W` is `x.T @ gy`. So
+# `x`'s gradient reads only `W`, and `W`'s only `x`: forward keeps `W` only when `x` needs a
+# gradient, and `x` only when `W` does (with no graph recorded, `needs_input_grad` is empty and
+# `(True, True)` stands in). Vectors and stacks of matrices are brought back to this case: the
+# missing axes are restored, and gradients are summed over broadcast batch axes (`sum_to`).
 
 # %%
 #| export dezero_like/functions.py
@@ -113,6 +129,11 @@ class MatMul(Function):
             gW = reshape(sum_to(gW, _matrix_shape(W_shape, row=False)), W_shape)
         return gx, gW
 
+
+# %% [markdown]
+# `_matrix_shape` gives the shape of a 1-D operand once its missing axis is restored (a row for
+# `x`, a column for `W`), the shape that `sum_to` sums its gradient down to. `matmul` is the
+# wrapper.
 
 # %%
 #| export dezero_like/functions.py

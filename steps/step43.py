@@ -23,6 +23,14 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `MeanSquaredError` computes the loss as one function: $L = \frac1N\sum(x_0 - x_1)^2$, whose
+# gradient is $\frac2N(x_0 - x_1)$ for $x_0$ and its negative for $x_1$. Backward reads both
+# inputs, so forward declares nothing with `retain_inputs`; backward recomputes the
+# difference. Forward
+# refuses different shapes: NumPy would broadcast (N, 1) against (N,) into an N by N difference
+# and return a wrong loss without any error.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like.core import Function

@@ -31,6 +31,13 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Linear` is `x @ W + b` as one function. Its gradients are those of `matmul`, plus `gy` summed
+# over the rows for `b` (`sum_to`); so, as in `MatMul`, `W` is kept only when `x` needs a
+# gradient and `x` only when `W` does, and of `b` only its shape. The bias is added in place
+# (`y += b`): `x @ W` is a new array anyway, so no second one is made. `linear(x, W)` without a
+# bias passes two inputs, and backward then returns two gradients.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like.core import Function
@@ -81,6 +88,13 @@ def linear(x, W, b=None):
         return Linear()(x, W)
     return Linear()(x, W, b)
 
+
+# %% [markdown]
+# `Sigmoid`: the derivative is $y(1 - y)$, written with the output, so backward reads only $y$
+# (`retain_outputs((0,))`, `retain_inputs(())`). Forward computes $1/(1 + e^{-x})$ in one new
+# array, step by step in place (`out=`); for very negative $x$, `exp` overflows to inf and the
+# result is the right limit 0, so that warning is switched off. A 0-d input goes through as a
+# 1-element array, because `out=` cannot write into the scalar NumPy would return.
 
 # %%
 #| export dezero_like/functions.py

@@ -24,6 +24,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Parameter` adds nothing to `Variable`: it computes, differentiates and prints the same way.
+# Only its type differs, and that type is what a layer looks for to tell its weights from other
+# values.
+
 # %%
 #| export dezero_like/core.py
 from dezero_like.core import Variable
@@ -34,6 +39,13 @@ class Parameter(Variable):
 
     __slots__ = ()
 
+
+# %% [markdown]
+# `Layer` registers parameters in `__setattr__`: assigning a `Parameter` or a `Layer` to an
+# attribute adds the name to `_param_names`, in order, and assigning anything else under that
+# name removes it. `params()` walks the names, going into sub-layers, and yields a parameter
+# shared by two layers only once. `__init__` creates the list with `object.__setattr__`, which
+# bypasses the registering `__setattr__`.
 
 # %%
 #| export dezero_like/layers.py
@@ -127,6 +139,13 @@ class Layer:
             param.cleargrad()
 
 
+# %% [markdown]
+# The `Linear` layer owns `W` (in_size, out_size) and `b` (out_size,) and calls `F.linear`.
+# Without `in_size`, `W` is registered with no data and filled on the first call from the
+# input's width; `_init_W` sets `W.data`, so the registered Parameter stays the same object. The
+# scale $\sqrt{1/n_{in}}$ keeps the outputs about as large as the inputs. A shape error from
+# `F.linear` is raised again with the layer's name.
+
 # %%
 #| export dezero_like/layers.py
 import numpy as np
@@ -179,6 +198,10 @@ class Linear(Layer):
                 "flatten images first (F.flatten(x))"
             ) from None
 
+
+# %% [markdown]
+# The package's `__init__` imports the new module and class, so `dz.layers` and `dz.Parameter`
+# exist after `import dezero_like as dz`; the code below imports `Parameter` from there.
 
 # %%
 #| export dezero_like/__init__.py

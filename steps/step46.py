@@ -28,6 +28,13 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `ReLU`: the derivative is 1 where $x > 0$ and 0 elsewhere, so backward needs only *where* $x$
+# was positive. Forward keeps that as a boolean mask (one byte per element) instead of the input
+# (`retain_inputs(())`), and only when a graph is recorded (`needs_input_grad` is then not
+# empty). Backward, `gy * self.mask`, is linear in `gy`: it can be differentiated again, and the
+# second derivative of ReLU is zero.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
@@ -60,6 +67,11 @@ def relu(x):
     return ReLU()(x)
 
 
+# %% [markdown]
+# The new module `models` starts with `Model`: a `Layer` that is a whole network, with one
+# addition, `plot`, which runs the model on sample inputs and draws the graph of the result.
+# `plot_dot_graph` is imported inside `plot`, so that import runs only when a model is drawn.
+
 # %%
 #| export dezero_like/models.py
 """Models: layers that are whole networks, ``from dezero_like.models import MLP``."""
@@ -77,6 +89,12 @@ class Model(Layer):
         y = self.forward(*inputs)
         return plot_dot_graph(y, verbose=True, to_file=to_file)
 
+
+# %% [markdown]
+# `MLP` builds one `Linear` layer per output size, with `activation` between them (not after the
+# last). Each layer is registered by assigning it to an attribute, `l0`, `l1`, ... (`setattr`);
+# the list `self.layers` only keeps the order for `forward`, since a list is not registered. The
+# activation is a plain function and has no parameters.
 
 # %%
 #| export dezero_like/models.py
@@ -106,6 +124,11 @@ class MLP(Model):
         return self.layers[-1](x)
 
 
+# %% [markdown]
+# `Sequential` applies its items in order. An item may be a layer or a plain function such as
+# `F.relu`; only layers are registered (as `l0`, `l1`, ... by position), and an item that cannot
+# be called is refused at once, with its position in the message.
+
 # %%
 #| export dezero_like/models.py
 from dezero_like.layers import Layer
@@ -129,6 +152,10 @@ class Sequential(Model):
             x = layer(x)
         return x
 
+
+# %% [markdown]
+# The package's `__init__` imports `models`, so `dz.models` exists after
+# `import dezero_like as dz`.
 
 # %%
 #| export dezero_like/__init__.py
