@@ -63,6 +63,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# The module starts with one helper: a hook that replaces `param.grad` builds a new gradient with
+# `_new_grad`, a Variable that records no graph. `as_array` is there because arithmetic on a 0-d
+# array returns a NumPy scalar, not an array.
+
 # %%
 #| export dezero_like/optimizers.py
 """Optimizers: turn gradients into parameter updates.
@@ -81,6 +86,13 @@ def _new_grad(data):
     """A fresh gradient Variable; arithmetic on a 0-d array gives a NumPy scalar, made an array."""
     return Variable(as_array(data), requires_grad=False)
 
+
+# %% [markdown]
+# `Optimizer` holds what every method shares. `setup` remembers the model, `update` collects the
+# parameters that have a gradient, lets the hooks see (and change) them, then calls `update_one`
+# on each; a subclass writes only `update_one`. `_state` gives each parameter its own arrays
+# (velocity, running averages): zeros of the parameter's shape and dtype, made on first use and
+# kept by `id(param)`.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -141,6 +153,10 @@ class Optimizer:
         return slot[key]
 
 
+# %% [markdown]
+# `SGD` is the update of the earlier steps, $W \leftarrow W - \eta g$, now in a class. It works on
+# `param.data` in place with raw arrays, so the update itself adds nothing to any graph.
+
 # %%
 #| export dezero_like/optimizers.py
 class SGD(Optimizer):
@@ -153,6 +169,11 @@ class SGD(Optimizer):
     def update_one(self, param):
         param.data -= self.lr * param.grad.data
 
+
+# %% [markdown]
+# `MomentumSGD` keeps a velocity `v` per parameter: each step decays it by `momentum` and adds
+# $-\eta g$, and the weight moves by `v`. A gradient that keeps its sign builds up speed; one that
+# flips sign partly cancels.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -170,6 +191,11 @@ class MomentumSGD(Optimizer):
         v -= self.lr * param.grad.data
         param.data += v
 
+
+# %% [markdown]
+# `AdaGrad` sums the squared gradients of each weight in `h` and divides the step by
+# $\sqrt{h}$: a weight that has received large gradients takes ever smaller steps. `eps` keeps the
+# first division finite when `h` is still 0.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -191,6 +217,12 @@ class AdaGrad(Optimizer):
         h += g * g
         param.data -= self.lr * g / (xp.sqrt(h) + self.eps)
 
+
+# %% [markdown]
+# `AdaDelta` has no learning rate. It keeps two running averages, of $g^2$ (`msg`) and of the
+# squared steps (`msdx`), and scales $g$ by the ratio of their square roots, so a step has the
+# units of the weight. Note the order: `dx` is computed from the old `msdx`, which is updated
+# after.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -222,6 +254,12 @@ class AdaDelta(Optimizer):
         msdx += (1 - rho) * dx * dx
         param.data -= dx
 
+
+# %% [markdown]
+# `Adam` combines both ideas: `m` is a running mean of $g$ (momentum), `v` of $g^2$ (the scale).
+# `m += (1 - b1) * (g - m)` is the same as $m \leftarrow b_1 m + (1 - b_1) g$, written in place.
+# Both averages start at 0 and are too small in the first steps; the `lr` property corrects for
+# that with the step count `t`, which `prepare` increases once per `update`, not per parameter.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -264,6 +302,12 @@ class Adam(Optimizer):
         param.data -= self.lr * m / (xp.sqrt(v) + self.eps)
 
 
+# %% [markdown]
+# The next three classes are hooks, called with the list of parameters before the update.
+# `WeightDecay` adds `rate * W` to each gradient, which is the gradient of
+# $\frac{\text{rate}}{2}\lVert W\rVert^2$: the loss gains a penalty on large weights without
+# the model computing it.
+
 # %%
 #| export dezero_like/optimizers.py
 class WeightDecay:
@@ -277,6 +321,11 @@ class WeightDecay:
             if p.grad is not None:
                 p.grad = _new_grad(p.grad.data + self.rate * p.data)
 
+
+# %% [markdown]
+# `ClipGrad` computes one norm over all gradients together and, only when it exceeds `max_norm`,
+# multiplies every gradient by the same factor: the direction of the step is kept, its length is
+# capped. The `1e-6` avoids a division by zero when all gradients are 0.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -299,6 +348,10 @@ class ClipGrad:
                     p.grad = _new_grad(p.grad.data * rate)
 
 
+# %% [markdown]
+# `FreezeParam` collects the parameters of the layers it is given and sets their `grad` to `None`;
+# `update` checks `p.grad` again after the hooks, so these parameters are skipped.
+
 # %%
 #| export dezero_like/optimizers.py
 from dezero_like.core import Parameter
@@ -319,6 +372,10 @@ class FreezeParam:
         for p in self.frozen:
             p.grad = None
 
+
+# %% [markdown]
+# Importing `optimizers` in the package's `__init__` lets a script write
+# `dezero_like.optimizers.SGD`.
 
 # %%
 #| export dezero_like/__init__.py

@@ -32,6 +32,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# Two helpers first. `_index_data` lets an index contain Variables (an array of labels, say) by
+# replacing them with their arrays. `_is_basic_index` tells whether an index is made only of
+# integers, slices, `None` and `...`: such an index can never select the same element twice.
+
 # %%
 #| export dezero_like/functions.py
 import numpy as np
@@ -54,6 +59,11 @@ def _is_basic_index(slices):
     )
 
 
+# %% [markdown]
+# `_scatter_add` adds `values` into `target[slices]` so that a repeated index adds every
+# contribution: `np.add.at` does that, while `target[slices] += values` keeps only one. On a GPU
+# it uses CuPy's `add.at`, or `cupyx.scatter_add` on an older CuPy.
+
 # %%
 #| export dezero_like/functions.py
 import numpy as np
@@ -72,6 +82,11 @@ def _scatter_add(xp, target, slices, values):
 
     cupyx.scatter_add(target, slices, values)
 
+
+# %% [markdown]
+# `GetItem` is `x[slices]`. Backward needs only the input's shape, not its values, so it keeps no
+# input (`retain_inputs(())`) and remembers `in_shape`. The gradient is another function,
+# `GetItemGrad`, so that it can be differentiated again.
 
 # %%
 #| export dezero_like/functions.py
@@ -92,6 +107,12 @@ class GetItem(Function):
     def backward(self, gy):
         return GetItemGrad(self.slices, self.in_shape)(gy)
 
+
+# %% [markdown]
+# `GetItemGrad` puts `gy` back where the slice came from, in zeros of the input's shape. A basic
+# index selects each element at most once, so plain assignment is enough; any other index (an
+# integer array, as in `x[[0, 0, 1]]`) may repeat, and goes through `_scatter_add`. Its backward
+# is `get_item` again: slicing and scattering are each other's transpose.
 
 # %%
 #| export dezero_like/functions.py
@@ -125,6 +146,10 @@ class GetItemGrad(Function):
     def backward(self, ggx):
         return get_item(ggx, self.slices)
 
+
+# %% [markdown]
+# `get_item(x, slices)` is the function a learner calls; it replaces Variables in the index by
+# their arrays before building `GetItem`.
 
 # %%
 #| export dezero_like/functions.py

@@ -32,6 +32,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Clip` limits `x` to `[x_min, x_max]`; the derivative is 1 inside the interval and 0 outside.
+# Backward needs only that mask, not `x`, so forward keeps no input and computes the mask, only
+# when a gradient will be needed (`needs_input_grad`).
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
@@ -65,6 +70,11 @@ def clip(x, x_min, x_max):
     return Clip(x_min, x_max)(x)
 
 
+# %% [markdown]
+# `_logsumexp` computes $\log\sum e^{x}$ along an axis. It subtracts the maximum $m$ first and adds
+# it back at the end, $\log\sum e^{x} = m + \log\sum e^{x-m}$: every `exp` is then at most 1 and
+# cannot overflow, and the largest term is exactly 1, so the sum is never 0 and the log is finite.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
@@ -80,6 +90,12 @@ def _logsumexp(x, axis):
     s += m
     return s
 
+
+# %% [markdown]
+# `Softmax` subtracts the row maximum for the same reason; the result is unchanged, since the
+# factor $e^{-m}$ cancels between numerator and denominator. The gradient is
+# $y \odot (g_y - \sum y \odot g_y)$, which reads only the output, which is why forward calls
+# `retain_outputs((0,))` and keeps no input.
 
 # %%
 #| export dezero_like/functions.py
@@ -119,6 +135,11 @@ def softmax(x, axis=1):
     return Softmax(axis)(x)
 
 
+# %% [markdown]
+# `LogSoftmax` is $x - \operatorname{logsumexp}(x)$, finite where `log(softmax(x))` would give
+# `log(0)`. Its gradient, $g_y - e^{y} \sum g_y$, again reads only the output $y$: $e^y$ is the
+# softmax.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like.core import Function
@@ -147,6 +168,12 @@ def log_softmax(x, axis=1):
     """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits."""
     return LogSoftmax(axis)(x)
 
+
+# %% [markdown]
+# `SoftmaxCrossEntropy` computes the mean of $-\log \operatorname{softmax}(x_n)[t_n]$ in one
+# function, as $\operatorname{logsumexp}(x_n) - x_n[t_n]$, without forming the probabilities.
+# Forward checks the shapes and, on the CPU, that every label is a class index. The gradient is
+# $(\operatorname{softmax}(x) - \operatorname{onehot}(t)) / N$; the labels get `None`.
 
 # %%
 #| export dezero_like/functions.py

@@ -23,6 +23,12 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `accuracy` compares the index of the largest score in each row with the label and returns the
+# fraction that match. It works on the raw arrays and returns a Variable with
+# `requires_grad=False`: an argmax has no useful gradient, so no graph is built. The result takes
+# the float dtype of `y` (float64 when `y` is not a float array).
+
 # %%
 #| export dezero_like/functions.py
 import numpy as np
@@ -43,6 +49,12 @@ def accuracy(y, t):
     dtype = y_data.dtype if y_data.dtype.kind == "f" else np.float64
     return Variable(xp.asarray(acc, dtype=dtype), requires_grad=False)
 
+
+# %% [markdown]
+# The new `datasets` module starts with `get_spiral`. It draws from its own generator,
+# `np.random.default_rng(seed)`, so the points depend only on the seed and the global NumPy
+# random state is left alone; training and test sets differ only by their default seeds. The
+# points are shuffled at the end, so the classes are mixed in any first slice.
 
 # %%
 #| export dezero_like/datasets.py
@@ -97,6 +109,10 @@ def get_spiral(train=True, seed=None, num_data=100, num_class=3):
     order = rng.permutation(len(x))
     return x[order], t[order]
 
+
+# %% [markdown]
+# Importing `datasets` in `__init__` makes `dezero_like.datasets` available after
+# `import dezero_like`.
 
 # %%
 #| export dezero_like/__init__.py

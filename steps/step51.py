@@ -29,6 +29,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# A transform is any callable applied to one example. `Compose` chains several, first to last, and
+# checks that each is callable when the list is built, not at the first example. The `__repr__`
+# methods here make a whole pipeline print as the steps it applies.
+
 # %%
 #| export dezero_like/transforms.py
 """Transforms: small callables that prepare one example before it is batched.
@@ -69,6 +74,11 @@ class Compose:
         return f"Compose([{inner}])"
 
 
+# %% [markdown]
+# `Normalize` computes `(x - mean) / std`. When `mean` or `std` are arrays, they are cast to the
+# input's float dtype first, so float32 data stays float32. A zero `std` is refused when the object
+# is made.
+
 # %%
 #| export dezero_like/transforms.py
 import numpy as np
@@ -102,6 +112,10 @@ class Normalize:
         return f"Normalize(mean={self.mean!r}, std={self.std!r})"
 
 
+# %% [markdown]
+# `Flatten` turns one image into a vector; it acts on a single example, so there is no batch
+# axis to keep.
+
 # %%
 #| export dezero_like/transforms.py
 class Flatten:
@@ -113,6 +127,11 @@ class Flatten:
     def __repr__(self):
         return "Flatten()"
 
+
+# %% [markdown]
+# `AsType` converts to a dtype; `ToFloat` and `ToInt` are the same class with a default dtype and a
+# check that the dtype is a float or an integer kind, so a mistake shows when the pipeline is
+# built.
 
 # %%
 #| export dezero_like/transforms.py
@@ -160,11 +179,21 @@ class ToInt(AsType):
             raise TypeError(f"ToInt needs an integer dtype, got {self.dtype}")
 
 
+# %% [markdown]
+# `_identity` is the default transform: a Dataset then always has a callable to apply, and
+# `__getitem__` needs no `if`.
+
 # %%
 #| export dezero_like/datasets.py
 def _identity(x):
     return x
 
+
+# %% [markdown]
+# `Dataset` is the base class. Its constructor calls `prepare`, which a subclass writes to fill
+# `data` and `label`. `ds[i]` returns one `(x, t)` pair, with the transforms applied at that
+# moment; the stored arrays never change. Only an integer index is accepted: batches are the job
+# of a DataLoader.
 
 # %%
 #| export dezero_like/datasets.py
@@ -215,6 +244,10 @@ class Dataset:
         return f"{type(self).__name__}(train={self.train}, examples={len(self)})"
 
 
+# %% [markdown]
+# `Spiral` is `get_spiral` as a Dataset: its `prepare` is one line. It sets `self.seed` before
+# calling the base constructor, because that constructor calls `prepare`.
+
 # %%
 #| export dezero_like/datasets.py
 from dezero_like.datasets import get_spiral
@@ -231,6 +264,10 @@ class Spiral(Dataset):
         self.data, self.label = get_spiral(self.train, self.seed)
 
 
+# %% [markdown]
+# `DATA_EXIT_CODE` is the exit status a script ends with when the data cannot be had; it is the
+# same value as `EXIT_CODE` in `_fixable`.
+
 # %%
 #| export dezero_like/datasets.py
 from dezero_like._fixable import EXIT_CODE
@@ -238,6 +275,10 @@ from dezero_like._fixable import EXIT_CODE
 
 DATA_EXIT_CODE = EXIT_CODE  # exit status of a script stopped by MNISTUnavailableError
 
+
+# %% [markdown]
+# Importing `transforms` in `__init__` makes `dezero_like.transforms` available after
+# `import dezero_like`.
 
 # %%
 #| export dezero_like/__init__.py

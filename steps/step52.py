@@ -29,6 +29,10 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `cuda.py` gains the pieces that say what to do when no GPU can be used. `_GPU_HELP` is the one
+# sentence of advice every such error ends with, so it is written once.
+
 # %%
 #| export dezero_like/cuda.py
 _GPU_HELP = (
@@ -37,6 +41,11 @@ _GPU_HELP = (
     "Runtime > Change runtime type > GPU."
 )
 
+
+# %% [markdown]
+# `_cupy` returns the CuPy module only when it can actually run: it returns `None` when CuPy is not
+# installed, when its CUDA libraries fail to load, or when it sees no device. Callers then test one
+# value instead of catching errors themselves.
 
 # %%
 #| export dezero_like/cuda.py
@@ -53,6 +62,11 @@ def _cupy():
         return None
     return cupy
 
+
+# %% [markdown]
+# `require_gpu` turns that `None` into an error that says which of the two cases happened (CuPy
+# absent, or present but with no GPU) and how to fix it. `as_cupy` copies an array, or a
+# Variable's data, to the GPU through it.
 
 # %%
 #| export dezero_like/cuda.py
@@ -77,6 +91,13 @@ def as_cupy(x):
     cupy = require_gpu()
     return cupy.asarray(x)
 
+
+# %% [markdown]
+# `DataLoader` cuts a Dataset into mini-batches. `reset` draws the order of one epoch; `__iter__`
+# resets a loader that was already used, so each `for` loop is exactly one epoch, and
+# `__next__` resets and stops after `max_iter` batches, the last one smaller when the batch size
+# does not divide the data. `_collate` reads the examples one by one (so the transforms run) and
+# stacks them into arrays.
 
 # %%
 #| export dezero_like/dataloaders.py
@@ -179,6 +200,9 @@ class DataLoader:
         return (f"DataLoader({self.dataset!r}, batch_size={self.batch_size}, "
                 f"shuffle={self.shuffle}, batches={self.max_iter})")
 
+
+# %% [markdown]
+# `DataLoader` is imported into the package's namespace, so `dezero_like.DataLoader` works.
 
 # %%
 #| export dezero_like/__init__.py

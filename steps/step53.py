@@ -36,6 +36,10 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# The names of the environment variables and the default directory are constants, so the code
+# and its error messages use the same spelling.
+
 # %%
 #| export dezero_like/datasets.py
 DATA_ENV = "DEZERO_LIKE_DATA"
@@ -46,6 +50,10 @@ OFFLINE_ENV = "DEZERO_LIKE_OFFLINE"
 
 DEFAULT_DATA_DIR = "~/.dezero_like"
 
+
+# %% [markdown]
+# Two exception classes name the two ways a file can be bad: wrong bytes (`ChecksumError`) or not
+# an IDX file (`IDXError`). Both are `ValueError`s, so code that catches `ValueError` still works.
 
 # %%
 #| export dezero_like/datasets.py
@@ -58,6 +66,10 @@ class ChecksumError(ValueError):
 class IDXError(ValueError):
     """A file is not a valid (gzipped) IDX file."""
 
+
+# %% [markdown]
+# `data_root` picks the data directory in a fixed order: the argument, the environment variable,
+# the default. `downloads_allowed` reads the offline switch; several spellings of "yes" count.
 
 # %%
 #| export dezero_like/datasets.py
@@ -77,6 +89,10 @@ def downloads_allowed():
     return os.environ.get(OFFLINE_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
 
 
+# %% [markdown]
+# `file_md5` reads a file in 1 MiB chunks, so a large file is never held in memory at once.
+# `usedforsecurity=False` says the hash checks integrity only.
+
 # %%
 #| export dezero_like/datasets.py
 def file_md5(path):
@@ -89,6 +105,11 @@ def file_md5(path):
             digest.update(chunk)
     return digest.hexdigest()
 
+
+# %% [markdown]
+# `download` tries each URL in turn and returns at the first that gives the right bytes; every
+# failure is recorded, and the final `OSError` lists them all. `_download` is a second name for it,
+# because `MNIST` has an argument called `download`.
 
 # %%
 #| export dezero_like/datasets.py
@@ -127,6 +148,12 @@ def download(urls, path, md5=None, size=None, progress=True, timeout=30):
 #| export dezero_like/datasets.py
 _download = download  # MNIST's `download` argument shadows the function's name
 
+
+# %% [markdown]
+# `_fetch_verified` does one attempt. It writes into a temporary file in the target directory,
+# hashes the bytes as they arrive, and renames the file to its real name only after the size and
+# the MD5 sum match; `finally` removes the temporary file in every other case. A half-finished
+# download therefore never appears under the real name.
 
 # %%
 #| export dezero_like/datasets.py
@@ -167,6 +194,10 @@ def _fetch_verified(url, path, md5, size, progress, timeout):
             os.remove(tmp)
 
 
+# %% [markdown]
+# `_IDX_TYPES` maps the type byte of an IDX header to a dtype; the multi-byte types are big-endian
+# (`>`), as the format stores them.
+
 # %%
 #| export dezero_like/datasets.py
 import numpy as np
@@ -174,6 +205,12 @@ import numpy as np
 
 _IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
+
+# %% [markdown]
+# `load_idx` reads the header (magic number, dimensions) and checks that the file's length is
+# exactly what the header announces, so a truncated file is an error with a message, not a
+# wrong shape. `np.frombuffer` reads the values without a loop, and the last line converts them
+# to the machine's byte order.
 
 # %%
 #| export dezero_like/datasets.py
@@ -226,6 +263,10 @@ def load_idx(path):
     return data.astype(dtype.newbyteorder("="), copy=False)
 
 
+# %% [markdown]
+# `MNISTUnavailableError` is both a `FixableError` (shown as one paragraph, without a traceback)
+# and a `FileNotFoundError`; `reason` keeps the short phrase, so `mnist_train_test` can reuse it.
+
 # %%
 #| export dezero_like/datasets.py
 from dezero_like._fixable import FixableError
@@ -245,10 +286,21 @@ class MNISTUnavailableError(FixableError, FileNotFoundError):
         self.reason = reason
 
 
+# %% [markdown]
+# `_DEFAULT` is a unique marker: it lets `MNIST` tell "no `transform` argument" (use the default
+# pipeline) apart from `transform=None` (no transform at all).
+
 # %%
 #| export dezero_like/datasets.py
 _DEFAULT = object()
 
+
+# %% [markdown]
+# `MNIST` is a Dataset whose `prepare` makes sure the two files are there (`ensure_files`), loads
+# them, checks their shapes and, for `source="test-split"`, keeps one part of the test images.
+# `ensure_files` treats a file with a wrong size or MD5 sum as missing, downloads what it can, and
+# otherwise raises an error that names the files, the directory, the reason and the fix.
+# `available` answers the same question without any network access.
 
 # %%
 #| export dezero_like/datasets.py
@@ -422,6 +474,11 @@ class MNIST(Dataset):
         )
         raise MNISTUnavailableError(" ".join(lines), reason=reason)
 
+
+# %% [markdown]
+# `mnist_train_test` tries the official training set first and falls back to the test-image split
+# when it is unavailable; `summary` says which happened, and `fallback_reason` why. When even the
+# test images are missing, it raises one error that lists every missing file.
 
 # %%
 #| export dezero_like/datasets.py

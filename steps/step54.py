@@ -34,6 +34,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# These two functions become methods of `Variable` (the class name after the module in the first
+# line says so). They replace `data` by a copy on the other device and return the Variable itself,
+# so calls can be chained. A Variable without data is left as it is.
+
 # %%
 #| export dezero_like/core.py Variable
 from dezero_like import cuda
@@ -50,6 +55,11 @@ def to_gpu(self):
         self.data = cuda.as_cupy(self.data)
     return self
 
+
+# %% [markdown]
+# `gpu_available` asks `_cupy` whether a GPU can be used. The module-level `__getattr__` makes
+# `cuda.gpu_enable` a value computed on first access and then stored in the module, so importing
+# `cuda` never starts CuPy.
 
 # %%
 #| export dezero_like/cuda.py
@@ -70,6 +80,10 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# %% [markdown]
+# A layer moves to a device by moving each of its parameters; `params()` already walks into
+# sub-layers, so a whole model moves with one call.
+
 # %%
 #| export dezero_like/layers.py Layer
 def to_cpu(self):
@@ -83,6 +97,11 @@ def to_gpu(self):
         param.to_gpu()
     return self
 
+
+# %% [markdown]
+# A DataLoader does not move any data when it is told to: it only sets `gpu`, and `_collate` copies
+# each batch when it is made. `to_gpu` checks first that a GPU can be used, so the error comes at
+# this call and not at the first batch.
 
 # %%
 #| export dezero_like/dataloaders.py DataLoader

@@ -30,6 +30,12 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `_read_npz` reads a whole weight file into a dictionary of arrays. It reads the bytes first and
+# parses them from memory, so no file stays open if parsing fails; `allow_pickle=False` means the
+# file can hold arrays only, never Python objects. Any parsing failure becomes one `ValueError` that
+# names the file.
+
 # %%
 #| export dezero_like/layers.py
 import io
@@ -59,6 +65,14 @@ def _read_npz(path):
             "written by save_weights; the model was left unchanged."
         ) from e
 
+
+# %% [markdown]
+# These functions become methods of `Layer`. `_flatten_params` gives each parameter a path-like key
+# (`l0/W`) by walking the registered names, so a file's keys match the model's structure.
+# `save_weights` writes to a temporary file and renames it over `path`, as `download` does.
+# `load_weights` checks every name, shape and dtype before it assigns anything: a file that does
+# not fit raises one error listing all the problems and leaves the model unchanged. A parameter on
+# the GPU gets its array copied there.
 
 # %%
 #| export dezero_like/layers.py Layer

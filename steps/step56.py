@@ -29,6 +29,10 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `test_mode()` is `using_config("train", False)` under a name that says what it is for; it is used
+# in a `with` block, like `no_grad()`.
+
 # %%
 #| export dezero_like/core.py
 from dezero_like.core import using_config
@@ -38,6 +42,12 @@ def test_mode():
     """Run code in test mode (dropout becomes the identity)."""
     return using_config("train", False)
 
+
+# %% [markdown]
+# `dropout` keeps each element with probability $1 - r$ and multiplies the kept ones by
+# $1/(1 - r)$, so the expected value of each element is unchanged and nothing needs rescaling at
+# test time, when it returns `x` itself. It is built from `*` with a constant array, so it needs no
+# backward of its own: the gradient is multiplied by the same mask.
 
 # %%
 #| export dezero_like/functions.py
@@ -64,6 +74,9 @@ def dropout(x, dropout_ratio=0.5):
     scale *= 1.0 / (1.0 - dropout_ratio)
     return x * scale
 
+
+# %% [markdown]
+# `test_mode` is imported into the package's namespace: `with dezero_like.test_mode():`.
 
 # %%
 #| export dezero_like/__init__.py

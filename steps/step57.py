@@ -24,6 +24,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# The convolution functions live in their own module, `functions_conv`. The `__getattr__` made by
+# `forward_names` lets `functions` find them too (`F.conv2d`): the module listed for a name is
+# imported the first time that name is asked for, so `functions` itself never imports it.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like.utils import forward_names
@@ -42,6 +47,11 @@ __getattr__ = forward_names(__name__, {
     "pooling": "dezero_like.functions_conv",
 })
 
+
+# %% [markdown]
+# `functions_conv` begins with `pair`, which turns the `kernel_size`, `stride` and `pad` arguments
+# into a `(height, width)` pair, so a square kernel can be given as one int. Anything else is
+# refused with a message, not left to fail later in the arithmetic.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -81,6 +91,11 @@ def pair(x):
     raise TypeError(f"expected an int or a pair of ints (height, width), got {x!r}")
 
 
+# %% [markdown]
+# `get_conv_outsize` counts how many window positions fit: the window starts at `0, stride,
+# 2*stride, ...` of the padded input and must end inside it. `get_deconv_outsize` runs that
+# formula backwards. Because of the `//`, several input sizes give the same conv output size.
+
 # %%
 #| export dezero_like/functions_conv.py
 def get_conv_outsize(input_size, kernel_size, stride, pad):
@@ -96,6 +111,11 @@ def get_deconv_outsize(size, kernel_size, stride, pad):
     """Output length of a transposed convolution: ``stride*(size-1) + KH - 2*pad``."""
     return stride * (size - 1) + kernel_size - pad * 2
 
+
+# %% [markdown]
+# `_check_geometry` rejects, with a message, an input that is not 4-d, a stride or kernel below 1,
+# and a kernel larger than the padded image: errors that would otherwise appear as a strange shape
+# deep inside the computation.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -120,6 +140,12 @@ def _check_geometry(name, x_shape, kernel_size, stride, pad):
             f"{pad}; use a smaller kernel or more padding"
         )
 
+
+# %% [markdown]
+# `_im2col_channels_first` is im2col: for each kernel offset `(i, j)` one strided slice of the
+# padded batch is copied into `col[:, i, j]`. The Python loops run over the `KH * KW` offsets
+# only, never over images or pixels. The layout `(C, KH, KW, N, OH, OW)` is chosen so that the
+# matrix products below can reshape `col` without copying it.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -148,6 +174,11 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
             col[:, i, j] = img[:, :, i:i + SH * OH:SH, j:j + SW * OW:SW]
     return col
 
+
+# %% [markdown]
+# `col2im_array` undoes the move with the same loop, but adds (`+=`) each slice into the image:
+# where windows overlap, their contributions sum. The image is made with extra rows and columns so
+# that every slice stays in range, and the padding is cut off at the end.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -180,6 +211,11 @@ def col2im_array(col, img_shape, kernel_size, stride, pad, to_matrix=True):
     return img[:, :, PH:H + PH, PW:W + PW]
 
 
+# %% [markdown]
+# Three small helpers shared by the convolutions: a check that `W` is 4-d and matches the input's
+# channels, the bias added along the channel axis (`reshape((1, OC, 1, 1))` broadcasts it over
+# batch and pixels), and the bias gradient, `gy` summed over every axis but the channel.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like import functions as F
@@ -204,6 +240,13 @@ def _bias(y, b):
 def _sum_bias_grad(gy):
     return F.sum(gy, axis=(0, 2, 3))
 
+
+# %% [markdown]
+# `Conv2d` computes the whole batch with one matrix product, `W (OC, C*KH*KW) @ col`. Backward
+# needs `W` only for the input's gradient and `x` only for the weight's, so forward keeps only
+# what `needs_input_grad` asks for, and records the kernel size because `W` may not be kept. The
+# three gradients are themselves functions (`deconv2d`, `Conv2DGradW`, a sum), so they can be
+# differentiated again.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -262,6 +305,10 @@ class Conv2d(Function):
         return (gx, gW) if len(needs) == 2 else (gx, gW, gb)
 
 
+# %% [markdown]
+# `conv2d` passes `b` only when there is one, so `Conv2d` sees two inputs and returns two gradients
+# in that case.
+
 # %%
 #| export dezero_like/functions_conv.py
 def conv2d(x, W, b=None, stride=1, pad=0):
@@ -274,6 +321,12 @@ def conv2d(x, W, b=None, stride=1, pad=0):
         return Conv2d(stride, pad)(x, W)
     return Conv2d(stride, pad)(x, W, b)
 
+
+# %% [markdown]
+# `Deconv2d` is the transposed convolution: `W^T @ x` gives one column per input pixel, and
+# `col2im_array` adds those columns into the output. It keeps its inputs in the same way as
+# `Conv2d`, and its gradients are `Conv2d`'s with the roles swapped: `gx` is a convolution of
+# `gy`. `outsize` picks one of the input sizes a strided convolution maps to the same size.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -339,6 +392,9 @@ class Deconv2d(Function):
         return (gx, gW) if len(needs) == 2 else (gx, gW, gb)
 
 
+# %% [markdown]
+# `deconv2d` is the wrapper; `Conv2d.backward` calls it with `outsize` set to the input's size.
+
 # %%
 #| export dezero_like/functions_conv.py
 def deconv2d(x, W, b=None, stride=1, pad=0, outsize=None):
@@ -351,6 +407,11 @@ def deconv2d(x, W, b=None, stride=1, pad=0, outsize=None):
         return Deconv2d(stride, pad, outsize)(x, W)
     return Deconv2d(stride, pad, outsize)(x, W, b)
 
+
+# %% [markdown]
+# `Conv2DGradW` is the weight gradient of a convolution, computed as one matrix product of `gy`
+# and the im2col of `x`. It is linear in each of its two inputs, so its backward is two
+# convolutions; being a `Function`, it lets second derivatives pass through a convolution.
 
 # %%
 #| export dezero_like/functions_conv.py

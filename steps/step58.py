@@ -40,6 +40,10 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# As in `functions`, `layers` gains a `__getattr__` that finds the new layer classes in
+# `layers_conv`, so `L.Conv2d` works as well as `Lc.Conv2d`.
+
 # %%
 #| export dezero_like/layers.py
 from dezero_like.utils import forward_names
@@ -56,6 +60,11 @@ __getattr__ = forward_names(__name__, {
     "RNN": "dezero_like.layers_conv",
 })
 
+
+# %% [markdown]
+# `im2col_array` is the public im2col on raw arrays, with the layout `(N, C, KH, KW, OH, OW)` and,
+# with `to_matrix=True`, one row per window. `pad_value` sets what the border is filled with: 0
+# for a convolution, $-\infty$ for a max, so that padding never wins.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -92,6 +101,11 @@ def im2col_array(img, kernel_size, stride, pad, to_matrix=True, pad_value=0):
     return col
 
 
+# %% [markdown]
+# `Im2col` makes im2col a function of the graph. It only copies values, so it is linear and its
+# gradient is its transpose, `col2im`; backward needs the input's shape but not its values, hence
+# `retain_inputs(())`.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like.core import Function
@@ -125,6 +139,11 @@ def im2col(x, kernel_size, stride=1, pad=0, to_matrix=True):
     return Im2col(kernel_size, stride, pad, to_matrix)(x)
 
 
+# %% [markdown]
+# `Col2im` is the same pair read the other way: its forward adds columns into an image, its backward
+# is `im2col`. Each of the two is the other's backward, so derivatives of any order pass through
+# them.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like.core import Function
@@ -157,6 +176,10 @@ def col2im(col, input_shape, kernel_size, stride=1, pad=0, to_matrix=True):
     return Col2im(input_shape, kernel_size, stride, pad, to_matrix)(col)
 
 
+# %% [markdown]
+# `_pool_geometry` sets the defaults of pooling (the stride equals the kernel, so windows do not
+# overlap) and refuses a padding as large as the kernel, which would make a window of padding only.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like.functions_conv import _check_geometry, pair
@@ -174,6 +197,11 @@ def _pool_geometry(name, x_shape, kernel_size, stride, pad):
         )
     return kernel_size, stride, pad
 
+
+# %% [markdown]
+# Two helpers for pooling. `_window_offsets` yields, for each kernel offset `k`, the strided slice
+# that holds element `k` of every window at once, the same slices im2col copies; `_padded` pads an
+# input with a given value, and returns it unchanged when there is no padding.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -198,6 +226,10 @@ def _padded(x, pad, value):
                   constant_values=value)
 
 
+# %% [markdown]
+# `_scatter_to_windows` builds an input-shaped gradient by adding a value into element `k` of every
+# window, for each `k`: the pooling version of `col2im`, with no column array in between.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like import cuda
@@ -214,6 +246,12 @@ def _scatter_to_windows(pool, values_at):
         g[index] += values_at(k)
     return g[:, :, PH:PH + H, PW:PW + W]
 
+
+# %% [markdown]
+# `_Pool` is the base class of the pooling functions. `_setup` checks the geometry, keeps only the
+# input's shape and dtype (no input array), computes the output size and sets `tiles` when the
+# windows cover the image exactly once (stride equal to the kernel, no padding, sizes that
+# divide).
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -242,6 +280,10 @@ class _Pool(Function):
                       and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
 
 
+# %% [markdown]
+# When the windows tile the image, a reshape to `(N, C, OH, KH, OW, KW)` lines every window up,
+# and `_tile_views` returns element `k` of every window as a view: no copy at all.
+
 # %%
 #| export dezero_like/functions_conv.py
 def _tile_views(x, pool):
@@ -251,6 +293,11 @@ def _tile_views(x, pool):
     grid = x.reshape(N, C, OH, KH, OW, KW)
     return [grid[:, :, :, i, :, j] for i in range(KH) for j in range(KW)]
 
+
+# %% [markdown]
+# `Pooling` takes the maximum over the `KH * KW` slices one at a time, and records in `indexes`
+# which element of each window won. The derivative of a max is 1 for the winner and 0 for the
+# others, so this index is all backward needs. On a tie, the first element wins, in both branches.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -297,6 +344,11 @@ class Pooling(_Pool):
         return PoolingGrad(self)(gy)
 
 
+# %% [markdown]
+# `PoolingGrad` sends each output gradient to the winning element of its window and puts 0
+# elsewhere. When windows tile the image no element is in two windows, so it can copy; otherwise it
+# adds through `_scatter_to_windows`.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like import cuda
@@ -329,6 +381,11 @@ class PoolingGrad(Function):
         return Pooling2DWithIndexes(self.pool)(ggx)
 
 
+# %% [markdown]
+# `Pooling2DWithIndexes` picks, in each window, the element at the recorded winning index. It is
+# `PoolingGrad`'s transpose, so the two are each other's backward: second derivatives of max
+# pooling use the same winners as the first.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like import cuda
@@ -355,6 +412,11 @@ class Pooling2DWithIndexes(Function):
         return PoolingGrad(self.pool)(gy)
 
 
+# %% [markdown]
+# `pooling` is the wrapper (also called `max_pooling`). `_bn_axes` gives the axes batch norm
+# averages over, the batch for `(N, C)` data and the batch and pixels for images, and the shape that
+# broadcasts a per-channel array against the input.
+
 # %%
 #| export dezero_like/functions_conv.py
 def pooling(x, kernel_size, stride=None, pad=0):
@@ -377,6 +439,13 @@ def _bn_axes(x):
         f"batch_norm expects (N, C) or (N, C, H, W) input, got shape {tuple(x.shape)}"
     )
 
+
+# %% [markdown]
+# `batch_norm` is built from differentiable functions (`F.sum`, `-`, `*`, `**`) and has no
+# backward of its own: the gradients through the batch mean and variance come from the graph. In
+# training, it also updates the running `mean` and `var` in place, as raw arrays outside the graph
+# (the variance with the unbiased factor $m/(m-1)$). In test mode it uses them instead of the
+# batch's statistics.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -431,6 +500,11 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     return xhat * gamma + beta
 
 
+# %% [markdown]
+# `embed_id` checks that the ids are integers in range and returns `W[x]`: the indexing of step 48
+# already has the right gradient, rows added into the rows they came from, repeated ids
+# accumulating.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like import cuda
@@ -458,6 +532,11 @@ def embed_id(x, W):
     return W[x]
 
 
+# %% [markdown]
+# The new module `layers_conv` starts with `_to_device_of`: a layer that creates its weight on the
+# first call makes it on the input's device, and this moves the bias, made earlier on the CPU, to
+# the GPU to match.
+
 # %%
 #| export dezero_like/layers_conv.py
 """Convolutional, normalisation, embedding and recurrent layers.
@@ -479,6 +558,12 @@ def _to_device_of(param, x):
         if cuda.get_array_module(x) is not np and isinstance(param.data, np.ndarray):
             param.to_gpu()
 
+
+# %% [markdown]
+# The `Conv2d` layer registers `W` and `b` by assigning Parameters. `W` starts as
+# `Parameter(None)` when `in_channels` is not given, and `_lazy_init` fills it on the first call
+# from the input's channel count. The scale $\sqrt{1/(C \cdot KH \cdot KW)}$ uses the number of
+# inputs each output sums over.
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -542,6 +627,10 @@ class Conv2d(Layer):
                 f"kernel={self.kernel_size}, stride={self.stride}, pad={self.pad})")
 
 
+# %% [markdown]
+# `Deconv2d` reuses all of `Conv2d` and changes two things: the weight shape, input channels first
+# (`_w_shape`), and the function called in `forward`.
+
 # %%
 #| export dezero_like/layers_conv.py
 import numpy as np
@@ -567,6 +656,12 @@ class Deconv2d(Conv2d):
         self._lazy_init(x)
         return Fc.deconv2d(x, self.W, self.b, self.stride, self.pad, self.outsize)
 
+
+# %% [markdown]
+# `BatchNorm` keeps its running statistics as Parameters too, so that `save_weights` and `to_gpu`
+# carry them; they never receive a gradient, so optimizers skip them. All four arrays are made on
+# the first call, when the number of channels is known. The running statistics are passed as
+# `.data`, the arrays `batch_norm` updates in place.
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -608,6 +703,9 @@ class BatchNorm(Layer):
         return Fc.batch_norm(x, self.gamma, self.beta, self.avg_mean.data, self.avg_var.data,
                              self.decay, self.eps)
 
+
+# %% [markdown]
+# `EmbedID` is one Parameter, a table with one row per id, and a forward that calls `embed_id`.
 
 # %%
 #| export dezero_like/layers_conv.py

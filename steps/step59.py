@@ -28,6 +28,12 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Max` keeps no input. Forward reduces with `keepdims=True` and compares, so `mask` is True where
+# `x` equals the maximum of its group; backward reshapes `gy` to that kept shape, broadcasts it to
+# the input's shape and multiplies by the mask. Every element that ties for the maximum gets the
+# full gradient.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like import utils
@@ -63,6 +69,10 @@ class Max(Function):
         return broadcast_to(gy, self.x_shape) * self.mask
 
 
+# %% [markdown]
+# `Min` is `Max` with one attribute changed: `_reduce` names the array method forward calls, so the
+# whole forward and backward are shared.
+
 # %%
 #| export dezero_like/functions.py
 class Min(Max):
@@ -70,6 +80,11 @@ class Min(Max):
 
     _reduce = "min"
 
+
+# %% [markdown]
+# `_reduced_shape` computes the shape `np.max` returns without `keepdims` (negative axes included),
+# to reshape the kept result. `max` and `min` are the wrappers; they hide Python's built-ins inside
+# `functions`, which is why the linter is told so.
 
 # %%
 #| export dezero_like/functions.py
@@ -90,6 +105,11 @@ def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
     """Minimum over ``axis`` (all axes when None), like ``np.min``; see :class:`Min`."""
     return Min(axis, keepdims)(x)
 
+
+# %% [markdown]
+# `AveragePooling` reuses `_Pool` and the window slices of max pooling: it adds the `KH * KW`
+# slices and divides by their number. Padding counts as 0 and is still divided by the full
+# window size.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -116,6 +136,11 @@ class AveragePooling(_Pool):
         return AveragePoolingGrad(self)(gy)
 
 
+# %% [markdown]
+# Every element of a window has derivative $1/(KH \cdot KW)$, so `AveragePoolingGrad` adds that
+# share of `gy` into every element of the window. It is linear, and its backward is average pooling
+# again.
+
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like.core import Function
@@ -138,6 +163,9 @@ class AveragePoolingGrad(Function):
         p = self.pool
         return average_pooling(ggx, p.kernel_size, p.stride, p.pad)
 
+
+# %% [markdown]
+# `average_pooling` is the wrapper; as for max pooling, the stride defaults to the kernel size.
 
 # %%
 #| export dezero_like/functions_conv.py

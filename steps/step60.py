@@ -28,6 +28,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `flatten` keeps the batch axis and joins all the others: the step from the last convolution's
+# `(N, C, H, W)` to the `(N, C*H*W)` a `Linear` layer takes. It is `reshape`, so its gradient is a
+# reshape back.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like.core import as_variable
@@ -39,6 +44,9 @@ def flatten(x):
     x = as_variable(x)
     return reshape(x, (x.shape[0], -1))
 
+
+# %% [markdown]
+# `models` gains a `__getattr__` that finds the new models in `models_conv`.
 
 # %%
 #| export dezero_like/models.py
@@ -52,6 +60,12 @@ __getattr__ = forward_names(__name__, {
     "VGG16": "dezero_like.models_conv",
 })
 
+
+# %% [markdown]
+# `SimpleConvNet` registers its four layers by assigning them, and creates no weights itself: the
+# convolutions and `Linear` layers size theirs on the first call. A flat `(N, 784)` batch is
+# reshaped to square images first. `conv_names`, `pool_after` and `fc_names` describe the layout
+# for `summary`; they are plain lists, not layers, so they register nothing.
 
 # %%
 #| export dezero_like/models_conv.py
@@ -101,11 +115,21 @@ class SimpleConvNet(Model):
         return self.fc4(x)
 
 
+# %% [markdown]
+# `PretrainedWeightsUnavailable` is the error raised when pretrained weights are asked for but
+# cannot be had.
+
 # %%
 #| export dezero_like/models_conv.py
 class PretrainedWeightsUnavailable(RuntimeError):
     """Pretrained weights were asked for but are neither cached nor safely downloadable."""
 
+
+# %% [markdown]
+# `VGG16` builds its 13 convolutions in a loop from `BLOCKS`, with `setattr`, so each is registered
+# under a name (`conv3_2`) that also becomes its key in a weight file. No array is created until the
+# first call. `pretrained_path` looks for a local file and downloads only when a checksum is pinned;
+# `WEIGHTS_MD5` is `None`, so the error says where to put the file instead.
 
 # %%
 #| export dezero_like/models_conv.py
@@ -196,6 +220,11 @@ class VGG16(Model):
             f"{path} (or pass weights_file=...). Use VGG16(pretrained=False) for random weights."
         )
 
+
+# %% [markdown]
+# `summary` computes each layer's output shape and parameter count from the layer settings alone,
+# with `get_conv_outsize`, without running the model or allocating a weight. This is how it can
+# count VGG16's parameters cheaply.
 
 # %%
 #| export dezero_like/models_conv.py

@@ -25,6 +25,12 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# Two new methods of `Variable`. `unchain` drops the link to the creator, so backward stops at this
+# variable. `unchain_backward` walks the graph behind it, function by function (`seen` visits each
+# once), and unchains every variable it meets, outputs included; once nothing refers to the old
+# functions, Python can free them and the arrays they keep.
+
 # %%
 #| export dezero_like/core.py Variable
 def unchain(self):
@@ -56,6 +62,9 @@ def unchain_backward(self):
                 x.unchain()
 
 
+# %% [markdown]
+# `datasets` gains a `__getattr__` that finds `SinCurve` in the new module `datasets_seq`.
+
 # %%
 #| export dezero_like/datasets.py
 from dezero_like.utils import forward_names
@@ -67,6 +76,12 @@ __getattr__ = forward_names(__name__, {
     "SinCurve": "dezero_like.datasets_seq",
 })
 
+
+# %% [markdown]
+# The `RNN` layer holds two `Linear` layers, registered by assignment, and one plain attribute `h`,
+# the hidden state, which is not a Parameter. Each call computes the next state from the input and
+# the previous state and stores it, so the layer is called once per time step; on the first step
+# there is no previous state and `h2h` is skipped. `reset_state` starts a new sequence.
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -100,6 +115,11 @@ class RNN(Layer):
         self.h = h_new
         return h_new
 
+
+# %% [markdown]
+# `get_sin_curve` returns pairs `(x[i], x[i+1])`: the target is the next value of the series,
+# obtained by slicing one array twice. The training curve is a noisy sine drawn from its own
+# generator; the test curve is a clean cosine.
 
 # %%
 #| export dezero_like/datasets_seq.py
@@ -135,6 +155,10 @@ def get_sin_curve(train=True, num_data=1000, periods=2, noise=0.05, seed=None):
     y = y.astype(np.float32).reshape(-1, 1)
     return y[:-1], y[1:]
 
+
+# %% [markdown]
+# `SinCurve` is `get_sin_curve` as a Dataset, built like `Spiral`: attributes first, then the base
+# constructor, which calls `prepare`.
 
 # %%
 #| export dezero_like/datasets_seq.py

@@ -41,6 +41,13 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `LSTM` holds eight `Linear` layers: four read the input and four the previous `h` (without bias,
+# since the input side has one). Each gate is a sigmoid, a factor between 0 and 1; `u` is the
+# candidate value. The cell state `c` changes only by `f * c + i * u`, so its gradient from one step
+# to the previous is multiplied by `f`, with no derivative of a squashing function in between. On
+# the first step there is no `h` and no `c`, and those terms are left out.
+
 # %%
 #| export dezero_like/layers_conv.py
 import dezero_like.functions as F
@@ -95,6 +102,12 @@ class LSTM(Layer):
         return h_new
 
 
+# %% [markdown]
+# `SeqDataLoader` changes only what `DataLoader` lets a subclass change: `reset` (no shuffling),
+# `max_iter` (`jump` batches per epoch) and `_batch_index`. Batch `k` holds element `k` of each of
+# the `batch_size` streams, so row `i` of the next batch is the next time step of row `i`, and the
+# hidden state carried between calls matches.
+
 # %%
 #| export dezero_like/datasets_seq.py
 import numpy as np
@@ -139,6 +152,9 @@ class SeqDataLoader(DataLoader):
         return (f"SeqDataLoader({self.dataset!r}, batch_size={self.batch_size}, "
                 f"steps per stream={self.jump})")
 
+
+# %% [markdown]
+# `SeqDataLoader` is imported into the package's namespace, next to `DataLoader`.
 
 # %%
 #| export dezero_like/__init__.py

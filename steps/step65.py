@@ -35,6 +35,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Function.add_hook` attaches a hook to one function object only. It builds a new list instead of
+# appending, so a list shared with another function is never changed; `__call__` and the backward
+# step run these hooks after the global ones.
+
 # %%
 #| export dezero_like/core.py Function
 # ---- hooks on this one function -------------------------------------------
@@ -43,6 +48,12 @@ def add_hook(self, hook):
     self._hooks = (self._hooks or []) + [hook]
     return self
 
+
+# %% [markdown]
+# `_NestingHook` is a base for hooks that need to know whether a backward step is running. A
+# backward is built from functions, so their forwards run inside it; the hook keeps a stack of the
+# functions whose backward has started and not finished. `__exit__` empties it, in case an
+# exception skipped a `backward_postprocess`.
 
 # %%
 #| export dezero_like/hooks.py
@@ -76,6 +87,11 @@ class _NestingHook(FunctionHook):
         return super().__exit__(*exc_info)
 
 
+# %% [markdown]
+# Two helpers for the timer. On a GPU, a call returns once the work is queued, not done, so
+# `_sync` waits for the device before the clock is read; on the CPU it does nothing. `_datas`
+# takes the arrays out of gradient Variables.
+
 # %%
 #| export dezero_like/hooks.py
 from dezero_like import core, cuda
@@ -92,6 +108,12 @@ def _sync(arrays):
 def _datas(values):
     return [v.data if isinstance(v, core.Variable) else v for v in values]
 
+
+# %% [markdown]
+# `TimerHook` stores a start time in `*_preprocess` and records the elapsed time in
+# `*_postprocess`, keyed by the function object and the phase. A forward that runs inside a
+# backward gets no start time (`_in_backward`), so it is counted only as part of that backward.
+# `summary` and `report` add the recorded times up per function type.
 
 # %%
 #| export dezero_like/hooks.py
@@ -194,6 +216,10 @@ class TimerHook(_NestingHook):
         print(self.report(), file=file if file is not None else sys.stdout)
 
 
+# %% [markdown]
+# `_describe` writes an array, a Variable or `None` as its shape and dtype, which is all a line of
+# `PrintHook` shows of a value.
+
 # %%
 #| export dezero_like/hooks.py
 from dezero_like import core
@@ -208,6 +234,12 @@ def _describe(a):
             return "(no data)"
     return f"{tuple(a.shape)} {a.dtype}"
 
+
+# %% [markdown]
+# `PrintHook` prints one line per forward and two per backward (the gradients in, then out). The
+# indent is the depth of the backward stack, so forwards run by a backward appear under it.
+# `super()` is called after printing in `backward_preprocess` and before it in
+# `backward_postprocess`, so the backward's own lines sit at its outer level.
 
 # %%
 #| export dezero_like/hooks.py

@@ -34,6 +34,12 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# `Log` is $\log x$ with derivative $1/x$. Unlike `Exp`, whose derivative is its output, this one
+# needs the input, so `Log` keeps the default: it retains its input, and backward reads it from
+# `self.inputs`. At $x = 0$ forward gives `-inf` and backward divides by 0, the kind of value the
+# hook below finds.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
@@ -57,11 +63,19 @@ def log(x):
     return Log()(x)
 
 
+# %% [markdown]
+# `DebugError` is the error the debug hook raises; a class of its own, so a script can catch
+# exactly it.
+
 # %%
 #| export dezero_like/hooks.py
 class DebugError(RuntimeError):
     """A function produced NaN or Inf while :func:`debug_mode` was on."""
 
+
+# %% [markdown]
+# `_PACKAGE_DIR` is the folder that holds the package's files; it lets the hook tell the learner's
+# code apart from the package's own.
 
 # %%
 #| export dezero_like/hooks.py
@@ -71,6 +85,11 @@ from dezero_like import core
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(core.__spec__.origin))  # the package folder
 
+
+# %% [markdown]
+# `_user_location` walks up the call stack and returns the first frame whose file is outside the
+# package: the line in the learner's script that led to the call, rather than a line inside
+# `core.py`.
 
 # %%
 #| export dezero_like/hooks.py
@@ -88,6 +107,11 @@ def _user_location():
         frame = frame.f_back
     return "unknown location"
 
+
+# %% [markdown]
+# `_first_bad` finds the first NaN or Inf in an array. `argmin` of the boolean mask returns the
+# first False; `np.unravel_index` turns that flat position into an index of the array's shape.
+# Integer arrays cannot hold NaN and are skipped.
 
 # %%
 #| export dezero_like/hooks.py
@@ -107,6 +131,10 @@ def _first_bad(a):
     index = tuple(int(i) for i in np.unravel_index(flat, a.shape))
     return index, cuda.as_numpy(a[index] if a.ndim else a).item()
 
+
+# %% [markdown]
+# `_summarise` describes an array in one phrase: shape, dtype, the range of its finite values and
+# how many are NaN or Inf. The error message uses it to show what a function was given.
 
 # %%
 #| export dezero_like/hooks.py
@@ -129,6 +157,12 @@ def _summarise(label, a):
         text += f", {n_bad} NaN/Inf"
     return text
 
+
+# %% [markdown]
+# `DebugHook` checks every output of every forward and every gradient of every backward. In forward
+# it also stores the call site on the function, because during backward the learner's code is no
+# longer on the stack. Each message adds a hint when the inputs already held NaN or Inf: the
+# function that raised it only passed on a bad value made earlier.
 
 # %%
 #| export dezero_like/hooks.py
@@ -194,6 +228,10 @@ class DebugHook(_NestingHook):
         return ""
 
 
+# %% [markdown]
+# `debug_mode()` returns a new `DebugHook`; the hook is a context manager, so `with debug_mode():`
+# turns the checks on for the block.
+
 # %%
 #| export dezero_like/hooks.py
 def debug_mode():
@@ -203,6 +241,9 @@ def debug_mode():
     """
     return DebugHook()
 
+
+# %% [markdown]
+# `debug_mode` is imported into the package's namespace: `with dezero_like.debug_mode():`.
 
 # %%
 #| export dezero_like/__init__.py

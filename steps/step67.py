@@ -205,6 +205,11 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
             f.release()
 
 
+# %% [markdown]
+# In `Optimizer.update`, the division by the scale makes a new gradient with `_new_grad` rather
+# than dividing in place: a gradient array may be shared by several parameters, and would then be
+# divided more than once. `loss_scale` is reset to `None` once it has been used.
+
 # %%
 #| export dezero_like/optimizers.py Optimizer
 from dezero_like.optimizers import _new_grad

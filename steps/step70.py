@@ -145,6 +145,13 @@ def _as_node(self):
                  self.index, self.generation, self.name)
 
 
+# %% [markdown]
+# This cell holds `_fill` and `_make_variable` and the helpers that use them on the hot path.
+# `_as_inputs` returns the tuple it was given when every input is already a Variable, which is the
+# common case, so no new tuple is built. `_add_grads` adds two gradients as raw arrays when no graph
+# is recorded, and as a recorded `Add` only under `create_graph`. `_accumulate_leaf` copies a
+# read-only gradient with a plain `copy()` unless a graph is recorded.
+
 # %%
 #| export dezero_like/core.py
 import numpy as np

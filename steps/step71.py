@@ -451,6 +451,12 @@ def max_pool_tiles_grad(gy, win, x_shape, kernel_size):
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# Two tests decide when a kernel may replace array operations. `_fusable` is for a backward: the
+# arrays must be CuPy arrays of one dtype, and no graph may be recorded, because a kernel's result
+# is a plain array with no backward of its own, so `create_graph` takes the differentiable path.
+# `_raw_gpu` is for the hand-written kernels, which exist for float32 and float64 only.
+
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
@@ -474,6 +480,11 @@ def _raw_gpu(a):
     return cuda.is_cupy_array(a) and a.dtype.name in ("float32", "float64")
 
 
+# %% [markdown]
+# `Linear.backward` is unchanged except for the bias: when `b` is 1-d and `gy` is a contiguous
+# CuPy matrix, its gradient, `gy` summed over the rows, comes from `sum_rows` in one launch. The
+# gradients of `x` and `W` are matrix products, already one launch each.
+
 # %%
 #| export dezero_like/functions.py Linear
 from dezero_like.core import Variable
@@ -496,6 +507,11 @@ def backward(self, gy):
         return gx, gW, Variable(cuda_kernels.sum_rows(gy.data))  # one launch (step 71)
     return gx, gW, sum_to(gy, self.b_shape)
 
+
+# %% [markdown]
+# `Sigmoid` on a GPU calls the fused kernel and returns before the NumPy code, which stays as step
+# 44 wrote it. Forward still keeps only its output, and backward uses the fused
+# `gy * y * (1 - y)` when `_fusable` allows it, the three Functions otherwise.
 
 # %%
 #| export dezero_like/functions.py Sigmoid
@@ -534,6 +550,13 @@ def backward(self, gy):
         return Variable(cuda_kernels.sigmoid_grad(gy.data, y.data))
     return gy * y * (1 - y)
 
+
+# %% [markdown]
+# `SoftmaxCrossEntropy.forward` on a GPU gets the loss and the probabilities from one kernel and
+# stores the probabilities on the function. The label check still runs on the CPU only; on a GPU
+# the kernel gives NaN for a bad label instead. Backward then computes
+# $(p - \operatorname{onehot}(t)) \cdot g_y / N$ from those stored probabilities in one elementwise
+# kernel, without computing the softmax again.
 
 # %%
 #| export dezero_like/functions.py SoftmaxCrossEntropy
@@ -595,6 +618,10 @@ def backward(self, gy):
     return gx, None
 
 
+# %% [markdown]
+# `SGD.update_one` on a GPU does `w -= lr * g` in one kernel that writes into the parameter's
+# array; `lr` is passed in the parameter's dtype.
+
 # %%
 #| export dezero_like/optimizers.py SGD
 from dezero_like import cuda
@@ -608,6 +635,11 @@ def update_one(self, param):
     else:
         param.data -= self.lr * param.grad.data
 
+
+# %% [markdown]
+# `_im2col_channels_first` of step 57 gains a first branch: on a GPU one kernel writes every
+# element of `col`, reading 0 where a window hangs over the border, so no padded copy is made. The
+# layout of the result is the same, so `Conv2d` and `Conv2DGradW` are unchanged.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -641,6 +673,10 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
             col[:, i, j] = img[:, :, i:i + SH * OH:SH, j:j + SW * OW:SW]
     return col
 
+
+# %% [markdown]
+# In `Deconv2d.forward` only the last move changes: on a GPU, `col2im_gather` reads the columns in
+# their `(OC, KH, KW, N, H, W)` layout directly, so the transpose before `col2im_array` is skipped.
 
 # %%
 #| export dezero_like/functions_conv.py Deconv2d
@@ -690,6 +726,11 @@ def forward(self, x, W, b=None):
                      to_matrix=False)
     return _bias(y, b)
 
+
+# %% [markdown]
+# Max pooling gets the kernel only when the windows tile the image (`self.tiles`); other windows
+# take the array code of step 58. The kernel returns the same `indexes` (first maximum wins), and
+# `PoolingGrad` uses the matching kernel under the same condition, so forward and backward agree.
 
 # %%
 #| export dezero_like/functions_conv.py Pooling

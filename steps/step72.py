@@ -38,6 +38,11 @@
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 
+# %% [markdown]
+# The new module `distributed` imports nothing from MPI when it is loaded. Its first name is the
+# error raised when MPI is missing: a `FixableError`, so the learner sees what to install, and an
+# `ImportError`, which is what it is.
+
 # %%
 #| export dezero_like/distributed.py
 """Data-parallel training over MPI: every process trains on its slice of each batch.
@@ -72,6 +77,10 @@ class MPIUnavailableError(FixableError, ImportError):
     """mpi4py (or an MPI library under it) is missing; the message says what to install."""
 
 
+# %% [markdown]
+# `mpi_available` answers without raising, by calling `_mpi` and catching that error. `_mpi` is
+# the one place that imports `mpi4py`, so the error message is written once.
+
 # %%
 #| export dezero_like/distributed.py
 def mpi_available():
@@ -98,6 +107,10 @@ def _mpi():
     return MPI
 
 
+# %% [markdown]
+# `find_mpiexec` looks first beside the running Python, where the MPI wheel installs `mpiexec`,
+# then on the `PATH`.
+
 # %%
 #| export dezero_like/distributed.py
 import os
@@ -110,6 +123,11 @@ def find_mpiexec():
     beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     return beside if os.path.exists(beside) else shutil.which("mpiexec")
 
+
+# %% [markdown]
+# `run_program` starts `n` processes on a program written to a temporary file, so a notebook can
+# use it. It limits each process to one BLAS thread, passes the command as a list (no shell), and
+# raises with both output streams when a process fails.
 
 # %%
 #| export dezero_like/distributed.py
@@ -149,6 +167,11 @@ def run_program(source, n=2, args=(), timeout=600):
     return done.stdout
 
 
+# %% [markdown]
+# Two formulas, used by the step to compare costs: the bytes the busiest process sends when one
+# process collects and sends back all gradients, which grows with `p`, and the bytes each process
+# sends in a ring all-reduce, which stays below $2n$ for any `p`.
+
 # %%
 #| export dezero_like/distributed.py
 def naive_allreduce_bytes(n_bytes, p):
@@ -169,6 +192,13 @@ def ring_allreduce_bytes(n_bytes, p):
     """
     return 2 * (p - 1) * n_bytes / p
 
+
+# %% [markdown]
+# `Communicator` wraps an mpi4py communicator. `allreduce_mean` packs all arrays of one dtype into
+# one buffer, so a whole model's gradients cost one `Allreduce`; it sums, divides by the number of
+# processes and cuts the result back into arrays of the original shapes and devices.
+# `bcast_params` copies rank 0's parameters to every process, in the sorted order of their keys,
+# so that every process walks them in the same order.
 
 # %%
 #| export dezero_like/distributed.py
@@ -247,6 +277,11 @@ class Communicator:
         self.comm.Barrier()
 
 
+# %% [markdown]
+# `AllreduceGrads` is an optimizer hook, like `WeightDecay`: it replaces every gradient by its mean
+# over the processes before the update. Every process then applies the same update to the same
+# weights, and the copies stay equal.
+
 # %%
 #| export dezero_like/distributed.py
 class AllreduceGrads:
@@ -262,6 +297,12 @@ class AllreduceGrads:
     def __call__(self, params):
         self.comm.allreduce_grads(params)
 
+
+# %% [markdown]
+# `DistributedDataLoader` changes `_batch_index` only. Every process draws the same order (same
+# `seed`), takes the same global batch, and keeps its own slice of `batch_size / size` examples;
+# `max_iter` counts whole batches only, so every slice has the same size and the mean of the
+# processes' gradients is the gradient of the whole batch.
 
 # %%
 #| export dezero_like/distributed.py
