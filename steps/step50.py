@@ -8,9 +8,9 @@
 #
 # The data: three arms of a spiral in the plane, one arm per class
 # (`dz.datasets.get_spiral`, which step 51 wraps as a `Dataset`). No straight
-# line separates them, so a linear classifier stays far from perfect (it can
-# reach about half right, where chance is 1/3); a network with one hidden layer
-# can bend its decision boundaries around the arms.
+# line separates them, so a linear classifier (straight boundaries between the
+# classes) must misclassify a large part of every arm; a network with one hidden
+# layer can bend its decision boundaries around the arms.
 
 # %% [markdown]
 # ### The package code of this step
