@@ -5,7 +5,6 @@ package run the same probe in two processes; values, dtypes, gradients, the shap
 of the recorded graphs and the trace a function hook sees must agree exactly.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,16 +16,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_export_tool():
-    path = ROOT / "tools" / "export.py"
-    spec = importlib.util.spec_from_file_location("export_tool_hot_path", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+def _package_upto(step, out):
+    """The package as it stood at ``step``, written by the export tool into ``out``."""
+    subprocess.run([sys.executable, str(ROOT / "tools" / "export.py"), "upto", str(step), str(out)],
+                   check=True, capture_output=True, text=True)
 
-
-export = _load_export_tool()
 
 PROBE = r'''
 import json
@@ -136,9 +130,9 @@ def _run(pythonpath, tmp_path):
 
 def test_fast_path_matches_the_plain_core_of_step_69(tmp_path):
     plain_dir = tmp_path / "step69"
-    export.upto(69, plain_dir)
+    _package_upto(69, plain_dir)
     assert "_binary" not in (plain_dir / "dezero_like" / "core.py").read_text()
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     plain = _run(plain_dir, tmp_path)
     fast = _run(root, tmp_path)
     for key in plain:
@@ -148,8 +142,8 @@ def test_fast_path_matches_the_plain_core_of_step_69(tmp_path):
 @pytest.mark.parametrize("number", [23, 37, 63, 69])
 def test_the_plain_cores_agree_on_values(number, tmp_path):
     """Earlier cores compute the same values and gradients (graphs may differ in what they keep)."""
-    root = Path(__file__).resolve().parents[1]
-    export.upto(number, tmp_path / "pkg")
+    root = ROOT
+    _package_upto(number, tmp_path / "pkg")
     probe = r'''
 import json, numpy as np, dezero_like as dz, dezero_like.functions as F
 x = dz.Variable(np.array([0.3, -1.2, 2.0]))

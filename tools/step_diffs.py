@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import re
 import sys
 from pathlib import Path
@@ -88,6 +89,12 @@ def step_diff(script, steps=STEPS, context=3, prose=False):
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+@functools.cache
+def _generated(upto):
+    """The generated modules up to a step; each is needed twice (after N, before N + 1)."""
+    return export.generated(upto=upto)
+
+
 def package_diff(number, context=3):
     """Unified diff of the generated package before step ``number`` against after it.
 
@@ -95,7 +102,7 @@ def package_diff(number, context=3):
     """
     if number <= export.FIRST_STEP:
         return ""
-    before, after = export.generated(upto=number - 1), export.generated(upto=number)
+    before, after = _generated(number - 1), _generated(number)
     out = []
     for path in sorted(set(before) | set(after)):
         old = before.get(path, "").splitlines(keepends=True)
