@@ -165,9 +165,12 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
     PH, PW = pad
     OH = get_conv_outsize(H, KH, SH, PH)
     OW = get_conv_outsize(W, KW, SW, PW)
-    if PH or PW:
-        img = xp.pad(img, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant")
-    img = img.transpose(1, 0, 2, 3)
+    if PH or PW:  # pad and move the channels first in one copy
+        padded = xp.zeros((C, N, H + 2 * PH, W + 2 * PW), dtype=img.dtype)
+        padded[:, :, PH:PH + H, PW:PW + W] = img.transpose(1, 0, 2, 3)
+        img = padded
+    else:
+        img = img.transpose(1, 0, 2, 3)
     col = xp.empty((C, KH, KW, N, OH, OW), dtype=img.dtype)
     for i in range(KH):
         for j in range(KW):
@@ -323,6 +326,48 @@ def conv2d(x, W, b=None, stride=1, pad=0):
 
 
 # %% [markdown]
+# With stride 1 (the input gradient of every stride-1 convolution is one), there is a faster way
+# that needs no column array at all. Pad each row of `x` with `KW - 1` zeros to the full output
+# width `Wq`. Then kernel tap `(i, j)` contributes `W[:, :, i, j]^T @ x`, a whole image plane that
+# lands in the output shifted by `i * Wq + j` elements: one small matrix product and one long add
+# per tap. `col2im_array` adds row by row instead (14 numbers at a time in a 14x14 feature map,
+# and NumPy's cost per row is larger than per number), after writing all `KH * KW` planes of
+# `col` to memory. The zeros in the padded columns make a run that spills into the next row
+# harmless.
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+
+
+def _deconv_stride1(x, W, out_hw, pad):
+    """``deconv2d`` with stride 1: per kernel tap, one matrix product and one shifted add.
+
+    Returns a view ``(N, OC, OH, OW)`` of the full output cropped by ``pad``.
+    """
+    xp = cuda.get_array_module(x)
+    N, C, H, Wd = x.shape
+    OC, KH, KW = W.shape[1:]
+    Hq, Wq = H + KH - 1, Wd + KW - 1  # the output before the padding is cropped
+    run = H * Wq  # one tap's contribution, row after row
+    xq = xp.zeros((C, N, H, Wq), dtype=x.dtype)
+    xq[..., :Wd] = x.transpose(1, 0, 2, 3)
+    xq = xq.reshape(C, N * run)
+    dtype = xp.result_type(x.dtype, W.dtype)  # as W.T @ x would have it
+    # KW - 1 extra: the last tap's run starts KW - 1 after a row start and is `run` long
+    y = xp.zeros((OC, N, Hq * Wq + KW - 1), dtype=dtype)
+    part = xp.empty((OC, N * run), dtype=dtype)
+    for i in range(KH):
+        for j in range(KW):
+            xp.matmul(W[:, :, i, j].T, xq, out=part)  # (OC, C) @ (C, N*run)
+            start = i * Wq + j
+            y[:, :, start:start + run] += part.reshape(OC, N, run)
+    (OH, OW), (PH, PW) = out_hw, pad
+    y = y[:, :, :Hq * Wq].reshape(OC, N, Hq, Wq)[:, :, PH:PH + OH, PW:PW + OW]
+    return y.transpose(1, 0, 2, 3)
+
+
+# %% [markdown]
 # `Deconv2d` is the transposed convolution: `W^T @ x` gives one column per input pixel, and
 # `col2im_array` adds those columns into the output. It keeps its inputs in the same way as
 # `Conv2d`, and its gradients are `Conv2d`'s with the roles swapped: `gx` is a convolution of
@@ -330,6 +375,7 @@ def conv2d(x, W, b=None, stride=1, pad=0):
 
 # %%
 #| export dezero_like/functions_conv.py
+from dezero_like import cuda
 from dezero_like.core import Function
 
 
@@ -370,6 +416,9 @@ class Deconv2d(Function):
                 )
         if OH < 1 or OW < 1:
             raise ValueError(f"deconv2d: the output would be {OH}x{OW}; reduce pad")
+        if self.stride == (1, 1):  # long runs instead of short rows
+            y = _deconv_stride1(x, W, (OH, OW), self.pad)
+            return _bias(cuda.get_array_module(y).ascontiguousarray(y), b)
         # One matrix product for the whole batch: W^T (OC*KH*KW, C) @ x (C, N*H*W) gives
         # every column of the output; viewed as (N, OC, KH, KW, H, W) it is col2im's input.
         xt = x.transpose(1, 0, 2, 3).reshape(C, N * H * Wd)
@@ -437,9 +486,11 @@ class Conv2DGradW(Function):
         KH, KW = self.kernel_size
         OC, OH, OW = gy.shape[1:]
         col = _im2col_channels_first(x, self.kernel_size, self.stride, self.pad)
-        # one matrix product, (OC, N*OH*OW) @ (N*OH*OW, C*KH*KW), with no copy of col
+        # one matrix product, (C*KH*KW, N*OH*OW) @ (N*OH*OW, OC), with no copy of col; in
+        # this order OpenBLAS is up to 1.8x faster than for the transposed product
         gy_mat = gy.transpose(1, 0, 2, 3).reshape(OC, -1)
-        return (gy_mat @ col.reshape(C * KH * KW, -1).T).reshape(OC, C, KH, KW)
+        gW = col.reshape(C * KH * KW, -1) @ gy_mat.T
+        return gW.T.reshape(OC, C, KH, KW)
 
     def backward(self, ggW):
         x, gy = self.inputs

@@ -274,30 +274,61 @@ class _Pool(Function):
         H, W = x.shape[2:]
         self.out_hw = tuple(get_conv_outsize(s, k, st, p) for s, k, st, p in
                             zip((H, W), self.kernel_size, self.stride, self.pad))
-        # the common case (2x2 windows, stride 2, no padding, even sizes): the windows
-        # tile the image, so a reshape lines every window up along one axis
+        # windows that cover the image exactly once (stride = kernel, no padding, sizes
+        # that divide), as in the common 2x2 pooling with stride 2
         self.tiles = (self.stride == self.kernel_size and self.pad == (0, 0)
                       and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
 
 
 # %% [markdown]
-# When the windows tile the image, a reshape to `(N, C, OH, KH, OW, KW)` lines every window up,
-# and `_tile_views` returns element `k` of every window as a view: no copy at all.
+# The 2x2 window with stride 2 is the pooling nearly every CNN uses, and it has a fast path. A
+# 2x2 maximum is a maximum of **pairs taken twice**: first the two neighbours in each row
+# (elements `2j` and `2j+1`, adjacent in memory), then the two row results of each window (rows
+# `2i` and `2i+1`). Each stage is one long NumPy loop, where visiting `KH * KW` strided slices
+# of the image is many short ones.
+#
+# Backward needs to know which of each pair won. `_pair_max` records it in one byte per pair, a
+# mask that is -1 (**every bit set**) where the second element won, and 0 where the first won or
+# tied (so the winner is the first maximum in reading order, as in PyTorch). With such a mask,
+# selecting is bit arithmetic on the floats' bit patterns, viewed as integers of the same width
+# by `_bits`: `g & mask` is `g` where the mask is set and exactly `0.0` elsewhere, and
+# `g ^ (g & mask)` is the other half. Unlike
+# `g * mask`, this never turns an `inf` gradient into `nan` (`inf * 0`), and it is several times
+# faster than `np.where` or `np.copyto(..., where=...)` on float arrays.
 
 # %%
 #| export dezero_like/functions_conv.py
-def _tile_views(x, pool):
-    """Views (no copies) of element k of every window, k = i * KW + j, for a tiling pool."""
-    N, C = x.shape[:2]
-    (KH, KW), (OH, OW) = pool.kernel_size, pool.out_hw
-    grid = x.reshape(N, C, OH, KH, OW, KW)
-    return [grid[:, :, :, i, :, j] for i in range(KH) for j in range(KW)]
+import numpy as np
+
+
+def _pair_max(a, b):
+    """``max(a, b)`` and a mask: -1 (every bit set) where ``b`` won, 0 where ``a`` won or tied."""
+    mask = np.greater(b, a).view(np.int8)  # one byte per pair
+    np.negative(mask, out=mask)  # True is 1, and -1 has every bit set
+    return np.maximum(a, b), mask
+
+
+def _bits(a):
+    """The same memory seen as integers of the same width: float32 -> int32, and so on."""
+    return a.view(f"i{a.dtype.itemsize}")
+
+
+def _pair_spread(g, mask, to_a, to_b):
+    """Write ``g`` into ``to_b`` where ``mask`` is set, into ``to_a`` elsewhere; 0 in the other."""
+    np.bitwise_and(_bits(g), mask, out=_bits(to_b))  # the int8 mask widens to -1 or 0
+    np.bitwise_xor(_bits(g), _bits(to_b), out=_bits(to_a))
+
+
+def _pair_pick(a, b, mask):
+    """``b`` where ``mask`` is set, else ``a``: the winners that :func:`_pair_max` recorded."""
+    return (_bits(a) ^ ((_bits(a) ^ _bits(b)) & mask)).view(a.dtype)
 
 
 # %% [markdown]
-# `Pooling` takes the maximum over the `KH * KW` slices one at a time, and records in `indexes`
-# which element of each window won. The derivative of a max is 1 for the winner and 0 for the
-# others, so this index is all backward needs. On a tie, the first element wins, in both branches.
+# `Pooling` takes the 2x2 fast path on NumPy arrays (`pair_masks` keeps the two masks). For any
+# other window it takes the maximum over the `KH * KW` slices of `_window_offsets`, one at a
+# time, and records in `indexes` which element of each window won. Either way, the derivative of
+# a max is 1 for the winner and 0 for the others, so what is recorded is all backward needs.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -316,16 +347,15 @@ class Pooling(_Pool):
     def forward(self, x):
         self._setup("pooling", x)
         xp = cuda.get_array_module(x)
-        if self.tiles:  # windows that tile the image: strided views, no padded copy
-            views = _tile_views(x, self)
-            y = views[0].copy()
-            for v in views[1:]:
-                xp.maximum(y, v, out=y)
-            indexes = xp.zeros(y.shape, dtype=np.int32)
-            for k in range(len(views) - 1, -1, -1):  # the first maximum wins: lowest k last
-                xp.copyto(indexes, k, where=views[k] == y)
-            self.indexes = indexes
-            return y
+        self.pair_masks = None
+        if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
+            N, C, H, W = x.shape
+            p = x.reshape(-1, 2)  # the two neighbours in a row of each window
+            rows, across = _pair_max(p[:, 0], p[:, 1])
+            r = rows.reshape(N * C * H // 2, 2, W // 2)  # the two rows of each window
+            y, down = _pair_max(r[:, 0], r[:, 1])
+            self.pair_masks = (across, down)
+            return y.reshape(N, C, H // 2, W // 2)
         padded = _padded(x, self.pad, -np.inf)
         y = indexes = None
         for k, index in _window_offsets(self):
@@ -346,11 +376,13 @@ class Pooling(_Pool):
 
 # %% [markdown]
 # `PoolingGrad` sends each output gradient to the winning element of its window and puts 0
-# elsewhere. When windows tile the image no element is in two windows, so it can copy; otherwise it
-# adds through `_scatter_to_windows`.
+# elsewhere. On the 2x2 path it undoes the two stages in reverse order: each gradient goes to the
+# winning row, then to the winning element of that row (`_pair_spread`). Otherwise it adds
+# through `_scatter_to_windows`, since windows may overlap.
 
 # %%
 #| export dezero_like/functions_conv.py
+import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
 
@@ -368,13 +400,17 @@ class PoolingGrad(Function):
     def forward(self, gy):
         self.retain_inputs(())
         xp = cuda.get_array_module(gy)
+        if self.pool.pair_masks is not None:  # the 2x2 path: undo its two stages
+            across, down = self.pool.pair_masks
+            N, C, H, W = self.pool.x_shape
+            g = gy.astype(self.pool.dtype, copy=False).reshape(-1, W // 2)
+            rows = np.empty((len(g), 2, W // 2), dtype=g.dtype)
+            _pair_spread(g, down, rows[:, 0], rows[:, 1])
+            gx = np.empty((N * C * H * W // 2, 2), dtype=g.dtype)
+            _pair_spread(rows.reshape(-1), across, gx[:, 0], gx[:, 1])
+            return gx.reshape(N, C, H, W)
         idx = self.pool.indexes
         zero = gy.dtype.type(0)
-        if self.pool.tiles:  # each input element is in exactly one window: no adding up
-            gx = xp.zeros(self.pool.x_shape, dtype=gy.dtype)
-            for k, view in enumerate(_tile_views(gx, self.pool)):
-                xp.copyto(view, gy, where=idx == k)
-            return gx
         return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
 
     def backward(self, ggx):
@@ -401,6 +437,12 @@ class Pooling2DWithIndexes(Function):
     def forward(self, x):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
+        if self.pool.pair_masks is not None:  # the 2x2 path: pick in a row, then across rows
+            across, down = self.pool.pair_masks
+            N, C, H, W = x.shape
+            p = x.astype(self.pool.dtype, copy=False).reshape(-1, 2)
+            r = _pair_pick(p[:, 0], p[:, 1], across).reshape(-1, 2, W // 2)
+            return _pair_pick(r[:, 0], r[:, 1], down).reshape(N, C, H // 2, W // 2)
         padded = _padded(x, self.pool.pad, 0)
         idx = self.pool.indexes
         y = xp.zeros(idx.shape, dtype=x.dtype)

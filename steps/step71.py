@@ -664,9 +664,12 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
         from dezero_like import cuda_kernels
 
         return cuda_kernels.im2col_channels_first(img, kernel_size, stride, pad, (OH, OW))
-    if PH or PW:
-        img = xp.pad(img, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant")
-    img = img.transpose(1, 0, 2, 3)
+    if PH or PW:  # pad and move the channels first in one copy
+        padded = xp.zeros((C, N, H + 2 * PH, W + 2 * PW), dtype=img.dtype)
+        padded[:, :, PH:PH + H, PW:PW + W] = img.transpose(1, 0, 2, 3)
+        img = padded
+    else:
+        img = img.transpose(1, 0, 2, 3)
     col = xp.empty((C, KH, KW, N, OH, OW), dtype=img.dtype)
     for i in range(KH):
         for j in range(KW):
@@ -677,12 +680,15 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
 # %% [markdown]
 # In `Deconv2d.forward` only the last move changes: on a GPU, `col2im_gather` reads the columns in
 # their `(OC, KH, KW, N, H, W)` layout directly, so the transpose before `col2im_array` is skipped.
+# The kernel also takes stride 1, where the CPU uses the long runs of step 57.
 
 # %%
 #| export dezero_like/functions_conv.py Deconv2d
+from dezero_like import cuda
 from dezero_like.functions_conv import (
     _bias,
     _check_conv_weight,
+    _deconv_stride1,
     col2im_array,
     get_conv_outsize,
     get_deconv_outsize,
@@ -712,6 +718,9 @@ def forward(self, x, W, b=None):
             )
     if OH < 1 or OW < 1:
         raise ValueError(f"deconv2d: the output would be {OH}x{OW}; reduce pad")
+    if self.stride == (1, 1) and not _raw_gpu(x):  # long runs instead of short rows
+        y = _deconv_stride1(x, W, (OH, OW), self.pad)
+        return _bias(cuda.get_array_module(y).ascontiguousarray(y), b)
     # One matrix product for the whole batch: W^T (OC*KH*KW, C) @ x (C, N*H*W) gives
     # every column of the output; viewed as (N, OC, KH, KW, H, W) it is col2im's input.
     xt = x.transpose(1, 0, 2, 3).reshape(C, N * H * Wd)
@@ -736,27 +745,26 @@ def forward(self, x, W, b=None):
 #| export dezero_like/functions_conv.py Pooling
 import numpy as np
 from dezero_like import cuda
-from dezero_like.functions_conv import _padded, _tile_views, _window_offsets
+from dezero_like.functions_conv import _padded, _pair_max, _window_offsets
 
 
 def forward(self, x):
     self._setup("pooling", x)
     xp = cuda.get_array_module(x)
+    self.pair_masks = None
     if self.tiles and _raw_gpu(x):  # on a GPU: one kernel (step 71)
         from dezero_like import cuda_kernels
 
         y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
         return y
-    if self.tiles:  # windows that tile the image: strided views, no padded copy
-        views = _tile_views(x, self)
-        y = views[0].copy()
-        for v in views[1:]:
-            xp.maximum(y, v, out=y)
-        indexes = xp.zeros(y.shape, dtype=np.int32)
-        for k in range(len(views) - 1, -1, -1):  # the first maximum wins: lowest k last
-            xp.copyto(indexes, k, where=views[k] == y)
-        self.indexes = indexes
-        return y
+    if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
+        N, C, H, W = x.shape
+        p = x.reshape(-1, 2)  # the two neighbours in a row of each window
+        rows, across = _pair_max(p[:, 0], p[:, 1])
+        r = rows.reshape(N * C * H // 2, 2, W // 2)  # the two rows of each window
+        y, down = _pair_max(r[:, 0], r[:, 1])
+        self.pair_masks = (across, down)
+        return y.reshape(N, C, H // 2, W // 2)
     padded = _padded(x, self.pad, -np.inf)
     y = indexes = None
     for k, index in _window_offsets(self):
@@ -774,13 +782,23 @@ def forward(self, x):
 
 # %%
 #| export dezero_like/functions_conv.py PoolingGrad
+import numpy as np
 from dezero_like import cuda
-from dezero_like.functions_conv import _scatter_to_windows, _tile_views
+from dezero_like.functions_conv import _pair_spread, _scatter_to_windows
 
 
 def forward(self, gy):
     self.retain_inputs(())
     xp = cuda.get_array_module(gy)
+    if self.pool.pair_masks is not None:  # the 2x2 path: undo its two stages
+        across, down = self.pool.pair_masks
+        N, C, H, W = self.pool.x_shape
+        g = gy.astype(self.pool.dtype, copy=False).reshape(-1, W // 2)
+        rows = np.empty((len(g), 2, W // 2), dtype=g.dtype)
+        _pair_spread(g, down, rows[:, 0], rows[:, 1])
+        gx = np.empty((N * C * H * W // 2, 2), dtype=g.dtype)
+        _pair_spread(rows.reshape(-1), across, gx[:, 0], gx[:, 1])
+        return gx.reshape(N, C, H, W)
     idx = self.pool.indexes
     zero = gy.dtype.type(0)
     if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71)
@@ -788,11 +806,6 @@ def forward(self, gy):
 
         return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
                                                 self.pool.kernel_size)
-    if self.pool.tiles:  # each input element is in exactly one window: no adding up
-        gx = xp.zeros(self.pool.x_shape, dtype=gy.dtype)
-        for k, view in enumerate(_tile_views(gx, self.pool)):
-            xp.copyto(view, gy, where=idx == k)
-        return gx
     return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
 
 

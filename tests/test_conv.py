@@ -254,6 +254,10 @@ DECONV_CASES = [
     (1, 2, 3, 5, 3, 3, 2, 1, None),
     (2, 1, 3, 3, 2, (2, 4), (3, 2), (0, 1), None),
     (1, 2, 3, 3, 2, 3, 2, 0, (8, 8)),  # a stride-2 conv maps both 7 and 8 back to 3
+    # stride 1 takes the long-run path (_deconv_stride1): padding, non-square kernels
+    (2, 2, 5, 4, 3, (3, 2), 1, (1, 0), None),
+    (1, 3, 4, 6, 2, (2, 3), 1, (1, 2), None),
+    (2, 1, 1, 1, 2, 1, 1, 0, None),
 ]
 
 
@@ -289,6 +293,15 @@ def test_deconv2d_is_the_transpose_of_conv2d():
     g = np.random.default_rng(24).standard_normal(y.shape)
     back = Fc.deconv2d(g, Wt, None, s, p, outsize=x.shape[2:]).data
     np.testing.assert_allclose((y * g).sum(), (x * back).sum(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_stride_one_deconv2d_keeps_the_dtype_and_returns_a_contiguous_array(dtype):
+    x, Wt, b, s, p, outsize = _deconv_case(DECONV_CASES[4], 25)
+    y = Fc.deconv2d(x.astype(dtype), Wt.astype(dtype), b.astype(dtype), s, p)
+    assert y.dtype == dtype and y.data.flags.c_contiguous
+    np.testing.assert_allclose(y.data, deconv_ref(x, Wt, b, s, p),
+                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
 
 
 def test_deconv2d_rejects_an_inconsistent_outsize():
@@ -388,6 +401,81 @@ def test_max_pooling_gradient_goes_to_the_winner_only():
     y.backward()
     np.testing.assert_array_equal(y.data, [[[[5.0]]]])
     np.testing.assert_array_equal(x.grad.data, [[[[0.0, 1.0], [0.0, 0.0]]]])
+
+
+def _first_winner_grad(x, gy, k):
+    """The gradient of max pooling with k x k tiles, by loops: the first maximum of each window
+    in reading order takes the whole output gradient."""
+    gx = np.zeros(x.shape, dtype=gy.dtype)
+    N, C, H, W = x.shape
+    for n in range(N):
+        for c in range(C):
+            for i in range(H // k):
+                for j in range(W // k):
+                    win = x[n, c, i * k:(i + 1) * k, j * k:(j + 1) * k]
+                    a, b = divmod(int(np.argmax(win)), k)  # argmax: the first maximum
+                    gx[n, c, i * k + a, j * k + b] = gy[n, c, i, j]
+    return gx
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_two_by_two_pooling_routes_ties_to_the_first_maximum(dtype):
+    # small integers: most windows hold ties, in every pattern (two in a row, in a column,
+    # on a diagonal, all four equal), as after a ReLU
+    rng = np.random.default_rng(44)
+    x = rng.integers(0, 3, size=(3, 4, 6, 8)).astype(dtype)
+    xv = dz.Variable(x)
+    y = Fc.pooling(xv, 2, 2)
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y.data, pool_ref(x, 2, 2, 0, np.max))
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    y.backward(gy)
+    assert xv.grad.dtype == dtype
+    np.testing.assert_array_equal(xv.grad.data, _first_winner_grad(x, gy, 2))
+
+
+def test_two_by_two_pooling_passes_infinite_gradients_to_the_winner_only():
+    x = dz.Variable(np.array([[[[1.0, 5.0], [3.0, 2.0]], [[7.0, 0.0], [0.0, 7.0]]]]))
+    y = Fc.pooling(x, 2)
+    y.backward(np.array([[[[np.inf]], [[-np.inf]]]]))
+    # a product with a 0/1 mask would put inf * 0 = nan in the losers' places
+    np.testing.assert_array_equal(x.grad.data, [[[[0.0, np.inf], [0.0, 0.0]],
+                                                  [[-np.inf, 0.0], [0.0, 0.0]]]])
+
+
+def test_two_by_two_pooling_keeps_the_input_dtype_for_another_gradient_dtype():
+    x = dz.Variable(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4))
+    y = Fc.pooling(x, 2)
+    y.backward(np.ones(y.shape, dtype=np.float64))
+    assert x.grad.dtype == np.float32
+    np.testing.assert_array_equal(x.grad.data[0, 0], [[0, 0, 0, 0], [0, 1, 0, 1],
+                                                      [0, 0, 0, 0], [0, 1, 0, 1]])
+
+
+def test_two_by_two_pooling_second_derivatives():
+    shape = (2, 2, 4, 6)
+    x0 = np.random.default_rng(45).permutation(np.prod(shape)).reshape(shape) / 7.0
+    w = np.random.default_rng(46).standard_normal((2, 2, 2, 3))
+
+    def grad_of(x):
+        y = Fc.pooling(x, 2)
+        (y * y * y * w).sum().backward(create_graph=True)
+        g = x.grad
+        x.cleargrad()
+        return g
+
+    assert gradient_check(grad_of, x0)
+
+
+def test_two_by_two_pooling_on_a_non_contiguous_input():
+    x = np.random.default_rng(47).standard_normal((4, 6, 3, 2)).transpose(3, 2, 0, 1)
+    xv = dz.Variable(x)
+    y = Fc.pooling(xv, 2)
+    np.testing.assert_array_equal(y.data, pool_ref(x, 2, 2, 0, np.max))
+    gy = np.random.default_rng(48).standard_normal(y.shape).transpose(0, 1, 3, 2).copy()
+    y.backward(gy.transpose(0, 1, 3, 2))
+    np.testing.assert_array_equal(xv.grad.data,
+                                  _first_winner_grad(x, gy.transpose(0, 1, 3, 2), 2))
 
 
 # --------------------------------------------------------------------------- #
