@@ -20,7 +20,9 @@ Then a small CNN (conv16-pool-conv32-pool-fc100-fc10, 3x3 convolutions,
 10,000 images, batch 100): dezero_like against PyTorch.
 
 Each figure is the median of ``--epochs`` timed epochs after one untimed
-warm-up epoch (CuPy compiles and caches its kernels on first use). The
+warm-up epoch (CuPy compiles and caches its kernels on first use). The columns
+take turns, one epoch each per round, so a slow spell of a shared machine
+falls on all of them alike. The
 training images are MNIST's when cached (``DEZERO_LIKE_DATA``), else the
 10,000 test images repeated six times (the timing does not depend on which
 digits they are); the script says which.
@@ -284,16 +286,39 @@ def ours_cnn(x, t, gpu):
 # --------------------------------------------------------------------------- #
 
 
-def timed(run_epoch, epochs, sync):
-    run_epoch()  # warm-up: kernel compilation, allocator pools, BLAS handles
-    sync()
-    times, loss = [], None
-    for _ in range(epochs):
-        start = time.perf_counter()
-        loss = run_epoch()  # reads the loss: the epoch's work is finished
+def timed(columns, epochs):
+    """Time ``columns`` ``[(name, run_epoch, sync), ...]``, taking turns epoch by epoch.
+
+    Every column is warmed up once (kernel compilation, allocator pools, BLAS
+    handles), then each round runs one epoch of every column in turn. Taking
+    turns puts the same machine state under every column: a slow minute on a
+    shared machine slows all of them, not just the one measured then. Returns
+    ``{name: (median, min, max, last loss, [seconds per round])}``.
+    """
+    for _, run_epoch, sync in columns:
+        run_epoch()
         sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times), max(times), loss
+    times = {name: [] for name, _, _ in columns}
+    losses = {}
+    for _ in range(epochs):
+        for name, run_epoch, sync in columns:
+            start = time.perf_counter()
+            losses[name] = run_epoch()  # reads the loss: the epoch's work is finished
+            sync()
+            times[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(ts), min(ts), max(ts), losses[name], ts)
+            for name, ts in times.items()}
+
+
+def report(results):
+    for name, (med, lo, hi, loss, _) in results.items():
+        print(f"  {name:16s} {med:7.3f} s/epoch (min {lo:.3f}, max {hi:.3f})  loss {loss:.4f}")
+
+
+def round_ratios(results, name):
+    """dezero_like's epoch over ``name``'s, round by round (both measured back to back)."""
+    ours, theirs = results["dezero_like"][4], results[name][4]
+    return ", ".join(f"{a / b:.2f}" for a, b in zip(ours, theirs))
 
 
 def main(argv=None):
@@ -302,7 +327,8 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs per column")
     parser.add_argument("--hidden", type=int, default=1000)
     parser.add_argument("--layers", type=int, default=1, help="hidden layers (1 or 2)")
-    parser.add_argument("--skip-cnn", action="store_true")
+    parser.add_argument("--skip-mlp", action="store_true", help="time only the small CNN")
+    parser.add_argument("--skip-cnn", action="store_true", help="time only the MLP")
     args = parser.parse_args(argv)
     print("command: python " + " ".join(shlex.quote(a) for a in sys.argv))
     print("machine:", _machine.describe())
@@ -332,36 +358,36 @@ def main(argv=None):
         print("PyTorch: not installed; its column is left out")
 
     x, t, where = load_rows()
-    sizes = (784,) + (args.hidden,) * args.layers + (10,)
-    print(f"data: {where}; MLP {'-'.join(map(str, sizes))}, sigmoid, SGD lr {LR}, "
-          f"batch {BATCH}, {len(x)} rows per epoch, float32, each batch copied to the device")
-    columns = [("dezero_like", ours(sizes, x, t, gpu), sync),
-               ("by hand", by_hand(sizes, x, t, xp), sync)]
-    if gpu:
-        columns.append(("by hand, fused", by_hand(sizes, x, t, xp, fused=True), sync))
-    if torch is not None:
-        columns.append(("PyTorch eager", pytorch(sizes, x, t, tdev), tsync))
-    results = {}
-    for name, run, s in columns:
-        med, lo, hi, loss = timed(run, args.epochs, s)
-        results[name] = med
-        print(f"  {name:16s} {med:7.3f} s/epoch (min {lo:.3f}, max {hi:.3f})  loss {loss:.4f}")
-    ref = results["dezero_like"]
-    print("ratios (dezero_like / column): " + ", ".join(
-        f"{name} {ref / sec:.2f}" for name, sec in results.items() if name != "dezero_like"))
+    print(f"data: {where}")
+    if not args.skip_mlp:
+        sizes = (784,) + (args.hidden,) * args.layers + (10,)
+        print(f"MLP {'-'.join(map(str, sizes))}, sigmoid, SGD lr {LR}, batch {BATCH}, "
+              f"{len(x)} rows per epoch, float32, each batch copied to the device")
+        columns = [("dezero_like", ours(sizes, x, t, gpu), sync),
+                   ("by hand", by_hand(sizes, x, t, xp), sync)]
+        if gpu:
+            columns.append(("by hand, fused", by_hand(sizes, x, t, xp, fused=True), sync))
+        if torch is not None:
+            columns.append(("PyTorch eager", pytorch(sizes, x, t, tdev), tsync))
+        results = timed(columns, args.epochs)
+        report(results)
+        ref = results["dezero_like"][0]
+        print("ratios (dezero_like / column, of the medians): " + ", ".join(
+            f"{name} {ref / res[0]:.2f}" for name, res in results.items() if name != "dezero_like"))
 
     if args.skip_cnn:
         return 0
     xc, tc = x[:10000], t[:10000]
     print("small CNN conv16-pool-conv32-pool-fc100-fc10 (3x3, ReLU, max pooling), "
           f"10,000 images, batch {BATCH}, SGD lr 0.1")
-    cnn = {"dezero_like": timed(ours_cnn(xc, tc, gpu), args.epochs, sync)}
+    columns = [("dezero_like", ours_cnn(xc, tc, gpu), sync)]
     if torch is not None:
-        cnn["PyTorch eager"] = timed(pytorch(None, xc, tc, tdev, conv=True), args.epochs, tsync)
-    for name, (med, lo, hi, loss) in cnn.items():
-        print(f"  {name:16s} {med:7.3f} s/epoch (min {lo:.3f}, max {hi:.3f})  loss {loss:.4f}")
+        columns.append(("PyTorch eager", pytorch(None, xc, tc, tdev, conv=True), tsync))
+    cnn = timed(columns, args.epochs)
+    report(cnn)
     if torch is not None:
-        print(f"ratio dezero_like / PyTorch: {cnn['dezero_like'][0] / cnn['PyTorch eager'][0]:.2f}")
+        print(f"ratio dezero_like / PyTorch: {cnn['dezero_like'][0] / cnn['PyTorch eager'][0]:.2f}"
+              f" (of the medians; round by round: {round_ratios(cnn, 'PyTorch eager')})")
     return 0
 
 

@@ -72,3 +72,32 @@ def test_hot_path_probe_times_every_case_on_the_finished_package(load_benchmark)
         "with no_grad(): F.sin(x) (per call)", "sin chain, 1000x1000 float32 (per step)",
     }
     assert all(t > 0 for t in result.values())
+
+
+def test_mnist_gpu_columns_take_turns_and_ratios_are_per_round(load_benchmark):
+    bench = load_benchmark("mnist_gpu")
+    order = []
+
+    def column(name):
+        def run_epoch():
+            order.append(name)
+            return len(order)  # the "loss": which call this was
+        return name, run_epoch, lambda: None
+
+    results = bench.timed([column("dezero_like"), column("PyTorch eager")], 3)
+    # one warm-up each, then one epoch of each column per round, in turn
+    assert order == ["dezero_like", "PyTorch eager"] * 4
+    assert [len(results[name][4]) for name in results] == [3, 3]
+    assert results["PyTorch eager"][3] == 8  # the last epoch's loss is reported
+    results = {"dezero_like": (0, 0, 0, 0, [2.0, 3.0]), "PyTorch eager": (0, 0, 0, 0, [1.0, 2.0])}
+    assert bench.round_ratios(results, "PyTorch eager") == "2.00, 1.50"
+
+
+def test_mnist_gpu_benchmark_runs_the_small_cnn_on_the_cpu(monkeypatch):
+    monkeypatch.setenv("DEZERO_LIKE_DATA", str(ROOT.parent / "shared" / "data"))
+    if not (ROOT.parent / "shared" / "data" / "mnist").is_dir():
+        pytest.skip("../shared/data/mnist is not beside the checkout")
+    out = run_script("benchmarks/mnist_gpu.py", "--device", "cpu", "--epochs", "1",
+                     "--skip-mlp")
+    assert out.startswith("command: ") and "machine: " in out
+    assert "small CNN" in out and "dezero_like" in out

@@ -85,6 +85,8 @@ CONV_CASES = [
     (1, 3, 6, 6, 1, 1, 1, 0),
     (2, 1, 10, 10, 2, 5, 3, 2),
     (1, 2, 4, 5, 3, 4, 1, 2),
+    # C*KH*KW = 72 rows: the weight gradient takes one long product, not per-image ones
+    (2, 8, 5, 6, 3, 3, (1, 2), 1),
 ]
 
 
@@ -239,6 +241,63 @@ def test_gradient_check_conv2d_x_W_b(case):
     assert gradient_check(lambda v: Fc.conv2d(v, Wt, b, s, p) * gy, x)
     assert gradient_check(lambda v: Fc.conv2d(x, v, b, s, p) * gy, Wt)
     assert gradient_check(lambda v: Fc.conv2d(x, Wt, v, s, p) * gy, b)
+
+
+def grad_W_ref(x, gy, kernel, stride, pad):
+    """gW[o,c,i,j] = sum over n, p, q of gy[n,o,p,q] * x_padded[n,c,p*SH+i,q*SW+j]."""
+    kh, kw = Fc.pair(kernel)
+    sh, sw = Fc.pair(stride)
+    ph, pw = Fc.pair(pad)
+    xp = _pad(x, ph, pw)
+    OH, OW = gy.shape[2:]
+    gW = np.zeros((gy.shape[1], x.shape[1], kh, kw))
+    for i in range(kh):
+        for j in range(kw):
+            window = xp[:, :, i:i + sh * OH:sh, j:j + sw * OW:sw]
+            gW[:, :, i, j] = np.einsum("nopq,ncpq->oc", gy, window)
+    return gW
+
+
+@pytest.mark.parametrize("keep", [True, False], ids=["kept-columns", "rebuilt-columns"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("C", [1, 8], ids=["per-image-products", "one-long-product"])
+def test_weight_gradient_both_products_and_kept_columns(C, dtype, keep, monkeypatch):
+    """Both ways of cutting the weight gradient's product, with or without forward's columns."""
+    monkeypatch.setattr(Fc.Conv2d, "keep_col_bytes", 2**30 if keep else 0)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, C, 7, 6)).astype(dtype)
+    Wv = dz.Variable(rng.standard_normal((4, C, 3, 3)).astype(dtype))
+    y = Fc.conv2d(x, Wv, None, (2, 1), 1)
+    assert (y.creator.col is not None) == keep
+    gy = rng.standard_normal(y.shape).astype(dtype)
+    y.backward(gradient=gy)
+    assert y.creator.col is None  # released with the rest of what backward needed
+    assert Wv.grad.dtype == dtype
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(Wv.grad.data, grad_W_ref(x, gy, 3, (2, 1), 1), rtol=tol, atol=tol)
+
+
+def test_kept_columns_serve_every_backward_of_a_retained_graph():
+    x, Wt, b, s, p = _case(CONV_CASES[-1], 21)
+    Wv = dz.Variable(Wt)
+    y = Fc.conv2d(x, Wv, b, s, p)
+    assert y.creator.col is not None
+    y.backward(retain_graph=True)
+    first = Wv.grad.data.copy()
+    assert y.creator.col is not None  # the graph is kept, and so are the columns
+    Wv.cleargrad()
+    y.backward()
+    np.testing.assert_array_equal(Wv.grad.data, first)
+    assert y.creator.col is None
+
+
+def test_no_columns_are_kept_without_a_weight_gradient():
+    x, Wt, b, s, p = _case(CONV_CASES[0], 22)
+    xv = dz.Variable(x)
+    y = Fc.conv2d(xv, dz.Variable(Wt, requires_grad=False), b, s, p)
+    assert y.creator.col is None
+    with dz.no_grad():
+        assert Fc.conv2d(xv, Wt, b, s, p).creator is None
 
 
 def test_conv2d_grads_are_only_computed_when_needed():
