@@ -893,9 +893,13 @@ print("package conv2d == direct loops:", np.allclose(y_pkg.data, ref))
 # `Fc.conv2d` is the same idea written as one `Function`, with two changes
 # for speed and memory:
 #
-# * it keeps `col` as an $(N, C K_H K_W, O_H O_W)$ array and computes
-#   `W_mat @ col` for all images in one batched product, which lands directly
-#   in the $(N, OC, O_H, O_W)$ layout (no transpose copy);
+# * it builds `col` channels first, as a $(C K_H K_W, N O_H O_W)$ matrix, and
+#   computes `W_mat @ col` for the whole batch as one matrix product (one
+#   product per image is several times slower); a single copy then moves the
+#   output channels into the $(N, OC, O_H, O_W)$ layout while adding the bias;
+# * it keeps `col` for the weight gradient, which needs the same columns, when
+#   they fit in `Fc.Conv2d.keep_col_bytes` (64 MiB): one im2col fewer per
+#   backward, for $K_H K_W$ times the input's memory until backward is done;
 # * its backward is written with two other differentiable functions instead
 #   of tracing back through a big `col`:
 #   * $\partial L/\partial x$ is a **transposed convolution**, `deconv2d(gy, W)`:
@@ -911,7 +915,12 @@ print("package conv2d == direct loops:", np.allclose(y_pkg.data, ref))
 
 # %%
 xv, Wv, bv = dz.Variable(x), dz.Variable(W), dz.Variable(b)
-Fc.conv2d(xv, Wv, bv, 2, 1).sum().backward()
+yv = Fc.conv2d(xv, Wv, bv, 2, 1)
+kept = yv.creator.col
+print(f"columns kept for the weight gradient: shape {kept.shape}, "
+      f"{kept.nbytes / x.nbytes:.2f}x the input's bytes")
+yv.sum().backward()
+print("kept after backward:", yv.creator.col)  # released with the rest of the graph's arrays
 xs, Ws, bs = dz.Variable(x), dz.Variable(W), dz.Variable(b)
 conv2d_simple(xs, Ws, bs, 2, 1).sum().backward()
 print("same gradients (x, W, b):", all(
