@@ -22,10 +22,9 @@ Then a small CNN (conv16-pool-conv32-pool-fc100-fc10, 3x3 convolutions,
 Each figure is the median of ``--epochs`` timed epochs after one untimed
 warm-up epoch (CuPy compiles and caches its kernels on first use). The columns
 take turns, one epoch each per round, so a slow spell of a shared machine
-falls on all of them alike. The
-training images are MNIST's when cached (``DEZERO_LIKE_DATA``), else the
-10,000 test images repeated six times (the timing does not depend on which
-digits they are); the script says which.
+falls on all of them alike. The training images are MNIST's when cached
+(``DEZERO_LIKE_DATA``), else the 10,000 test images repeated six times (the
+timing does not depend on which digits they are); the script says which.
 """
 
 from __future__ import annotations

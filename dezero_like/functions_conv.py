@@ -169,6 +169,9 @@ class Conv2d(Function):
     Gradients: ``gx = deconv2d(gy, W)`` (the transposed convolution),
     ``gW = Conv2DGradW(x, gy)`` (correlate the input with the output gradient),
     ``gb = sum of gy over (N, OH, OW)``. All three are differentiable.
+
+    Forward keeps its column array for ``gW`` when it takes at most
+    ``Conv2d.keep_col_bytes`` (a class attribute; 0 never keeps it).
     """
 
     keep_col_bytes = 64 * 2**20  # keep forward's columns for gW when at most this big
