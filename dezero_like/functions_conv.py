@@ -364,10 +364,12 @@ class Conv2DGradW(Function):
             col = _im2col_channels_first(x, self.kernel_size, self.stride, self.pad)
         self.col = None  # its own backward needs only x and gy
         K = C * KH * KW
-        if K <= 64 and cuda.get_array_module(x) is np:
+        blas = cuda.get_array_module(x) is np and x.dtype in (np.float32, np.float64)
+        if K <= 64 and blas:
             # Few rows (a first layer: K = 9 on MNIST). One long product would make a tiny
             # (K, OC) result out of sums of N*OH*OW terms, a shape OpenBLAS runs 4-5x slower
-            # than this sum of N per-image products (K, OH*OW) @ (OH*OW, OC).
+            # than this sum of N per-image products (K, OH*OW) @ (OH*OW, OC). (Not in
+            # float16: no BLAS there, and rounding each image's product costs accuracy.)
             per_image = (col.reshape(K, N, OH * OW).transpose(1, 0, 2)
                          @ gy.reshape(N, OC, OH * OW).transpose(0, 2, 1))
             return per_image.sum(axis=0).T.reshape(OC, C, KH, KW)

@@ -277,6 +277,17 @@ def test_weight_gradient_both_products_and_kept_columns(C, dtype, keep, monkeypa
     np.testing.assert_allclose(Wv.grad.data, grad_W_ref(x, gy, 3, (2, 1), 1), rtol=tol, atol=tol)
 
 
+def test_float16_weight_gradient_of_a_first_layer_keeps_its_accuracy():
+    """No per-image products in float16: each would be rounded before the sum."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((100, 1, 28, 28)).astype(np.float16)
+    gy = (rng.standard_normal((100, 4, 28, 28)) * 0.01).astype(np.float16)
+    gW = Fc.Conv2DGradW((3, 3), 1, 1)(x, gy).data
+    ref = grad_W_ref(x.astype(np.float64), gy.astype(np.float64), 3, 1, 1)
+    assert gW.dtype == np.float16
+    assert np.abs(gW - ref).max() < 1e-3 * np.abs(ref).max()
+
+
 def test_kept_columns_serve_every_backward_of_a_retained_graph():
     x, Wt, b, s, p = _case(CONV_CASES[-1], 21)
     Wv = dz.Variable(Wt)
