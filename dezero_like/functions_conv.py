@@ -159,6 +159,17 @@ def _sum_bias_grad(gy):
     return F.sum(gy, axis=(0, 2, 3))
 
 
+def _per_image(x, K):
+    """Whether a convolution's product is better cut into one product per image.
+
+    With few rows (``K = C*KH*KW``, 9 for an MNIST first layer) one long product
+    has a tiny side that OpenBLAS handles several times more slowly than N
+    shorter ones. Only for NumPy's BLAS dtypes: CuPy's kernels and float16 keep
+    the long product (in float16 each image's product would also be rounded).
+    """
+    return K <= 64 and cuda.get_array_module(x) is np and x.dtype in (np.float32, np.float64)
+
+
 class Conv2d(Function):
     r"""2-d convolution (cross-correlation, as in every DL framework).
 
@@ -195,16 +206,28 @@ class Conv2d(Function):
         N = x.shape[0]
         OC = W.shape[0]
         # One matrix product for the whole batch: W (OC, C*KH*KW) @ col (C*KH*KW, N*OH*OW).
-        # (One small product per image, as a batched matmul, is several times slower.)
+        # (One small product per image, as a batched matmul, is several times slower,
+        # except for layers with few rows: see _per_image.)
         col = _im2col_channels_first(x, (KH, KW), self.stride, self.pad)
         if self.needs_input_grad and needs[1] and col.nbytes <= self.keep_col_bytes:
             self.col = col  # the weight gradient's operand: saves an im2col in backward
         OH, OW = col.shape[4:]
-        y = W.reshape(OC, -1) @ col.reshape(-1, N * OH * OW)
+        K = col.shape[0] * KH * KW
+        if _per_image(x, K):  # each image's product lands in (N, OC, OH*OW): no copy
+            y = W.reshape(OC, K) @ col.reshape(K, N, OH * OW).transpose(1, 0, 2)
+            y = y.reshape(N, OC, OH, OW)
+            if b is None:
+                return y
+            in_place = y.dtype == xp.result_type(y, b)
+            return xp.add(y, b.reshape(1, OC, 1, 1), out=y if in_place else None)
+        y = W.reshape(OC, K) @ col.reshape(K, N * OH * OW)
         y = y.reshape(OC, N, OH, OW).transpose(1, 0, 2, 3)  # a view: (N, OC, OH, OW)
         if b is None:
             return xp.ascontiguousarray(y)
-        return xp.add(y, b.reshape(1, OC, 1, 1))  # the bias and the copy in one pass
+        # the bias and the copy in one pass, into a C-ordered array (left to itself, NumPy
+        # would lay the sum out like its transposed input)
+        out = xp.empty(y.shape, dtype=xp.result_type(y, b))
+        return xp.add(y, b.reshape(1, OC, 1, 1), out=out)
 
     def backward(self, gy):
         x, W = self.inputs[:2]
@@ -364,12 +387,10 @@ class Conv2DGradW(Function):
             col = _im2col_channels_first(x, self.kernel_size, self.stride, self.pad)
         self.col = None  # its own backward needs only x and gy
         K = C * KH * KW
-        blas = cuda.get_array_module(x) is np and x.dtype in (np.float32, np.float64)
-        if K <= 64 and blas:
+        if _per_image(x, K):
             # Few rows (a first layer: K = 9 on MNIST). One long product would make a tiny
             # (K, OC) result out of sums of N*OH*OW terms, a shape OpenBLAS runs 4-5x slower
-            # than this sum of N per-image products (K, OH*OW) @ (OH*OW, OC). (Not in
-            # float16: no BLAS there, and rounding each image's product costs accuracy.)
+            # than this sum of N per-image products (K, OH*OW) @ (OH*OW, OC).
             per_image = (col.reshape(K, N, OH * OW).transpose(1, 0, 2)
                          @ gy.reshape(N, OC, OH * OW).transpose(0, 2, 1))
             return per_image.sum(axis=0).T.reshape(OC, C, KH, KW)

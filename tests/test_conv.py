@@ -288,6 +288,21 @@ def test_float16_weight_gradient_of_a_first_layer_keeps_its_accuracy():
     assert np.abs(gW - ref).max() < 1e-3 * np.abs(ref).max()
 
 
+@pytest.mark.parametrize("C", [1, 8], ids=["per-image-products", "one-long-product"])
+@pytest.mark.parametrize("b_dtype", [None, np.float32, np.float64])
+def test_conv2d_forward_dtype_and_values_on_both_products(C, b_dtype):
+    """Both cuts of the forward product give the same values and NumPy's result dtype."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, C, 6, 5)).astype(np.float32)
+    Wt = rng.standard_normal((4, C, 3, 3)).astype(np.float32)
+    b = None if b_dtype is None else rng.standard_normal(4).astype(b_dtype)
+    y = Fc.conv2d(x, Wt, b, 1, 1).data
+    assert y.dtype == (np.float32 if b_dtype is None else np.result_type(np.float32, b_dtype))
+    assert y.flags.c_contiguous
+    ref = conv_ref(x.astype(np.float64), Wt.astype(np.float64), b, 1, 1)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
 def test_kept_columns_serve_every_backward_of_a_retained_graph():
     x, Wt, b, s, p = _case(CONV_CASES[-1], 21)
     Wv = dz.Variable(Wt)
