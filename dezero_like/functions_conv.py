@@ -258,7 +258,7 @@ def conv2d(x, W, b=None, stride=1, pad=0):
 
 
 def _deconv_stride1(x, W, out_hw, pad):
-    """``deconv2d`` with stride 1: one matrix product, then one shifted add per kernel tap.
+    """``deconv2d`` with stride 1: per kernel tap, one matrix product and one shifted add.
 
     Returns a view ``(N, OC, OH, OW)`` of the full output cropped by ``pad``.
     """
@@ -269,14 +269,16 @@ def _deconv_stride1(x, W, out_hw, pad):
     run = H * Wq  # one tap's contribution, row after row
     xq = xp.zeros((C, N, H, Wq), dtype=x.dtype)
     xq[..., :Wd] = x.transpose(1, 0, 2, 3)
-    # every tap's plane at once: (OC*KH*KW, C) @ (C, N*run)
-    planes = (W.reshape(C, -1).T @ xq.reshape(C, N * run)).reshape(OC, KH, KW, N, run)
+    xq = xq.reshape(C, N * run)
+    dtype = xp.result_type(x.dtype, W.dtype)  # as W.T @ x would have it
     # KW - 1 extra: the last tap's run starts KW - 1 after a row start and is `run` long
-    y = xp.zeros((OC, N, Hq * Wq + KW - 1), dtype=planes.dtype)
+    y = xp.zeros((OC, N, Hq * Wq + KW - 1), dtype=dtype)
+    part = xp.empty((OC, N * run), dtype=dtype)
     for i in range(KH):
         for j in range(KW):
+            xp.matmul(W[:, :, i, j].T, xq, out=part)  # (OC, C) @ (C, N*run)
             start = i * Wq + j
-            y[:, :, start:start + run] += planes[:, i, j]
+            y[:, :, start:start + run] += part.reshape(OC, N, run)
     (OH, OW), (PH, PW) = out_hw, pad
     y = y[:, :, :Hq * Wq].reshape(OC, N, Hq, Wq)[:, :, PH:PH + OH, PW:PW + OW]
     return y.transpose(1, 0, 2, 3)

@@ -371,16 +371,14 @@ def conv2d(x, W, b=None, stride=1, pad=0):
 
 
 # %% [markdown]
-# With stride 1 (the input gradient of every stride-1 convolution is one), the columns can be
-# added in long runs. Pad each row of `x` with `KW - 1` zeros to the full output width `Wq`, and
-# compute the product `W^T @ x` that `Deconv2d` below computes too: one plane per kernel tap.
-# Tap `(i, j)`'s plane lands in the output shifted by `i * Wq + j` elements, so it is added with
-# one long add. `col2im_array` adds row by row instead (14 numbers at a time in a 14x14 feature
-# map, and NumPy's cost per row is larger than per number). The zeros in the padded columns make
-# a run that spills into the next row harmless. One product for all taps, rather than one small
-# product per tap, also means fewer BLAS calls: on a busy 2-core machine each call is a point
-# where BLAS's two threads wait for each other (an epoch of the benchmark CNN measured 7% faster
-# that way in such a spell, and 2% slower in a quiet one).
+# With stride 1 (the input gradient of every stride-1 convolution is one), there is a faster way
+# that needs no column array at all. Pad each row of `x` with `KW - 1` zeros to the full output
+# width `Wq`. Then kernel tap `(i, j)` contributes `W[:, :, i, j]^T @ x`, a whole image plane that
+# lands in the output shifted by `i * Wq + j` elements: one small matrix product and one long add
+# per tap. `col2im_array` adds row by row instead (14 numbers at a time in a 14x14 feature map,
+# and NumPy's cost per row is larger than per number), after writing all `KH * KW` planes of
+# `col` to memory. The zeros in the padded columns make a run that spills into the next row
+# harmless.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -388,7 +386,7 @@ from dezero_like import cuda
 
 
 def _deconv_stride1(x, W, out_hw, pad):
-    """``deconv2d`` with stride 1: one matrix product, then one shifted add per kernel tap.
+    """``deconv2d`` with stride 1: per kernel tap, one matrix product and one shifted add.
 
     Returns a view ``(N, OC, OH, OW)`` of the full output cropped by ``pad``.
     """
@@ -399,14 +397,16 @@ def _deconv_stride1(x, W, out_hw, pad):
     run = H * Wq  # one tap's contribution, row after row
     xq = xp.zeros((C, N, H, Wq), dtype=x.dtype)
     xq[..., :Wd] = x.transpose(1, 0, 2, 3)
-    # every tap's plane at once: (OC*KH*KW, C) @ (C, N*run)
-    planes = (W.reshape(C, -1).T @ xq.reshape(C, N * run)).reshape(OC, KH, KW, N, run)
+    xq = xq.reshape(C, N * run)
+    dtype = xp.result_type(x.dtype, W.dtype)  # as W.T @ x would have it
     # KW - 1 extra: the last tap's run starts KW - 1 after a row start and is `run` long
-    y = xp.zeros((OC, N, Hq * Wq + KW - 1), dtype=planes.dtype)
+    y = xp.zeros((OC, N, Hq * Wq + KW - 1), dtype=dtype)
+    part = xp.empty((OC, N * run), dtype=dtype)
     for i in range(KH):
         for j in range(KW):
+            xp.matmul(W[:, :, i, j].T, xq, out=part)  # (OC, C) @ (C, N*run)
             start = i * Wq + j
-            y[:, :, start:start + run] += planes[:, i, j]
+            y[:, :, start:start + run] += part.reshape(OC, N, run)
     (OH, OW), (PH, PW) = out_hw, pad
     y = y[:, :, :Hq * Wq].reshape(OC, N, Hq, Wq)[:, :, PH:PH + OH, PW:PW + OW]
     return y.transpose(1, 0, 2, 3)
