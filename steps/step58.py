@@ -896,7 +896,10 @@ print("package conv2d == direct loops:", np.allclose(y_pkg.data, ref))
 # * it builds `col` channels first, as a $(C K_H K_W, N O_H O_W)$ matrix, and
 #   computes `W_mat @ col` for the whole batch as one matrix product (one
 #   product per image is several times slower); a single copy then moves the
-#   output channels into the $(N, OC, O_H, O_W)$ layout while adding the bias;
+#   output channels into the $(N, OC, O_H, O_W)$ layout while adding the bias.
+#   A layer with few rows, `C*KH*KW <= 64` like a first layer on MNIST, is the
+#   exception: there one product per image is faster and lands in that layout
+#   directly (`_per_image`, step 57);
 # * it keeps `col` for the weight gradient, which needs the same columns, when
 #   they fit in `Fc.Conv2d.keep_col_bytes` (64 MiB): one im2col fewer per
 #   backward, for $K_H K_W$ times the input's memory until backward is done;
