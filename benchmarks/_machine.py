@@ -18,9 +18,23 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
+def blas():
+    """NumPy's BLAS library and how many threads it was told to use (its default: one per core)."""
+    import numpy as np
+
+    try:
+        info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        name = f"{info['name']} {info.get('version', '')}".strip()
+    except Exception:  # an older NumPy, or a build that does not say
+        name = "unknown"
+    told = [f"{var}={os.environ[var]}" for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+            if var in os.environ]
+    return f"{name} ({', '.join(told) or 'default threads'})"
+
+
 def describe():
-    """One line: operating system, CPU, core count, Python and NumPy versions."""
+    """One line: operating system, CPU, core count, Python, NumPy and its BLAS."""
     import numpy as np  # here, not at the top: benchmarks set BLAS threads before NumPy loads
 
     return (f"{platform.system()} {platform.release()}, {cpu_name()}, {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}, NumPy {np.__version__}")
+            f"Python {platform.python_version()}, NumPy {np.__version__}, BLAS {blas()}")
