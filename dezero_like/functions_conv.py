@@ -218,7 +218,7 @@ class Conv2d(Function):
             y = y.reshape(N, OC, OH, OW)
             if b is None:
                 return y
-            in_place = y.dtype == xp.result_type(y, b)
+            in_place = y.dtype == xp.result_type(y.dtype, b.dtype)
             return xp.add(y, b.reshape(1, OC, 1, 1), out=y if in_place else None)
         y = W.reshape(OC, K) @ col.reshape(K, N * OH * OW)
         y = y.reshape(OC, N, OH, OW).transpose(1, 0, 2, 3)  # a view: (N, OC, OH, OW)
@@ -226,7 +226,7 @@ class Conv2d(Function):
             return xp.ascontiguousarray(y)
         # the bias and the copy in one pass, into a C-ordered array (left to itself, NumPy
         # would lay the sum out like its transposed input)
-        out = xp.empty(y.shape, dtype=xp.result_type(y, b))
+        out = xp.empty(y.shape, dtype=xp.result_type(y.dtype, b.dtype))
         return xp.add(y, b.reshape(1, OC, 1, 1), out=out)
 
     def backward(self, gy):
