@@ -213,19 +213,16 @@ class Conv2d(Function):
             self.col = col  # the weight gradient's operand: saves an im2col in backward
         OH, OW = col.shape[4:]
         K = col.shape[0] * KH * KW
-        if _per_image(x, K):  # each image's product lands in (N, OC, OH*OW): no copy
+        if _per_image(x, K):  # each image's product lands in (N, OC, OH*OW): C-ordered
             y = W.reshape(OC, K) @ col.reshape(K, N, OH * OW).transpose(1, 0, 2)
             y = y.reshape(N, OC, OH, OW)
-            if b is None:
-                return y
-            in_place = y.dtype == xp.result_type(y.dtype, b.dtype)
-            return xp.add(y, b.reshape(1, OC, 1, 1), out=y if in_place else None)
-        y = W.reshape(OC, K) @ col.reshape(K, N * OH * OW)
-        y = y.reshape(OC, N, OH, OW).transpose(1, 0, 2, 3)  # a view: (N, OC, OH, OW)
+        else:
+            y = W.reshape(OC, K) @ col.reshape(K, N * OH * OW)
+            y = y.reshape(OC, N, OH, OW).transpose(1, 0, 2, 3)  # a view: (N, OC, OH, OW)
         if b is None:
-            return xp.ascontiguousarray(y)
-        # the bias and the copy in one pass, into a C-ordered array (left to itself, NumPy
-        # would lay the sum out like its transposed input)
+            return xp.ascontiguousarray(y)  # a copy only for the transposed view
+        # the bias (and any copy) in one pass, into a C-ordered array (left to itself, NumPy
+        # would lay the sum out like a transposed input)
         out = xp.empty(y.shape, dtype=xp.result_type(y.dtype, b.dtype))
         return xp.add(y, b.reshape(1, OC, 1, 1), out=out)
 
