@@ -218,7 +218,7 @@ __device__ void pool_tiles(const T* x, T* y, int* win, long long total, int H, i
     for (int i = 0; i < KH; ++i)
         for (int j = 0; j < KW; ++j) {
             T v = plane[(long long)(oh * KH + i) * W + ow * KW + j];
-            if (v > best) { best = v; k = i * KW + j; }  // strict: the first maximum wins
+            if (v > best || v != v) { best = v; k = i * KW + j; }  // first max; nan wins
         }
     y[idx] = best;
     win[idx] = k;

@@ -441,6 +441,8 @@ class Sigmoid(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
+        if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
+            x = x.astype(np.float64)
         if xp is not np:  # on a GPU: one fused kernel instead of four launches (step 71)
             from dezero_like import cuda_kernels
 
@@ -471,7 +473,7 @@ def sigmoid(x):
 
 # --- step 46 ------------------------------------------------------------
 class ReLU(Function):
-    """y = max(x, 0); dy/dx = 1 where x > 0, else 0.
+    """y = max(x, 0); dy/dx = 0 where x <= 0, else 1.
 
     Backward needs only *where* x was positive, so a boolean mask (one byte per
     element) is kept instead of the input. The derivative is piecewise constant,
@@ -482,7 +484,7 @@ class ReLU(Function):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
         if self.needs_input_grad:
-            self.mask = x > 0
+            self.mask = ~(x <= 0)  # x > 0, and nan (whose output is nan): as in PyTorch
         return xp.maximum(x, 0)
 
     def backward(self, gy):
@@ -774,8 +776,9 @@ __getattr__ = forward_names(__name__, {
 class Max(Function):
     """y = max of x over ``axis``; the gradient flows to the elements that were the maximum.
 
-    When several elements tie for the maximum, each of them receives the full
-    gradient (the same choice DeZero makes); ties are rare with real data.
+    Elements that tie for the maximum share the gradient equally, and a ``nan``
+    is the maximum of its group (it propagates, and takes the gradient), both as
+    in PyTorch's ``torch.max(x)``.
     """
 
     _reduce = "max"
@@ -789,14 +792,17 @@ class Max(Function):
         self.x_shape = x.shape
         y = getattr(x, self._reduce)(axis=self.axis, keepdims=True)
         if self.needs_input_grad:
-            self.mask = x == y  # where the extreme value sits
+            # where the extreme value sits; in a group holding a nan, y is nan: its nans
+            mask = (x == y) | (x != x)
+            count = mask.sum(axis=self.axis, keepdims=True)
+            self.share = mask.astype(y.dtype) / count.astype(y.dtype)  # ties share equally
         if not self.keepdims:
             y = y.reshape(_reduced_shape(x.shape, self.axis))
         return y
 
     def backward(self, gy):
         gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
-        return broadcast_to(gy, self.x_shape) * self.mask
+        return broadcast_to(gy, self.x_shape) * self.share
 
 
 class Min(Max):

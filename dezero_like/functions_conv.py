@@ -551,11 +551,36 @@ class _Pool(Function):
                       and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
 
 
-def _pair_max(a, b):
-    """``max(a, b)`` and a mask: -1 (every bit set) where ``b`` won, 0 where ``a`` won or tied."""
-    mask = np.greater(b, a).view(np.int8)  # one byte per pair
-    np.negative(mask, out=mask)  # True is 1, and -1 has every bit set
-    return np.maximum(a, b), mask
+def _max_pairs(a, b, out, mask):
+    """Write ``max(a, b)`` into ``out``, and into the boolean ``mask`` where ``b`` won.
+
+    ``b`` wins when it is greater (so the first of equal values wins) or ``nan``
+    (so a ``nan`` propagates and takes the gradient, as in PyTorch).
+    """
+    np.greater(b, a, out=mask)
+    np.logical_or(mask, np.isnan(b), out=mask)
+    np.maximum(a, b, out=out)  # nan if either is
+
+
+def _max_pool_2x2(x):
+    """2x2 max pooling with stride 2 of a NumPy ``x``: ``y`` and the masks of both stages."""
+    N, C, H, W = x.shape
+    R, Q = N * C * H // 2, W // 2  # rows of windows, windows per row
+    q = np.empty((2, 2, R, Q), dtype=x.dtype)  # q[i, j]: element (i, j) of every window
+    np.copyto(q, x.reshape(R, 2, Q, 2).transpose(1, 3, 0, 2))
+    across = np.empty((2, R, Q), dtype=np.bool_)  # in row i of a window: did (i, 1) win?
+    rows = np.empty((2, R, Q), dtype=x.dtype)
+    for i in (0, 1):
+        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i])
+    down = np.empty((R, Q), dtype=np.bool_)  # did the window's second row win?
+    y = np.empty((R, Q), dtype=x.dtype)
+    _max_pairs(rows[0], rows[1], y, down)
+    # backward reads the row masks in the image's order: a window's two rows, one after the other
+    across = np.ascontiguousarray(across.transpose(1, 0, 2))
+    masks = across.reshape(-1).view(np.int8), down.view(np.int8)
+    for mask in masks:
+        np.negative(mask, out=mask)  # True is 1, and -1 has every bit set
+    return y.reshape(N, C, H // 2, W // 2), masks
 
 
 def _bits(a):
@@ -570,16 +595,34 @@ def _pair_spread(g, mask, to_a, to_b):
 
 
 def _pair_pick(a, b, mask):
-    """``b`` where ``mask`` is set, else ``a``: the winners that :func:`_pair_max` recorded."""
+    """``b`` where ``mask`` is set, else ``a``: the winners that :func:`_max_pairs` recorded."""
     return (_bits(a) ^ ((_bits(a) ^ _bits(b)) & mask)).view(a.dtype)
+
+
+def _max_pool_windows(pool, x):
+    """Max pooling over any windows: ``y`` and the index (0 .. KH*KW-1) of each winner."""
+    xp = cuda.get_array_module(x)
+    padded = _padded(x, pool.pad, -np.inf)
+    y = indexes = None
+    for k, index in _window_offsets(pool):
+        candidate = padded[index]
+        if y is None:
+            y = candidate.copy()
+            indexes = xp.zeros(y.shape, dtype=np.int32)
+            continue
+        better = candidate > y  # strict: the first maximum wins ties
+        better |= candidate != candidate  # and a nan wins, so it propagates
+        xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
+        xp.copyto(indexes, k, where=better)
+    return y, indexes
 
 
 class Pooling(_Pool):
     """Max pooling: ``y = max`` of each ``KH x KW`` window (padding counts as ``-inf``).
 
-    The derivative is 1 for the element that won the max (the first one on ties)
-    and 0 for the others, so backward routes ``gy`` to the winners
-    (:class:`PoolingGrad`).
+    The derivative is 1 for the element that won the max (the first one on ties;
+    a ``nan`` wins and propagates, as in PyTorch) and 0 for the others, so
+    backward routes ``gy`` to the winners (:class:`PoolingGrad`).
     """
 
     # (step 71)
@@ -593,25 +636,9 @@ class Pooling(_Pool):
             y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
             return y
         if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
-            N, C, H, W = x.shape
-            p = x.reshape(-1, 2)  # the two neighbours in a row of each window
-            rows, across = _pair_max(p[:, 0], p[:, 1])
-            r = rows.reshape(N * C * H // 2, 2, W // 2)  # the two rows of each window
-            y, down = _pair_max(r[:, 0], r[:, 1])
-            self.pair_masks = (across, down)
-            return y.reshape(N, C, H // 2, W // 2)
-        padded = _padded(x, self.pad, -np.inf)
-        y = indexes = None
-        for k, index in _window_offsets(self):
-            candidate = padded[index]
-            if y is None:
-                y = candidate.copy()
-                indexes = xp.zeros(y.shape, dtype=np.int32)
-                continue
-            better = candidate > y  # strict: the first maximum wins ties
-            xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
-            xp.copyto(indexes, k, where=better)
-        self.indexes = indexes  # which window element won, 0 .. KH*KW-1
+            y, self.pair_masks = _max_pool_2x2(x)
+            return y
+        y, self.indexes = _max_pool_windows(self, x)
         return y
 
     def backward(self, gy):

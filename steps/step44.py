@@ -94,7 +94,9 @@ def linear(x, W, b=None):
 # (`retain_outputs((0,))`, `retain_inputs(())`). Forward computes $1/(1 + e^{-x})$ in one new
 # array, step by step in place (`out=`); for very negative $x$, `exp` overflows to inf and the
 # result is the right limit 0, so that warning is switched off. A 0-d input goes through as a
-# 1-element array, because `out=` cannot write into the scalar NumPy would return.
+# 1-element array, because `out=` cannot write into the scalar NumPy would return, and an integer
+# input is converted to float64 first, the dtype `np.exp` gives integers (an integer array could
+# not hold the results in place).
 
 # %%
 #| export dezero_like/functions.py
@@ -120,6 +122,8 @@ class Sigmoid(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
+        if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
+            x = x.astype(np.float64)
         if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
             return self.forward(x.reshape(1)).reshape(())
         y = xp.negative(x)

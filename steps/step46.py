@@ -33,7 +33,9 @@
 # was positive. Forward keeps that as a boolean mask (one byte per element) instead of the input
 # (`retain_inputs(())`), and only when a graph is recorded (`needs_input_grad` is then not
 # empty). Backward, `gy * self.mask`, is linear in `gy`: it can be differentiated again, and the
-# second derivative of ReLU is zero.
+# second derivative of ReLU is zero. The mask is written `~(x <= 0)` rather than `x > 0`. The two
+# differ only at `nan`, where the output is `nan` as well; there the gradient passes, as in
+# PyTorch (whose backward zeroes the gradient where `x <= 0`).
 
 # %%
 #| export dezero_like/functions.py
@@ -42,7 +44,7 @@ from dezero_like.core import Function
 
 
 class ReLU(Function):
-    """y = max(x, 0); dy/dx = 1 where x > 0, else 0.
+    """y = max(x, 0); dy/dx = 0 where x <= 0, else 1.
 
     Backward needs only *where* x was positive, so a boolean mask (one byte per
     element) is kept instead of the input. The derivative is piecewise constant,
@@ -53,7 +55,7 @@ class ReLU(Function):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
         if self.needs_input_grad:
-            self.mask = x > 0
+            self.mask = ~(x <= 0)  # x > 0, and nan (whose output is nan): as in PyTorch
         return xp.maximum(x, 0)
 
     def backward(self, gy):

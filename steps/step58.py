@@ -282,14 +282,18 @@ class _Pool(Function):
 
 # %% [markdown]
 # The 2x2 window with stride 2 is the pooling nearly every CNN uses, and it has a fast path. A
-# 2x2 maximum is a maximum of **pairs taken twice**: first the two neighbours in each row
-# (elements `2j` and `2j+1`, adjacent in memory), then the two row results of each window (rows
-# `2i` and `2i+1`). Each stage is one long NumPy loop, where visiting `KH * KW` strided slices
-# of the image is many short ones.
+# 2x2 maximum is a maximum of **pairs taken twice**: first the two elements of each row of a
+# window, then the two row results. `_max_pool_2x2` first copies the four elements of every
+# window into four separate planes, `q[i, j]` holding element `(i, j)` of each window, one
+# contiguous array each. That one copy is the only strided pass: every comparison after it is a
+# long NumPy loop over contiguous memory, the case NumPy's vectorised loops are built for
+# (on strided pairs `np.maximum` runs several times slower).
 #
-# Backward needs to know which of each pair won. `_pair_max` records it in one byte per pair, a
-# mask that is -1 (**every bit set**) where the second element won, and 0 where the first won or
-# tied (so the winner is the first maximum in reading order, as in PyTorch). With such a mask,
+# Backward needs to know which of each pair won. `_max_pairs` records it in one byte per pair:
+# the second element wins when it is greater, so on a tie the first maximum in reading order
+# wins, as in PyTorch. A `nan` also wins: a maximum over values one of which is `nan` is `nan`
+# (as in `np.max` and PyTorch), and its gradient goes to that `nan`; a comparison alone would
+# quietly skip it. The masks are then turned into -1 (**every bit set**) and 0, so that
 # selecting is bit arithmetic on the floats' bit patterns, viewed as integers of the same width
 # by `_bits`: `g & mask` is `g` where the mask is set and exactly `0.0` elsewhere, and
 # `g ^ (g & mask)` is the other half. Unlike
@@ -301,11 +305,36 @@ class _Pool(Function):
 import numpy as np
 
 
-def _pair_max(a, b):
-    """``max(a, b)`` and a mask: -1 (every bit set) where ``b`` won, 0 where ``a`` won or tied."""
-    mask = np.greater(b, a).view(np.int8)  # one byte per pair
-    np.negative(mask, out=mask)  # True is 1, and -1 has every bit set
-    return np.maximum(a, b), mask
+def _max_pairs(a, b, out, mask):
+    """Write ``max(a, b)`` into ``out``, and into the boolean ``mask`` where ``b`` won.
+
+    ``b`` wins when it is greater (so the first of equal values wins) or ``nan``
+    (so a ``nan`` propagates and takes the gradient, as in PyTorch).
+    """
+    np.greater(b, a, out=mask)
+    np.logical_or(mask, np.isnan(b), out=mask)
+    np.maximum(a, b, out=out)  # nan if either is
+
+
+def _max_pool_2x2(x):
+    """2x2 max pooling with stride 2 of a NumPy ``x``: ``y`` and the masks of both stages."""
+    N, C, H, W = x.shape
+    R, Q = N * C * H // 2, W // 2  # rows of windows, windows per row
+    q = np.empty((2, 2, R, Q), dtype=x.dtype)  # q[i, j]: element (i, j) of every window
+    np.copyto(q, x.reshape(R, 2, Q, 2).transpose(1, 3, 0, 2))
+    across = np.empty((2, R, Q), dtype=np.bool_)  # in row i of a window: did (i, 1) win?
+    rows = np.empty((2, R, Q), dtype=x.dtype)
+    for i in (0, 1):
+        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i])
+    down = np.empty((R, Q), dtype=np.bool_)  # did the window's second row win?
+    y = np.empty((R, Q), dtype=x.dtype)
+    _max_pairs(rows[0], rows[1], y, down)
+    # backward reads the row masks in the image's order: a window's two rows, one after the other
+    across = np.ascontiguousarray(across.transpose(1, 0, 2))
+    masks = across.reshape(-1).view(np.int8), down.view(np.int8)
+    for mask in masks:
+        np.negative(mask, out=mask)  # True is 1, and -1 has every bit set
+    return y.reshape(N, C, H // 2, W // 2), masks
 
 
 def _bits(a):
@@ -320,15 +349,44 @@ def _pair_spread(g, mask, to_a, to_b):
 
 
 def _pair_pick(a, b, mask):
-    """``b`` where ``mask`` is set, else ``a``: the winners that :func:`_pair_max` recorded."""
+    """``b`` where ``mask`` is set, else ``a``: the winners that :func:`_max_pairs` recorded."""
     return (_bits(a) ^ ((_bits(a) ^ _bits(b)) & mask)).view(a.dtype)
 
 
 # %% [markdown]
-# `Pooling` takes the 2x2 fast path on NumPy arrays (`pair_masks` keeps the two masks). For any
-# other window it takes the maximum over the `KH * KW` slices of `_window_offsets`, one at a
-# time, and records in `indexes` which element of each window won. Either way, the derivative of
-# a max is 1 for the winner and 0 for the others, so what is recorded is all backward needs.
+# For any other window, `_max_pool_windows` keeps a running maximum over the `KH * KW` slices of
+# `_window_offsets`, one at a time, and records in `indexes` which element of each window won,
+# with the same two rules: a later element must be strictly greater to win, and a `nan` always
+# wins. (`candidate != candidate` is the array-module-neutral way to ask for `nan`.)
+
+# %%
+#| export dezero_like/functions_conv.py
+import numpy as np
+from dezero_like import cuda
+
+
+def _max_pool_windows(pool, x):
+    """Max pooling over any windows: ``y`` and the index (0 .. KH*KW-1) of each winner."""
+    xp = cuda.get_array_module(x)
+    padded = _padded(x, pool.pad, -np.inf)
+    y = indexes = None
+    for k, index in _window_offsets(pool):
+        candidate = padded[index]
+        if y is None:
+            y = candidate.copy()
+            indexes = xp.zeros(y.shape, dtype=np.int32)
+            continue
+        better = candidate > y  # strict: the first maximum wins ties
+        better |= candidate != candidate  # and a nan wins, so it propagates
+        xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
+        xp.copyto(indexes, k, where=better)
+    return y, indexes
+
+
+# %% [markdown]
+# `Pooling` takes the 2x2 fast path on NumPy arrays (`pair_masks` keeps its two masks) and the
+# general one otherwise (`indexes`). Either way, the derivative of a max is 1 for the winner and 0
+# for the others, so what is recorded is all backward needs.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -339,9 +397,9 @@ from dezero_like import cuda
 class Pooling(_Pool):
     """Max pooling: ``y = max`` of each ``KH x KW`` window (padding counts as ``-inf``).
 
-    The derivative is 1 for the element that won the max (the first one on ties)
-    and 0 for the others, so backward routes ``gy`` to the winners
-    (:class:`PoolingGrad`).
+    The derivative is 1 for the element that won the max (the first one on ties;
+    a ``nan`` wins and propagates, as in PyTorch) and 0 for the others, so
+    backward routes ``gy`` to the winners (:class:`PoolingGrad`).
     """
 
     def forward(self, x):
@@ -349,25 +407,9 @@ class Pooling(_Pool):
         xp = cuda.get_array_module(x)
         self.pair_masks = None
         if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
-            N, C, H, W = x.shape
-            p = x.reshape(-1, 2)  # the two neighbours in a row of each window
-            rows, across = _pair_max(p[:, 0], p[:, 1])
-            r = rows.reshape(N * C * H // 2, 2, W // 2)  # the two rows of each window
-            y, down = _pair_max(r[:, 0], r[:, 1])
-            self.pair_masks = (across, down)
-            return y.reshape(N, C, H // 2, W // 2)
-        padded = _padded(x, self.pad, -np.inf)
-        y = indexes = None
-        for k, index in _window_offsets(self):
-            candidate = padded[index]
-            if y is None:
-                y = candidate.copy()
-                indexes = xp.zeros(y.shape, dtype=np.int32)
-                continue
-            better = candidate > y  # strict: the first maximum wins ties
-            xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
-            xp.copyto(indexes, k, where=better)
-        self.indexes = indexes  # which window element won, 0 .. KH*KW-1
+            y, self.pair_masks = _max_pool_2x2(x)
+            return y
+        y, self.indexes = _max_pool_windows(self, x)
         return y
 
     def backward(self, gy):

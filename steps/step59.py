@@ -31,8 +31,18 @@
 # %% [markdown]
 # `Max` keeps no input. Forward reduces with `keepdims=True` and compares, so `mask` is True where
 # `x` equals the maximum of its group; backward reshapes `gy` to that kept shape, broadcasts it to
-# the input's shape and multiplies by the mask. Every element that ties for the maximum gets the
-# full gradient.
+# the input's shape and multiplies by each element's share of it.
+#
+# Two details decide the numbers at the edges, and both follow PyTorch's `torch.max(x)`:
+#
+# * **Ties share the gradient.** When `k` elements tie for the maximum, each gets `gy / k`. Giving
+#   each the full `gy` (what DeZero and Chainer do) is wrong where it shows: `max(a, a)` is `a`,
+#   whose derivative is 1, but two full shares would make it 2.
+# * **A `nan` is the maximum.** NumPy's `max` returns `nan` for a group holding one, and then no
+#   element equals the result (`nan == nan` is False), so a plain comparison would give the
+#   whole group a zero gradient. `x != x` marks the `nan`s instead, the elements the result came
+#   from, and they share the gradient. (PyTorch's `amax` divides by the count of equal elements
+#   here, 0, and gives the whole group `nan`.)
 
 # %%
 #| export dezero_like/functions.py
@@ -44,8 +54,9 @@ from dezero_like.functions import broadcast_to
 class Max(Function):
     """y = max of x over ``axis``; the gradient flows to the elements that were the maximum.
 
-    When several elements tie for the maximum, each of them receives the full
-    gradient (the same choice DeZero makes); ties are rare with real data.
+    Elements that tie for the maximum share the gradient equally, and a ``nan``
+    is the maximum of its group (it propagates, and takes the gradient), both as
+    in PyTorch's ``torch.max(x)``.
     """
 
     _reduce = "max"
@@ -59,14 +70,17 @@ class Max(Function):
         self.x_shape = x.shape
         y = getattr(x, self._reduce)(axis=self.axis, keepdims=True)
         if self.needs_input_grad:
-            self.mask = x == y  # where the extreme value sits
+            # where the extreme value sits; in a group holding a nan, y is nan: its nans
+            mask = (x == y) | (x != x)
+            count = mask.sum(axis=self.axis, keepdims=True)
+            self.share = mask.astype(y.dtype) / count.astype(y.dtype)  # ties share equally
         if not self.keepdims:
             y = y.reshape(_reduced_shape(x.shape, self.axis))
         return y
 
     def backward(self, gy):
         gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
-        return broadcast_to(gy, self.x_shape) * self.mask
+        return broadcast_to(gy, self.x_shape) * self.share
 
 
 # %% [markdown]

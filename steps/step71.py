@@ -342,7 +342,7 @@ __device__ void pool_tiles(const T* x, T* y, int* win, long long total, int H, i
     for (int i = 0; i < KH; ++i)
         for (int j = 0; j < KW; ++j) {
             T v = plane[(long long)(oh * KH + i) * W + ow * KW + j];
-            if (v > best) { best = v; k = i * KW + j; }  // strict: the first maximum wins
+            if (v > best || v != v) { best = v; k = i * KW + j; }  // first max; nan wins
         }
     y[idx] = best;
     win[idx] = k;
@@ -523,6 +523,8 @@ def forward(self, x):
     self.retain_inputs(())
     self.retain_outputs((0,))
     xp = cuda.get_array_module(x)
+    if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
+        x = x.astype(np.float64)
     if xp is not np:  # on a GPU: one fused kernel instead of four launches (step 71)
         from dezero_like import cuda_kernels
 
@@ -738,14 +740,15 @@ def forward(self, x, W, b=None):
 
 # %% [markdown]
 # Max pooling gets the kernel only when the windows tile the image (`self.tiles`); other windows
-# take the array code of step 58. The kernel returns the same `indexes` (first maximum wins), and
-# `PoolingGrad` uses the matching kernel under the same condition, so forward and backward agree.
+# take the array code of step 58. The kernel returns the same `indexes` (the first maximum wins,
+# and so does a `nan`), and `PoolingGrad` uses the matching kernel under the same condition, so
+# forward and backward agree.
 
 # %%
 #| export dezero_like/functions_conv.py Pooling
 import numpy as np
 from dezero_like import cuda
-from dezero_like.functions_conv import _padded, _pair_max, _window_offsets
+from dezero_like.functions_conv import _max_pool_2x2, _max_pool_windows
 
 
 def forward(self, x):
@@ -758,25 +761,9 @@ def forward(self, x):
         y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
         return y
     if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
-        N, C, H, W = x.shape
-        p = x.reshape(-1, 2)  # the two neighbours in a row of each window
-        rows, across = _pair_max(p[:, 0], p[:, 1])
-        r = rows.reshape(N * C * H // 2, 2, W // 2)  # the two rows of each window
-        y, down = _pair_max(r[:, 0], r[:, 1])
-        self.pair_masks = (across, down)
-        return y.reshape(N, C, H // 2, W // 2)
-    padded = _padded(x, self.pad, -np.inf)
-    y = indexes = None
-    for k, index in _window_offsets(self):
-        candidate = padded[index]
-        if y is None:
-            y = candidate.copy()
-            indexes = xp.zeros(y.shape, dtype=np.int32)
-            continue
-        better = candidate > y  # strict: the first maximum wins ties
-        xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
-        xp.copyto(indexes, k, where=better)
-    self.indexes = indexes  # which window element won, 0 .. KH*KW-1
+        y, self.pair_masks = _max_pool_2x2(x)
+        return y
+    y, self.indexes = _max_pool_windows(self, x)
     return y
 
 

@@ -330,3 +330,58 @@ def test_every_public_differentiable_function_has_an_oracle_case():
         if name not in not_differentiable_or_random and name.lower() not in covered
     ]
     assert not missing, f"functions without an oracle case: {missing}"
+
+
+# --------------------------------------------------------------------------- #
+# nan and ties: where a max, a ReLU or a clip decides where the gradient goes
+# --------------------------------------------------------------------------- #
+
+NAN = np.nan
+EDGE_MAP = np.array([[[[1.0, NAN, 3.0, 0.0, 2.0, 2.0],
+                       [2.0, 5.0, NAN, 1.0, 2.0, 2.0],
+                       [0.0, 0.0, 0.0, 0.0, -1.0, NAN],
+                       [1.0, 1.0, 1.0, 1.0, NAN, -3.0]]]])
+EDGE_VECTOR = np.array([[NAN, -1.0, 0.0, 2.0, -0.0, 3.0],
+                        [1.0, 4.0, 4.0, NAN, 0.5, 4.0],
+                        [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]])
+ONE_NAN_PER_ROW = np.array([[1.0, NAN, 3.0, 2.0], [2.0, 1.0, 0.0, -1.0], [NAN, 0.0, 5.0, 4.0]])
+
+EDGE_CASES = {
+    # max pooling: the fast 2x2 path, the general path (overlapping windows, padding)
+    "pooling_2x2": (EDGE_MAP, lambda x: F.pooling(x, 2, 2), lambda x: tF.max_pool2d(x, 2, 2)),
+    "pooling_3x3_stride1": (EDGE_MAP, lambda x: F.pooling(x, 3, 1),
+                            lambda x: tF.max_pool2d(x, 3, 1)),
+    "pooling_2x2_stride1_pad1": (EDGE_MAP, lambda x: F.pooling(x, 2, 1, 1),
+                                 lambda x: tF.max_pool2d(x, 2, 1, 1)),
+    "pooling_3x2": (EDGE_MAP, lambda x: F.pooling(x, (2, 3), (2, 3)),
+                    lambda x: tF.max_pool2d(x, (2, 3), (2, 3))),
+    "relu": (EDGE_VECTOR, F.relu, torch.relu),
+    "clip": (EDGE_VECTOR, lambda x: F.clip(x, 0.0, 2.0), lambda x: torch.clamp(x, 0.0, 2.0)),
+    # ties share the gradient, and a nan is the maximum: torch.max(x) for a whole tensor
+    "max_all": (EDGE_VECTOR, F.max, torch.max),
+    "min_all": (EDGE_VECTOR, F.min, torch.min),
+    # per axis: ties as torch.amax; a single nan (no ties) as torch.max(x, dim)
+    "max_axis_ties": (EDGE_VECTOR[2:], lambda x: F.max(x, axis=1), lambda x: torch.amax(x, 1)),
+    "max_axis_nan": (ONE_NAN_PER_ROW, lambda x: F.max(x, axis=1),
+                     lambda x: torch.max(x, 1).values),
+    "min_axis_nan": (ONE_NAN_PER_ROW, lambda x: F.min(x, axis=0, keepdims=True),
+                     lambda x: torch.min(x, 0, keepdim=True).values),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(EDGE_CASES))
+def test_nan_and_ties_match_torch(name, dtype):
+    """Values and gradients where a nan or a tie decides: a nan propagates like PyTorch's,
+    and the gradient lands where PyTorch puts it (never silently on another element)."""
+    data, ours, theirs = EDGE_CASES[name]
+    data = data.astype(dtype)
+    x = dz.Variable(data.copy())
+    y = ours(x)
+    xt = torch.tensor(data, requires_grad=True)
+    yt = theirs(xt)
+    np.testing.assert_array_equal(y.data, yt.detach().numpy(), err_msg=f"{name} value")
+    w = np.arange(1, y.data.size + 1, dtype=dtype).reshape(y.shape)
+    F.sum(y * w).backward()
+    (yt * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(x.grad.data, xt.grad.numpy(), err_msg=f"{name} gradient")

@@ -160,3 +160,14 @@ def test_optimizer_hooks_keep_zero_d_gradients_arrays(shape):
     opt.update()
     for q in model.params():
         assert type(q.data) is np.ndarray and q.data.dtype == np.float32
+
+
+@pytest.mark.parametrize("fn", [F.sigmoid, F.tanh, F.exp])
+def test_integer_input_computes_in_float64_as_numpy_does(fn):
+    """An integer array gives the float64 results NumPy's own ufuncs give (sigmoid computes in
+    place, which an integer array cannot hold: it converts first, instead of failing)."""
+    x = np.array([-2, 0, 3])
+    y = fn(x)
+    assert y.dtype == np.float64
+    reference = {F.sigmoid: lambda a: 1 / (1 + np.exp(-a)), F.tanh: np.tanh, F.exp: np.exp}[fn]
+    np.testing.assert_allclose(y.data, reference(x.astype(np.float64)), rtol=1e-15)
