@@ -82,18 +82,17 @@ def as_array(x, like=None):
         if like is None:
             return np.asarray(x)
         kind = like.dtype.kind
-        if kind in "fc" or (kind in "iu" and type(x) is int):
-            if type(like) is np.ndarray:
-                return np.asarray(x, like.dtype)
-            # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
-            return cuda.get_array_module(like).full((), x, like.dtype)
-        return cuda.get_array_module(like).asarray(x)
+        dtype = like.dtype if kind in "fc" or (kind in "iu" and type(x) is int) else None
+        if type(like) is np.ndarray:
+            return np.asarray(x, dtype)
+        # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
+        return cuda.get_array_module(like).full((), x, dtype or np.asarray(x).dtype)
     if _is_array(x):
         return x
     if isinstance(x, (int, float, complex, np.generic)):  # bool, complex, np.float32(2), ...
         if like is None or type(like) is np.ndarray:
             return np.asarray(x)
-        return cuda.get_array_module(like).asarray(x)
+        return cuda.get_array_module(like).full((), x, np.asarray(x).dtype)  # as above
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
         "wrap lists with np.array(...) first"
@@ -254,10 +253,10 @@ class Variable:
                 )
             seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
         if loss_scale is not None:
-            # the scale takes the seed's dtype (np.float64(1024) must not turn float32
-            # gradients into float64); a 0-d product is a NumPy scalar: make it an array
-            xp = cuda.get_array_module(seed)
-            seed = as_array(seed * xp.asarray(loss_scale, dtype=seed.dtype))
+            # the scale becomes a scalar of the seed's dtype (np.float64(1024) must not turn
+            # float32 gradients into float64; on a GPU a scalar is a kernel argument, where an
+            # array would be a copy host -> device); a 0-d product is a NumPy scalar: as_array
+            seed = as_array(seed * seed.dtype.type(loss_scale))
         return Variable(seed, requires_grad=False)
 
     # (step 39)

@@ -13,6 +13,8 @@ freezing layers. (Step 67 adds loss scaling: ``update`` divides it out.)
 
 import math
 
+import numpy as np
+
 from dezero_like import cuda
 from dezero_like.core import Parameter, Variable, as_array
 
@@ -211,13 +213,19 @@ class ClipGrad:
         self.max_norm = max_norm
 
     def __call__(self, params):
-        grads = [p.grad.data for p in params if p.grad is not None]
-        total = math.sqrt(sum(float((g * g).sum()) for g in grads))
-        rate = self.max_norm / (total + 1e-6)
-        if rate < 1:
-            for p in params:
-                if p.grad is not None:
-                    p.grad = _new_grad(p.grad.data * rate)
+        params = [p for p in params if p.grad is not None]
+        if not params:
+            return
+        xp = cuda.get_array_module(params[0].grad.data)
+        squares = sum((p.grad.data * p.grad.data).sum() for p in params)
+        if xp is not np:  # on a GPU: the factor stays on the device, 1 under the limit
+            rate = xp.minimum(self.max_norm / (xp.sqrt(squares) + 1e-6), 1)
+        else:
+            rate = self.max_norm / (math.sqrt(float(squares)) + 1e-6)
+            if rate >= 1:
+                return
+        for p in params:
+            p.grad = _new_grad(p.grad.data * xp.asarray(rate, dtype=p.grad.dtype))
 
 
 class FreezeParam:

@@ -140,18 +140,17 @@ def as_array(x, like=None):
         if like is None:
             return np.asarray(x)
         kind = like.dtype.kind
-        if kind in "fc" or (kind in "iu" and type(x) is int):
-            if type(like) is np.ndarray:
-                return np.asarray(x, like.dtype)
-            # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
-            return cuda.get_array_module(like).full((), x, like.dtype)
-        return cuda.get_array_module(like).asarray(x)
+        dtype = like.dtype if kind in "fc" or (kind in "iu" and type(x) is int) else None
+        if type(like) is np.ndarray:
+            return np.asarray(x, dtype)
+        # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
+        return cuda.get_array_module(like).full((), x, dtype or np.asarray(x).dtype)
     if _is_array(x):
         return x
     if isinstance(x, (int, float, complex, np.generic)):  # bool, complex, np.float32(2), ...
         if like is None or type(like) is np.ndarray:
             return np.asarray(x)
-        return cuda.get_array_module(like).asarray(x)
+        return cuda.get_array_module(like).full((), x, np.asarray(x).dtype)  # as above
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
         "wrap lists with np.array(...) first"

@@ -325,11 +325,16 @@ class WeightDecay:
 # %% [markdown]
 # `ClipGrad` computes one norm over all gradients together and, only when it exceeds `max_norm`,
 # multiplies every gradient by the same factor: the direction of the step is kept, its length is
-# capped. The `1e-6` avoids a division by zero when all gradients are 0.
+# capped. The `1e-6` avoids a division by zero when all gradients are 0. On a GPU the norm is
+# not read back (`float` of a device value waits for the device, step 54): the factor stays a
+# 0-d device array, capped at 1 with `minimum`, and every gradient is multiplied by it.
 
 # %%
 #| export dezero_like/optimizers.py
 import math
+
+import numpy as np
+from dezero_like import cuda
 
 
 class ClipGrad:
@@ -339,13 +344,19 @@ class ClipGrad:
         self.max_norm = max_norm
 
     def __call__(self, params):
-        grads = [p.grad.data for p in params if p.grad is not None]
-        total = math.sqrt(sum(float((g * g).sum()) for g in grads))
-        rate = self.max_norm / (total + 1e-6)
-        if rate < 1:
-            for p in params:
-                if p.grad is not None:
-                    p.grad = _new_grad(p.grad.data * rate)
+        params = [p for p in params if p.grad is not None]
+        if not params:
+            return
+        xp = cuda.get_array_module(params[0].grad.data)
+        squares = sum((p.grad.data * p.grad.data).sum() for p in params)
+        if xp is not np:  # on a GPU: the factor stays on the device, 1 under the limit
+            rate = xp.minimum(self.max_norm / (xp.sqrt(squares) + 1e-6), 1)
+        else:
+            rate = self.max_norm / (math.sqrt(float(squares)) + 1e-6)
+            if rate >= 1:
+                return
+        for p in params:
+            p.grad = _new_grad(p.grad.data * xp.asarray(rate, dtype=p.grad.dtype))
 
 
 # %% [markdown]

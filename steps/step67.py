@@ -128,10 +128,10 @@ def _seed(self, gradient, loss_scale=None):
             )
         seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
     if loss_scale is not None:
-        # the scale takes the seed's dtype (np.float64(1024) must not turn float32
-        # gradients into float64); a 0-d product is a NumPy scalar: make it an array
-        xp = cuda.get_array_module(seed)
-        seed = as_array(seed * xp.asarray(loss_scale, dtype=seed.dtype))
+        # the scale becomes a scalar of the seed's dtype (np.float64(1024) must not turn
+        # float32 gradients into float64; on a GPU a scalar is a kernel argument, where an
+        # array would be a copy host -> device); a 0-d product is a NumPy scalar: as_array
+        seed = as_array(seed * seed.dtype.type(loss_scale))
     return Variable(seed, requires_grad=False)
 
 

@@ -84,6 +84,30 @@ def test_every_oracle_case_matches_numpy_on_the_gpu(case, monkeypatch):
             np.testing.assert_allclose(g, c, rtol=1e-9, atol=1e-10, err_msg=case.name)
 
 
+EDGE_CASES = {} if ORACLE is None else ORACLE.EDGE_CASES
+
+
+@needs_gpu
+@pytest.mark.skipif(ORACLE is None, reason="PyTorch is not installed: the oracle's cases "
+                    "(tests/test_oracle.py) cannot be loaded")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(EDGE_CASES))
+def test_nan_and_ties_give_the_same_winners_on_the_gpu(name, dtype):
+    """The oracle's nan-and-ties cases (checked against PyTorch on the CPU there): the GPU's
+    kernels (max pooling's, among others) pick the same winners and give the same values."""
+    data, ours, _ = EDGE_CASES[name]
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        x = dz.Variable(device(data.astype(dtype)))
+        y = ours(x)
+        w = np.arange(1, y.data.size + 1, dtype=dtype).reshape(y.shape)
+        F.sum(y * device(w)).backward()
+        results.append((cuda.as_numpy(y.data), cuda.as_numpy(x.grad.data)))
+    (cpu_y, cpu_g), (gpu_y, gpu_g) = results
+    np.testing.assert_array_equal(gpu_y, cpu_y, err_msg=f"{name} value")
+    np.testing.assert_array_equal(gpu_g, cpu_g, err_msg=f"{name} gradient")
+
+
 OPTIMIZERS = [
     lambda: optimizers.SGD(lr=0.1),
     lambda: optimizers.MomentumSGD(lr=0.1),
@@ -165,39 +189,68 @@ def test_a_wrong_label_gives_nan_on_the_gpu_not_a_read_out_of_bounds():
     assert np.isnan(float(loss.data))
 
 
-@needs_gpu
-def test_a_training_step_copies_nothing_from_host_to_device(monkeypatch):
-    """With the batch on the device, forward, backward and update make no host->device copy.
+def _training_step(kind):
+    """A model, its batch already on the device, and one training step of it.
 
-    Every host -> device copy CuPy makes from Python goes through ``cupy.asarray`` /
-    ``cupy.array``; both are counted here. Python numbers in the graph (``1 - y``,
-    ``gy / n``, the learning rate) must stay kernel arguments or device fills.
+    ``mlp``: the book's MLP with sigmoid (fused kernels); ``cnn``: SimpleConvNet on 28x28
+    images (im2col, kept columns, the bias step, pooling, deconv); ``loss_scale``: the MLP
+    with a scaled loss (mixed-precision training's seed and the optimizer's unscaling);
+    ``clip_grad``: the MLP with gradient clipping (its norm stays on the device).
     """
     import cupy
 
+    from dezero_like.models_conv import SimpleConvNet
+
     rng = np.random.default_rng(0)
-    x = cupy.asarray(rng.normal(size=(100, 784)).astype(np.float32))
-    t = cupy.asarray(rng.integers(0, 10, size=100))
     np.random.seed(0)
-    model = MLP((100, 10), activation=F.sigmoid)
+    if kind == "cnn":
+        x = cupy.asarray(rng.normal(size=(16, 1, 28, 28)).astype(np.float32))
+        model = SimpleConvNet(channels=(4, 8), hidden_size=20)
+    else:
+        x = cupy.asarray(rng.normal(size=(64, 20)).astype(np.float32))
+        model = MLP((30, 10), activation=F.sigmoid)
+    t = cupy.asarray(rng.integers(0, 10, size=len(x)))
     model(x)
-    optimizer = optimizers.SGD(lr=0.5).setup(model)
+    optimizer = optimizers.SGD(lr=0.05).setup(model)  # the losses fall smoothly for all
+    if kind == "clip_grad":
+        optimizer.add_hook(optimizers.ClipGrad(0.1))  # the norm is about 0.48: clipped
+    scale = 1024.0 if kind == "loss_scale" else None
 
     def step():
         loss = F.softmax_cross_entropy(model(x), t)
         model.cleargrads()
-        loss.backward()
+        loss.backward(loss_scale=scale)
         optimizer.update()
         return loss
 
+    return step
+
+
+STEP_KINDS = ["mlp", "cnn", "loss_scale", "clip_grad"]
+
+
+@needs_gpu
+@pytest.mark.parametrize("kind", STEP_KINDS)
+def test_a_training_step_copies_nothing_from_host_to_device(kind, monkeypatch):
+    """With the batch on the device, forward, backward and update make no host->device copy.
+
+    Every host -> device copy CuPy makes from Python goes through ``cupy.asarray`` /
+    ``cupy.array``; both are counted here. Python numbers in the graph (``1 - y``,
+    ``gy / n``, the learning rate, the loss scale) must stay kernel arguments or device
+    fills.
+    """
+    import cupy
+
+    step = _training_step(kind)
     step()  # warm-up: kernels compile, the weights are created
     copies = []
     for name in ("asarray", "array"):
         original = getattr(cupy, name)
 
-        def counting(*args, _original=original, _name=name, **kwargs):
-            copies.append(_name)
-            return _original(*args, **kwargs)
+        def counting(obj, *args, _original=original, _name=name, **kwargs):
+            if not isinstance(obj, cupy.ndarray):  # a device array is no copy from the host
+                copies.append(f"{_name}({type(obj).__name__})")
+            return _original(obj, *args, **kwargs)
 
         monkeypatch.setattr(cupy, name, counting)
     for _ in range(3):
@@ -228,7 +281,8 @@ def test_batch_norm_matches_numpy_on_the_gpu_and_refuses_mixed_devices(shape):
 
 
 @needs_gpu
-def test_a_training_step_never_waits_for_the_device(monkeypatch):
+@pytest.mark.parametrize("kind", STEP_KINDS)
+def test_a_training_step_never_waits_for_the_device(kind, monkeypatch):
     """Forward, backward and update only queue work: nothing reads a device value back.
 
     Every way a value comes back to the host (``.get()``, ``cupy.asnumpy``, ``.item()``,
@@ -238,21 +292,7 @@ def test_a_training_step_never_waits_for_the_device(monkeypatch):
     """
     import cupy
 
-    rng = np.random.default_rng(0)
-    x = cupy.asarray(rng.normal(size=(64, 20)).astype(np.float32))
-    t = cupy.asarray(rng.integers(0, 5, size=64))
-    np.random.seed(0)
-    model = MLP((30, 5), activation=F.sigmoid)
-    model(x)
-    optimizer = optimizers.SGD(lr=0.5).setup(model)
-
-    def step():
-        loss = F.softmax_cross_entropy(model(x), t)
-        model.cleargrads()
-        loss.backward()
-        optimizer.update()
-        return loss
-
+    step = _training_step(kind)
     step()
     waits = []
 
