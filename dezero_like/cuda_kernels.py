@@ -37,11 +37,19 @@ _SPECS = {
                         "gx = (p - (T)(t[i / c] == i % c)) * gy * inv_n"),
     # w -= lr * g: two launches (lr * g, then the subtraction) become one
     "sgd": ("T g, T lr", "T w", "w -= lr * g"),
+    # ReLU's output and the mask its backward keeps (x > 0, or nan), in one pass: the
+    # comparison, its negation and the maximum are three launches otherwise
+    "relu": ("T x", "T y, bool mask", "mask = !(x <= (T)0); y = mask ? x : (T)0"),
 }
 
 
 def sigmoid(x):
     return _kernel("sigmoid")(x)
+
+
+def relu(x):
+    """``(y, mask)`` of ReLU: two outputs of one kernel."""
+    return _kernel("relu")(x)
 
 
 def sigmoid_grad(gy, y):

@@ -135,10 +135,18 @@ _SPECS = {
                         "gx = (p - (T)(t[i / c] == i % c)) * gy * inv_n"),
     # w -= lr * g: two launches (lr * g, then the subtraction) become one
     "sgd": ("T g, T lr", "T w", "w -= lr * g"),
+    # ReLU's output and the mask its backward keeps (x > 0, or nan), in one pass: the
+    # comparison, its negation and the maximum are three launches otherwise
+    "relu": ("T x", "T y, bool mask", "mask = !(x <= (T)0); y = mask ? x : (T)0"),
 }
 
 def sigmoid(x):
     return _kernel("sigmoid")(x)
+
+
+def relu(x):
+    """``(y, mask)`` of ReLU: two outputs of one kernel."""
+    return _kernel("relu")(x)
 
 
 def sigmoid_grad(gy, y):
@@ -509,6 +517,30 @@ def backward(self, gy):
 
 
 # %% [markdown]
+# `ReLU` on a GPU, when backward will need the mask, gets the output and the mask from one kernel
+# with two outputs (float32 and float64, the dtypes the hand-written kernels are tested in).
+# Without a graph it needs only `maximum`, one launch already.
+
+# %%
+#| export dezero_like/functions.py ReLU
+import numpy as np
+from dezero_like import cuda
+
+
+def forward(self, x):
+    self.retain_inputs(())
+    xp = cuda.get_array_module(x)
+    if self.needs_input_grad and xp is not np and x.dtype.name in ("float32", "float64"):
+        from dezero_like import cuda_kernels
+
+        y, self.mask = cuda_kernels.relu(x)  # one launch instead of three (step 71)
+        return y
+    if self.needs_input_grad:
+        self.mask = ~(x <= 0)  # x > 0, and nan (whose output is nan): as in PyTorch
+    return xp.maximum(x, 0)
+
+
+# %% [markdown]
 # `Sigmoid` on a GPU calls the fused kernel and returns before the NumPy code, which stays as step
 # 44 wrote it. Forward still keeps only its output, and backward uses the fused
 # `gy * y * (1 - y)` when `_fusable` allows it, the three Functions otherwise.
@@ -807,7 +839,7 @@ def forward(self, gy):
 # %%
 import inspect  # noqa: E402
 
-for method in (F.Sigmoid.forward, F.Sigmoid.backward, F.Linear.backward,
+for method in (F.Sigmoid.forward, F.Sigmoid.backward, F.ReLU.forward, F.Linear.backward,
                optimizers.SGD.update_one):
     lines = inspect.getsource(method).splitlines()
     print("\n".join(ln for ln in lines if "cuda_kernels" in ln or "_fusable" in ln
