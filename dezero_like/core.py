@@ -445,9 +445,13 @@ def _add_grads(a, b):
 
 
 def _accumulate_leaf(x, gx, loss_scale=None):
-    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable)."""
+    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable).
+
+    An integer or boolean leaf keeps its gradient's own dtype: rounding a
+    gradient to integers would turn 1/3 into 0.
+    """
     data = gx.data
-    if data.dtype != x.data.dtype:
+    if data.dtype != x.data.dtype and x.data.dtype.kind in "fc":
         gx = _F().astype(gx, x.data.dtype)
     elif not _writeable(data):
         gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
@@ -749,8 +753,11 @@ class Pow(Function):
     """y = x ** c for a constant c; dy/dx = c * x**(c-1)."""
 
     def __init__(self, c):
-        if isinstance(c, Variable):
-            raise TypeError("the exponent of ** must be a number, not a Variable")
+        if isinstance(c, Variable) or np.ndim(c) != 0:
+            raise TypeError(
+                f"the exponent of ** must be a number, got {type(c).__name__} "
+                f"{getattr(c, 'shape', '')}; for a Variable or an array of exponents "
+                "write F.exp(c * F.log(x))")
         self.c = c
 
     def forward(self, x):
@@ -759,8 +766,10 @@ class Pow(Function):
     def backward(self, gy):
         (x,) = self.inputs
         c = self.c
-        if c == 0:  # x**0 is constant; c * x**(c-1) would be 0 * inf = NaN at x = 0
-            return gy * 0
+        if c == 0:  # x**0 is constant: its gradient is 0 (0 * gy would be nan for gy = inf,
+            # and c * x**(c-1) would be 0 * inf = nan at x = 0)
+            return Variable(cuda.get_array_module(gy.data).zeros_like(gy.data),
+                            requires_grad=False)
         return gy * (c * x ** (c - 1))
 
 

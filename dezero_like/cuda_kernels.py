@@ -86,7 +86,7 @@ __device__ void softmax_ce(const T* x, const long long* t, T* p, T* loss, int c,
             s += prob[j];
         }
         for (int j = 0; j < c; ++j) prob[j] /= s;
-        acc += log(s) + m - row[label];
+        acc += log(s) - (row[label] - m);  // the shifted logit: no cancellation
     }
     partial[threadIdx.x] = acc;
     __syncthreads();

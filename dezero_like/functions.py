@@ -358,12 +358,13 @@ class MeanSquaredError(Function):
                 "t.reshape(y.shape)"
             )
         diff = x0 - x1
-        return (diff * diff).sum() / len(diff)
+        self.n = len(diff) if diff.ndim else 1  # a 0-d pair is one example
+        return (diff * diff).sum() / self.n
 
     def backward(self, gy):
         x0, x1 = self.inputs
         diff = x0 - x1
-        gx0 = gy * diff * (2.0 / len(diff))
+        gx0 = gy * diff * (2.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
         n0, n1 = self.needs_input_grad
         return (gx0 if n0 else None), (-gx0 if n1 else None)
 
@@ -606,15 +607,17 @@ def clip(x, x_min, x_max):
     return Clip(x_min, x_max)(x)
 
 
-def _logsumexp(x, axis):
-    """log(sum(exp(x))) over ``axis`` (kept), without overflow: shift by the max first."""
+def _shifted_logsumexp(x, axis):
+    """``(z, log(sum(exp(z))))`` with ``z = x - max(x)`` over ``axis`` (kept).
+
+    ``log_softmax(x) = z - log(sum(exp(z)))``: no overflow (every exp is at most
+    1) and no cancellation (the max is never added back to be subtracted again).
+    """
     xp = cuda.get_array_module(x)
-    m = x.max(axis=axis, keepdims=True)
-    s = xp.exp(x - m)
-    s = s.sum(axis=axis, keepdims=True)
-    xp.log(s, out=s)
-    s += m
-    return s
+    z = x - x.max(axis=axis, keepdims=True)
+    log_s = xp.exp(z).sum(axis=axis, keepdims=True)
+    xp.log(log_s, out=log_s)
+    return z, log_s
 
 
 class Softmax(Function):
@@ -656,7 +659,9 @@ class LogSoftmax(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
-        return x - _logsumexp(x, self.axis)
+        z, log_s = _shifted_logsumexp(x, self.axis)
+        z -= log_s
+        return z
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
@@ -703,8 +708,8 @@ class SoftmaxCrossEntropy(Function):
 
             loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
             return loss
-        log_z = _logsumexp(x, axis=1)
-        neg_log_p = log_z[:, 0] - x[xp.arange(n), t]
+        z, log_s = _shifted_logsumexp(x, axis=1)
+        neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
         return neg_log_p.sum() / n
 
     # (step 71)

@@ -83,7 +83,10 @@ print("y.shape:", y.shape)
 # which the core now applies where a gradient reaches a leaf (`_accumulate_leaf`):
 #
 # * it has the leaf's dtype. A float32 weight combined with a float64 constant
-#   still gets a float32 gradient (PyTorch does the same), through `astype` above;
+#   still gets a float32 gradient (PyTorch does the same), through `astype` above.
+#   The exception is an integer (or boolean) leaf: its gradient stays a float
+#   array, since rounding it would be a wrong number (the gradient of `x / 3` is
+#   1/3, not 0). PyTorch refuses gradients for integer tensors altogether;
 # * it is an ordinary writable array. The backward of `sum` hands out a
 #   read-only broadcast view (`np.broadcast_to`), and an optimizer that updates
 #   with the gradient in place would fail on it, so such a view is copied first.
@@ -101,9 +104,13 @@ def _writeable(data):
 
 
 def _accumulate_leaf(x, gx):
-    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable)."""
+    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable).
+
+    An integer or boolean leaf keeps its gradient's own dtype: rounding a
+    gradient to integers would turn 1/3 into 0.
+    """
     data = gx.data
-    if data.dtype != x.data.dtype:
+    if data.dtype != x.data.dtype and x.data.dtype.kind in "fc":
         gx = _F().astype(gx, x.data.dtype)
     elif not _writeable(data):
         gx = _F().astype(gx, data.dtype, copy=True)

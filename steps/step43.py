@@ -48,12 +48,13 @@ class MeanSquaredError(Function):
                 "t.reshape(y.shape)"
             )
         diff = x0 - x1
-        return (diff * diff).sum() / len(diff)
+        self.n = len(diff) if diff.ndim else 1  # a 0-d pair is one example
+        return (diff * diff).sum() / self.n
 
     def backward(self, gy):
         x0, x1 = self.inputs
         diff = x0 - x1
-        gx0 = gy * diff * (2.0 / len(diff))
+        gx0 = gy * diff * (2.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
         n0, n1 = self.needs_input_grad
         return (gx0 if n0 else None), (-gx0 if n1 else None)
 
@@ -208,12 +209,13 @@ class MyMeanSquaredError(dz.Function):
 class MyMeanSquaredError(dz.Function):
     def forward(self, x0, x1):
         diff = x0 - x1
-        return (diff * diff).sum() / len(diff)
+        self.n = len(diff) if diff.ndim else 1  # a 0-d pair is one example
+        return (diff * diff).sum() / self.n
 
     def backward(self, gy):
         x0, x1 = self.inputs
         diff = x0 - x1
-        gx0 = gy * diff * (2.0 / len(diff))
+        gx0 = gy * diff * (2.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
         return gx0, -gx0
 
 # %%

@@ -258,8 +258,13 @@ class AdaDelta(Optimizer):
 # %% [markdown]
 # `Adam` combines both ideas: `m` is a running mean of $g$ (momentum), `v` of $g^2$ (the scale).
 # `m += (1 - b1) * (g - m)` is the same as $m \leftarrow b_1 m + (1 - b_1) g$, written in place.
-# Both averages start at 0 and are too small in the first steps; the `lr` property corrects for
-# that with the step count `t`, which `prepare` increases once per `update`, not per parameter.
+# Both averages start at 0 and are too small in the first steps; `lr_at(t)` corrects for that
+# with the number `t` of updates the averages have seen. That count is kept **per parameter**, as
+# PyTorch and Chainer keep it: a parameter that misses updates (frozen for a while, unused by a
+# batch, or created later) has averages only as old as its own updates, and a count shared by
+# the whole optimizer would correct them too little (its first step would be about 0.64 of the
+# intended size after three updates, measured against PyTorch). `t` and `lr` still give the count
+# of `update` calls and the step size at that count.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -271,7 +276,8 @@ class Adam(Optimizer):
     """Momentum plus per-weight scaling, with bias correction for the zero-initialised averages.
 
     m <- b1 m + (1-b1) g;  v <- b2 v + (1-b2) g^2;
-    W <- W - alpha * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps), t = 1, 2, ...
+    W <- W - alpha * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps), where t = 1, 2, ...
+    counts the updates of that parameter (as in PyTorch and Chainer).
     """
 
     def __init__(self, alpha=0.001, beta1=0.9, beta2=0.999, eps=1e-8):
@@ -283,23 +289,29 @@ class Adam(Optimizer):
         self.eps = eps
 
     def prepare(self):
-        self.t += 1
+        self.t += 1  # the number of update() calls
+
+    def lr_at(self, t):
+        """The bias-corrected step size after ``t`` updates of the averages."""
+        fix1 = 1.0 - self.beta1**t
+        fix2 = 1.0 - self.beta2**t
+        return self.alpha * math.sqrt(fix2) / fix1
 
     @property
     def lr(self):
-        """The bias-corrected step size at step t."""
-        fix1 = 1.0 - self.beta1**self.t
-        fix2 = 1.0 - self.beta2**self.t
-        return self.alpha * math.sqrt(fix2) / fix1
+        """The bias-corrected step size at the optimizer's step count ``t``."""
+        return self.lr_at(self.t)
 
     def update_one(self, param):
         xp = cuda.get_array_module(param.data)
         m = self._state("m", param)
         v = self._state("v", param)
+        counts = self.__dict__.setdefault("_counts", {})  # updates of each parameter
+        t = counts[id(param)] = counts.get(id(param), 0) + 1
         g = param.grad.data
         m += (1 - self.beta1) * (g - m)
         v += (1 - self.beta2) * (g * g - v)
-        param.data -= self.lr * m / (xp.sqrt(v) + self.eps)
+        param.data -= self.lr_at(t) * m / (xp.sqrt(v) + self.eps)
 
 
 # %% [markdown]

@@ -71,24 +71,30 @@ def clip(x, x_min, x_max):
 
 
 # %% [markdown]
-# `_logsumexp` computes $\log\sum e^{x}$ along an axis. It subtracts the maximum $m$ first and adds
-# it back at the end, $\log\sum e^{x} = m + \log\sum e^{x-m}$: every `exp` is then at most 1 and
-# cannot overflow, and the largest term is exactly 1, so the sum is never 0 and the log is finite.
+# `_shifted_logsumexp` computes $\log\sum e^{x}$ along an axis. It subtracts the maximum $m$ first,
+# $\log\sum e^{x} = m + \log\sum e^{x-m}$: every `exp` is then at most 1 and cannot overflow, and
+# the largest term is exactly 1, so the sum is never 0 and the log is finite. It returns the
+# shifted logits $z = x - m$ and $\log\sum e^{z}$ **without adding $m$ back**, because every
+# caller subtracts: $\log \mathrm{softmax}(x) = z - \log\sum e^{z}$. Adding $m$ and subtracting
+# it again from $x$ would cancel two large numbers: with logits near $10^4$ in float32 (where
+# neighbouring floats are 0.001 apart) that loses three or four digits of the result.
 
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
 
 
-def _logsumexp(x, axis):
-    """log(sum(exp(x))) over ``axis`` (kept), without overflow: shift by the max first."""
+def _shifted_logsumexp(x, axis):
+    """``(z, log(sum(exp(z))))`` with ``z = x - max(x)`` over ``axis`` (kept).
+
+    ``log_softmax(x) = z - log(sum(exp(z)))``: no overflow (every exp is at most
+    1) and no cancellation (the max is never added back to be subtracted again).
+    """
     xp = cuda.get_array_module(x)
-    m = x.max(axis=axis, keepdims=True)
-    s = xp.exp(x - m)
-    s = s.sum(axis=axis, keepdims=True)
-    xp.log(s, out=s)
-    s += m
-    return s
+    z = x - x.max(axis=axis, keepdims=True)
+    log_s = xp.exp(z).sum(axis=axis, keepdims=True)
+    xp.log(log_s, out=log_s)
+    return z, log_s
 
 
 # %% [markdown]
@@ -136,9 +142,9 @@ def softmax(x, axis=1):
 
 
 # %% [markdown]
-# `LogSoftmax` is $x - \operatorname{logsumexp}(x)$, finite where `log(softmax(x))` would give
-# `log(0)`. Its gradient, $g_y - e^{y} \sum g_y$, again reads only the output $y$: $e^y$ is the
-# softmax.
+# `LogSoftmax` is $x - \operatorname{logsumexp}(x)$, computed as $z - \log\sum e^{z}$, finite
+# where `log(softmax(x))` would give `log(0)`. Its gradient, $g_y - e^{y} \sum g_y$, again reads
+# only the output $y$: $e^y$ is the softmax.
 
 # %%
 #| export dezero_like/functions.py
@@ -155,7 +161,9 @@ class LogSoftmax(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
-        return x - _logsumexp(x, self.axis)
+        z, log_s = _shifted_logsumexp(x, self.axis)
+        z -= log_s
+        return z
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
@@ -171,7 +179,8 @@ def log_softmax(x, axis=1):
 
 # %% [markdown]
 # `SoftmaxCrossEntropy` computes the mean of $-\log \operatorname{softmax}(x_n)[t_n]$ in one
-# function, as $\operatorname{logsumexp}(x_n) - x_n[t_n]$, without forming the probabilities.
+# function, as $\log\sum e^{z_n} - z_n[t_n]$ with the shifted logits $z_n = x_n - \max x_n$, without
+# forming the probabilities.
 # Forward checks the shapes and, on the CPU, that every label is a class index. The gradient is
 # $(\operatorname{softmax}(x) - \operatorname{onehot}(t)) / N$; the labels get `None`.
 
@@ -210,8 +219,8 @@ class SoftmaxCrossEntropy(Function):
                     f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
                     "would silently pick the last class)"
                 )
-        log_z = _logsumexp(x, axis=1)
-        neg_log_p = log_z[:, 0] - x[xp.arange(n), t]
+        z, log_s = _shifted_logsumexp(x, axis=1)
+        neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
         return neg_log_p.sum() / n
 
     def backward(self, gy):

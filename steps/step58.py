@@ -369,15 +369,22 @@ def _max_pool_windows(pool, x):
     """Max pooling over any windows: ``y`` and the index (0 .. KH*KW-1) of each winner."""
     xp = cuda.get_array_module(x)
     padded = _padded(x, pool.pad, -np.inf)
-    y = indexes = None
+    # with padding: which cells are the image's (the padding's -inf must not win a tie
+    # with a real -inf, or that element's gradient would be lost)
+    real = _padded(xp.ones(x.shape, dtype=bool), pool.pad, False) if any(pool.pad) else None
+    y = indexes = won_real = None
     for k, index in _window_offsets(pool):
         candidate = padded[index]
         if y is None:
             y = candidate.copy()
             indexes = xp.zeros(y.shape, dtype=np.int32)
+            won_real = None if real is None else real[index].copy()
             continue
         better = candidate > y  # strict: the first maximum wins ties
         better |= candidate != candidate  # and a nan wins, so it propagates
+        if real is not None:
+            better |= real[index] & ~won_real  # an image cell beats the padding
+            xp.copyto(won_real, real[index], where=better)
         xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
         xp.copyto(indexes, k, where=better)
     return y, indexes
@@ -568,6 +575,11 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     beta = F.reshape(as_variable(beta), shape)
     if Config.train:
         m = x.size // x.shape[1]
+        if m < 2:  # the variance of one value is 0: y would be beta, whatever x is
+            raise ValueError(
+                f"batch_norm in training needs more than one value per channel, got input "
+                f"of shape {tuple(x.shape)}; use a batch of at least 2, or evaluate a single "
+                "example under dezero_like.test_mode() (the running statistics)")
         mu = F.sum(x, axis=axes, keepdims=True) / m
         xc = x - mu
         var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
@@ -575,7 +587,7 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
         s = decay
         mean *= s
         mean += (1 - s) * mu.data.reshape(mean.shape)
-        unbiased = m / max(m - 1, 1)
+        unbiased = m / (m - 1)
         var *= s
         var += (1 - s) * unbiased * var_b.data.reshape(var.shape)
     else:

@@ -221,9 +221,13 @@ def _add_grads(a, b):
 
 
 def _accumulate_leaf(x, gx, loss_scale=None):
-    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable)."""
+    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable).
+
+    An integer or boolean leaf keeps its gradient's own dtype: rounding a
+    gradient to integers would turn 1/3 into 0.
+    """
     data = gx.data
-    if data.dtype != x.data.dtype:
+    if data.dtype != x.data.dtype and x.data.dtype.kind in "fc":
         gx = _F().astype(gx, x.data.dtype)
     elif not _writeable(data):
         gx = _make_variable(data.copy(), False) if not Config.enable_backprop \

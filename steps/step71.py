@@ -197,7 +197,7 @@ __device__ void softmax_ce(const T* x, const long long* t, T* p, T* loss, int c,
             s += prob[j];
         }
         for (int j = 0; j < c; ++j) prob[j] /= s;
-        acc += log(s) + m - row[label];
+        acc += log(s) - (row[label] - m);  // the shifted logit: no cancellation
     }
     partial[threadIdx.x] = acc;
     __syncthreads();
@@ -596,7 +596,7 @@ def backward(self, gy):
 #| export dezero_like/functions.py SoftmaxCrossEntropy
 import numpy as np
 from dezero_like import cuda
-from dezero_like.functions import _logsumexp
+from dezero_like.functions import _shifted_logsumexp
 
 
 def forward(self, x, t):
@@ -626,8 +626,8 @@ def forward(self, x, t):
 
         loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
         return loss
-    log_z = _logsumexp(x, axis=1)
-    neg_log_p = log_z[:, 0] - x[xp.arange(n), t]
+    z, log_s = _shifted_logsumexp(x, axis=1)
+    neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
     return neg_log_p.sum() / n
 
 

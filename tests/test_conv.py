@@ -595,6 +595,20 @@ def test_gradient_check_batch_norm(shape):
         assert gradient_check(lambda v: bn(x=v), x)
 
 
+def test_batch_norm_refuses_one_value_per_channel_in_training():
+    """One value per channel has variance 0: the output would be beta whatever x is, and the
+    running variance would shrink. PyTorch refuses this too; images of one example are fine."""
+    mean, var = np.zeros(3), np.ones(3)
+    with pytest.raises(ValueError, match="more than one value per channel.*test_mode"):
+        Fc.batch_norm(np.arange(3.0).reshape(1, 3), np.ones(3), np.zeros(3), mean, var)
+    assert np.array_equal(var, np.ones(3))  # nothing was updated
+    y = Fc.batch_norm(np.arange(12.0).reshape(1, 3, 2, 2), np.ones(3), np.zeros(3), mean, var)
+    assert y.shape == (1, 3, 2, 2)
+    with dz.test_mode():
+        y = Fc.batch_norm(np.arange(3.0).reshape(1, 3), np.ones(3), np.zeros(3), mean, var)
+    assert y.shape == (1, 3)
+
+
 # --------------------------------------------------------------------------- #
 # PyTorch as an oracle (optional)
 # --------------------------------------------------------------------------- #

@@ -471,3 +471,27 @@ def test_gpu_matches_cpu_including_repeated_get_item():
     for cpu, gpu in zip(run(lambda a: a), run(dz.cuda.as_cupy)):
         assert gpu.dtype == cpu.dtype
         np.testing.assert_allclose(gpu, cpu, rtol=1e-5, atol=1e-6)
+
+
+def test_mean_squared_error_of_a_0d_pair_and_of_an_empty_batch():
+    """A 0-d pair is one example (PyTorch: 1.0 for 1 against 0); an empty batch gives nan
+    and an empty gradient, not a ZeroDivisionError in backward."""
+    a = dz.Variable(np.array(1.0))
+    loss = F.mean_squared_error(a, np.array(0.0))
+    loss.backward()
+    assert float(loss.data) == 1.0 and float(a.grad.data) == 2.0
+    b = dz.Variable(np.zeros((0, 2)))
+    with np.errstate(invalid="ignore"):
+        loss = F.mean_squared_error(b, np.zeros((0, 2)))
+    loss.backward()
+    assert np.isnan(loss.data) and b.grad.shape == (0, 2)
+
+
+def test_power_zero_has_a_zero_gradient_and_array_exponents_are_refused():
+    """x**0 is constant: its gradient is 0 even for an infinite upstream gradient (as in
+    PyTorch; 0 * inf would be nan). An array exponent gets a clear TypeError."""
+    x = dz.Variable(np.array([0.0, 2.0]))
+    (x**0).backward(gradient=np.array([np.inf, 1.0]))
+    assert np.array_equal(x.grad.data, [0.0, 0.0])
+    with pytest.raises(TypeError, match="exponent of \\*\\* must be a number.*F.exp"):
+        x ** np.array([1.0, 2.0])

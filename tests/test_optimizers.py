@@ -235,3 +235,31 @@ def test_matches_torch_sgd_momentum_and_adam():
             opt.step()
         np.testing.assert_allclose(hist[-1], wt.detach().numpy(), rtol=1e-9,
                                    err_msg=type(ours).__name__)
+
+
+@pytest.mark.parametrize("frozen_for", [1, 3])
+def test_adam_corrects_each_parameter_for_its_own_number_of_updates(frozen_for):
+    """A parameter without a gradient in the first updates (unused by those batches, or
+    frozen) has averages only as old as its own updates: PyTorch and Chainer count them per
+    parameter. A count shared by the optimizer gave its first step 0.64 of the right size."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: no oracle to compare")
+    ours = L.Layer()
+    ours.u = Parameter(np.array([1.0, -2.0]))
+    ours.v = Parameter(np.array([0.5, 3.0]))
+    u, v = (torch.tensor(p.data.copy(), requires_grad=True) for p in (ours.u, ours.v))
+    # eps so small that its two placements (ours after the bias correction, PyTorch's
+    # before) agree to rounding
+    opt = O.Adam(alpha=0.1, eps=1e-12).setup(ours)
+    theirs = torch.optim.Adam([u, v], lr=0.1, eps=1e-12)
+    for step in range(6):
+        uses_v = step >= frozen_for
+        ours.cleargrads()
+        loss = F.sum(ours.u**2) + (F.sum(ours.v**3) if uses_v else 0.0)
+        loss.backward()
+        opt.update()
+        theirs.zero_grad(set_to_none=True)
+        (u**2).sum().add((v**3).sum() if uses_v else 0.0).backward()
+        theirs.step()
+        np.testing.assert_allclose(ours.u.data, u.detach().numpy(), rtol=1e-9)
+        np.testing.assert_allclose(ours.v.data, v.detach().numpy(), rtol=1e-9)
+    assert opt.t == 6

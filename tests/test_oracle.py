@@ -344,6 +344,8 @@ EDGE_MAP = np.array([[[[1.0, NAN, 3.0, 0.0, 2.0, 2.0],
 EDGE_VECTOR = np.array([[NAN, -1.0, 0.0, 2.0, -0.0, 3.0],
                         [1.0, 4.0, 4.0, NAN, 0.5, 4.0],
                         [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]])
+NEG_INF_MAP = np.array([[[[-np.inf, -np.inf, 1.0], [2.0, -np.inf, -np.inf],
+                          [-np.inf, 0.0, -np.inf]]]])  # ties with the padding's -inf
 ONE_NAN_PER_ROW = np.array([[1.0, NAN, 3.0, 2.0], [2.0, 1.0, 0.0, -1.0], [NAN, 0.0, 5.0, 4.0]])
 
 EDGE_CASES = {
@@ -353,6 +355,8 @@ EDGE_CASES = {
                             lambda x: tF.max_pool2d(x, 3, 1)),
     "pooling_2x2_stride1_pad1": (EDGE_MAP, lambda x: F.pooling(x, 2, 1, 1),
                                  lambda x: tF.max_pool2d(x, 2, 1, 1)),
+    "pooling_neg_inf_pad1": (NEG_INF_MAP, lambda x: F.pooling(x, 2, 1, 1),
+                             lambda x: tF.max_pool2d(x, 2, 1, 1)),
     "pooling_3x2": (EDGE_MAP, lambda x: F.pooling(x, (2, 3), (2, 3)),
                     lambda x: tF.max_pool2d(x, (2, 3), (2, 3))),
     "relu": (EDGE_VECTOR, F.relu, torch.relu),
@@ -385,3 +389,27 @@ def test_nan_and_ties_match_torch(name, dtype):
     F.sum(y * w).backward()
     (yt * torch.tensor(w)).sum().backward()
     np.testing.assert_array_equal(x.grad.data, xt.grad.numpy(), err_msg=f"{name} gradient")
+
+
+@pytest.mark.parametrize("offset, dtype", [(1e4, np.float32), (1e6, np.float32),
+                                           (1e13, np.float64)])
+@pytest.mark.parametrize("name", ["log_softmax", "softmax_cross_entropy"])
+def test_large_logits_keep_their_precision(name, offset, dtype):
+    """Shifted logits are never shifted back: adding the max to log-sum-exp and subtracting
+    it from x again would cancel two large numbers (0.4375 for a loss of 0.4076 at 1e6)."""
+    x = (np.array([[1.0, 0.0, 2.0], [0.5, 3.0, -1.0]]) + offset).astype(dtype)
+    labels = np.array([2, 0])
+    ours = {"log_softmax": F.log_softmax,
+            "softmax_cross_entropy": lambda v: F.softmax_cross_entropy(v, labels)}[name]
+    theirs = {"log_softmax": lambda t: torch.log_softmax(t, 1),
+              "softmax_cross_entropy": lambda t: tF.cross_entropy(t, torch.tensor(labels))}[name]
+    v = dz.Variable(x.copy())
+    y = ours(v)
+    t = torch.tensor(x, requires_grad=True)
+    yt = theirs(t)
+    w = np.linspace(0.5, 1.5, y.data.size).reshape(y.shape).astype(dtype)
+    F.sum(y * w).backward()
+    (yt * torch.tensor(w)).sum().backward()
+    tol = dict(rtol=1e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y.data, yt.detach().numpy(), **tol)
+    np.testing.assert_allclose(v.grad.data, t.grad.numpy(), **tol)

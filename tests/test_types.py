@@ -171,3 +171,16 @@ def test_integer_input_computes_in_float64_as_numpy_does(fn):
     assert y.dtype == np.float64
     reference = {F.sigmoid: lambda a: 1 / (1 + np.exp(-a)), F.tanh: np.tanh, F.exp: np.exp}[fn]
     np.testing.assert_allclose(y.data, reference(x.astype(np.float64)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("build, expected", [
+    (lambda x: x / 3, np.full(3, 1 / 3)),
+    (lambda x: F.sum(F.sigmoid(x)), 1 / (1 + np.exp(-np.arange(1.0, 4.0))) ** 2
+     * np.exp(-np.arange(1.0, 4.0))),
+    (lambda x: F.sum(x * 2), np.full(3, 2)),
+])
+def test_an_integer_leaf_keeps_its_gradient_unrounded(build, expected):
+    """Casting to the leaf's dtype would round 1/3 to 0: an integer leaf keeps its gradient's."""
+    x = dz.Variable(np.array([1, 2, 3]))
+    build(x).backward()
+    np.testing.assert_allclose(x.grad.data, expected, rtol=1e-12)
