@@ -15,6 +15,7 @@ Every test here needs CuPy and a CUDA GPU and skips with that reason otherwise
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 
@@ -23,6 +24,8 @@ import pytest
 
 import dezero_like as dz
 import dezero_like.functions as F
+import dezero_like.layers as L
+import dezero_like.layers_conv as Lc
 from dezero_like import cuda, optimizers
 from dezero_like.models import MLP
 
@@ -108,20 +111,36 @@ def test_nan_and_ties_give_the_same_winners_on_the_gpu(name, dtype):
     np.testing.assert_array_equal(gpu_g, cpu_g, err_msg=f"{name} gradient")
 
 
-OPTIMIZERS = [
-    lambda: optimizers.SGD(lr=0.1),
-    lambda: optimizers.MomentumSGD(lr=0.1),
-    lambda: optimizers.AdaGrad(lr=0.1),
-    lambda: optimizers.AdaDelta(),
-    lambda: optimizers.Adam(alpha=0.01),
-]
+OPTIMIZERS = {  # every optimizer and every hook of dezero_like.optimizers
+    "SGD": lambda model: optimizers.SGD(lr=0.1),
+    "MomentumSGD": lambda model: optimizers.MomentumSGD(lr=0.1),
+    "AdaGrad": lambda model: optimizers.AdaGrad(lr=0.1),
+    "AdaDelta": lambda model: optimizers.AdaDelta(),
+    "Adam": lambda model: optimizers.Adam(alpha=0.01),
+    "WeightDecay": lambda model: optimizers.SGD(lr=0.1).add_hook(optimizers.WeightDecay(0.01)),
+    "ClipGrad": lambda model: optimizers.SGD(lr=0.1).add_hook(optimizers.ClipGrad(0.1)),
+    "FreezeParam": lambda model: optimizers.SGD(lr=0.1).add_hook(
+        optimizers.FreezeParam(model.l0)),
+}
+
+
+def _public_classes(module, base=None):
+    return {name for name, value in vars(module).items()
+            if inspect.isclass(value) and value.__module__ == module.__name__
+            and (base is None or issubclass(value, base))}
+
+
+def test_the_gpu_tests_name_every_optimizer_hook_and_layer():
+    """Runs without a GPU too: a new optimizer, hook or layer must get a GPU case here."""
+    assert _public_classes(optimizers) - {"Optimizer"} == set(OPTIMIZERS)
+    layers = _public_classes(L, L.Layer) | _public_classes(Lc, L.Layer)
+    assert layers - {"Layer"} == set(LAYERS)
 
 
 @needs_gpu
-@pytest.mark.parametrize("make", OPTIMIZERS, ids=["SGD", "MomentumSGD", "AdaGrad", "AdaDelta",
-                                                  "Adam"])
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_every_optimizer_takes_the_same_steps_on_both_devices(make, dtype):
+def test_every_optimizer_takes_the_same_steps_on_both_devices(name, dtype):
     x = np.random.default_rng(0).normal(size=(8, 5)).astype(dtype)
     t = np.array([0, 1, 2, 1, 0, 2, 2, 1])
     params = []
@@ -131,7 +150,7 @@ def test_every_optimizer_takes_the_same_steps_on_both_devices(make, dtype):
         model(x)  # same initial weights on both devices
         for p in model.params():
             p.data = p.data.astype(dtype)
-        opt = make().setup(model)
+        opt = OPTIMIZERS[name](model).setup(model)
         xs, ts = (cuda.as_cupy(x), cuda.as_cupy(t)) if gpu else (x, t)
         if gpu:
             model.to_gpu()
@@ -145,6 +164,45 @@ def test_every_optimizer_takes_the_same_steps_on_both_devices(make, dtype):
     for c, g in zip(*params):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+
+
+IDS = np.array([0, 3, 6, 3, 1])
+LAYERS = {  # every layer: how to make it, its input, and how many calls (RNNs keep state)
+    "Linear": (lambda: L.Linear(4), (5, 3), 1),
+    "Conv2d": (lambda: Lc.Conv2d(4, 3, stride=2, pad=1), (2, 3, 6, 6), 1),
+    "Deconv2d": (lambda: Lc.Deconv2d(3, 3, stride=2, pad=1), (2, 4, 4, 4), 1),
+    "BatchNorm": (lambda: Lc.BatchNorm(), (6, 3), 1),
+    "EmbedID": (lambda: Lc.EmbedID(7, 3), None, 1),
+    "RNN": (lambda: Lc.RNN(4), (5, 3), 2),
+    "LSTM": (lambda: Lc.LSTM(4), (5, 3), 2),
+}
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_every_layer_gives_the_same_values_and_gradients_on_both_devices(name):
+    make, shape, calls = LAYERS[name]
+    x = IDS if shape is None else np.random.default_rng(0).normal(size=shape)
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        np.random.seed(0)
+        layer = make()
+        layer(x)  # creates the parameters on the CPU, from the same seed on both devices
+        if hasattr(layer, "reset_state"):
+            layer.reset_state()
+        layer.cleargrads()
+        if device is cuda.as_cupy:
+            layer.to_gpu()
+        v = dz.Variable(device(x)) if shape is not None else device(x)
+        ys = [layer(v) for _ in range(calls)]
+        w = np.random.default_rng(1).normal(size=ys[-1].shape)
+        F.sum(ys[-1] * device(w)).backward()
+        results.append([cuda.as_numpy(y.data) for y in ys]
+                       + ([cuda.as_numpy(v.grad.data)] if shape is not None else [])
+                       + [cuda.as_numpy(p.data) for p in layer.params()]
+                       + [cuda.as_numpy(p.grad.data) for p in layer.params() if p.grad is not None])
+    for c, g in zip(*results, strict=True):
+        np.testing.assert_allclose(g, c, rtol=1e-6, atol=1e-7, err_msg=name)
 
 
 @needs_gpu
