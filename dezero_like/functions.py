@@ -586,6 +586,11 @@ class Clip(Function):
     """y = min(max(x, x_min), x_max); dy/dx = 1 inside [x_min, x_max], else 0."""
 
     def __init__(self, x_min, x_max):
+        if x_min is None and x_max is None:
+            raise ValueError("clip needs x_min or x_max (None leaves that side open)")
+        # an open side is an infinite bound, as in np.clip and torch.clamp
+        x_min = -float("inf") if x_min is None else x_min
+        x_max = float("inf") if x_max is None else x_max
         if x_min > x_max:
             raise ValueError(f"clip needs x_min <= x_max, got x_min={x_min}, x_max={x_max}")
         self.x_min = x_min
@@ -603,7 +608,7 @@ class Clip(Function):
 
 
 def clip(x, x_min, x_max):
-    """Clip x to [x_min, x_max]; the gradient is zero outside the interval."""
+    """Clip x to [x_min, x_max] (None: that side open); the gradient is zero outside."""
     return Clip(x_min, x_max)(x)
 
 

@@ -495,3 +495,13 @@ def test_power_zero_has_a_zero_gradient_and_array_exponents_are_refused():
     assert np.array_equal(x.grad.data, [0.0, 0.0])
     with pytest.raises(TypeError, match="exponent of \\*\\* must be a number.*F.exp"):
         x ** np.array([1.0, 2.0])
+
+
+def test_clip_with_one_side_open_and_its_errors():
+    x = np.array([-2.0, 0.5, 3.0])
+    assert np.array_equal(F.clip(x, None, 1.0).data, [-2.0, 0.5, 1.0])
+    assert np.array_equal(F.clip(x, 0.0, None).data, [0.0, 0.5, 3.0])
+    with pytest.raises(ValueError, match="x_min or x_max"):
+        F.clip(x, None, None)
+    with pytest.raises(ValueError, match="x_min <= x_max"):
+        F.clip(x, 1.0, 0.0)

@@ -361,6 +361,10 @@ EDGE_CASES = {
                     lambda x: tF.max_pool2d(x, (2, 3), (2, 3))),
     "relu": (EDGE_VECTOR, F.relu, torch.relu),
     "clip": (EDGE_VECTOR, lambda x: F.clip(x, 0.0, 2.0), lambda x: torch.clamp(x, 0.0, 2.0)),
+    "clip_upper_only": (EDGE_VECTOR, lambda x: F.clip(x, None, 2.0),
+                        lambda x: torch.clamp(x, None, 2.0)),
+    "clip_lower_only": (EDGE_VECTOR, lambda x: F.clip(x, 0.0, None),
+                        lambda x: torch.clamp(x, 0.0, None)),
     # ties share the gradient, and a nan is the maximum: torch.max(x) for a whole tensor
     "max_all": (EDGE_VECTOR, F.max, torch.max),
     "min_all": (EDGE_VECTOR, F.min, torch.min),
