@@ -45,7 +45,7 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
     difference of the two sums divided by ``2*eps`` approximates the slope. It
     costs two evaluations of ``f`` per element, which is why backprop exists.
     """
-    x_data = x.data if isinstance(x, Variable) else np.asarray(x)
+    x_data = x.data if isinstance(x, Variable) else x if cuda.is_cupy_array(x) else np.asarray(x)
     xp = cuda.get_array_module(x_data)
     if xp is not np:
         # finite differences are done on the CPU
@@ -91,7 +91,7 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
         )
     else:
         x = Variable(x.data.copy())
-    num_grad = numerical_grad(f, x, *args, **kwargs)
+    num_grad = _host(numerical_grad(f, x, *args, **kwargs))  # NumPy, as bp_grad below
     y = f(x, *args, **kwargs)
     if isinstance(y, (list, tuple)):
         total = y[0].sum()

@@ -142,7 +142,7 @@ from dezero_like.models import MLP
 # %%
 use_gpu = cuda.gpu_available()
 if use_gpu:
-    print("GPU found: the model and the batches will live on the GPU.")
+    print("GPU found: this step trains on the CPU, then on the GPU, and compares.")
 else:
     print("No GPU available (CuPy is missing or sees no CUDA device): "
           "this step runs on the CPU. Everything below still works; only the GPU "
@@ -161,8 +161,8 @@ if not use_gpu:
         print("RuntimeError:", e)
 else:
     x.to_gpu()
-    print("x lives on:", type(x.data).__module__, "and comes back with to_cpu():",
-          type(x.to_cpu().data).__module__)
+    print("x lives on the GPU:", cuda.is_cupy_array(x.data), "- and after to_cpu() it is a",
+          type(x.to_cpu().data).__name__)
 
 # %% [markdown]
 # ## Writing code once

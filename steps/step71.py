@@ -859,8 +859,10 @@ print(inspect.getsource(F._fusable))
 # ## Fused and unfused give the same numbers
 #
 # On a GPU we train the same small network for a few steps with the fused
-# kernels and with the plain array code (`create_graph=True` forces the plain
-# path in backward), and compare.
+# backward kernels and with the plain array code in backward
+# (`create_graph=True` forces the plain path there), and compare. Both runs use
+# the fused forward kernels: those are compared with NumPy's forward in
+# `tests/test_gpu.py`.
 
 # %%
 def train(create_graph, steps=5):

@@ -111,6 +111,17 @@ def test_nan_and_ties_give_the_same_winners_on_the_gpu(name, dtype):
     np.testing.assert_array_equal(gpu_g, cpu_g, err_msg=f"{name} gradient")
 
 
+@needs_gpu
+def test_gradient_check_and_numerical_grad_take_gpu_input():
+    from dezero_like.utils import gradient_check, numerical_grad
+
+    x = cuda.as_cupy(np.random.default_rng(0).normal(size=(3, 4)))
+    assert gradient_check(F.tanh, x)
+    assert gradient_check(F.tanh, dz.Variable(x))
+    expected = 1 - np.tanh(cuda.as_numpy(x)) ** 2
+    np.testing.assert_allclose(cuda.as_numpy(numerical_grad(F.tanh, x)), expected, atol=1e-6)
+
+
 OPTIMIZERS = {  # every optimizer and every hook of dezero_like.optimizers
     "SGD": lambda model: optimizers.SGD(lr=0.1),
     "MomentumSGD": lambda model: optimizers.MomentumSGD(lr=0.1),
