@@ -88,6 +88,13 @@ class DataLoader:
     def _collate(self, batch_index):
         """Stack the examples at ``batch_index`` into arrays ``(x, t)`` on the loader's device."""
         examples = [self.dataset[int(j)] for j in batch_index]
+        first = examples[0]
+        if not (isinstance(first, (tuple, list)) and len(first) == 2):
+            # a bare array's rows would be split into x = row[0] and t = row[1] without error
+            raise TypeError(
+                f"DataLoader needs a dataset whose items are (x, t) pairs, got "
+                f"{type(examples[0]).__name__} items; wrap arrays in a Dataset, e.g. "
+                "list(zip(x, t)), or a Dataset subclass")
         x = np.stack([np.asarray(ex[0]) for ex in examples])
         labels = [ex[1] for ex in examples]
         t = None if labels[0] is None else np.stack([np.asarray(lb) for lb in labels])

@@ -18,7 +18,7 @@ import numpy as np
 
 import dezero_like.functions as F
 from dezero_like import cuda
-from dezero_like.core import Parameter
+from dezero_like.core import Parameter, _is_array
 from dezero_like.utils import forward_names
 
 
@@ -52,6 +52,11 @@ class Layer:
             if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
                 object.__setattr__(value, "_attr_name", name)  # for error messages
         elif name in names:  # replaced by something that is not a parameter
+            if _is_array(value) and isinstance(self.__dict__.get(name), Parameter):
+                # a plain array here would silently leave training and the saved weights
+                raise TypeError(
+                    f"{type(self).__name__}.{name} is a Parameter; to set its values write "
+                    f"layer.{name}.data = array (or assign a new Parameter(array))")
             names.remove(name)
         object.__setattr__(self, name, value)
 
@@ -135,6 +140,10 @@ class Layer:
         renamed over it, so an interrupted save never leaves a half-written file.
         """
         params = self._flatten_params()
+        if not params:
+            raise ValueError(
+                f"cannot save weights: this {type(self).__name__} has no parameters (layers kept "
+                "in a list or a dict are not registered: assign each to an attribute)")
         missing = [k for k, p in params.items() if p.data is None]
         if missing:
             raise ValueError(

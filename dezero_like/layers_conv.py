@@ -146,6 +146,15 @@ class EmbedID(Layer):
 
 
 # --- step 61 ------------------------------------------------------------
+def _check_batch(layer, x, h):
+    """Refuse an input whose batch size differs from that of the kept state ``h``."""
+    if h is not None and len(x) != len(h):
+        raise ValueError(
+            f"{layer}: the input has a batch of {len(x)} but the kept state has {len(h)} "
+            "rows; call reset_state() when the batch size changes (a new set of sequences, "
+            "a last smaller batch, or one sequence to predict after training on batches)")
+
+
 class RNN(Layer):
     r"""Elman recurrent layer: $h_t = \tanh(x_t W_x + b + h_{t-1} W_h)$.
 
@@ -165,6 +174,7 @@ class RNN(Layer):
         self.h = None
 
     def forward(self, x):
+        _check_batch("RNN", x, self.h)
         if self.h is None:
             h_new = F.tanh(self.x2h(x))
         else:
@@ -206,6 +216,7 @@ class LSTM(Layer):
         self.c = None
 
     def forward(self, x):
+        _check_batch("LSTM", x, self.h)  # the kept h and c have one row per sequence
         if self.h is None:
             f = F.sigmoid(self.x2f(x))
             i = F.sigmoid(self.x2i(x))

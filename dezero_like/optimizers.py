@@ -37,10 +37,18 @@ class Optimizer:
 
     def setup(self, target):
         """Remember the Layer (or Model) whose parameters ``update()`` changes."""
-        if not hasattr(target, "params"):
+        if not hasattr(target, "params") or isinstance(target, type):
+            what = f"the class {target.__name__}" if isinstance(target, type) \
+                else type(target).__name__
             raise TypeError(
-                f"setup() needs a Layer or Model (something with params()), "
-                f"got {type(target).__name__}"
+                f"setup() needs a Layer or Model (something with params()), got {what}; "
+                "pass an instance, e.g. MLP((10, 1)), not MLP"
+            )
+        if next(iter(target.params()), None) is None:
+            raise ValueError(
+                f"setup(): this {type(target).__name__} has no parameters, so update() would "
+                "change nothing. Layers kept in a list or a dict are not registered: assign "
+                "each to an attribute (self.l0 = L.Linear(...)), or use Sequential"
             )
         self.target = target
         return self

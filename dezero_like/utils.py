@@ -149,6 +149,8 @@ def sum_to(x, shape):
     y = x.sum(lead_axes + axes, keepdims=True)
     if lead > 0:
         y = y.reshape(y.shape[lead:])
+    if y.shape != shape:  # shape is not one that x could have been broadcast from
+        raise ValueError(f"sum_to: cannot sum an array of shape {x.shape} down to {shape}")
     return y
 
 

@@ -57,7 +57,7 @@ sub-layer assigned to one of its attributes, so ``params()`` can walk them all
 NumPy ``.npz`` files, never with pickle.
 """
 
-from dezero_like.core import Parameter
+from dezero_like.core import Parameter, _is_array
 
 
 class Layer:
@@ -89,6 +89,11 @@ class Layer:
             if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
                 object.__setattr__(value, "_attr_name", name)  # for error messages
         elif name in names:  # replaced by something that is not a parameter
+            if _is_array(value) and isinstance(self.__dict__.get(name), Parameter):
+                # a plain array here would silently leave training and the saved weights
+                raise TypeError(
+                    f"{type(self).__name__}.{name} is a Parameter; to set its values write "
+                    f"layer.{name}.data = array (or assign a new Parameter(array))")
             names.remove(name)
         object.__setattr__(self, name, value)
 

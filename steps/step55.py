@@ -104,6 +104,10 @@ def save_weights(self, path):
     renamed over it, so an interrupted save never leaves a half-written file.
     """
     params = self._flatten_params()
+    if not params:
+        raise ValueError(
+            f"cannot save weights: this {type(self).__name__} has no parameters (layers kept "
+            "in a list or a dict are not registered: assign each to an attribute)")
     missing = [k for k, p in params.items() if p.data is None]
     if missing:
         raise ValueError(

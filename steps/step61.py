@@ -82,11 +82,25 @@ __getattr__ = forward_names(__name__, {
 # the hidden state, which is not a Parameter. Each call computes the next state from the input and
 # the previous state and stores it, so the layer is called once per time step; on the first step
 # there is no previous state and `h2h` is skipped. `reset_state` starts a new sequence.
+#
+# The kept state has one row per sequence of the batch. An input with another number of rows
+# would broadcast against it without any error: a state of 30 rows and one new sequence give 30
+# outputs. `_check_batch` refuses that and says to call `reset_state()` (after training on batches
+# of 30, before predicting one sequence; or before a last, smaller batch).
 
 # %%
 #| export dezero_like/layers_conv.py
 import dezero_like.functions as F
 from dezero_like.layers import Layer, Linear
+
+
+def _check_batch(layer, x, h):
+    """Refuse an input whose batch size differs from that of the kept state ``h``."""
+    if h is not None and len(x) != len(h):
+        raise ValueError(
+            f"{layer}: the input has a batch of {len(x)} but the kept state has {len(h)} "
+            "rows; call reset_state() when the batch size changes (a new set of sequences, "
+            "a last smaller batch, or one sequence to predict after training on batches)")
 
 
 class RNN(Layer):
@@ -108,6 +122,7 @@ class RNN(Layer):
         self.h = None
 
     def forward(self, x):
+        _check_batch("RNN", x, self.h)
         if self.h is None:
             h_new = F.tanh(self.x2h(x))
         else:

@@ -52,6 +52,7 @@
 #| export dezero_like/layers_conv.py
 import dezero_like.functions as F
 from dezero_like.layers import Layer, Linear
+from dezero_like.layers_conv import _check_batch
 
 
 class LSTM(Layer):
@@ -86,6 +87,7 @@ class LSTM(Layer):
         self.c = None
 
     def forward(self, x):
+        _check_batch("LSTM", x, self.h)  # the kept h and c have one row per sequence
         if self.h is None:
             f = F.sigmoid(self.x2f(x))
             i = F.sigmoid(self.x2i(x))

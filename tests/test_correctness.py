@@ -301,3 +301,13 @@ def test_random_graphs_match_torch(program):
         got = 0.0 if x.grad is None else x.grad.data
         np.testing.assert_allclose(got, np.broadcast_to(expected, np.shape(got)),
                                    rtol=1e-8, atol=1e-10)
+
+
+def test_the_array_helper_sum_to_refuses_a_shape_that_does_not_broadcast():
+    """utils.sum_to (arrays, used inside backward passes) returned (3,) for (2, 3) -> (2,)."""
+    from dezero_like.utils import sum_to
+
+    assert sum_to(np.ones((2, 3, 4)), (3, 1)).shape == (3, 1)
+    for bad in [(2,), (4, 3)]:
+        with pytest.raises(ValueError, match="cannot sum an array of shape"):
+            sum_to(np.ones((2, 3)), bad)

@@ -136,3 +136,11 @@ def test_to_gpu_gives_cupy_batches_with_the_same_values():
     gpu.to_cpu()
     x, _ = next(iter(gpu))
     assert isinstance(x, np.ndarray)
+
+
+def test_a_bare_array_is_refused_instead_of_split_into_x_and_t():
+    data = np.arange(10.0).reshape(5, 2)
+    with pytest.raises(TypeError, match=r"\(x, t\) pairs.*ndarray"):
+        next(iter(DataLoader(data, 2)))
+    x, t = next(iter(DataLoader(list(zip(data, np.arange(5))), 2, shuffle=False)))
+    assert x.shape == (2, 2) and t.tolist() == [0, 1]

@@ -260,3 +260,30 @@ def test_to_gpu_and_back():
     assert all(not isinstance(p.data, np.ndarray) for p in model.params())
     model.to_cpu()
     assert all(np.array_equal(a, p.data) for a, p in zip(before, model.params()))
+
+
+def test_assigning_an_array_to_a_parameter_is_refused():
+    """`layer.W = array` would silently take W out of training and out of the saved weights."""
+    layer = L.Linear(2, in_size=2)
+    with pytest.raises(TypeError, match=r"Linear.W is a Parameter.*layer.W.data = array"):
+        layer.W = np.ones((2, 2), np.float32)
+    layer.W.data = np.ones((2, 2), np.float32)  # the way to set its values
+    assert [p.name for p in layer.params()] == ["W", "b"]
+
+
+def test_layers_in_a_list_are_not_registered_and_setup_says_so(tmp_path):
+    from dezero_like import optimizers
+
+    class Listed(Model):
+        def __init__(self):
+            super().__init__()
+            self.blocks = [L.Linear(4), L.Linear(2)]  # not registered
+
+    with pytest.raises(ValueError, match="no parameters.*list or a dict"):
+        optimizers.SGD().setup(Listed())
+    with pytest.raises(ValueError, match="no parameters"):
+        Listed().save_weights(tmp_path / "empty.npz")
+    assert not (tmp_path / "empty.npz").exists()
+    with pytest.raises(TypeError, match="the class MLP.*instance"):
+        optimizers.SGD().setup(MLP)
+    optimizers.SGD().setup(MLP((3, 1)))  # lazy parameters exist before the first call

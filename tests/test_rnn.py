@@ -267,3 +267,14 @@ def test_seq_data_loader_streams_advance_one_step_per_batch():
     assert len(list(loader)) == 25  # a second epoch starts again at step 0
     with pytest.raises(ValueError, match="larger than the series"):
         SeqDataLoader(ds, batch_size=101)
+
+
+@pytest.mark.parametrize("make", [lambda: Lc.RNN(5), lambda: Lc.LSTM(5)], ids=["RNN", "LSTM"])
+def test_a_new_batch_size_needs_reset_state(make):
+    """A kept state of 4 rows and an input of 1 would broadcast to 4 outputs without error."""
+    layer = make()
+    layer(np.ones((4, 3), np.float32))
+    with pytest.raises(ValueError, match="batch of 1 but the kept state has 4 rows.*reset_state"):
+        layer(np.ones((1, 3), np.float32))
+    layer.reset_state()
+    assert layer(np.ones((1, 3), np.float32)).shape == (1, 5)
