@@ -143,9 +143,14 @@ def _check_conv_weight(name, x, W, c_axis):
     if W.ndim != 4:
         raise ValueError(f"{name}: W must be 4-d, got shape {W.shape}")
     if x.ndim == 4 and x.shape[1] != W.shape[c_axis]:
+        hint = ""
+        if x.shape[-1] == W.shape[c_axis] or (x.shape[-1] in (1, 3, 4) and
+                                              x.shape[-1] < x.shape[1]):
+            hint = ("; is the input channels-last (N, H, W, C)? The layout here is "
+                    "(N, C, H, W): x.transpose(0, 3, 1, 2)")
         raise ValueError(
             f"{name}: the input has {x.shape[1]} channels but W of shape {W.shape} expects "
-            f"{W.shape[c_axis]} (axis {c_axis} of W)"
+            f"{W.shape[c_axis]} (axis {c_axis} of W){hint}"
         )
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 import dezero_like.functions as F
 from dezero_like import cuda
-from dezero_like.core import Parameter, _is_array
+from dezero_like.core import Parameter, _is_array, as_variable
 from dezero_like.utils import forward_names
 
 
@@ -234,6 +234,7 @@ class Linear(Layer):
 
     def forward(self, x):
         if self.W.data is None:
+            x = as_variable(x)  # a list gets as_variable's clear error, not an AttributeError
             if x.ndim != 2:
                 raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}")
             self.in_size = x.shape[1]

@@ -16,7 +16,7 @@ import numpy as np
 import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
 from dezero_like import cuda
-from dezero_like.core import Parameter
+from dezero_like.core import Parameter, as_variable
 from dezero_like.layers import Layer, Linear
 
 
@@ -63,6 +63,7 @@ class Conv2d(Layer):
         """Create ``W`` from the first input's channel count (and put ``b`` on its device)."""
         if self.W.data is not None:
             return
+        x = as_variable(x)  # a list gets as_variable's clear error, not an AttributeError
         if x.ndim != 4:
             raise ValueError(
                 f"{type(self).__name__} expects a batch of images (N, C, H, W), got shape "

@@ -44,6 +44,10 @@ class SimpleConvNet(Model):
             if side * side != x.shape[1]:
                 raise ValueError(f"cannot view a flat input of width {x.shape[1]} as an image")
             x = F.reshape(x, (x.shape[0], 1, side, side))
+        elif x.ndim == 4 and x.shape[-1] in (1, 3) and x.shape[1] > x.shape[-1]:
+            raise ValueError(
+                f"SimpleConvNet expects images as (N, C, H, W), got {tuple(x.shape)}, which "
+                "looks channels-last (N, H, W, C); use x.transpose(0, 3, 1, 2)")
         x = Fc.pooling(F.relu(self.conv1(x)), 2, 2)
         x = Fc.pooling(F.relu(self.conv2(x)), 2, 2)
         x = F.flatten(x)

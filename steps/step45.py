@@ -156,7 +156,7 @@ class Layer:
 import numpy as np
 import dezero_like.functions as F
 from dezero_like import cuda
-from dezero_like.core import Parameter
+from dezero_like.core import Parameter, as_variable
 
 
 class Linear(Layer):
@@ -188,6 +188,7 @@ class Linear(Layer):
 
     def forward(self, x):
         if self.W.data is None:
+            x = as_variable(x)  # a list gets as_variable's clear error, not an AttributeError
             if x.ndim != 2:
                 raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}")
             self.in_size = x.shape[1]

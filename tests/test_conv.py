@@ -872,3 +872,17 @@ def test_cnn_beats_mlp_on_real_mnist(mnist_dir):
     print(f"CNN {cnn_acc:.3f} ({cnn_s:.1f} s), MLP {mlp_acc:.3f}")
     assert cnn_acc > 0.95
     assert cnn_acc > mlp_acc + 0.02
+
+
+def test_channels_last_images_get_a_hint_about_the_layout():
+    import dezero_like.layers_conv as Lc
+    from dezero_like.models_conv import SimpleConvNet
+
+    conv = Lc.Conv2d(4, 3, pad=1, in_channels=3)
+    with pytest.raises(ValueError, match=r"8 channels.*channels-last \(N, H, W, C\).*transpose"):
+        conv(np.ones((2, 8, 8, 3), np.float32))
+    with pytest.raises(ValueError, match=r"looks channels-last.*transpose\(0, 3, 1, 2\)"):
+        SimpleConvNet()(np.ones((2, 28, 28, 1), np.float32))
+    with pytest.raises(ValueError, match="5 channels") as error:
+        Fc.conv2d(np.ones((2, 5, 8, 8)), np.ones((4, 3, 3, 3)))
+    assert "channels-last" not in str(error.value)  # no hint where the layout is plausible

@@ -287,3 +287,11 @@ def test_layers_in_a_list_are_not_registered_and_setup_says_so(tmp_path):
     with pytest.raises(TypeError, match="the class MLP.*instance"):
         optimizers.SGD().setup(MLP)
     optimizers.SGD().setup(MLP((3, 1)))  # lazy parameters exist before the first call
+
+
+def test_a_list_given_to_a_lazy_layer_gets_the_clear_error():
+    import dezero_like.layers_conv as Lc
+
+    for layer in (L.Linear(2), Lc.Conv2d(2, 3)):
+        with pytest.raises(TypeError, match=r"got list; wrap lists with np.array"):
+            layer([[1.0, 2.0]])
