@@ -746,6 +746,10 @@ def accuracy(y, t):
     y_data = y.data if isinstance(y, Variable) else y
     t_data = t.data if isinstance(t, Variable) else t
     xp = cuda.get_array_module(y_data)
+    if t_data.size != len(y_data):
+        raise ValueError(
+            f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "
+            f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
     acc = (pred == t_data).mean()
     dtype = y_data.dtype if y_data.dtype.kind == "f" else np.float64

@@ -216,6 +216,9 @@ class Linear(Layer):
 
     def __init__(self, out_size, nobias=False, dtype=np.float32, in_size=None):
         super().__init__()
+        for what, size in (("out_size", out_size), ("in_size", in_size)):
+            if size is not None and not (isinstance(size, (int, np.integer)) and size >= 1):
+                raise ValueError(f"Linear: {what} must be a positive integer, got {size!r}")
         self.in_size = in_size
         self.out_size = out_size
         self.dtype = np.dtype(dtype)

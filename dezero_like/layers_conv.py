@@ -131,6 +131,10 @@ class BatchNorm(Layer):
             self.avg_var.data = xp.ones(C, dtype=x.dtype)
             self.gamma.data = xp.ones(C, dtype=x.dtype)
             self.beta.data = xp.zeros(C, dtype=x.dtype)
+        elif x.ndim < 2 or x.shape[1] != len(self.avg_mean.data):
+            raise ValueError(
+                f"BatchNorm was built for {len(self.avg_mean.data)} channels (axis 1), got "
+                f"input of shape {tuple(x.shape)}; use one BatchNorm layer per feature size")
         return Fc.batch_norm(x, self.gamma, self.beta, self.avg_mean.data, self.avg_var.data,
                              self.decay, self.eps)
 

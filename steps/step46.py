@@ -145,6 +145,9 @@ class Sequential(Model):
         for i, layer in enumerate(layers):
             if not callable(layer):
                 raise TypeError(f"Sequential item {i} is a {type(layer).__name__}, not callable")
+            if isinstance(layer, type):  # L.Linear instead of L.Linear(10)
+                raise TypeError(f"Sequential item {i} is the class {layer.__name__}; pass an "
+                                f"instance such as {layer.__name__}(...)")
             if isinstance(layer, Layer):
                 setattr(self, f"l{i}", layer)
             self.layers.append(layer)

@@ -505,3 +505,10 @@ def test_clip_with_one_side_open_and_its_errors():
         F.clip(x, None, None)
     with pytest.raises(ValueError, match="x_min <= x_max"):
         F.clip(x, 1.0, 0.0)
+
+
+def test_accuracy_refuses_one_hot_labels_with_a_hint():
+    y = np.eye(3)
+    assert float(F.accuracy(y, np.arange(3)).data) == 1.0
+    with pytest.raises(ValueError, match=r"one label per row.*t.argmax\(axis=1\)"):
+        F.accuracy(y, np.eye(3))

@@ -295,3 +295,19 @@ def test_a_list_given_to_a_lazy_layer_gets_the_clear_error():
     for layer in (L.Linear(2), Lc.Conv2d(2, 3)):
         with pytest.raises(TypeError, match=r"got list; wrap lists with np.array"):
             layer([[1.0, 2.0]])
+
+
+def test_clear_errors_for_sizes_classes_and_channel_counts():
+    import dezero_like.functions as F
+    import dezero_like.layers_conv as Lc
+
+    with pytest.raises(ValueError, match="in_size must be a positive integer, got 0"):
+        L.Linear(3, in_size=0)
+    with pytest.raises(ValueError, match="out_size must be a positive integer"):
+        L.Linear(2.5)
+    with pytest.raises(TypeError, match=r"item 0 is the class Linear; pass an instance"):
+        Sequential(L.Linear, F.relu)
+    bn = Lc.BatchNorm()
+    bn(np.ones((4, 3)))
+    with pytest.raises(ValueError, match="built for 3 channels.*shape \\(4, 5\\)"):
+        bn(np.ones((4, 5)))
