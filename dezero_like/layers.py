@@ -119,17 +119,35 @@ class Layer:
         return self
 
     # (step 55)
-    def _flatten_params(self, out=None, prefix=""):
-        """{"l0/W": Parameter, ...}: every parameter under a path-like key."""
+    def _flatten_params(self, out=None, prefix="", owners=None):
+        """{"l0/W": Parameter, ...}: every parameter under a path-like key.
+
+        ``owners``, when given, receives ``{key: (layer, attribute name)}``.
+        """
         out = {} if out is None else out
         for name in self._names():
             obj = self.__dict__[name]
             key = prefix + name
             if isinstance(obj, Layer):
-                obj._flatten_params(out, key + "/")
+                obj._flatten_params(out, key + "/", owners)
             else:
                 out[key] = obj
+                if owners is not None:
+                    owners[key] = (self, name)
         return out
+
+    # (step 55)
+    def _lazy_shape(self, name):
+        """The shape a not-yet-created parameter will have (None for each unknown size), or None.
+
+        Layers that create a parameter on their first call override this and
+        :meth:`_took_shape`, so that loading weights into them checks what they know.
+        """
+        return None
+
+    # (step 55)
+    def _took_shape(self, name, shape):
+        """A not-yet-created parameter was loaded with ``shape`` (a lazy layer learns its input)."""
 
     # (step 55)
     # ---- saving and loading -------------------------------------------------------
@@ -174,7 +192,8 @@ class Layer:
         one, or whose arrays have the wrong shape or dtype raises ``ValueError``
         and leaves the layer unchanged. Pickled objects are never loaded.
         """
-        params = self._flatten_params()
+        owners = {}
+        params = self._flatten_params(owners=owners)
         arrays = _read_npz(path)
         problems = []
         missing = sorted(set(params) - set(arrays))
@@ -185,9 +204,16 @@ class Layer:
             problems.append(f"unexpected {', '.join(extra)}")
         for key in sorted(set(params) & set(arrays)):
             p, a = params[key], arrays[key]
-            if p.data is None:  # not initialised yet (lazy Linear): take the file's array
-                if a.dtype.kind not in "fc":
-                    problems.append(f"{key} has dtype {a.dtype}, expected a floating dtype")
+            if p.data is None:  # not created yet (a lazy layer): check what the layer knows
+                layer, name = owners[key]
+                expected, dtype = layer._lazy_shape(name), getattr(layer, "dtype", None)
+                if expected is not None and (a.ndim != len(expected) or any(
+                        e is not None and e != n for e, n in zip(expected, a.shape))):
+                    shown = "(" + ", ".join("?" if e is None else str(e) for e in expected) + ")"
+                    problems.append(f"{key} has shape {a.shape}, the model expects {shown}")
+                if a.dtype.kind not in "fc" or (dtype is not None and a.dtype != dtype):
+                    problems.append(f"{key} has dtype {a.dtype}, the model expects "
+                                    f"{dtype or 'a floating dtype'}")
                 continue
             if a.shape != p.data.shape:
                 problems.append(f"{key} has shape {a.shape}, the model expects {p.data.shape}")
@@ -200,7 +226,10 @@ class Layer:
             )
         for key, p in params.items():
             a = arrays[key]
-            if p.data is not None and not isinstance(p.data, np.ndarray):
+            if p.data is None:
+                layer, name = owners[key]
+                layer._took_shape(name, a.shape)
+            elif not isinstance(p.data, np.ndarray):
                 a = cuda.as_cupy(a)  # the parameter lives on the GPU: keep it there
             p.data = a
 
@@ -252,6 +281,15 @@ class Linear(Layer):
                 f"{self._describe()}: {e}; check the output size of the layer before it, or "
                 "flatten images first (F.flatten(x))"
             ) from None
+
+    # (step 55)
+    def _lazy_shape(self, name):
+        return (None, self.out_size) if name == "W" else None
+
+    # (step 55)
+    def _took_shape(self, name, shape):
+        if name == "W":
+            self.in_size = shape[0]
 
 
 # --- step 55 ------------------------------------------------------------

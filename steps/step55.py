@@ -83,17 +83,35 @@ from dezero_like import cuda
 from dezero_like.layers import Layer
 
 
-def _flatten_params(self, out=None, prefix=""):
-    """{"l0/W": Parameter, ...}: every parameter under a path-like key."""
+def _flatten_params(self, out=None, prefix="", owners=None):
+    """{"l0/W": Parameter, ...}: every parameter under a path-like key.
+
+    ``owners``, when given, receives ``{key: (layer, attribute name)}``.
+    """
     out = {} if out is None else out
     for name in self._names():
         obj = self.__dict__[name]
         key = prefix + name
         if isinstance(obj, Layer):
-            obj._flatten_params(out, key + "/")
+            obj._flatten_params(out, key + "/", owners)
         else:
             out[key] = obj
+            if owners is not None:
+                owners[key] = (self, name)
     return out
+
+
+def _lazy_shape(self, name):
+    """The shape a not-yet-created parameter will have (None for each unknown size), or None.
+
+    Layers that create a parameter on their first call override this and
+    :meth:`_took_shape`, so that loading weights into them checks what they know.
+    """
+    return None
+
+
+def _took_shape(self, name, shape):
+    """A not-yet-created parameter was loaded with ``shape`` (a lazy layer learns its input)."""
 
 
 # ---- saving and loading -------------------------------------------------------
@@ -138,7 +156,8 @@ def load_weights(self, path):
     one, or whose arrays have the wrong shape or dtype raises ``ValueError``
     and leaves the layer unchanged. Pickled objects are never loaded.
     """
-    params = self._flatten_params()
+    owners = {}
+    params = self._flatten_params(owners=owners)
     arrays = _read_npz(path)
     problems = []
     missing = sorted(set(params) - set(arrays))
@@ -149,9 +168,16 @@ def load_weights(self, path):
         problems.append(f"unexpected {', '.join(extra)}")
     for key in sorted(set(params) & set(arrays)):
         p, a = params[key], arrays[key]
-        if p.data is None:  # not initialised yet (lazy Linear): take the file's array
-            if a.dtype.kind not in "fc":
-                problems.append(f"{key} has dtype {a.dtype}, expected a floating dtype")
+        if p.data is None:  # not created yet (a lazy layer): check what the layer knows
+            layer, name = owners[key]
+            expected, dtype = layer._lazy_shape(name), getattr(layer, "dtype", None)
+            if expected is not None and (a.ndim != len(expected) or any(
+                    e is not None and e != n for e, n in zip(expected, a.shape))):
+                shown = "(" + ", ".join("?" if e is None else str(e) for e in expected) + ")"
+                problems.append(f"{key} has shape {a.shape}, the model expects {shown}")
+            if a.dtype.kind not in "fc" or (dtype is not None and a.dtype != dtype):
+                problems.append(f"{key} has dtype {a.dtype}, the model expects "
+                                f"{dtype or 'a floating dtype'}")
             continue
         if a.shape != p.data.shape:
             problems.append(f"{key} has shape {a.shape}, the model expects {p.data.shape}")
@@ -164,9 +190,30 @@ def load_weights(self, path):
         )
     for key, p in params.items():
         a = arrays[key]
-        if p.data is not None and not isinstance(p.data, np.ndarray):
+        if p.data is None:
+            layer, name = owners[key]
+            layer._took_shape(name, a.shape)
+        elif not isinstance(p.data, np.ndarray):
             a = cuda.as_cupy(a)  # the parameter lives on the GPU: keep it there
         p.data = a
+
+
+# %% [markdown]
+# A layer that creates a parameter on its first call has none to compare the file with, but it
+# already knows part of the shape: a lazy `Linear` knows `W`'s second axis (`out_size`) and its
+# dtype. `_lazy_shape` says what is known (`None` for what is not) and `load_weights` checks it;
+# `_took_shape` then tells the layer the size it learnt from the file (`in_size`), as a first call
+# would have. Without this, a `Linear(8)` would take a file's `(5, 3)` weight and output 3 columns.
+
+# %%
+#| export dezero_like/layers.py Linear
+def _lazy_shape(self, name):
+    return (None, self.out_size) if name == "W" else None
+
+
+def _took_shape(self, name, shape):
+    if name == "W":
+        self.in_size = shape[0]
 
 
 # %%

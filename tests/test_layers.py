@@ -311,3 +311,27 @@ def test_clear_errors_for_sizes_classes_and_channel_counts():
     bn(np.ones((4, 3)))
     with pytest.raises(ValueError, match="built for 3 channels.*shape \\(4, 5\\)"):
         bn(np.ones((4, 5)))
+
+
+def test_loading_into_lazy_layers_checks_what_they_know(tmp_path):
+    """Before its first call a lazy layer has no W to compare with, but knows out_size (or the
+    kernel and out_channels) and its dtype; loading gives it its in_size / in_channels."""
+    import dezero_like.layers_conv as Lc
+
+    L.Linear(3, in_size=5).save_weights(tmp_path / "linear.npz")
+    with pytest.raises(ValueError, match=r"W has shape \(5, 3\), the model expects \(\?, 8\)"):
+        L.Linear(8).load_weights(tmp_path / "linear.npz")
+    L.Linear(3, in_size=5, dtype=np.float64).save_weights(tmp_path / "linear64.npz")
+    with pytest.raises(ValueError, match="W has dtype float64, the model expects float32"):
+        L.Linear(3).load_weights(tmp_path / "linear64.npz")
+    fresh = L.Linear(3)
+    fresh.load_weights(tmp_path / "linear.npz")
+    assert fresh.in_size == 5 and fresh(np.ones((2, 5), np.float32)).shape == (2, 3)
+    conv = Lc.Conv2d(4, 3)
+    conv(np.ones((1, 2, 5, 5), np.float32))
+    conv.save_weights(tmp_path / "conv.npz")
+    with pytest.raises(ValueError, match=r"the model expects \(5, \?, 3, 3\)"):
+        Lc.Conv2d(5, 3).load_weights(tmp_path / "conv.npz")
+    loaded = Lc.Conv2d(4, 3)
+    loaded.load_weights(tmp_path / "conv.npz")
+    assert loaded.in_channels == 2
