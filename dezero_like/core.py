@@ -179,6 +179,11 @@ class Variable:
     def __len__(self):
         return len(self.data)
 
+    def __bool__(self):
+        # NumPy's rule (one element: its truth; more: an error). Without this, bool() would
+        # fall back to len(): True for Variable(np.array([0.0])), a TypeError for a 0-d loss.
+        return bool(self.data)
+
     def __repr__(self):
         if self.data is None:
             return "variable(None)"

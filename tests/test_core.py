@@ -332,3 +332,11 @@ def test_operator_functions_called_directly_accept_a_non_variable_first():
             assert mul(3.0, x).data.tolist() == [6.0] and mul(3.0, x).dtype == np.float32
             assert add(np.array([1.0], np.float32), x).data.tolist() == [3.0]
             assert rsub(x, 5.0).data.tolist() == [3.0]
+
+
+def test_truth_of_a_variable_follows_numpy():
+    """bool() fell back to len(): True for [0.0], a TypeError for a 0-d loss."""
+    assert not dz.Variable(np.array([0.0]))
+    assert dz.Variable(np.array(2.0))
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(dz.Variable(np.ones(3)))
