@@ -184,6 +184,16 @@ class Variable:
         # fall back to len(): True for Variable(np.array([0.0])), a TypeError for a 0-d loss.
         return bool(self.data)
 
+    def __float__(self):  # float(loss), as for a one-element array
+        return float(self.data)
+
+    def item(self):
+        """The value of a one-element Variable as a Python number (``loss.item()``)."""
+        return self.data.item()
+
+    def __format__(self, spec):  # f"{loss:.4f}" formats the value, as NumPy does
+        return format(self.data, spec) if spec else str(self)
+
     def __repr__(self):
         if self.data is None:
             return "variable(None)"

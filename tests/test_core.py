@@ -340,3 +340,11 @@ def test_truth_of_a_variable_follows_numpy():
     assert dz.Variable(np.array(2.0))
     with pytest.raises(ValueError, match="ambiguous"):
         bool(dz.Variable(np.ones(3)))
+
+
+def test_a_one_element_variable_formats_and_converts_like_numpy():
+    loss = dz.Variable(np.array(0.123456))
+    assert f"{loss:.3f}" == "0.123" and float(loss) == 0.123456 and loss.item() == 0.123456
+    assert f"{loss}" == str(loss) == "variable(0.123456)"
+    with pytest.raises(TypeError):
+        float(dz.Variable(np.ones(3)))
