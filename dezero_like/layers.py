@@ -165,12 +165,17 @@ class Layer:
         missing = [k for k, p in params.items() if p.data is None]
         if missing:
             raise ValueError(
-                f"cannot save weights: {', '.join(missing)} not initialised yet (a Linear "
-                "layer without in_size creates W on its first call); run one forward pass first"
+                f"cannot save weights: {', '.join(missing)} not initialised yet (a layer "
+                "without in_size / in_channels creates its weights on its first call); run one "
+                "forward pass first"
             )
         arrays = {key: cuda.as_numpy(p.data) for key, p in params.items()}
         path = os.fspath(path)
         directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):  # else the error would name the temporary file
+            raise FileNotFoundError(
+                f"cannot save weights to {path}: the directory {directory} does not exist; "
+                "create it first (os.makedirs)")
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
         try:
             with os.fdopen(fd, "wb") as f:

@@ -111,10 +111,11 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     if not np.allclose(bp_grad, num_grad, rtol=rtol, atol=atol):
         err = np.abs(bp_grad - num_grad)
         worst = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
+        worst = tuple(int(i) for i in worst)  # (1, 2), not (np.int64(1), np.int64(2))
         raise AssertionError(
             f"gradient_check({name}) failed for input of shape {x.shape}: worst element "
-            f"{worst}: backprop {bp_grad[worst]!r} vs numerical {num_grad[worst]!r} "
-            f"(abs error {err[worst]:.3g}, rtol={rtol}, atol={atol})"
+            f"{worst}: backprop {float(bp_grad[worst])!r} vs numerical "
+            f"{float(num_grad[worst])!r} (abs error {err[worst]:.3g}, rtol={rtol}, atol={atol})"
         )
     return True
 

@@ -311,3 +311,10 @@ def test_the_array_helper_sum_to_refuses_a_shape_that_does_not_broadcast():
     for bad in [(2,), (4, 3)]:
         with pytest.raises(ValueError, match="cannot sum an array of shape"):
             sum_to(np.ones((2, 3)), bad)
+
+
+def test_a_failing_gradient_check_names_the_worst_element_plainly():
+    """The message reads (1, 1) and 0.0, not (np.int64(1), np.int64(1)) and np.float64(0.0)."""
+    x = np.array([[1.0, 2.0], [3.0, 0.0]])
+    with pytest.raises(AssertionError, match=r"worst element \(1, 1\): backprop 0\.0 vs numer"):
+        gradient_check(F.relu, x, atol=0, rtol=0)  # the kink at 0: central differences say 0.5

@@ -335,3 +335,12 @@ def test_loading_into_lazy_layers_checks_what_they_know(tmp_path):
     loaded = Lc.Conv2d(4, 3)
     loaded.load_weights(tmp_path / "conv.npz")
     assert loaded.in_channels == 2
+
+
+def test_saving_into_a_missing_directory_names_the_directory(tmp_path):
+    model = MLP((3, 1))
+    model(np.ones((1, 2), np.float32))
+    target = tmp_path / "no" / "such" / "w.npz"
+    with pytest.raises(FileNotFoundError, match=r"directory .*such does not exist.*os.makedirs"):
+        model.save_weights(target)
+    assert not (tmp_path / "no").exists()
