@@ -622,8 +622,9 @@ def _max_pool_windows(pool, x):
         better = candidate > y  # strict: the first maximum wins ties
         better |= candidate != candidate  # and a nan wins, so it propagates
         if real is not None:
-            better |= real[index] & ~won_real  # an image cell beats the padding
-            xp.copyto(won_real, real[index], where=better)
+            is_real = real[index]
+            better |= is_real & ~won_real  # an image cell beats the padding
+            xp.copyto(won_real, is_real, where=better)
         xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
         xp.copyto(indexes, k, where=better)
     return y, indexes

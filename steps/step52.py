@@ -189,7 +189,7 @@ class DataLoader:
             # a bare array's rows would be split into x = row[0] and t = row[1] without error
             raise TypeError(
                 f"DataLoader needs a dataset whose items are (x, t) pairs, got "
-                f"{type(examples[0]).__name__} items; wrap arrays in a Dataset, e.g. "
+                f"{type(first).__name__} items; wrap arrays in a Dataset, e.g. "
                 "list(zip(x, t)), or a Dataset subclass")
         x = np.stack([np.asarray(ex[0]) for ex in examples])
         labels = [ex[1] for ex in examples]
