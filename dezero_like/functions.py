@@ -444,7 +444,7 @@ class Sigmoid(Function):
         xp = cuda.get_array_module(x)
         if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
             x = x.astype(np.float64)
-        if xp is not np:  # on a GPU: one fused kernel instead of four launches (step 71)
+        if xp is not np and x.dtype.kind == "f":  # on a GPU: one fused kernel, not four launches
             from dezero_like import cuda_kernels
 
             return cuda_kernels.sigmoid(x)
@@ -697,6 +697,13 @@ class SoftmaxCrossEntropy(Function):
                 f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
             )
         xp = cuda.get_array_module(x)
+        if (xp is not np) != cuda.is_cupy_array(t):  # CuPy would copy, or fail in backward
+            x_on, t_on = ("GPU", "CPU") if xp is not np else ("CPU", "GPU")
+            raise TypeError(
+                f"softmax_cross_entropy: the logits are on the {x_on} but the labels are on the "
+                f"{t_on}; put both on one device (cuda.as_cupy(t) or cuda.as_numpy(t); a "
+                "DataLoader(..., gpu=True) hands out batches already on the GPU)"
+            )
         n = x.shape[0]
         if xp is np and n:  # on a GPU this check would wait for the device: skipped there
             low, high = int(t.min()), int(t.max())
@@ -875,6 +882,8 @@ def log(x):
 # --- step 71 ------------------------------------------------------------
 def _fusable(gy, y):
     """True when a backward may use a fused GPU kernel: CuPy arrays (``y`` is one) of one
-    dtype, and no graph of the backward is being recorded (create_graph needs
-    differentiable steps)."""
-    return not Config.enable_backprop and cuda.is_cupy_array(y) and gy.data.dtype == y.dtype
+    real floating dtype (the kernels' C does arithmetic such as ``1 - y`` that CuPy's
+    complex type does not define), and no graph of the backward is being recorded
+    (create_graph needs differentiable steps)."""
+    return (not Config.enable_backprop and cuda.is_cupy_array(y) and y.dtype.kind == "f"
+            and gy.data.dtype == y.dtype)

@@ -797,14 +797,20 @@ def embed_id(x, W):
     The gradient adds each output row's gradient into the row it came from
     (repeated ids accumulate) - exactly the backward of ``W[x]`` indexing.
     """
+    W = as_variable(W)
     if isinstance(x, Variable):
         x = x.data
-    xp = cuda.get_array_module(x)
-    x = xp.asarray(x)
+    xp = cuda.get_array_module(W)
+    if (isinstance(x, np.ndarray) or cuda.is_cupy_array(x)) and cuda.get_array_module(x) is not xp:
+        ids_on, w_on = ("CPU", "GPU") if xp is not np else ("GPU", "CPU")
+        raise TypeError(
+            f"embed_id: the ids are on the {ids_on} but W is on the {w_on}; put both on one "
+            "device (cuda.as_cupy(ids) or cuda.as_numpy(ids))")
+    x = xp.asarray(x)  # a list of ids goes to W's device
     if x.dtype.kind not in "iu":
         raise TypeError(f"embed_id needs integer ids, got dtype {x.dtype}")
-    W = as_variable(W)
-    if x.size and (int(x.min()) < 0 or int(x.max()) >= W.shape[0]):
+    # one test, so that on a GPU one number comes back (the device is waited for once)
+    if x.size and bool(((x < 0) | (x >= W.shape[0])).any()):
         raise IndexError(
             f"embed_id: ids must be in [0, {W.shape[0]}), got min {int(x.min())}, "
             f"max {int(x.max())}"

@@ -461,9 +461,10 @@ def max_pool_tiles_grad(gy, win, x_shape, kernel_size):
 
 # %% [markdown]
 # Two tests decide when a kernel may replace array operations. `_fusable` is for a backward: the
-# arrays must be CuPy arrays of one dtype, and no graph may be recorded, because a kernel's result
-# is a plain array with no backward of its own, so `create_graph` takes the differentiable path.
-# `_raw_gpu` is for the hand-written kernels, which exist for float32 and float64 only.
+# arrays must be CuPy arrays of one real floating dtype, and no graph may be recorded, because a
+# kernel's result is a plain array with no backward of its own, so `create_graph` takes the
+# differentiable path. `_raw_gpu` is for the hand-written kernels, which exist for float32 and
+# float64 only.
 
 # %%
 #| export dezero_like/functions.py
@@ -473,9 +474,11 @@ from dezero_like.core import Config
 
 def _fusable(gy, y):
     """True when a backward may use a fused GPU kernel: CuPy arrays (``y`` is one) of one
-    dtype, and no graph of the backward is being recorded (create_graph needs
-    differentiable steps)."""
-    return not Config.enable_backprop and cuda.is_cupy_array(y) and gy.data.dtype == y.dtype
+    real floating dtype (the kernels' C does arithmetic such as ``1 - y`` that CuPy's
+    complex type does not define), and no graph of the backward is being recorded
+    (create_graph needs differentiable steps)."""
+    return (not Config.enable_backprop and cuda.is_cupy_array(y) and y.dtype.kind == "f"
+            and gy.data.dtype == y.dtype)
 
 
 # %%
@@ -542,8 +545,10 @@ def forward(self, x):
 
 # %% [markdown]
 # `Sigmoid` on a GPU calls the fused kernel and returns before the NumPy code, which stays as step
-# 44 wrote it. Forward still keeps only its output, and backward uses the fused
-# `gy * y * (1 - y)` when `_fusable` allows it, the three Functions otherwise.
+# 44 wrote it. The kernel is for real floating dtypes: in C, `1 + exp(-x)` adds an `int` to `x`,
+# which CuPy's `complex<float>` does not accept, so complex input takes the array operations.
+# Forward still keeps only its output, and backward uses the fused `gy * y * (1 - y)` when
+# `_fusable` allows it, the three Functions otherwise.
 
 # %%
 #| export dezero_like/functions.py Sigmoid
@@ -557,7 +562,7 @@ def forward(self, x):
     xp = cuda.get_array_module(x)
     if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
         x = x.astype(np.float64)
-    if xp is not np:  # on a GPU: one fused kernel instead of four launches (step 71)
+    if xp is not np and x.dtype.kind == "f":  # on a GPU: one fused kernel, not four launches
         from dezero_like import cuda_kernels
 
         return cuda_kernels.sigmoid(x)
@@ -587,10 +592,11 @@ def backward(self, gy):
 
 # %% [markdown]
 # `SoftmaxCrossEntropy.forward` on a GPU gets the loss and the probabilities from one kernel and
-# stores the probabilities on the function. The label check still runs on the CPU only; on a GPU
-# the kernel gives NaN for a bad label instead. Backward then computes
-# $(p - \operatorname{onehot}(t)) \cdot g_y / N$ from those stored probabilities in one elementwise
-# kernel, without computing the softmax again.
+# stores the probabilities on the function. Labels left on the CPU (a NumPy array beside CuPy
+# logits) are refused at once: CuPy would copy them, and the fused backward would fail on them.
+# The label check still runs on the CPU only; on a GPU the kernel gives NaN for a bad label
+# instead. Backward then computes $(p - \operatorname{onehot}(t)) \cdot g_y / N$ from those stored
+# probabilities in one elementwise kernel, without computing the softmax again.
 
 # %%
 #| export dezero_like/functions.py SoftmaxCrossEntropy
@@ -610,6 +616,13 @@ def forward(self, x, t):
             f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
         )
     xp = cuda.get_array_module(x)
+    if (xp is not np) != cuda.is_cupy_array(t):  # CuPy would copy, or fail in backward
+        x_on, t_on = ("GPU", "CPU") if xp is not np else ("CPU", "GPU")
+        raise TypeError(
+            f"softmax_cross_entropy: the logits are on the {x_on} but the labels are on the "
+            f"{t_on}; put both on one device (cuda.as_cupy(t) or cuda.as_numpy(t); a "
+            "DataLoader(..., gpu=True) hands out batches already on the GPU)"
+        )
     n = x.shape[0]
     if xp is np and n:  # on a GPU this check would wait for the device: skipped there
         low, high = int(t.min()), int(t.max())

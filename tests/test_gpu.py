@@ -7,7 +7,8 @@ Every test here needs CuPy and a CUDA GPU and skips with that reason otherwise
   function and layer) gives the same values and gradients on CuPy as on NumPy;
 * every optimizer takes the same step on both devices;
 * the fused kernels of step 71 agree with the unfused path, in float32 and
-  float64, with ``create_graph`` (which falls back to differentiable steps);
+  float64, with ``create_graph`` (which falls back to differentiable steps), and
+  float16, complex and integer input reach them only where they compile;
 * a training step copies nothing from the host to the device once its batch is
   there (Python numbers stay on the device as kernel arguments or fills).
 """
@@ -233,6 +234,65 @@ def test_fused_kernels_agree_with_the_unfused_path(dtype):
     for c, g in zip(cpu, gpu):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, c, rtol=tol, atol=tol)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float16, np.complex64, np.complex128, np.int32])
+def test_sigmoid_takes_on_the_gpu_every_dtype_it_takes_on_the_cpu(dtype):
+    """float16 goes through the fused kernels; complex and integer input must not (CuPy's
+    complex type has no ``int + complex`` in C: tests/test_kernels_compile.py)."""
+    x = (np.linspace(-2, 2, 12) + (1j * np.linspace(0, 1, 12) if dtype().dtype.kind == "c"
+                                   else 0)).reshape(3, 4).astype(dtype)
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        v = dz.Variable(device(x))
+        y = F.sigmoid(v)
+        F.sum(y * device(np.arange(12).reshape(3, 4).astype(y.dtype))).backward()
+        results.append((cuda.as_numpy(y.data), cuda.as_numpy(v.grad.data)))
+    (cpu_y, cpu_g), (gpu_y, gpu_g) = results
+    tol = 5e-3 if dtype == np.float16 else 1e-6
+    for c, g in ((cpu_y, gpu_y), (cpu_g, gpu_g)):
+        assert g.dtype == c.dtype
+        np.testing.assert_allclose(g.astype(np.complex128), c.astype(np.complex128),
+                                   rtol=tol, atol=tol)
+
+
+@needs_gpu
+def test_labels_on_the_other_device_than_the_logits_are_refused_at_once():
+    """A learner who moves the model but not the labels gets a clear error in forward, not
+    a hidden copy and then CuPy's failure inside the fused backward."""
+    x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    t = np.array([0, 2, 1, 0])
+    with pytest.raises(TypeError, match="logits are on the GPU but the labels are on the CPU"):
+        F.softmax_cross_entropy(dz.Variable(cuda.as_cupy(x)), t)
+    with pytest.raises(TypeError, match="logits are on the CPU but the labels are on the GPU"):
+        F.softmax_cross_entropy(dz.Variable(x), cuda.as_cupy(t))
+
+
+@needs_gpu
+def test_embed_id_on_the_gpu_refuses_ids_out_of_range_and_on_the_cpu():
+    """CuPy's indexing wraps an id that is too large around to another row: embed_id checks
+    the range itself (one device-to-host read), and refuses NumPy ids for a CuPy W."""
+    W = dz.Variable(cuda.as_cupy(np.arange(12.0).reshape(4, 3)))
+    with pytest.raises(IndexError, match=r"ids must be in \[0, 4\)"):
+        F.embed_id(cuda.as_cupy(np.array([0, 4])), W)
+    with pytest.raises(TypeError, match="ids are on the CPU but W is on the GPU"):
+        F.embed_id(np.array([0, 1]), W)
+    y = F.embed_id([3, 0], W)  # a list goes to W's device
+    np.testing.assert_array_equal(cuda.as_numpy(y.data), [[9, 10, 11], [0, 1, 2]])
+
+
+@needs_gpu
+def test_sgd_updates_float16_parameters_in_one_kernel_as_on_the_cpu():
+    w = np.linspace(-1, 1, 8, dtype=np.float16)
+    out = []
+    for device in (np.asarray, cuda.as_cupy):
+        p = dz.Parameter(device(w.copy()))
+        p.grad = dz.Variable(device(np.full(8, 0.5, np.float16)))
+        optimizers.SGD(lr=0.1).update_one(p)
+        out.append(cuda.as_numpy(p.data))
+    assert out[1].dtype == np.float16
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-3, atol=1e-3)
 
 
 @needs_gpu

@@ -1,0 +1,222 @@
+"""The GPU kernels compile, checked on a machine without a GPU.
+
+CuPy compiles the CUDA C of ``dezero_like.cuda_kernels`` (step 71) with NVRTC,
+NVIDIA's run-time compiler, the first time each kernel runs. NVRTC needs no GPU,
+so these tests hand it the same sources on CI's CPU machines: a typo or a type
+error in a kernel fails here, not first in a learner's GPU session. Whether the
+kernels compute the right numbers is for tests/test_gpu.py, on a GPU.
+
+* the hand-written modules (``RawModule`` sources), for two GPU generations;
+* every ``ElementwiseKernel`` of the package and step 71's exercise kernel,
+  wrapped the way CuPy wraps them: with CuPy's own headers (``CArray``,
+  ``float16``, ``complex``) when CuPy is installed, and with a plain wrapper
+  (pointers, float and double) otherwise.
+
+NVRTC comes from the ``nvidia-cuda-nvrtc-cu12`` wheel (CI installs it) or a CUDA
+toolkit; without it the tests skip and say so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from dezero_like import cuda_kernels
+
+# compute capability 7.5 is Colab's T4, 9.0 an H100
+ARCHS = ("compute_75", "compute_90")
+# the dtypes the package hands to the elementwise kernels: real floating types only
+# (dezero_like.functions._fusable, Sigmoid.forward on a GPU, SGD's update)
+CUPY_TYPES = {"float16": "float16", "float32": "float", "float64": "double"}
+PLAIN_TYPES = {"float32": "float", "float64": "double"}
+
+
+def _folder_of(package):
+    """The folder of an installed package (without importing it), or None."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except ModuleNotFoundError:  # its parent package is not installed
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _nvrtc_library():
+    """Path of libnvrtc, from the pip wheel or a CUDA toolkit, or None."""
+    candidates = []
+    wheel = _folder_of("nvidia.cuda_nvrtc")
+    if wheel is not None:
+        candidates += sorted(glob.glob(str(wheel / "lib" / "libnvrtc.so*")))
+    for root in (os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            candidates += sorted(glob.glob(os.path.join(root, "lib*", "libnvrtc.so*")))
+    found = ctypes.util.find_library("nvrtc")
+    if found:
+        candidates.append(found)
+    for path in candidates:
+        if "builtins" in os.path.basename(path) or ".alt." in os.path.basename(path):
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+NVRTC = _nvrtc_library()
+needs_nvrtc = pytest.mark.skipif(
+    NVRTC is None, reason="needs NVRTC, CUDA's run-time compiler (pip install "
+    "nvidia-cuda-nvrtc-cu12, Linux x86_64), to compile the GPU kernels without a GPU")
+
+
+def _cupy_include_dirs():
+    """CuPy's kernel headers and the CUDA headers they include, or None when either is missing."""
+    cupy = _folder_of("cupy")
+    runtime = _folder_of("nvidia.cuda_runtime")
+    cuda_include = runtime / "include" if runtime else Path("/usr/local/cuda/include")
+    if cupy is None or not (cuda_include / "cuda_fp16.h").exists():
+        return None
+    include = cupy / "_core" / "include"
+    cccl = include / "cupy" / "_cccl"
+    return [include, cccl / "libcudacxx", cccl / "thrust", cccl / "cub", cuda_include]
+
+
+CUPY_INCLUDE = _cupy_include_dirs()
+
+
+def compile_cuda(source, options):
+    """Compile ``source`` with NVRTC; return (ok, the compiler's log)."""
+    program = ctypes.c_void_p()
+    assert NVRTC.nvrtcCreateProgram(ctypes.byref(program), source.encode(), b"kernel.cu",
+                                    0, None, None) == 0
+    try:
+        encoded = [o.encode() for o in options]
+        status = NVRTC.nvrtcCompileProgram(program, len(encoded),
+                                           (ctypes.c_char_p * len(encoded))(*encoded))
+        size = ctypes.c_size_t()
+        NVRTC.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        NVRTC.nvrtcGetProgramLog(program, log)
+    finally:
+        NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
+    return status == 0, log.value.decode(errors="replace")
+
+
+def _params(in_params, out_params):
+    """[(name, type, is_raw, is_output)] of an ElementwiseKernel's parameter strings."""
+    out = []
+    for text, is_output in ((in_params, False), (out_params, True)):
+        for param in text.split(","):
+            words = param.split()
+            raw = words[0] == "raw"
+            ctype, name = words[-2], words[-1]
+            ctype = {"int32": "int", "int64": "long long", "bool": "bool"}.get(ctype, ctype)
+            out.append((name, ctype, raw, is_output))
+    return out
+
+
+def elementwise_source(spec, ctype, with_cupy):
+    """The CUDA C that CuPy builds around an ElementwiseKernel's operation.
+
+    Every non-raw parameter is read as one element per index ``i`` (a scalar argument
+    is the same C value); raw parameters are indexed by the operation itself."""
+    in_params, out_params, operation = spec
+    params, reads = [], []
+    for name, c, raw, is_output in _params(in_params, out_params):
+        const = "" if is_output else "const "
+        if raw:
+            params.append(f"CArray<{c}, 1, 1, 1> {name}" if with_cupy else f"{c}* {name}")
+            continue
+        params.append(f"{const}CArray<{c}, 1, 1, 1> _raw_{name}" if with_cupy
+                      else f"{const}{c}* _raw_{name}")
+        at = "_ind.get()" if with_cupy else "i"
+        reads.append(f"{const}{c} {'&' if is_output else ''}{name} = _raw_{name}[{at}];")
+    if with_cupy:
+        head = ("#include <cupy/complex.cuh>\n#include <cupy/carray.cuh>\n"
+                "#include <cupy/atomics.cuh>\n#include <cupy/float16.cuh>\n")
+        params.append("CIndexer<1> _ind")
+        loop = "CUPY_FOR(i, _ind.size()) {\n    _ind.set(i);"
+    else:
+        head = ""
+        params.append("long long _n")
+        loop = ("for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < _n;\n"
+                "       i += (long long)blockDim.x * gridDim.x) {")
+    return (f"{head}typedef {ctype} T;\ntypedef long long I;\n"
+            f"extern \"C\" __global__ void kernel({', '.join(params)}) {{\n"
+            f"  {loop}\n    {' '.join(reads)}\n    {operation};\n  }}\n}}\n")
+
+
+def _options(arch, with_cupy=False):
+    options = ["--std=c++17", "-ftz=true", f"-arch={arch}"]
+    if with_cupy:
+        options += [f"-I{folder}" for folder in CUPY_INCLUDE]
+    return options
+
+
+def _assert_compiles(source, options, what):
+    ok, log = compile_cuda(source, options)
+    assert ok, f"{what} does not compile with NVRTC ({' '.join(options[:3])}):\n{log}"
+
+
+def _step71_exercise_kernel():
+    """Step 71's exercise kernel (TANH_GRAD), read from the step's solution cell."""
+    text = (Path(__file__).parents[1] / "steps" / "step71.py").read_text()
+    line = next(ln for ln in text.splitlines() if ln.startswith("TANH_GRAD = (\""))
+    return eval(line.split("=", 1)[1])  # a literal triple of strings
+
+
+ELEMENTWISE = {**cuda_kernels._SPECS, "step71 TANH_GRAD": _step71_exercise_kernel()}
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("module", ["_RAW", "_CONV_RAW"])
+def test_the_hand_written_kernels_compile(module, arch):
+    _assert_compiles(getattr(cuda_kernels, module), _options(arch), f"cuda_kernels.{module}")
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("dtype", sorted(PLAIN_TYPES))
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_every_elementwise_kernel_compiles(name, dtype):
+    source = elementwise_source(ELEMENTWISE[name], PLAIN_TYPES[dtype], with_cupy=False)
+    _assert_compiles(source, _options(ARCHS[-1]), f"kernel {name!r} for {dtype}")
+
+
+@needs_nvrtc
+@pytest.mark.skipif(CUPY_INCLUDE is None, reason="needs CuPy's kernel headers and CUDA's "
+                    "cuda_fp16.h (pip install cupy-cuda12x nvidia-cuda-runtime-cu12), which "
+                    "are what CuPy wraps an ElementwiseKernel with")
+@pytest.mark.parametrize("dtype", sorted(CUPY_TYPES))
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_every_elementwise_kernel_compiles_as_cupy_builds_it(name, dtype):
+    source = elementwise_source(ELEMENTWISE[name], CUPY_TYPES[dtype], with_cupy=True)
+    _assert_compiles(source, _options(ARCHS[-1], with_cupy=True),
+                     f"kernel {name!r} for {dtype} (in CuPy's wrapper)")
+
+
+@needs_nvrtc
+def test_a_broken_kernel_fails_to_compile_with_the_compilers_message():
+    """The check can fail: a kernel with a type error is reported with NVRTC's log."""
+    broken = ("T x", "T y", "y = undefined_name * x")
+    ok, log = compile_cuda(elementwise_source(broken, "float", with_cupy=False),
+                           _options(ARCHS[-1]))
+    assert not ok and "undefined_name" in log
+
+
+@needs_nvrtc
+@pytest.mark.skipif(CUPY_INCLUDE is None, reason="needs CuPy's kernel headers (see above)")
+def test_integer_arithmetic_on_cupy_complex_is_refused_which_is_why_sigmoid_takes_real_types():
+    """``1 + exp(-x)`` with CuPy's ``complex<float>``: an int plus a complex has no operator.
+    This is why the package hands the fused sigmoid real floating types only."""
+    source = elementwise_source(cuda_kernels._SPECS["sigmoid"], "complex<float>", with_cupy=True)
+    ok, log = compile_cuda(source, _options(ARCHS[-1], with_cupy=True))
+    assert not ok and "operator" in log
+
