@@ -29,6 +29,14 @@ os.environ.setdefault("MPLBACKEND", "Agg")  # steps that plot must not open wind
 os.environ.setdefault("DEZERO_LIKE_OFFLINE", "1")
 os.environ.setdefault("DEZERO_LIKE_DATA", str(SHARED_MNIST.parent))
 
+if os.environ.get("DEZERO_LIKE_CUPY_ON_CPU") == "1":
+    # The GPU tests against tests/cupy_on_cpu.py, an emulator of CuPy that runs the
+    # package's CUDA C on the CPU (tests/test_cupy_on_cpu.py runs them this way in CI).
+    _spec = importlib.util.spec_from_file_location("cupy", Path(__file__).with_name(
+        "cupy_on_cpu.py"))
+    sys.modules["cupy"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["cupy"])
+
 
 def run_step(number, cwd):
     """Execute ``steps/stepNN.py`` as a script; return its globals and what it printed.

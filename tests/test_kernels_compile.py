@@ -84,6 +84,8 @@ def _cupy_include_dirs():
     if cupy is None or not (cuda_include / "cuda_fp16.h").exists():
         return None
     include = cupy / "_core" / "include"
+    if not (include / "cupy" / "carray.cuh").exists():
+        return None
     cccl = include / "cupy" / "_cccl"
     return [include, cccl / "libcudacxx", cccl / "thrust", cccl / "cub", cuda_include]
 

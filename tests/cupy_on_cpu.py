@@ -1,0 +1,596 @@
+"""CuPy on the CPU: an emulator that runs the package's GPU code without a GPU.
+
+CI has no GPU, so every test marked ``gpu`` skips there, and the GPU code paths
+(``xp is not np`` branches, ``dezero_like.cuda_kernels``) would go untested until
+someone with a GPU runs them. With ``DEZERO_LIKE_CUPY_ON_CPU=1``, tests/conftest.py
+puts this module in ``sys.modules`` as ``cupy``, and those tests run against it
+(tests/test_cupy_on_cpu.py does that in CI).
+
+What is real here, and what is not:
+
+* the arrays are NumPy arrays in a wrapper class that behaves like CuPy's where the
+  package could go wrong: ``np.asarray(gpu_array)`` raises as in CuPy (no implicit
+  conversion), a NumPy array mixed into a GPU operation is refused, reductions give
+  0-d arrays rather than scalars, ``.get()`` copies to the host, and an integer
+  index out of range wraps around as CuPy's indexing does;
+* the kernels are the package's own CUDA C, compiled by g++ for the CPU: a small
+  prelude defines ``threadIdx``, ``blockIdx``, ``__shared__`` and
+  ``__syncthreads()`` (a block's threads are real threads meeting at a barrier when
+  the kernel synchronises, and one loop otherwise). A raw kernel's arguments are
+  checked against its C signature (a Python ``int`` where the kernel takes ``int``
+  is refused: CuPy would pass 64 bits);
+* nothing here says anything about speed, memory or CUDA's own behaviour
+  (float rounding of GPU maths, launch limits, real concurrency between blocks):
+  that needs a GPU (``python -m pytest -m gpu`` on one).
+"""
+
+import ctypes
+import hashlib
+import os
+import re
+import subprocess
+import sys as _sys
+import tempfile
+import types
+
+import numpy as _np
+
+__version__ = "14.2.0-cpu-emulation"
+EMULATED = True
+
+# --------------------------------------------------------------------------- arrays
+HOST_COPIES = []  # (function, type) of every host -> device copy
+
+
+def _unwrap(obj, allow_numpy=False, where="argument"):
+    if isinstance(obj, ndarray):
+        return obj._a
+    if isinstance(obj, _np.ndarray) and not allow_numpy:
+        raise TypeError(f"Unsupported type {type(obj)}")
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_unwrap(o, allow_numpy, where) for o in obj)
+    return obj
+
+
+def _wrap(obj):
+    if isinstance(obj, _np.ndarray) and not isinstance(obj, ndarray):
+        return ndarray._from(obj)
+    if isinstance(obj, _np.generic):  # CuPy returns 0-d arrays, not scalars
+        return ndarray._from(_np.asarray(obj))
+    if isinstance(obj, tuple):
+        return tuple(_wrap(o) for o in obj)
+    if isinstance(obj, list):
+        return [_wrap(o) for o in obj]
+    return obj
+
+
+class ndarray:
+    __slots__ = ("_a",)
+    __array_priority__ = 100
+
+    def __init__(self, shape, dtype=float):
+        self._a = _np.empty(shape, dtype)
+
+    @classmethod
+    def _from(cls, a):
+        obj = object.__new__(cls)
+        obj._a = a
+        return obj
+
+    # CuPy refuses implicit conversion
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use "
+                        "`.get()` to construct a NumPy array explicitly.")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        args = [_unwrap(x) for x in inputs]
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(_unwrap(o) for o in out)
+        with _np.errstate(all="ignore"):  # CuPy never warns about inf or nan
+            result = getattr(ufunc, method)(*args, **kwargs)
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        if method == "at":
+            return None
+        return _wrap(result)
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+
+    def get(self, stream=None, order="C", out=None):
+        return _np.array(self._a)
+
+    def set(self, arr):
+        self._a[...] = arr
+
+    def __getattr__(self, name):
+        value = getattr(self._a, name)
+        if callable(value):
+            def method(*args, **kwargs):
+                return _wrap(value(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+            return method
+        return _wrap(value) if isinstance(value, _np.ndarray) else value
+
+    @property
+    def T(self):
+        return ndarray._from(self._a.T)
+
+    @property
+    def device(self):
+        return cuda.Device(0)
+
+    def item(self):
+        return self._a.item()
+
+    def tolist(self):
+        return self._a.tolist()
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        for row in self._a:
+            yield _wrap(row if isinstance(row, _np.ndarray) else _np.asarray(row))
+
+    def __bool__(self):
+        return bool(self._a)
+
+    def __float__(self):
+        return float(self._a)
+
+    def __int__(self):
+        return int(self._a)
+
+    def __complex__(self):
+        return complex(self._a)
+
+    def __index__(self):
+        return self._a.__index__()
+
+    def __repr__(self):
+        return repr(self._a).replace("array", "cupy_array", 1)
+
+    def __str__(self):
+        return str(self._a)
+
+    def __format__(self, spec):
+        return format(self._a, spec)
+
+    def __getitem__(self, key):
+        return _wrap(self._a[_wrapped_around(_unwrap(key, allow_numpy=True), self._a.shape)])
+
+    def __setitem__(self, key, value):
+        self._a[_unwrap(key, allow_numpy=True)] = _unwrap(value, allow_numpy=True)
+
+    def __copy__(self):
+        return ndarray._from(self._a.copy())
+
+    def __deepcopy__(self, memo):
+        return ndarray._from(self._a.copy())
+
+    def __reduce__(self):
+        raise TypeError("the emulated CuPy array cannot be pickled; call .get() first")
+
+    __hash__ = None
+
+
+def _wrapped_around(key, shape):
+    """``key`` with its integer index arrays taken modulo their axis' length: CuPy's
+    indexing wraps an out-of-range index around instead of raising IndexError."""
+    parts = key if isinstance(key, tuple) else (key,)
+    consumed = sum(1 if p is not None and p is not Ellipsis else 0 for p in parts)
+    out, axis = [], 0
+    for part in parts:
+        if part is Ellipsis:
+            axis += len(shape) - consumed
+            out.append(part)
+            continue
+        if part is None:
+            out.append(part)
+            continue
+        if isinstance(part, _np.ndarray) and part.dtype.kind in "iu" and axis < len(shape):
+            part = part % shape[axis] if shape[axis] else part
+        out.append(part)
+        axis += part.ndim if isinstance(part, _np.ndarray) and part.dtype == bool else 1
+    return tuple(out) if isinstance(key, tuple) else out[0]
+
+
+def _binary(ufunc, reflected=False):
+    if reflected:
+        return lambda self, other: ufunc(other, self)
+    return lambda self, other: ufunc(self, other)
+
+
+def _inplace(ufunc):
+    def op(self, other):
+        ufunc(self, other, out=(self,))
+        return self
+    return op
+
+
+for _name, _uf in [("add", _np.add), ("sub", _np.subtract), ("mul", _np.multiply),
+                   ("truediv", _np.true_divide), ("floordiv", _np.floor_divide),
+                   ("mod", _np.remainder), ("pow", _np.power), ("matmul", _np.matmul),
+                   ("and", _np.bitwise_and), ("or", _np.bitwise_or), ("xor", _np.bitwise_xor),
+                   ("lshift", _np.left_shift), ("rshift", _np.right_shift)]:
+    setattr(ndarray, f"__{_name}__", _binary(_uf))
+    setattr(ndarray, f"__r{_name}__", _binary(_uf, reflected=True))
+    setattr(ndarray, f"__i{_name}__", _inplace(_uf))
+for _name, _uf in [("lt", _np.less), ("le", _np.less_equal), ("gt", _np.greater),
+                   ("ge", _np.greater_equal), ("eq", _np.equal), ("ne", _np.not_equal)]:
+    setattr(ndarray, f"__{_name}__", _binary(_uf))
+ndarray.__neg__ = lambda self: _np.negative(self)
+ndarray.__pos__ = lambda self: _np.positive(self)
+ndarray.__abs__ = lambda self: _np.absolute(self)
+ndarray.__invert__ = lambda self: _np.invert(self)
+
+
+# --------------------------------------------------------------------------- namespace
+def _from_host(name):
+    numpy_func = getattr(_np, name)
+
+    def copy(obj, *args, **kwargs):
+        if not isinstance(obj, ndarray):
+            HOST_COPIES.append((name, type(obj).__name__))
+        return _wrap(_np.array(numpy_func(_unwrap(obj, allow_numpy=True), *args, **kwargs)))
+    copy.__name__ = name
+    return copy
+
+
+asarray = _from_host("asarray")
+array = _from_host("array")
+
+
+def ascontiguousarray(a, dtype=None):
+    if not isinstance(a, ndarray):
+        HOST_COPIES.append(("ascontiguousarray", type(a).__name__))
+        return _wrap(_np.ascontiguousarray(_unwrap(a, allow_numpy=True), dtype))
+    return _wrap(_np.ascontiguousarray(a._a, dtype))
+
+
+def asnumpy(a, stream=None):
+    return a.get() if isinstance(a, ndarray) else _np.asarray(a)
+
+
+def get_array_module(*args):
+    return _sys.modules[__name__] if any(isinstance(a, ndarray) for a in args) else _np
+
+
+def fuse(*args, **kwargs):
+    if args and callable(args[0]):
+        return args[0]
+    return lambda f: f
+
+
+def _wrap_function(func):
+    def call(*args, **kwargs):
+        return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+    call.__name__ = getattr(func, "__name__", "function")
+    return call
+
+
+class _Random:
+    def __getattr__(self, name):
+        return _wrap_function(getattr(_np.random, name))
+
+
+random = _Random()
+
+
+class _Device:
+    def __init__(self, device=0):
+        self.id = 0
+        self.compute_capability = "90"
+
+    def synchronize(self):
+        WAITS.append("Device.synchronize")
+
+    def use(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+WAITS = []
+
+
+class _Runtime:
+    @staticmethod
+    def getDeviceCount():
+        return 1
+
+    @staticmethod
+    def getDeviceProperties(device):
+        return {"name": b"CuPy-on-CPU emulation", "totalGlobalMem": 8 << 30,
+                "multiProcessorCount": 1}
+
+    @staticmethod
+    def deviceSynchronize():
+        WAITS.append("deviceSynchronize")
+
+    @staticmethod
+    def runtimeGetVersion():
+        return 12090
+
+
+class _Event:
+    def __init__(self, *args, **kwargs):
+        import time
+        self._time = time.perf_counter
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = self._time()
+
+    def synchronize(self):
+        WAITS.append("Event.synchronize")
+
+
+def _elapsed(start, end):
+    return (end.t - start.t) * 1000.0
+
+
+class _MemoryPool:
+    def used_bytes(self):
+        return 0
+
+    def total_bytes(self):
+        return 0
+
+    def free_all_blocks(self):
+        pass
+
+
+class _Stream:
+    def synchronize(self):
+        WAITS.append("Stream.synchronize")
+
+
+_STREAM = _Stream()
+cuda = types.SimpleNamespace(Device=_Device, runtime=_Runtime(), Event=_Event,
+                             get_elapsed_time=_elapsed, Stream=_Stream,
+                             get_current_stream=lambda device=None: _STREAM)
+_pool = _MemoryPool()
+
+
+def get_default_memory_pool():
+    return _pool
+
+
+def get_default_pinned_memory_pool():
+    return _pool
+
+
+# --------------------------------------------------------------------------- kernels
+_CACHE = os.environ.get("CUPY_ON_CPU_CACHE") or os.path.join(tempfile.gettempdir(),
+                                                                 "cupy_on_cpu_cache")
+_PRELUDE = r"""
+#include <cmath>
+#include <math.h>
+#include <barrier>
+#include <thread>
+#include <vector>
+#include <functional>
+using std::exp; using std::log; using std::sqrt; using std::tanh; using std::fabs;
+struct emu_dim3 { unsigned int x, y, z; };
+static thread_local emu_dim3 threadIdx, blockIdx;
+static emu_dim3 blockDim, gridDim;
+static std::barrier<>* emu_barrier = nullptr;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+static inline void __syncthreads() { if (emu_barrier) emu_barrier->arrive_and_wait(); }
+static void emu_run(unsigned grid, unsigned block, bool threaded, std::function<void()> body) {
+    gridDim = {grid, 1, 1}; blockDim = {block, 1, 1};
+    for (unsigned b = 0; b < grid; ++b) {
+        if (!threaded) {
+            blockIdx = {b, 0, 0};
+            for (unsigned t = 0; t < block; ++t) { threadIdx = {t, 0, 0}; body(); }
+            continue;
+        }
+        std::barrier<> bar(block);
+        emu_barrier = &bar;
+        std::vector<std::thread> pool;
+        for (unsigned t = 0; t < block; ++t)
+            pool.emplace_back([&, b, t] { blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; body(); });
+        for (auto& th : pool) th.join();
+        emu_barrier = nullptr;
+    }
+}
+// numpy.float16 in a kernel: stored in 16 bits, computed in float (as CuPy's float16 does)
+#define EMU_HALF_OP(op) template <typename U> half& operator op##=(U x) { \
+    v = (_Float16)((float)v op (float)x); return *this; }
+struct half {
+    _Float16 v;
+    half() = default;
+    template <typename U> half(U x) : v((_Float16)(float)x) {}
+    operator float() const { return (float)v; }
+    EMU_HALF_OP(+) EMU_HALF_OP(-) EMU_HALF_OP(*) EMU_HALF_OP(/)
+};
+"""
+_C_NAMES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long",
+            "uint32": "unsigned int", "bool": "bool", "float16": "half",
+            "int8": "signed char", "uint8": "unsigned char"}
+_C_DTYPES = {c: _np.dtype(name) for name, c in _C_NAMES.items()}
+_C_SCALARS = {"float": ctypes.c_float, "double": ctypes.c_double, "int": ctypes.c_int,
+              "long long": ctypes.c_longlong, "unsigned int": ctypes.c_uint}
+
+
+def _build(source):
+    """A shared library of C++ ``source`` (compiled once, then cached by its hash)."""
+    os.makedirs(_CACHE, exist_ok=True)
+    key = hashlib.sha256(source.encode()).hexdigest()[:24]
+    lib = os.path.join(_CACHE, f"kernel_{key}.so")
+    if not os.path.exists(lib):
+        src = os.path.join(_CACHE, f"kernel_{key}.{os.getpid()}.cpp")
+        with open(src, "w") as f:
+            f.write(source)
+        tmp = f"{lib}.{os.getpid()}.tmp"
+        done = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+                               src, "-o", tmp], capture_output=True, text=True)
+        os.remove(src)
+        if done.returncode:
+            raise RuntimeError(f"the kernel does not compile (g++):\n{done.stderr[:4000]}")
+        os.replace(tmp, lib)  # whole or not at all: parallel test workers share the cache
+    return ctypes.CDLL(lib)
+
+
+def _signatures(code):
+    """{kernel name: [(C type, is pointer, parameter name)]} of a module's ``__global__``s."""
+    expanded = subprocess.run(
+        ["g++", "-E", "-P", "-x", "c++", "-D__global__=EMU_GLOBAL", "-D__device__=",
+         "-D__shared__=", "-"], input=code, capture_output=True, text=True, check=True).stdout
+    kernels = {}
+    for match in re.finditer(r"EMU_GLOBAL\s+void\s+(\w+)\s*\(([^)]*)\)", expanded):
+        params = []
+        for param in match.group(2).split(","):
+            words = param.replace("*", " * ").split()
+            ctype = " ".join(w for w in words[:-1] if w not in ("const", "*", "__restrict__"))
+            params.append((ctype, "*" in words, words[-1]))
+        kernels[match.group(1)] = params
+    return kernels
+
+
+class _RawFunction:
+    def __init__(self, lib, name, params, threaded):
+        self.launch = getattr(lib, f"emu_launch_{name}")
+        self.launch.restype = None
+        self.name, self.params, self.threaded = name, params, threaded
+
+    def __call__(self, grid, block, args, **kwargs):
+        grid = grid if isinstance(grid, tuple) else (grid,)
+        block = block if isinstance(block, tuple) else (block,)
+        if any(g != 1 for g in grid[1:]) or any(b != 1 for b in block[1:]):
+            raise NotImplementedError("the emulator launches 1-d grids and blocks only")
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
+        cargs = [ctypes.c_uint(int(grid[0])), ctypes.c_uint(int(block[0])),
+                 ctypes.c_int(self.threaded)]
+        for arg, (ctype, pointer, pname) in zip(args, self.params):
+            if pointer:
+                if not isinstance(arg, ndarray):
+                    raise TypeError(f"{self.name}: {pname} is a {ctype}* but got "
+                                    f"{type(arg).__name__}, not a CuPy array")
+                if _C_DTYPES.get(ctype) != arg.dtype:
+                    raise TypeError(f"{self.name}: {pname} is a {ctype}* but the array is "
+                                    f"{arg.dtype}")
+                # the address of the first element, whatever the strides: as CuPy passes it
+                cargs.append(ctypes.c_void_p(arg._a.__array_interface__["data"][0]))
+            else:
+                if not isinstance(arg, _np.generic) or arg.dtype != _C_DTYPES[ctype]:
+                    raise TypeError(
+                        f"{self.name}: {pname} is a C {ctype} but got {type(arg).__name__} "
+                        f"{getattr(arg, 'dtype', '')} (CuPy passes a Python int as 64 bits "
+                        "and a float as a double: wrap it, e.g. cupy.int32(n))")
+                cargs.append(_C_SCALARS[ctype](arg.item()))
+        self.launch(*cargs)
+
+
+class RawModule:
+    """Kernels of CUDA C ``code``, compiled for the CPU, each called as ``f(grid, block, args)``."""
+
+    def __init__(self, code=None, options=(), **kwargs):
+        self.kernels = _signatures(code)
+        self.threaded = "__syncthreads" in code  # else a block's threads run in one loop
+        launchers = []
+        for name, params in self.kernels.items():
+            decl = "".join(f", {c}{'*' if p else ''} {n}" for c, p, n in params)
+            call = ", ".join(n for _, _, n in params)
+            launchers.append(
+                f'extern "C" void emu_launch_{name}(unsigned grid, unsigned block, '
+                f"int threaded{decl}) {{ emu_run(grid, block, threaded, [&] {{ {name}({call}); "
+                "}); }")
+        self.lib = _build(_PRELUDE + code + "\n" + "\n".join(launchers))
+
+    def get_function(self, name):
+        if name not in self.kernels:
+            raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: no kernel named {name!r} in the module")
+        return _RawFunction(self.lib, name, self.kernels[name], self.threaded)
+
+
+def RawKernel(code, name, options=(), **kwargs):
+    return RawModule(code=code).get_function(name)
+
+
+class ElementwiseKernel:
+    """``operation`` (CUDA C) for every index ``i`` of the broadcast inputs, as CuPy runs it."""
+
+    def __init__(self, in_params, out_params, operation, name="kernel", **kwargs):
+        self.ins = [self._param(p) for p in in_params.split(",")]
+        self.outs = [self._param(p) for p in out_params.split(",")]
+        self.operation, self.name = operation, name
+        self._libs = {}
+
+    @staticmethod
+    def _param(text):
+        words = text.split()
+        raw = words[0] == "raw"
+        return (words[-2], words[-1], raw)
+
+    def __call__(self, *args, size=None, **kwargs):
+        n_in = len(self.ins)
+        if len(args) not in (n_in, n_in + len(self.outs)):
+            raise TypeError(f"{self.name}: wrong number of arguments ({len(args)})")
+        for a in args:
+            if isinstance(a, _np.ndarray):
+                raise TypeError(f"Unsupported type {type(a)}")
+        params = list(zip(self.ins + self.outs, args))
+        binding = {}  # type placeholders (T, I) take the dtype of the first array given for them
+        for (typ, _, _), a in params:
+            if len(typ) == 1 and isinstance(a, ndarray):
+                binding.setdefault(typ, a.dtype)
+        for (typ, _, _), a in params:
+            if len(typ) == 1:
+                binding.setdefault(typ, _np.asarray(a).dtype)
+
+        def dtype_of(typ):
+            return _np.dtype(binding[typ] if len(typ) == 1 else typ)
+
+        shapes = [a.shape for (_, _, raw), a in params if isinstance(a, ndarray) and not raw]
+        shape = _np.broadcast_shapes(*shapes) if shapes else ()
+        outs = list(args[n_in:]) + [ndarray._from(_np.empty(shape, dtype_of(typ)))
+                                    for typ, _, _ in self.outs[len(args) - n_in:]]
+        keep, decls, reads, cargs = [], [], [], []
+        for k, ((typ, name, raw), a) in enumerate(zip(self.ins + self.outs,
+                                                      list(args[:n_in]) + outs)):
+            c = _C_NAMES[dtype_of(typ).name]
+            if raw:
+                buf = _np.ascontiguousarray(a._a)
+                decls.append(f"{c}* {name}")
+            elif k >= n_in:  # an output: written in place
+                buf = a._a
+                if buf.shape != shape or not buf.flags.c_contiguous:
+                    raise ValueError(f"{self.name}: output {name} must be C-contiguous of "
+                                     f"shape {shape}, got {buf.shape}")
+                decls.append(f"{c}* _raw_{name}")
+                reads.append(f"{c} &{name} = _raw_{name}[i];")
+            else:
+                value = a._a if isinstance(a, ndarray) else _np.asarray(a)
+                buf = _np.ascontiguousarray(_np.broadcast_to(value.astype(dtype_of(typ)), shape))
+                decls.append(f"const {c}* _raw_{name}")
+                reads.append(f"const {c} {name} = _raw_{name}[i];")
+            keep.append(buf)
+            cargs.append(ctypes.c_void_p(buf.ctypes.data))
+        typedefs = "".join(f"typedef {_C_NAMES[_np.dtype(d).name]} {t};\n"
+                           for t, d in binding.items())
+        source = (f"{_PRELUDE}{typedefs}extern \"C\" void emu_elementwise(long long _n, "
+                  f"{', '.join(decls)}) {{\n  for (long long i = 0; i < _n; ++i) {{ "
+                  f"{' '.join(reads)} {self.operation}; }}\n}}\n")
+        lib = self._libs.get(source) or self._libs.setdefault(source, _build(source))
+        lib.emu_elementwise(ctypes.c_longlong(int(_np.prod(shape))), *cargs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# --------------------------------------------------------------------------- the rest
+def __getattr__(name):
+    """Everything else is NumPy's, returning emulated arrays (and refusing NumPy ones)."""
+    value = getattr(_np, name)
+    if isinstance(value, (_np.ufunc, type)) or not callable(value):
+        return value
+    return _wrap_function(value)

@@ -1,0 +1,96 @@
+"""The GPU tests, run on CI's CPU machines against an emulator of CuPy.
+
+Every test marked ``gpu`` needs CuPy and a CUDA GPU and skips without one, so on
+CI the package's GPU code (its ``xp is not np`` branches and the CUDA C of
+``dezero_like.cuda_kernels``) would never run. Here those tests run in a second
+pytest, with tests/cupy_on_cpu.py standing in for CuPy: NumPy arrays that refuse
+what CuPy refuses, and the package's own kernel sources compiled by g++ for the
+CPU. A wrong index in a kernel, an argument of the wrong C type, a NumPy call on
+a GPU array or a NumPy array slipped into a GPU computation fails here.
+
+It checks logic, not the GPU: speed, memory and CUDA's own arithmetic are
+measured only on a real GPU (``python -m pytest -m gpu`` there).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# the test files with GPU tests (marked ``gpu`` or skipped without a GPU), run whole: their
+# CPU tests must pass too with a CuPy that imports and sees a device
+GPU_TEST_FILES = ["tests/test_gpu.py", "tests/test_cuda.py", "tests/test_conv.py",
+                  "tests/test_functions.py", "tests/test_layers.py", "tests/test_dataloaders.py",
+                  "tests/test_stage6.py", "tests/steps/test_step54.py",
+                  "tests/steps/test_step71.py"]
+# what may skip there: the tests of what a machine without a GPU is told
+CPU_ONLY_SKIPS = ("without a GPU is told", "CPU-only error message", "CPU-only machine is told")
+
+
+def test_the_list_of_gpu_test_files_is_complete():
+    tests = ROOT / "tests"
+    with_gpu = {str(p.relative_to(ROOT)) for p in tests.rglob("test_*.py")
+                if "gpu_available()" in p.read_text() or "mark.gpu" in p.read_text()}
+    assert with_gpu - {"tests/test_cupy_on_cpu.py"} <= set(GPU_TEST_FILES), (
+        f"add {sorted(with_gpu - set(GPU_TEST_FILES))} to GPU_TEST_FILES")
+
+
+@pytest.mark.skipif(shutil.which("g++") is None,
+                    reason="needs g++ (C++20) to compile the CUDA kernels for the CPU")
+def test_every_gpu_test_passes_on_the_cupy_emulator(tmp_path):
+    env = {**os.environ, "DEZERO_LIKE_CUPY_ON_CPU": "1",
+           "CUPY_ON_CPU_CACHE": str(tmp_path / "kernels")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-rs",
+         *GPU_TEST_FILES], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    tail = done.stdout[-6000:] + done.stderr[-2000:]
+    assert done.returncode == 0, f"tests failed on the CuPy emulator:\n{tail}"
+    assert int(re.search(r"(\d+) passed", done.stdout).group(1)) >= 500, tail
+    skips = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert all(any(reason in line for reason in CPU_ONLY_SKIPS) for line in skips), tail
+
+
+@pytest.mark.skipif(shutil.which("g++") is None,
+                    reason="needs g++ (C++20) to compile the CUDA kernels for the CPU")
+def test_the_emulator_runs_the_kernels_own_source_so_a_wrong_kernel_fails(monkeypatch, tmp_path):
+    """Max pooling's kernels on the emulator: right with the package's source, and wrong
+    (so the check can fail) with a backward that tests the winner with the axes swapped."""
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    spec = importlib.util.spec_from_file_location("cupy", ROOT / "tests" / "cupy_on_cpu.py")
+    emulator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emulator)
+    monkeypatch.setitem(sys.modules, "cupy", emulator)
+    from dezero_like import cuda_kernels
+
+    monkeypatch.setattr(cuda_kernels, "_built", {})  # the GPU's kernels, if any, come back after
+    x = np.array([[9, 1, 0, 0], [0, 0, 0, 8], [0, 7, 6, 0], [0, 0, 0, 0]], np.float32)
+    expected_gx = np.array([[1, 0, 0, 0], [0, 0, 0, 2], [0, 3, 4, 0], [0, 0, 0, 0]], np.float32)
+
+    def pool_forward_backward():
+        y, win = cuda_kernels.max_pool_tiles(emulator.asarray(x.reshape(1, 1, 4, 4)), (2, 2))
+        gy = emulator.asarray(np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2))
+        gx = cuda_kernels.max_pool_tiles_grad(gy, win, (1, 1, 4, 4), (2, 2))
+        return y.get().reshape(2, 2), gx.get().reshape(4, 4)
+
+    y, gx = pool_forward_backward()
+    np.testing.assert_array_equal(y, [[9, 8], [7, 6]])
+    np.testing.assert_array_equal(gx, expected_gx)
+
+    right = "win[o] == (h % KH) * KW + w % KW"
+    assert right in cuda_kernels._CONV_RAW
+    monkeypatch.setattr(cuda_kernels, "_CONV_RAW", cuda_kernels._CONV_RAW.replace(
+        right, "win[o] == (w % KW) * KH + h % KH"))
+    cuda_kernels._built.clear()
+    _, gx = pool_forward_backward()
+    assert not np.array_equal(gx, expected_gx)
