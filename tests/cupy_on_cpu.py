@@ -24,6 +24,7 @@ What is real here, and what is not:
   that needs a GPU (``python -m pytest -m gpu`` on one).
 """
 
+import collections
 import ctypes
 import hashlib
 import os
@@ -40,6 +41,15 @@ EMULATED = True
 
 # --------------------------------------------------------------------------- arrays
 HOST_COPIES = []  # (function, type) of every host -> device copy
+# Kernel launches, by what launched them: every ufunc call, every function or method that
+# computes a new array (not views, not ``empty``), fancy indexing, assignment into an
+# array, and every ElementwiseKernel / raw kernel call. A GPU's cost per launch is a few
+# microseconds of Python and driver time, so for small arrays this count is the bill.
+LAUNCHES = collections.Counter()
+_NO_LAUNCH = {"reshape", "transpose", "view", "squeeze", "ravel", "swapaxes", "expand_dims",
+              "broadcast_to", "empty", "empty_like", "get", "item", "tolist", "result_type",
+              "dtype", "get_array_module", "asnumpy", "can_cast", "iscomplexobj", "isscalar",
+              "shape", "ndim", "size"}
 
 
 def _unwrap(obj, allow_numpy=False, where="argument"):
@@ -83,6 +93,7 @@ class ndarray:
                         "`.get()` to construct a NumPy array explicitly.")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        LAUNCHES[ufunc.__name__ + ("" if method == "__call__" else "." + method)] += 1
         args = [_unwrap(x) for x in inputs]
         out = kwargs.get("out")
         if out is not None:
@@ -108,7 +119,11 @@ class ndarray:
         value = getattr(self._a, name)
         if callable(value):
             def method(*args, **kwargs):
-                return _wrap(value(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+                result = value(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+                if name not in _NO_LAUNCH and result is not self._a and not (
+                        isinstance(result, _np.ndarray) and result.base is self._a):
+                    LAUNCHES[f"ndarray.{name}"] += 1
+                return _wrap(result)
             return method
         return _wrap(value) if isinstance(value, _np.ndarray) else value
 
@@ -158,9 +173,13 @@ class ndarray:
         return format(self._a, spec)
 
     def __getitem__(self, key):
+        parts = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(p, (ndarray, _np.ndarray, list)) for p in parts):
+            LAUNCHES["take (fancy indexing)"] += 1
         return _wrap(self._a[_wrapped_around(_unwrap(key, allow_numpy=True), self._a.shape)])
 
     def __setitem__(self, key, value):
+        LAUNCHES["setitem"] += 1
         self._a[_unwrap(key, allow_numpy=True)] = _unwrap(value, allow_numpy=True)
 
     def __copy__(self):
@@ -246,7 +265,10 @@ def ascontiguousarray(a, dtype=None):
     if not isinstance(a, ndarray):
         HOST_COPIES.append(("ascontiguousarray", type(a).__name__))
         return _wrap(_np.ascontiguousarray(_unwrap(a, allow_numpy=True), dtype))
-    return _wrap(_np.ascontiguousarray(a._a, dtype))
+    result = _np.ascontiguousarray(a._a, dtype)
+    if result is not a._a and result.base is not a._a:
+        LAUNCHES["ascontiguousarray"] += 1  # a copy kernel
+    return _wrap(result)
 
 
 def asnumpy(a, stream=None):
@@ -265,6 +287,8 @@ def fuse(*args, **kwargs):
 
 def _wrap_function(func):
     def call(*args, **kwargs):
+        if call.__name__ not in _NO_LAUNCH:
+            LAUNCHES[call.__name__] += 1
         return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
     call.__name__ = getattr(func, "__name__", "function")
     return call
@@ -464,6 +488,7 @@ class _RawFunction:
         self.name, self.params, self.threaded = name, params, threaded
 
     def __call__(self, grid, block, args, **kwargs):
+        LAUNCHES[self.name] += 1
         grid = grid if isinstance(grid, tuple) else (grid,)
         block = block if isinstance(block, tuple) else (block,)
         if any(g != 1 for g in grid[1:]) or any(b != 1 for b in block[1:]):
@@ -534,6 +559,7 @@ class ElementwiseKernel:
         return (words[-2], words[-1], raw)
 
     def __call__(self, *args, size=None, **kwargs):
+        LAUNCHES[self.name] += 1
         n_in = len(self.ins)
         if len(args) not in (n_in, n_in + len(self.outs)):
             raise TypeError(f"{self.name}: wrong number of arguments ({len(args)})")

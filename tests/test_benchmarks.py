@@ -101,3 +101,17 @@ def test_mnist_gpu_benchmark_runs_the_small_cnn_on_the_cpu(monkeypatch):
                      "--skip-mlp")
     assert out.startswith("command: ") and "machine: " in out
     assert "small CNN" in out and "dezero_like" in out
+
+
+@pytest.mark.skipif(shutil.which("g++") is None,
+                    reason="needs g++ (C++20): the CuPy emulator compiles the CUDA kernels")
+def test_launches_benchmark_prints_command_machine_and_a_row_per_column():
+    out = run_script("benchmarks/launches.py", "--top", "2")
+    assert "command: python benchmarks/launches.py --top 2" in out
+    assert "machine:" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "launches |" not in
+            line and "---" not in line]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "dezero_like", "by hand", "by hand, fused", "dezero_like, small CNN"]
+    assert all(int(row.split("|")[2]) > 0 for row in rows)
+    assert "dezero_like / by hand, fused:" in out
