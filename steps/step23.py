@@ -112,7 +112,8 @@ def no_grad():
 # `as_array` is step 22's, grown in two ways. It accepts CuPy arrays too (step 54
 # runs the same code on a GPU; `cuda.is_cupy_array` is `False` while CuPy is not
 # installed), and it keeps the dtype rule: a Python number combined with a float32
-# array becomes float32. Anything else is refused with a message that says what to do.
+# array becomes float32. Anything else is refused with a message that says what to do,
+# including an array on the other device than the Variable it is combined with.
 
 # %%
 #| export dezero_like/core.py
@@ -125,6 +126,12 @@ def _is_array(x):
     return isinstance(x, np.ndarray) or cuda.is_cupy_array(x)
 
 
+def _mixed_devices(x, x_on, other_on):
+    return (f"an array of shape {tuple(x.shape)} on {x_on} is combined with a Variable on "
+            f"{other_on}; put both on one device first (cuda.as_cupy(a) or cuda.as_numpy(a) "
+            "for an array, v.to_gpu() or v.to_cpu() for a Variable)")
+
+
 def as_array(x, like=None):
     """Turn a number into a 0-d array; arrays pass through unchanged.
 
@@ -133,8 +140,14 @@ def as_array(x, like=None):
     ``int``, an integer array), so ``float32_data * 2.0`` stays float32. NumPy 2
     would otherwise treat a 0-d float64 array as a "strong" type and promote
     the result to float64. NumPy scalars keep their own dtype, as in NumPy.
+    An array on the other device than ``like`` is refused (CuPy would say only
+    "Unsupported type"), except a 0-d NumPy array, which is a number.
     """
     if type(x) is np.ndarray:
+        if like is not None and type(like) is not np.ndarray and cuda.is_cupy_array(like):
+            if x.ndim == 0:  # a number in a NumPy box: filled on the device, not copied
+                return cuda.get_array_module(like).full((), x[()], x.dtype)
+            raise TypeError(_mixed_devices(x, "the CPU (a NumPy array)", "the GPU"))
         return x
     if type(x) is float or type(x) is int:
         if like is None:
@@ -146,6 +159,8 @@ def as_array(x, like=None):
         # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
         return cuda.get_array_module(like).full((), x, dtype or np.asarray(x).dtype)
     if _is_array(x):
+        if type(like) is np.ndarray and cuda.is_cupy_array(x):
+            raise TypeError(_mixed_devices(x, "the GPU (a CuPy array)", "the CPU"))
         return x
     if isinstance(x, (int, float, complex, np.generic)):  # bool, complex, np.float32(2), ...
         if like is None or type(like) is np.ndarray:

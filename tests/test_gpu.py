@@ -264,9 +264,26 @@ def test_labels_on_the_other_device_than_the_logits_are_refused_at_once():
     x = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
     t = np.array([0, 2, 1, 0])
     with pytest.raises(TypeError, match="logits are on the GPU but the labels are on the CPU"):
-        F.softmax_cross_entropy(dz.Variable(cuda.as_cupy(x)), t)
+        F.softmax_cross_entropy(dz.Variable(cuda.as_cupy(x)), dz.Variable(t))
     with pytest.raises(TypeError, match="logits are on the CPU but the labels are on the GPU"):
+        F.softmax_cross_entropy(dz.Variable(x), dz.Variable(cuda.as_cupy(t)))
+    # a bare array is refused as it becomes an input, by as_array, for every function
+    with pytest.raises(TypeError, match=r"shape \(4,\) on the CPU .* Variable on the GPU"):
+        F.softmax_cross_entropy(dz.Variable(cuda.as_cupy(x)), t)
+    with pytest.raises(TypeError, match=r"shape \(4,\) on the GPU .* Variable on the CPU"):
         F.softmax_cross_entropy(dz.Variable(x), cuda.as_cupy(t))
+
+
+@needs_gpu
+def test_a_numpy_array_mixed_into_gpu_arithmetic_gets_a_clear_error_and_0d_is_a_number():
+    v = dz.Variable(cuda.as_cupy(np.ones((2, 3), np.float32)))
+    with pytest.raises(TypeError, match=r"shape \(2, 3\) on the CPU .*cuda\.as_cupy"):
+        v + np.ones((2, 3), np.float32)
+    with pytest.raises(TypeError, match="on the CPU"):
+        F.matmul(v, np.ones((3, 2), np.float32))
+    y = v * np.array(2.0, np.float32)  # a 0-d NumPy array is a number: filled on the device
+    assert cuda.is_cupy_array(y.data) and y.dtype == np.float32
+    np.testing.assert_array_equal(cuda.as_numpy(y.data), np.full((2, 3), 2.0))
 
 
 @needs_gpu
