@@ -7,7 +7,7 @@ computing: each launch costs a few microseconds of Python and driver time
 whatever its size (step 71). So the number of launches per step is the GPU's
 bill, and it can be counted without a GPU: this script runs one training step
 on ``tests/cupy_on_cpu.py``, the CuPy emulator of the test suite, which counts
-every launch (each ufunc, reduction, copy, fancy index, ``ElementwiseKernel``
+every launch (each ufunc, reduction, device-side copy, fancy index, ``ElementwiseKernel``
 and raw kernel). The columns are those of ``benchmarks/mnist_gpu.py``:
 
 * the book's MLP (784-1000-10, sigmoid, SGD, batch 100) in dezero_like;
@@ -45,10 +45,11 @@ def load_emulator():
     return _load("cupy", HERE.parent / "tests" / "cupy_on_cpu.py")
 
 
-def count_launches(emulator, sizes=(784, 1000, 10), batch=100):
+def count_launches(emulator, sizes=(784, 1000, 10), batch=100, details=False):
     """{column: Counter of launches in one training step}, after one warm-up step each.
 
-    ``sys.modules["cupy"]`` must be ``emulator`` while this runs."""
+    With ``details``, also {column: host-to-device copies} and {column: waits for the
+    device} of that step. ``sys.modules["cupy"]`` must be ``emulator`` while this runs."""
     bench = sys.modules.get("mnist_gpu") or _load("mnist_gpu", HERE / "mnist_gpu.py")
     rng = np.random.default_rng(0)
     x = rng.random((batch, sizes[0]), dtype=np.float32)
@@ -59,13 +60,16 @@ def count_launches(emulator, sizes=(784, 1000, 10), batch=100):
         "by hand, fused": bench.by_hand(sizes, x, t, emulator, fused=True),
         "dezero_like, small CNN": bench.ours_cnn(x[:, :784], t, gpu=True),
     }
-    counts = {}
+    counts, copies, waits = {}, {}, {}
     for name, run_epoch in columns.items():  # one batch per epoch: one training step
         run_epoch()  # warm-up: kernels built, weights created
-        emulator.LAUNCHES.clear()
+        for counter in (emulator.LAUNCHES, emulator.HOST_COPIES, emulator.WAITS):
+            counter.clear()
         run_epoch()
         counts[name] = emulator.LAUNCHES.copy()
-    return counts
+        copies[name] = sum(emulator.HOST_COPIES.values())
+        waits[name] = sum(emulator.WAITS.values())
+    return counts if not details else (counts, copies, waits)
 
 
 def main(argv=None):
@@ -78,18 +82,20 @@ def main(argv=None):
     saved = sys.modules.get("cupy")
     sys.modules["cupy"] = emulator
     try:
-        counts = count_launches(emulator)
+        counts, copies, waits = count_launches(emulator, details=True)
     finally:
         if saved is None:
             del sys.modules["cupy"]
         else:
             sys.modules["cupy"] = saved
     print("kernel launches in one training step (batch 100), on the CuPy emulator:")
-    print(f"| {'column':<24} | launches | most frequent |")
-    print(f"| {'-' * 24} | -------- | ------------- |")
+    print(f"| {'column':<24} | launches | host-to-device copies | waits | most frequent |")
+    print(f"| {'-' * 24} | -------- | --------------------- | ----- | ------------- |")
     for name, counter in counts.items():
         top = ", ".join(f"{kind} {n}" for kind, n in counter.most_common(args.top))
-        print(f"| {name:<24} | {sum(counter.values()):>8} | {top} |")
+        print(f"| {name:<24} | {sum(counter.values()):>8} | {copies[name]:>21} | "
+              f"{waits[name]:>5} | {top} |")
+    print("(copies: the batch, x and t; waits: reading the epoch's loss, once)")
     ours, fused = (sum(counts[c].values()) for c in ("dezero_like", "by hand, fused"))
     print(f"dezero_like / by hand, fused: {ours / fused:.2f} (the MLP)")
     return 0

@@ -545,8 +545,9 @@ def forward(self, x):
 
 # %% [markdown]
 # `Sigmoid` on a GPU calls the fused kernel and returns before the NumPy code, which stays as step
-# 44 wrote it. The kernel is for real floating dtypes: in C, `1 + exp(-x)` adds an `int` to `x`,
-# which CuPy's `complex<float>` does not accept, so complex input takes the array operations.
+# 44 wrote it. The kernel is for real floating dtypes: in C, `1 + exp(-x)` adds an `int` to a
+# `complex<float>`, which CuPy's complex type does not define, so complex input takes the array
+# operations.
 # Forward still keeps only its output, and backward uses the fused `gy * y * (1 - y)` when
 # `_fusable` allows it, the three Functions otherwise.
 

@@ -40,7 +40,8 @@ __version__ = "14.2.0-cpu-emulation"
 EMULATED = True
 
 # --------------------------------------------------------------------------- arrays
-HOST_COPIES = []  # (function, type) of every host -> device copy
+HOST_COPIES = collections.Counter()  # host -> device copies, by the function that made them
+WAITS = collections.Counter()  # waits for the device: synchronize(), and reading values back
 # Kernel launches, by what launched them: every ufunc call, every function or method that
 # computes a new array (not views, not ``empty``), fancy indexing, assignment into an
 # array, and every ElementwiseKernel / raw kernel call. A GPU's cost per launch is a few
@@ -110,6 +111,7 @@ class ndarray:
         return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
     def get(self, stream=None, order="C", out=None):
+        WAITS["get"] += 1
         return _np.array(self._a)
 
     def set(self, arr):
@@ -136,9 +138,11 @@ class ndarray:
         return cuda.Device(0)
 
     def item(self):
+        WAITS["item"] += 1
         return self._a.item()
 
     def tolist(self):
+        WAITS["tolist"] += 1
         return self._a.tolist()
 
     def __len__(self):
@@ -149,12 +153,15 @@ class ndarray:
             yield _wrap(row if isinstance(row, _np.ndarray) else _np.asarray(row))
 
     def __bool__(self):
+        WAITS["__bool__"] += 1
         return bool(self._a)
 
     def __float__(self):
+        WAITS["__float__"] += 1
         return float(self._a)
 
     def __int__(self):
+        WAITS["__int__"] += 1
         return int(self._a)
 
     def __complex__(self):
@@ -198,7 +205,10 @@ def _wrapped_around(key, shape):
     """``key`` with its integer index arrays taken modulo their axis' length: CuPy's
     indexing wraps an out-of-range index around instead of raising IndexError."""
     parts = key if isinstance(key, tuple) else (key,)
-    consumed = sum(1 if p is not None and p is not Ellipsis else 0 for p in parts)
+    def axes(p):
+        return p.ndim if isinstance(p, _np.ndarray) and p.dtype == bool else 1
+
+    consumed = sum(axes(p) for p in parts if p is not None and p is not Ellipsis)
     out, axis = [], 0
     for part in parts:
         if part is Ellipsis:
@@ -211,7 +221,7 @@ def _wrapped_around(key, shape):
         if isinstance(part, _np.ndarray) and part.dtype.kind in "iu" and axis < len(shape):
             part = part % shape[axis] if shape[axis] else part
         out.append(part)
-        axis += part.ndim if isinstance(part, _np.ndarray) and part.dtype == bool else 1
+        axis += axes(part)
     return tuple(out) if isinstance(key, tuple) else out[0]
 
 
@@ -251,7 +261,15 @@ def _from_host(name):
 
     def copy(obj, *args, **kwargs):
         if not isinstance(obj, ndarray):
-            HOST_COPIES.append((name, type(obj).__name__))
+            HOST_COPIES[name] += 1
+        elif name == "asarray":  # of a device array: the array itself when nothing changes
+            result = _np.asarray(obj._a, *args, **kwargs)
+            if result is obj._a:
+                return obj
+            LAUNCHES["asarray"] += 1
+            return _wrap(result)
+        else:
+            LAUNCHES[name] += 1
         return _wrap(_np.array(numpy_func(_unwrap(obj, allow_numpy=True), *args, **kwargs)))
     copy.__name__ = name
     return copy
@@ -263,7 +281,7 @@ array = _from_host("array")
 
 def ascontiguousarray(a, dtype=None):
     if not isinstance(a, ndarray):
-        HOST_COPIES.append(("ascontiguousarray", type(a).__name__))
+        HOST_COPIES["ascontiguousarray"] += 1
         return _wrap(_np.ascontiguousarray(_unwrap(a, allow_numpy=True), dtype))
     result = _np.ascontiguousarray(a._a, dtype)
     if result is not a._a and result.base is not a._a:
@@ -308,7 +326,7 @@ class _Device:
         self.compute_capability = "90"
 
     def synchronize(self):
-        WAITS.append("Device.synchronize")
+        WAITS["Device.synchronize"] += 1
 
     def use(self):
         return self
@@ -319,8 +337,6 @@ class _Device:
     def __exit__(self, *exc):
         return False
 
-
-WAITS = []
 
 
 class _Runtime:
@@ -335,7 +351,7 @@ class _Runtime:
 
     @staticmethod
     def deviceSynchronize():
-        WAITS.append("deviceSynchronize")
+        WAITS["deviceSynchronize"] += 1
 
     @staticmethod
     def runtimeGetVersion():
@@ -352,7 +368,7 @@ class _Event:
         self.t = self._time()
 
     def synchronize(self):
-        WAITS.append("Event.synchronize")
+        WAITS["Event.synchronize"] += 1
 
 
 def _elapsed(start, end):
@@ -372,7 +388,7 @@ class _MemoryPool:
 
 class _Stream:
     def synchronize(self):
-        WAITS.append("Stream.synchronize")
+        WAITS["Stream.synchronize"] += 1
 
 
 _STREAM = _Stream()
@@ -393,23 +409,39 @@ def get_default_pinned_memory_pool():
 # --------------------------------------------------------------------------- kernels
 _CACHE = os.environ.get("CUPY_ON_CPU_CACHE") or os.path.join(tempfile.gettempdir(),
                                                                  "cupy_on_cpu_cache")
-_PRELUDE = r"""
+_BASE = r"""
 #include <cmath>
 #include <math.h>
+using std::exp; using std::log; using std::sqrt; using std::tanh; using std::fabs;
+#define __device__
+#define __forceinline__ inline
+// numpy.float16 in a kernel: 16 bits in memory, arithmetic in float, rounded when stored
+// (CuPy's float16 rounds after every operation, so the last bit can differ)
+#define EMU_HALF_OP(op) template <typename U> half& operator op##=(U x) { \
+    v = (_Float16)((float)v op (float)x); return *this; }
+struct half {
+    _Float16 v;
+    half() = default;
+    template <typename U> half(U x) : v((_Float16)(float)x) {}
+    operator float() const { return (float)v; }
+    EMU_HALF_OP(+) EMU_HALF_OP(-) EMU_HALF_OP(*) EMU_HALF_OP(/)
+};
+"""
+# what a raw kernel sees: its block and thread indices, shared memory, and __syncthreads()
+_THREADS = r"""
 #include <barrier>
 #include <thread>
 #include <vector>
 #include <functional>
-using std::exp; using std::log; using std::sqrt; using std::tanh; using std::fabs;
 struct emu_dim3 { unsigned int x, y, z; };
 static thread_local emu_dim3 threadIdx, blockIdx;
 static emu_dim3 blockDim, gridDim;
 static std::barrier<>* emu_barrier = nullptr;
 #define __global__
-#define __device__
-#define __forceinline__ inline
 #define __shared__ static
-static inline void __syncthreads() { if (emu_barrier) emu_barrier->arrive_and_wait(); }
+static inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
+// a block's threads run one after another, or (for a kernel that synchronises) as real
+// threads meeting at a barrier; a thread that returns leaves the barrier, as on a GPU
 static void emu_run(unsigned grid, unsigned block, bool threaded, std::function<void()> body) {
     gridDim = {grid, 1, 1}; blockDim = {block, 1, 1};
     for (unsigned b = 0; b < grid; ++b) {
@@ -422,21 +454,12 @@ static void emu_run(unsigned grid, unsigned block, bool threaded, std::function<
         emu_barrier = &bar;
         std::vector<std::thread> pool;
         for (unsigned t = 0; t < block; ++t)
-            pool.emplace_back([&, b, t] { blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; body(); });
+            pool.emplace_back([&, b, t] {
+                blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; body(); bar.arrive_and_drop(); });
         for (auto& th : pool) th.join();
         emu_barrier = nullptr;
     }
 }
-// numpy.float16 in a kernel: stored in 16 bits, computed in float (as CuPy's float16 does)
-#define EMU_HALF_OP(op) template <typename U> half& operator op##=(U x) { \
-    v = (_Float16)((float)v op (float)x); return *this; }
-struct half {
-    _Float16 v;
-    half() = default;
-    template <typename U> half(U x) : v((_Float16)(float)x) {}
-    operator float() const { return (float)v; }
-    EMU_HALF_OP(+) EMU_HALF_OP(-) EMU_HALF_OP(*) EMU_HALF_OP(/)
-};
 """
 _C_NAMES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long",
             "uint32": "unsigned int", "bool": "bool", "float16": "half",
@@ -463,6 +486,20 @@ def _build(source):
             raise RuntimeError(f"the kernel does not compile (g++):\n{done.stderr[:4000]}")
         os.replace(tmp, lib)  # whole or not at all: parallel test workers share the cache
     return ctypes.CDLL(lib)
+
+
+def compiler_problem():
+    """None when g++ builds the emulator's kernels here, else why not (for a skip reason)."""
+    import shutil
+
+    if shutil.which("g++") is None:
+        return "g++ is not installed"
+    try:
+        RawModule(code='extern "C" __global__ void probe(half* x) { __syncthreads(); }')
+    except (RuntimeError, subprocess.CalledProcessError) as error:
+        return f"g++ cannot build the emulator's kernels (C++20 <barrier>, _Float16: g++ 12 " \
+               f"or newer): {str(error)[:300]}"
+    return None
 
 
 def _signatures(code):
@@ -531,11 +568,13 @@ class RawModule:
                 f'extern "C" void emu_launch_{name}(unsigned grid, unsigned block, '
                 f"int threaded{decl}) {{ emu_run(grid, block, threaded, [&] {{ {name}({call}); "
                 "}); }")
-        self.lib = _build(_PRELUDE + code + "\n" + "\n".join(launchers))
+        self.lib = _build(_BASE + _THREADS + code + "\n" + "\n".join(launchers))
 
     def get_function(self, name):
-        if name not in self.kernels:
-            raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: no kernel named {name!r} in the module")
+        # CuPy looks a kernel up by its symbol: without extern "C" the name is mangled
+        if name not in self.kernels or not hasattr(self.lib, name):
+            raise RuntimeError(f"CUDA_ERROR_NOT_FOUND: no kernel named {name!r} in the module "
+                               '(is it declared extern "C"?)')
         return _RawFunction(self.lib, name, self.kernels[name], self.threaded)
 
 
@@ -578,6 +617,11 @@ class ElementwiseKernel:
         def dtype_of(typ):
             return _np.dtype(binding[typ] if len(typ) == 1 else typ)
 
+        for (typ, name, _), a in params:  # arrays are never cast: CuPy refuses a mismatch
+            if isinstance(a, ndarray) and a.dtype != dtype_of(typ):
+                raise TypeError(f"Type is mismatched. {self.name} {name}: {a.dtype} where "
+                                f"{typ} is {dtype_of(typ)}")
+
         shapes = [a.shape for (_, _, raw), a in params if isinstance(a, ndarray) and not raw]
         shape = _np.broadcast_shapes(*shapes) if shapes else ()
         outs = list(args[n_in:]) + [ndarray._from(_np.empty(shape, dtype_of(typ)))
@@ -605,7 +649,7 @@ class ElementwiseKernel:
             cargs.append(ctypes.c_void_p(buf.ctypes.data))
         typedefs = "".join(f"typedef {_C_NAMES[_np.dtype(d).name]} {t};\n"
                            for t, d in binding.items())
-        source = (f"{_PRELUDE}{typedefs}extern \"C\" void emu_elementwise(long long _n, "
+        source = (f"{_BASE}{typedefs}extern \"C\" void emu_elementwise(long long _n, "
                   f"{', '.join(decls)}) {{\n  for (long long i = 0; i < _n; ++i) {{ "
                   f"{' '.join(reads)} {self.operation}; }}\n}}\n")
         lib = self._libs.get(source) or self._libs.setdefault(source, _build(source))
@@ -614,9 +658,50 @@ class ElementwiseKernel:
 
 
 # --------------------------------------------------------------------------- the rest
+class _Ufunc:
+    """A NumPy ufunc as CuPy's: NumPy arrays refused, a result always a device array."""
+
+    def __init__(self, ufunc):
+        self._ufunc = ufunc
+        self.__name__ = ufunc.__name__
+
+    def _run(self, method, arrays, args, kwargs):
+        outs = kwargs.get("out")
+        outs = () if outs is None else outs if isinstance(outs, tuple) else (outs,)
+        for a in (*arrays, *outs):
+            if isinstance(a, _np.ndarray):
+                raise TypeError(f"Unsupported type {type(a)}")
+        if any(isinstance(a, ndarray) for a in (*arrays, *outs)):
+            return getattr(self._ufunc, method)(*args, **kwargs)  # via __array_ufunc__
+        LAUNCHES[self.__name__] += 1  # numbers only: CuPy still computes on the device
+        with _np.errstate(all="ignore"):
+            return _wrap(_np.asarray(getattr(self._ufunc, method)(*args, **kwargs)))
+
+    def __call__(self, *args, **kwargs):
+        return self._run("__call__", args, args, kwargs)
+
+    def at(self, a, indices, b=None):  # the indices may be NumPy arrays (CuPy copies them)
+        args = (a, indices) if b is None else (a, indices, b)
+        return self._run("at", (a,) if b is None else (a, b), args, {})
+
+    def reduce(self, a, *args, **kwargs):
+        return self._run("reduce", (a,), (a, *args), kwargs)
+
+    def accumulate(self, a, *args, **kwargs):
+        return self._run("accumulate", (a,), (a, *args), kwargs)
+
+    def outer(self, a, b, **kwargs):
+        return self._run("outer", (a, b), (a, b), kwargs)
+
+    def __getattr__(self, name):  # nin, nout, identity, types, ...
+        return getattr(self._ufunc, name)
+
+
 def __getattr__(name):
     """Everything else is NumPy's, returning emulated arrays (and refusing NumPy ones)."""
     value = getattr(_np, name)
-    if isinstance(value, (_np.ufunc, type)) or not callable(value):
+    if isinstance(value, _np.ufunc):
+        return _Ufunc(value)
+    if isinstance(value, type) or not callable(value):
         return value
     return _wrap_function(value)

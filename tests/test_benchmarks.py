@@ -104,7 +104,7 @@ def test_mnist_gpu_benchmark_runs_the_small_cnn_on_the_cpu(monkeypatch):
 
 
 @pytest.mark.skipif(shutil.which("g++") is None,
-                    reason="needs g++ (C++20): the CuPy emulator compiles the CUDA kernels")
+                    reason="needs g++ (12 or newer): the CuPy emulator compiles the CUDA kernels")
 def test_launches_benchmark_prints_command_machine_and_a_row_per_column():
     out = run_script("benchmarks/launches.py", "--top", "2")
     assert "command: python benchmarks/launches.py --top 2" in out

@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,18 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_emulator():
+    spec = importlib.util.spec_from_file_location("cupy", ROOT / "tests" / "cupy_on_cpu.py")
+    emulator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emulator)
+    return emulator
+
+
+PROBLEM = _load_emulator().compiler_problem()
+needs_compiler = pytest.mark.skipif(
+    PROBLEM is not None, reason=f"the CuPy emulator compiles CUDA C with g++: {PROBLEM}")
 
 
 # the test files with GPU tests (marked ``gpu`` or skipped without a GPU), run whole: their
@@ -46,11 +57,10 @@ def test_the_list_of_gpu_test_files_is_complete():
         f"add {sorted(with_gpu - set(GPU_TEST_FILES))} to GPU_TEST_FILES")
 
 
-@pytest.mark.skipif(shutil.which("g++") is None,
-                    reason="needs g++ (C++20) to compile the CUDA kernels for the CPU")
+@needs_compiler
 def test_every_gpu_test_passes_on_the_cupy_emulator(tmp_path):
-    env = {**os.environ, "DEZERO_LIKE_CUPY_ON_CPU": "1",
-           "CUPY_ON_CPU_CACHE": str(tmp_path / "kernels")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}
+    env.update(DEZERO_LIKE_CUPY_ON_CPU="1", CUPY_ON_CPU_CACHE=str(tmp_path / "kernels"))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-rs",
          *GPU_TEST_FILES], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
@@ -65,15 +75,12 @@ def test_every_gpu_test_passes_on_the_cupy_emulator(tmp_path):
             "GPU|CuPy", line.split(":", 2)[-1]) or "PyTorch is not installed" in line, tail
 
 
-@pytest.mark.skipif(shutil.which("g++") is None,
-                    reason="needs g++ (C++20) to compile the CUDA kernels for the CPU")
+@needs_compiler
 def test_the_emulator_runs_the_kernels_own_source_so_a_wrong_kernel_fails(monkeypatch, tmp_path):
     """Max pooling's kernels on the emulator: right with the package's source, and wrong
     (so the check can fail) with a backward that tests the winner with the axes swapped."""
     monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
-    spec = importlib.util.spec_from_file_location("cupy", ROOT / "tests" / "cupy_on_cpu.py")
-    emulator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(emulator)
+    emulator = _load_emulator()
     monkeypatch.setitem(sys.modules, "cupy", emulator)
     from dezero_like import cuda_kernels
 
@@ -100,14 +107,13 @@ def test_the_emulator_runs_the_kernels_own_source_so_a_wrong_kernel_fails(monkey
     assert not np.array_equal(gx, expected_gx)
 
 
-@pytest.mark.skipif(shutil.which("g++") is None,
-                    reason="needs g++ (C++20) to compile the CUDA kernels for the CPU")
+@needs_compiler
 def test_a_gpu_training_step_launches_about_as_many_kernels_as_the_math_fused_by_hand(
         load_benchmark, monkeypatch, tmp_path):
     """benchmarks/launches.py: the book's MLP step makes at most 1.2x the launches of the
     same math written by hand with fused kernels (19 against 17 when this was written), and
     less than half of the unfused hand-written version. Undoing a fused path of step 71
-    (the sigmoid, the loss, the bias gradient, the update) breaks this."""
+    that saves launches (the sigmoid, the loss and its gradient) breaks this."""
     from dezero_like import cuda_kernels
 
     monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))

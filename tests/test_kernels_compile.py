@@ -18,6 +18,7 @@ toolkit; without it the tests skip and say so.
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import ctypes.util
 import glob
@@ -31,8 +32,9 @@ from dezero_like import cuda_kernels
 
 # compute capability 7.5 is Colab's T4, 9.0 an H100
 ARCHS = ("compute_75", "compute_90")
-# the dtypes the package hands to the elementwise kernels: real floating types only
-# (dezero_like.functions._fusable, Sigmoid.forward on a GPU, SGD's update)
+# the dtypes the package's fused paths hand to the elementwise kernels: real floating types
+# (dezero_like.functions._fusable, Sigmoid.forward on a GPU); SGD's update takes a parameter
+# of any dtype, and its one-line kernel compiles for complex and integer types as well
 CUPY_TYPES = {"float16": "float16", "float32": "float", "float64": "double"}
 PLAIN_TYPES = {"float32": "float", "float64": "double"}
 
@@ -91,6 +93,7 @@ def _cupy_include_dirs():
 
 
 CUPY_INCLUDE = _cupy_include_dirs()
+CUPY_HEADERS = ("complex.cuh", "carray.cuh", "atomics.cuh", "math_constants.h", "float16.cuh")
 
 
 def compile_cuda(source, options):
@@ -140,9 +143,9 @@ def elementwise_source(spec, ctype, with_cupy):
                       else f"{const}{c}* _raw_{name}")
         at = "_ind.get()" if with_cupy else "i"
         reads.append(f"{const}{c} {'&' if is_output else ''}{name} = _raw_{name}[{at}];")
-    if with_cupy:
-        head = ("#include <cupy/complex.cuh>\n#include <cupy/carray.cuh>\n"
-                "#include <cupy/atomics.cuh>\n#include <cupy/float16.cuh>\n")
+    if with_cupy:  # CuPy's own headers, those this CuPy has (float16.cuh is CuPy 14's)
+        head = "".join(f"#include <cupy/{h}>\n" for h in CUPY_HEADERS
+                       if (CUPY_INCLUDE[0] / "cupy" / h).exists())
         params.append("CIndexer<1> _ind")
         loop = "CUPY_FOR(i, _ind.size()) {\n    _ind.set(i);"
     else:
@@ -171,7 +174,7 @@ def _step71_exercise_kernel():
     """Step 71's exercise kernel (TANH_GRAD), read from the step's solution cell."""
     text = (Path(__file__).parents[1] / "steps" / "step71.py").read_text()
     line = next(ln for ln in text.splitlines() if ln.startswith("TANH_GRAD = (\""))
-    return eval(line.split("=", 1)[1])  # a literal triple of strings
+    return ast.literal_eval(line.split("=", 1)[1])  # a triple of strings
 
 
 ELEMENTWISE = {**cuda_kernels._SPECS, "step71 TANH_GRAD": _step71_exercise_kernel()}
