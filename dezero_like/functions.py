@@ -14,6 +14,7 @@ import numpy as np
 
 from dezero_like import core, cuda, utils
 from dezero_like.core import Config, Function, Variable, as_variable
+from dezero_like.cuda_kernels import RAW_DTYPES
 from dezero_like.utils import forward_names
 
 # --- step 23 ------------------------------------------------------------
@@ -409,8 +410,8 @@ class Linear(Function):
             return gx, gW
         if not needs[2]:
             return gx, gW, None
-        if (len(self.b_shape) == 1 and _fusable(gy, gy.data)
-                and gy.data.dtype.name in ("float32", "float64") and gy.data.flags.c_contiguous):
+        if (len(self.b_shape) == 1 and _fusable(gy, gy.data) and _raw_gpu(gy.data)
+                and gy.data.flags.c_contiguous):
             from dezero_like import cuda_kernels
 
             return gx, gW, Variable(cuda_kernels.sum_rows(gy.data))  # one launch (step 71)
@@ -485,7 +486,7 @@ class ReLU(Function):
     def forward(self, x):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
-        if self.needs_input_grad and xp is not np and x.dtype.name in ("float32", "float64"):
+        if self.needs_input_grad and _raw_gpu(x):
             from dezero_like import cuda_kernels
 
             y, self.mask = cuda_kernels.relu(x)  # one launch instead of three (step 71)
@@ -714,8 +715,7 @@ class SoftmaxCrossEntropy(Function):
                     f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
                     "would silently pick the last class)"
                 )
-        if xp is not np and x.dtype.name in ("float32", "float64"):
-            # on a GPU: one kernel gives the loss and the probabilities (step 71)
+        if _raw_gpu(x):  # on a GPU: one kernel gives the loss and the probabilities (step 71)
             from dezero_like import cuda_kernels
 
             loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
@@ -887,3 +887,8 @@ def _fusable(gy, y):
     (create_graph needs differentiable steps)."""
     return (not Config.enable_backprop and cuda.is_cupy_array(y) and y.dtype.kind == "f"
             and gy.data.dtype == y.dtype)
+
+
+def _raw_gpu(a):
+    """True for a CuPy array of a dtype the hand-written GPU kernels are built for."""
+    return cuda.is_cupy_array(a) and a.dtype.name in RAW_DTYPES

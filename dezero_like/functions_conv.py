@@ -31,6 +31,7 @@ import numpy as np
 from dezero_like import cuda
 from dezero_like import functions as F
 from dezero_like.core import Function, Variable, as_variable
+from dezero_like.functions import _raw_gpu
 
 
 # --- step 57 ------------------------------------------------------------
@@ -859,9 +860,3 @@ class AveragePoolingGrad(Function):
 def average_pooling(x, kernel_size, stride=None, pad=0):
     """Average pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``."""
     return AveragePooling(kernel_size, stride, pad)(x)
-
-
-# --- step 71 ------------------------------------------------------------
-def _raw_gpu(a):
-    """True for a CuPy array of a dtype the hand-written GPU kernels are built for."""
-    return cuda.is_cupy_array(a) and a.dtype.name in ("float32", "float64")

@@ -464,12 +464,13 @@ def max_pool_tiles_grad(gy, win, x_shape, kernel_size):
 # arrays must be CuPy arrays of one real floating dtype, and no graph may be recorded, because a
 # kernel's result is a plain array with no backward of its own, so `create_graph` takes the
 # differentiable path. `_raw_gpu` is for the hand-written kernels, which exist for float32 and
-# float64 only.
+# float64 only (`RAW_DTYPES`); the other fused paths of this step use it too.
 
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
 from dezero_like.core import Config
+from dezero_like.cuda_kernels import RAW_DTYPES
 
 
 def _fusable(gy, y):
@@ -481,14 +482,9 @@ def _fusable(gy, y):
             and gy.data.dtype == y.dtype)
 
 
-# %%
-#| export dezero_like/functions_conv.py
-from dezero_like import cuda
-
-
 def _raw_gpu(a):
     """True for a CuPy array of a dtype the hand-written GPU kernels are built for."""
-    return cuda.is_cupy_array(a) and a.dtype.name in ("float32", "float64")
+    return cuda.is_cupy_array(a) and a.dtype.name in RAW_DTYPES
 
 
 # %% [markdown]
@@ -511,8 +507,8 @@ def backward(self, gy):
         return gx, gW
     if not needs[2]:
         return gx, gW, None
-    if (len(self.b_shape) == 1 and _fusable(gy, gy.data)
-            and gy.data.dtype.name in ("float32", "float64") and gy.data.flags.c_contiguous):
+    if (len(self.b_shape) == 1 and _fusable(gy, gy.data) and _raw_gpu(gy.data)
+            and gy.data.flags.c_contiguous):
         from dezero_like import cuda_kernels
 
         return gx, gW, Variable(cuda_kernels.sum_rows(gy.data))  # one launch (step 71)
@@ -526,14 +522,13 @@ def backward(self, gy):
 
 # %%
 #| export dezero_like/functions.py ReLU
-import numpy as np
 from dezero_like import cuda
 
 
 def forward(self, x):
     self.retain_inputs(())
     xp = cuda.get_array_module(x)
-    if self.needs_input_grad and xp is not np and x.dtype.name in ("float32", "float64"):
+    if self.needs_input_grad and _raw_gpu(x):
         from dezero_like import cuda_kernels
 
         y, self.mask = cuda_kernels.relu(x)  # one launch instead of three (step 71)
@@ -634,8 +629,7 @@ def forward(self, x, t):
                 f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
                 "would silently pick the last class)"
             )
-    if xp is not np and x.dtype.name in ("float32", "float64"):
-        # on a GPU: one kernel gives the loss and the probabilities (step 71)
+    if _raw_gpu(x):  # on a GPU: one kernel gives the loss and the probabilities (step 71)
         from dezero_like import cuda_kernels
 
         loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
@@ -692,6 +686,7 @@ def update_one(self, param):
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like import cuda
+from dezero_like.functions import _raw_gpu
 from dezero_like.functions_conv import get_conv_outsize
 
 
@@ -733,6 +728,7 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
 # %%
 #| export dezero_like/functions_conv.py Deconv2d
 from dezero_like import cuda
+from dezero_like.functions import _raw_gpu
 from dezero_like.functions_conv import (
     _bias,
     _check_conv_weight,
@@ -794,6 +790,7 @@ def forward(self, x, W, b=None):
 #| export dezero_like/functions_conv.py Pooling
 import numpy as np
 from dezero_like import cuda
+from dezero_like.functions import _raw_gpu
 from dezero_like.functions_conv import _max_pool_2x2, _max_pool_windows
 
 
@@ -817,6 +814,7 @@ def forward(self, x):
 #| export dezero_like/functions_conv.py PoolingGrad
 import numpy as np
 from dezero_like import cuda
+from dezero_like.functions import _raw_gpu
 from dezero_like.functions_conv import _pair_spread, _scatter_to_windows
 
 
