@@ -280,6 +280,12 @@ class Variable:
                     f"backward(gradient=...) has shape {gradient.shape}, but the output "
                     f"has shape {data.shape}; the seed must match the output's shape"
                 )
+            if cuda.is_cupy_array(gradient) != cuda.is_cupy_array(data):
+                on, seed_on = ("GPU", "CPU") if cuda.is_cupy_array(data) else ("CPU", "GPU")
+                raise TypeError(
+                    f"backward(gradient=...) is on the {seed_on}, but the output is on the {on}; "
+                    "put the seed on the output's device (cuda.as_cupy or cuda.as_numpy)"
+                )
             seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
         if loss_scale is not None:
             # the scale becomes a scalar of the seed's dtype (np.float64(1024) must not turn
@@ -525,7 +531,11 @@ class Function:
                 xs = []
                 for x in _as_inputs(inputs):
                     xs.append(x.data)
-                ys = self.forward(*xs)
+                try:
+                    ys = self.forward(*xs)
+                except TypeError as error:  # a try costs nothing until something is raised
+                    _refuse_two_devices(type(self).__name__, xs, error)
+                    raise
             if type(ys) is not tuple:
                 return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
             outputs = []
@@ -555,7 +565,11 @@ class Function:
         if hooks:
             for hook in hooks:
                 hook.forward_preprocess(self, xs)
-        ys = self.forward(*xs)
+        try:
+            ys = self.forward(*xs)
+        except TypeError as error:
+            _refuse_two_devices(type(self).__name__, xs, error)
+            raise
         # forward returns an array or a tuple of arrays; NumPy may hand back a
         # scalar (np.float64) for 0-d input, which becomes a 0-d array again.
         if type(ys) is tuple:
@@ -903,6 +917,23 @@ def _make_variable(data, requires_grad):
     return _fill(_new_object(Variable), data, requires_grad, None, 0, 0)
 
 
+def _refuse_two_devices(name, arrays, error):
+    """Raise a clear error, from ``error``, if ``arrays`` lie on both the CPU and the GPU.
+
+    Called only after a forward has failed with a TypeError, so the check costs
+    nothing when all is well; CuPy's own message would be "Unsupported type". An
+    error that already speaks of devices (the package's own checks) is left as it is.
+    """
+    on_gpu = [cuda.is_cupy_array(a) for a in arrays]
+    if True in on_gpu and False in on_gpu and "device" not in str(error):
+        where = ", ".join(f"{tuple(a.shape)} on the {'GPU' if g else 'CPU'}"
+                          for a, g in zip(arrays, on_gpu, strict=True))
+        raise TypeError(
+            f"{name} got inputs on two devices ({where}); put them on one device "
+            "first: v.to_gpu() or v.to_cpu() for a Variable, model.to_gpu() for a model"
+        ) from error
+
+
 def _binary(function, op, x0, x1, reverse=False):
     """Apply a two-operand operator; ``x0`` is normally the Variable whose operator was called.
 
@@ -917,5 +948,9 @@ def _binary(function, op, x0, x1, reverse=False):
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0.data
     b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
-    y = op(b, a) if reverse else op(a, b)
+    try:
+        y = op(b, a) if reverse else op(a, b)
+    except TypeError as error:
+        _refuse_two_devices(function.__name__, (b, a) if reverse else (a, b), error)
+        raise
     return _make_variable(y if type(y) is np.ndarray else as_array(y), False)

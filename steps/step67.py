@@ -126,6 +126,12 @@ def _seed(self, gradient, loss_scale=None):
                 f"backward(gradient=...) has shape {gradient.shape}, but the output "
                 f"has shape {data.shape}; the seed must match the output's shape"
             )
+        if cuda.is_cupy_array(gradient) != cuda.is_cupy_array(data):
+            on, seed_on = ("GPU", "CPU") if cuda.is_cupy_array(data) else ("CPU", "GPU")
+            raise TypeError(
+                f"backward(gradient=...) is on the {seed_on}, but the output is on the {on}; "
+                "put the seed on the output's device (cuda.as_cupy or cuda.as_numpy)"
+            )
         seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
     if loss_scale is not None:
         # the scale becomes a scalar of the seed's dtype (np.float64(1024) must not turn

@@ -101,8 +101,8 @@ print(f"size:   with __dict__ {sys.getsizeof(d) + sys.getsizeof(d.__dict__)} byt
 #
 # ### The package code of this step
 #
-# In this step `core` gains `_new_object`, `_fill`, `_make_variable` and `_binary`, and
-# `Variable.__slots__`; it changes `Variable.__init__` and `_as_node` (through `_fill`),
+# In this step `core` gains `_new_object`, `_fill`, `_make_variable`, `_binary` and
+# `_refuse_two_devices`, and `Variable.__slots__`; it changes `Variable.__init__` and `_as_node` (through `_fill`),
 # `_as_inputs`, `_add_grads`, `_accumulate_leaf`, `_backward_step`, `_backprop`,
 # `Function.__call__` and `get_retained_outputs` (the fast versions), and `add`, `mul`,
 # `sub`, `rsub`, `div`, `rdiv` (through `_binary`).
@@ -238,6 +238,33 @@ def _accumulate_leaf(x, gx, loss_scale=None):
 
 
 # %% [markdown]
+# When a forward fails with a TypeError, `_refuse_two_devices` looks for the
+# commonest cause, arrays on two devices, and says so. It runs only after a
+# failure, so the hot path pays nothing for it.
+
+# %%
+#| export dezero_like/core.py
+from dezero_like import cuda
+
+
+def _refuse_two_devices(name, arrays, error):
+    """Raise a clear error, from ``error``, if ``arrays`` lie on both the CPU and the GPU.
+
+    Called only after a forward has failed with a TypeError, so the check costs
+    nothing when all is well; CuPy's own message would be "Unsupported type". An
+    error that already speaks of devices (the package's own checks) is left as it is.
+    """
+    on_gpu = [cuda.is_cupy_array(a) for a in arrays]
+    if True in on_gpu and False in on_gpu and "device" not in str(error):
+        where = ", ".join(f"{tuple(a.shape)} on the {'GPU' if g else 'CPU'}"
+                          for a, g in zip(arrays, on_gpu, strict=True))
+        raise TypeError(
+            f"{name} got inputs on two devices ({where}); put them on one device "
+            "first: v.to_gpu() or v.to_cpu() for a Variable, model.to_gpu() for a model"
+        ) from error
+
+
+# %% [markdown]
 # `Function.__call__`: one pass over the inputs gathers their arrays, whether
 # each needs a gradient, and the newest generation (a single Variable input,
 # the most common case, skips the loop). One loop wraps the outputs, whether a
@@ -255,6 +282,7 @@ from dezero_like.core import (
     _global_hooks,
     _make_variable,
     _new_object,
+    _refuse_two_devices,
     as_array,
 )
 
@@ -269,7 +297,11 @@ def __call__(self, *inputs):
             xs = []
             for x in _as_inputs(inputs):
                 xs.append(x.data)
-            ys = self.forward(*xs)
+            try:
+                ys = self.forward(*xs)
+            except TypeError as error:  # a try costs nothing until something is raised
+                _refuse_two_devices(type(self).__name__, xs, error)
+                raise
         if type(ys) is not tuple:
             return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
         outputs = []
@@ -299,7 +331,11 @@ def __call__(self, *inputs):
     if hooks:
         for hook in hooks:
             hook.forward_preprocess(self, xs)
-    ys = self.forward(*xs)
+    try:
+        ys = self.forward(*xs)
+    except TypeError as error:
+        _refuse_two_devices(type(self).__name__, xs, error)
+        raise
     # forward returns an array or a tuple of arrays; NumPy may hand back a
     # scalar (np.float64) for 0-d input, which becomes a 0-d array again.
     if type(ys) is tuple:
@@ -488,7 +524,11 @@ def _binary(function, op, x0, x1, reverse=False):
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0.data
     b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
-    y = op(b, a) if reverse else op(a, b)
+    try:
+        y = op(b, a) if reverse else op(a, b)
+    except TypeError as error:
+        _refuse_two_devices(function.__name__, (b, a) if reverse else (a, b), error)
+        raise
     return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
 
 

@@ -286,6 +286,44 @@ def test_a_numpy_array_mixed_into_gpu_arithmetic_gets_a_clear_error_and_0d_is_a_
     np.testing.assert_array_equal(cuda.as_numpy(y.data), np.full((2, 3), 2.0))
 
 
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["graph", "no_grad"])
+def test_two_variables_on_two_devices_get_a_clear_error_in_every_function(mode):
+    """CuPy says only "Unsupported type" when a CPU array meets a GPU one. Whatever the
+    function, and with or without a graph, the error names the two devices and the fix."""
+    a = dz.Variable(cuda.as_cupy(np.ones((2, 3), np.float32)))
+    b = dz.Variable(np.ones((2, 3), np.float32))
+    model = L.Linear(4)
+    model(np.ones((1, 3), np.float32))  # weights made on the CPU, the input is on the GPU
+    calls = {"add": lambda: a + b, "reflected sub": lambda: 2.0 - (b - a),
+             "matmul": lambda: F.matmul(a, b.T), "layer": lambda: model(a),
+             "conv": lambda: F.conv2d(dz.Variable(cuda.as_cupy(np.ones((1, 1, 4, 4)))),
+                                      dz.Variable(np.ones((2, 1, 3, 3))))}
+    for name, call in calls.items():
+        with dz.using_config("enable_backprop", mode == "graph"), \
+                pytest.raises(TypeError, match=r"on two devices \(.* on the (CPU|GPU).*to_gpu"):
+            call()
+            pytest.fail(f"{name}: no error")
+    # the original error stays attached, and an unrelated TypeError is left as it was
+    try:
+        a + b
+    except TypeError as error:
+        assert error.__cause__ is not None
+    with pytest.raises(TypeError) as info:
+        F.reshape(a, "six")
+    assert "two devices" not in str(info.value)
+
+
+@needs_gpu
+def test_a_backward_seed_on_the_other_device_is_refused():
+    y = dz.Variable(cuda.as_cupy(np.ones(3, np.float32))) * 2.0
+    with pytest.raises(TypeError, match="is on the CPU, but the output is on the GPU"):
+        y.backward(gradient=np.ones(3, np.float32))
+    z = dz.Variable(np.ones(3, np.float32)) * 2.0
+    with pytest.raises(TypeError, match="is on the GPU, but the output is on the CPU"):
+        z.backward(gradient=cuda.as_cupy(np.ones(3, np.float32)))
+
 @needs_gpu
 def test_embed_id_on_the_gpu_refuses_ids_out_of_range_and_on_the_cpu():
     """CuPy's indexing wraps an id that is too large around to another row: embed_id checks
