@@ -163,6 +163,27 @@ class Variable:
     # expression ``ndarray * variable`` calls ``Variable.__rmul__``.
     __array_ufunc__ = None
 
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(v)``: the data of a Variable that needs no gradient; else an error.
+
+        Without it NumPy would read a Variable as a sequence of 0-d Variables:
+        ``np.mean(loss)`` or ``np.concatenate([a, b])`` would drop the graph without
+        a word, or build an array of objects. As in PyTorch, an array that backward
+        must reach is never handed to NumPy.
+        """
+        if self.requires_grad:
+            raise TypeError(
+                "NumPy was given a Variable that requires grad; its result would not be part "
+                "of the graph. Use the functions of dezero_like.functions (F.sum, F.matmul, "
+                "...) to differentiate through it, or pass v.data for the numbers alone"
+            )
+        if not isinstance(self.data, np.ndarray):
+            raise TypeError("this Variable's data is on the GPU (or absent); "
+                            "cuda.as_numpy(v.data) gives a NumPy array")
+        if dtype is not None and np.dtype(dtype) != self.data.dtype:
+            return self.data.astype(dtype)
+        return self.data.copy() if copy else self.data
+
     # (step 70)
     def __init__(self, data, name=None, requires_grad=True):
         if type(data) is not np.ndarray and data is not None and not _is_array(data):

@@ -98,6 +98,12 @@ class DataLoader:
         x = np.stack([np.asarray(ex[0]) for ex in examples])
         labels = [ex[1] for ex in examples]
         t = None if labels[0] is None else np.stack([np.asarray(lb) for lb in labels])
+        for what, a, item in (("input", x, first[0]), ("label", t, first[1])):
+            if a is not None and a.dtype == object:  # None, a Variable, a ragged list...
+                raise TypeError(
+                    f"DataLoader: the dataset's {what}s do not stack into a numeric array (the "
+                    f"first is a {type(item).__name__}); a dataset (and its transform) must "
+                    "return NumPy arrays or numbers of one shape")
         if self.gpu:
             x = cuda.as_cupy(x)
             t = None if t is None else cuda.as_cupy(t)

@@ -34,7 +34,7 @@ import numpy as np
 
 from dezero_like import transforms as _T
 from dezero_like._fixable import EXIT_CODE, FixableError
-from dezero_like.utils import forward_names
+from dezero_like.utils import forward_names, publish
 
 
 # --- step 50 ------------------------------------------------------------
@@ -75,6 +75,15 @@ class Dataset:
     and ``target_transform`` to each label when an example is read, never to
     the stored arrays.
     """
+
+    # class-level defaults: a subclass whose __init__ forgets super().__init__() still works
+    train = True
+
+    data = None
+
+    label = None
+
+    transform = target_transform = staticmethod(_identity)
 
     def __init__(self, train=True, transform=None, target_transform=None):
         self.train = train
@@ -224,7 +233,7 @@ def _fetch_verified(url, path, md5, size, progress, timeout):
             )
         if md5 is not None and digest.hexdigest() != md5:
             raise ChecksumError(f"MD5 {digest.hexdigest()} does not match the published {md5}")
-        os.replace(tmp, path)
+        publish(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

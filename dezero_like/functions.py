@@ -140,6 +140,8 @@ class Reshape(Function):
 
 
 def reshape(x, shape):
+    if isinstance(shape, (int, np.integer)):  # reshape(x, 6), as x.reshape(6) allows
+        shape = (shape,)
     if x.shape == tuple(shape):
         return as_variable(x)
     return Reshape(shape)(x)
@@ -149,7 +151,7 @@ class Sum(Function):
     """y = sum of x over ``axis``; each element's gradient is dy."""
 
     def __init__(self, axis=None, keepdims=False):
-        self.axis = axis
+        self.axis = tuple(axis) if isinstance(axis, list) else axis  # NumPy takes a tuple
         self.keepdims = keepdims
 
     def forward(self, x):
@@ -219,7 +221,11 @@ def broadcast_to(x, shape):
 
 # --- step 38 ------------------------------------------------------------
 class AsType(Function):
-    """y = x converted to ``dtype``; the gradient is converted back to x's dtype."""
+    """y = x converted to ``dtype``; the gradient is converted back to x's dtype.
+
+    Back to a floating (or complex) dtype only: an integer or boolean input keeps
+    the gradient as it is, since rounding 0.5 to an integer would give 0.
+    """
 
     def __init__(self, dtype, copy=False):
         self.dtype = np.dtype(dtype)
@@ -231,6 +237,8 @@ class AsType(Function):
         return x.astype(self.dtype, copy=self.copy)
 
     def backward(self, gy):
+        if self.x_dtype.kind not in "fc":
+            return gy
         return astype(gy, self.x_dtype)
 
 
@@ -396,6 +404,10 @@ class Linear(Function):
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
         y = x @ W
         if b is not None:
+            if b.ndim and b.shape[-1] != W.shape[1]:
+                raise ValueError(
+                    f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
+                    f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
             self.b_shape = b.shape
             y += b  # y is a fresh array: add the bias in place, no temporary
         return y
@@ -432,7 +444,8 @@ class Sigmoid(Function):
     sides: for very negative x, ``exp(-x)`` is huge and its reciprocal keeps
     full relative precision (it only overflows to inf, giving the right limit
     0, below about -88 in float32; that overflow is expected and not warned
-    about). The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
+    about). float16 would overflow below -11.1, so it is computed in float32
+    and rounded, as PyTorch does. The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
     in float32 it gives 2.98e-08 for sigmoid(-18), whose true value is
     1.52e-08, and 0 for sigmoid(-20), so log(sigmoid(-20)) would be -inf.
     Backward reads the output.
@@ -445,6 +458,8 @@ class Sigmoid(Function):
         xp = cuda.get_array_module(x)
         if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
             x = x.astype(np.float64)
+        if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
+            return self.forward(x.astype(np.float32)).astype(np.float16)
         if xp is not np and x.dtype.kind == "f":  # on a GPU: one fused kernel, not four launches
             from dezero_like import cuda_kernels
 
@@ -651,9 +666,20 @@ class Softmax(Function):
         return gx - y * sum(gx, axis=self.axis, keepdims=True)
 
 
+def _class_axis(name, x, axis):
+    """``axis`` if ``x`` has it; else an error (the default axis 1 needs a batch (N, C))."""
+    if not all(-x.ndim <= a < x.ndim for a in (axis if isinstance(axis, tuple) else (axis,))):
+        raise ValueError(
+            f"{name} along axis {axis} needs an input with that axis, got shape "
+            f"{tuple(x.shape)}; the default axis=1 is the class axis of a batch (N, C): pass "
+            "axis=0 (or -1) for a single vector, or add a batch axis with x.reshape(1, -1)")
+    return axis
+
+
 def softmax(x, axis=1):
     """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow."""
-    return Softmax(axis)(x)
+    x = as_variable(x)
+    return Softmax(_class_axis("softmax", x, axis))(x)
 
 
 class LogSoftmax(Function):
@@ -676,7 +702,8 @@ class LogSoftmax(Function):
 
 def log_softmax(x, axis=1):
     """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits."""
-    return LogSoftmax(axis)(x)
+    x = as_variable(x)
+    return LogSoftmax(_class_axis("log_softmax", x, axis))(x)
 
 
 class SoftmaxCrossEntropy(Function):
@@ -752,7 +779,14 @@ def accuracy(y, t):
     """
     y_data = y.data if isinstance(y, Variable) else y
     t_data = t.data if isinstance(t, Variable) else t
+    if isinstance(t_data, (list, tuple)):
+        t_data = np.asarray(t_data)
     xp = cuda.get_array_module(y_data)
+    if y_data.ndim != 2 or y_data.shape[1] < 2:
+        raise ValueError(
+            f"accuracy expects scores of shape (N, C) with C >= 2 classes, got y of shape "
+            f"{tuple(y_data.shape)}; with one output column the argmax is always 0. For one "
+            "score per row (a binary classifier) compare ((y.data > 0) == t).mean() instead")
     if t_data.size != len(y_data):
         raise ValueError(
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "
@@ -811,7 +845,7 @@ class Max(Function):
     _reduce = "max"
 
     def __init__(self, axis=None, keepdims=False):
-        self.axis = axis
+        self.axis = tuple(axis) if isinstance(axis, list) else axis  # NumPy takes a tuple
         self.keepdims = keepdims
 
     def forward(self, x):

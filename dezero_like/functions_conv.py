@@ -140,9 +140,14 @@ def col2im_array(col, img_shape, kernel_size, stride, pad, to_matrix=True):
     return img[:, :, PH:H + PH, PW:W + PW]
 
 
-def _check_conv_weight(name, x, W, c_axis):
+def _check_conv_weight(name, x, W, c_axis, b=None):
     if W.ndim != 4:
         raise ValueError(f"{name}: W must be 4-d, got shape {W.shape}")
+    if b is not None and b.shape != (W.shape[1 - c_axis],):
+        raise ValueError(
+            f"{name}: the bias has shape {b.shape}, but W of shape {W.shape} makes "
+            f"{W.shape[1 - c_axis]} output channels (axis {1 - c_axis} of W): b must have "
+            f"shape ({W.shape[1 - c_axis]},)")
     if x.ndim == 4 and x.shape[1] != W.shape[c_axis]:
         hint = ""
         if x.shape[-1] == W.shape[c_axis] or (x.shape[-1] in (1, 3, 4) and
@@ -200,7 +205,7 @@ class Conv2d(Function):
         self.pad = pair(pad)
 
     def forward(self, x, W, b=None):
-        _check_conv_weight("conv2d", x, W, 1)
+        _check_conv_weight("conv2d", x, W, 1, b)
         KH, KW = W.shape[2:]
         _check_geometry("conv2d", x.shape, (KH, KW), self.stride, self.pad)
         needs = self.needs_input_grad or (True, True, True)
@@ -303,7 +308,7 @@ class Deconv2d(Function):
 
     # (step 71)
     def forward(self, x, W, b=None):
-        _check_conv_weight("deconv2d", x, W, 0)
+        _check_conv_weight("deconv2d", x, W, 0, b)
         if x.ndim != 4:
             raise ValueError(f"deconv2d expects a 4-d input (N, C, H, W), got shape {x.shape}")
         needs = self.needs_input_grad or (True, True, True)

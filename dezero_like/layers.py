@@ -19,7 +19,7 @@ import numpy as np
 import dezero_like.functions as F
 from dezero_like import cuda
 from dezero_like.core import Parameter, _is_array, as_variable
-from dezero_like.utils import forward_names
+from dezero_like.utils import forward_names, publish
 
 
 # --- step 45 ------------------------------------------------------------
@@ -182,7 +182,7 @@ class Layer:
                 np.savez(f, **arrays)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(tmp, path)
+            publish(tmp, path)  # utils (step 53): the usual file mode, then the rename
         except BaseException:
             if os.path.exists(tmp):
                 os.remove(tmp)
@@ -253,6 +253,13 @@ class Linear(Layer):
         for what, size in (("out_size", out_size), ("in_size", in_size)):
             if size is not None and not (isinstance(size, (int, np.integer)) and size >= 1):
                 raise ValueError(f"Linear: {what} must be a positive integer, got {size!r}")
+        if not isinstance(nobias, (bool, np.bool_)):  # Linear(784, 100), PyTorch's order
+            raise TypeError(
+                f"Linear: nobias must be True or False, got {nobias!r}. The output size comes "
+                f"first here: PyTorch's Linear({out_size!r}, {nobias!r}) is written "
+                f"Linear({nobias!r}, in_size={out_size!r}), or Linear({nobias!r}) to take the "
+                "input size from the first batch"
+            )
         self.in_size = in_size
         self.out_size = out_size
         self.dtype = np.dtype(dtype)
@@ -304,6 +311,8 @@ def _read_npz(path):
     with open(name, "rb") as f:  # FileNotFoundError stays what it is
         raw = f.read()  # parsed from memory: no file handle can stay open on an error
     try:
+        if not raw.startswith((b"PK", b"\x93NUMPY")):  # NumPy would try it as a pickle
+            raise ValueError("it is not an .npz archive (save_weights writes those)")
         archive = np.load(io.BytesIO(raw), allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise ValueError("it is a single array, not an .npz archive of named arrays")

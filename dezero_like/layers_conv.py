@@ -37,9 +37,16 @@ class Conv2d(Layer):
     created on the first call from ``x.shape[1]``.
     """
 
-    def __init__(self, out_channels, kernel_size, stride=1, pad=0, nobias=False,
+    def __init__(self, out_channels, kernel_size, *args, stride=1, pad=0, nobias=False,
                  dtype=np.float32, in_channels=None):
         super().__init__()
+        if args:  # Conv2d(1, 16, 3) is PyTorch's (in, out, kernel): here it would be 1 output
+            name = type(self).__name__
+            raise TypeError(
+                f"{name} takes two numbers, {name}(out_channels, kernel_size), and the rest by "
+                f"name (stride=, pad=, in_channels=); got {2 + len(args)} numbers. PyTorch's "
+                f"{name}(in, out, kernel) is written {name}(out, kernel, in_channels=in)"
+            )
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = Fc.pair(kernel_size)
@@ -96,10 +103,11 @@ class Deconv2d(Conv2d):
     ``stride*(H-1) + KH - 2*pad``; ``outsize`` fixes it when several are possible.
     """
 
-    def __init__(self, out_channels, kernel_size, stride=1, pad=0, nobias=False,
+    def __init__(self, out_channels, kernel_size, *args, stride=1, pad=0, nobias=False,
                  dtype=np.float32, in_channels=None, outsize=None):
         self.outsize = outsize
-        super().__init__(out_channels, kernel_size, stride, pad, nobias, dtype, in_channels)
+        super().__init__(out_channels, kernel_size, *args, stride=stride, pad=pad,
+                         nobias=nobias, dtype=dtype, in_channels=in_channels)
 
     def _w_shape(self):
         return (self.in_channels, self.out_channels) + self.kernel_size
@@ -131,14 +139,20 @@ class BatchNorm(Layer):
         self.beta = Parameter(None, name="beta")
 
     def forward(self, x):
+        if x.ndim < 2:
+            raise ValueError(
+                f"BatchNorm normalises each channel (axis 1) over a batch, got input of shape "
+                f"{tuple(x.shape)}; pass a batch of shape (N, C) or (N, C, H, W)")
         if self.avg_mean.data is None:
             xp = cuda.get_array_module(x)
             C = x.shape[1]
-            self.avg_mean.data = xp.zeros(C, dtype=x.dtype)
-            self.avg_var.data = xp.ones(C, dtype=x.dtype)
-            self.gamma.data = xp.ones(C, dtype=x.dtype)
-            self.beta.data = xp.zeros(C, dtype=x.dtype)
-        elif x.ndim < 2 or x.shape[1] != len(self.avg_mean.data):
+            # integer input (uint8 pixels) is normalised in float64, as batch_norm computes it
+            dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+            self.avg_mean.data = xp.zeros(C, dtype=dtype)
+            self.avg_var.data = xp.ones(C, dtype=dtype)
+            self.gamma.data = xp.ones(C, dtype=dtype)
+            self.beta.data = xp.zeros(C, dtype=dtype)
+        elif x.shape[1] != len(self.avg_mean.data):
             raise ValueError(
                 f"BatchNorm was built for {len(self.avg_mean.data)} channels (axis 1), got "
                 f"input of shape {tuple(x.shape)}; use one BatchNorm layer per feature size")

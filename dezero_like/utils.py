@@ -8,6 +8,8 @@
 is tested: central differences in float64 against the framework's backward.
 """
 
+import os
+
 import numpy as np
 
 from dezero_like import cuda
@@ -181,3 +183,12 @@ __getattr__ = forward_names(__name__, {
     "get_dot_graph": "dezero_like.graph",
     "plot_dot_graph": "dezero_like.graph",
 })
+
+
+# --- step 53 ------------------------------------------------------------
+def publish(tmp, path):
+    """Rename the finished temporary file ``tmp`` to ``path``, with a new file's usual mode."""
+    umask = os.umask(0)  # the only way to read the umask is to set it
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)

@@ -527,10 +527,13 @@ class Reshape(Function):
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like.core import as_variable
 
 
 def reshape(x, shape):
+    if isinstance(shape, (int, np.integer)):  # reshape(x, 6), as x.reshape(6) allows
+        shape = (shape,)
     if x.shape == tuple(shape):
         return as_variable(x)
     return Reshape(shape)(x)
@@ -553,7 +556,7 @@ class Sum(Function):
     """y = sum of x over ``axis``; each element's gradient is dy."""
 
     def __init__(self, axis=None, keepdims=False):
-        self.axis = axis
+        self.axis = tuple(axis) if isinstance(axis, list) else axis  # NumPy takes a tuple
         self.keepdims = keepdims
 
     def forward(self, x):

@@ -26,7 +26,8 @@
 
 # %% [markdown]
 # `AsType` converts the dtype. Its gradient is the output's gradient converted back to the
-# input's dtype, so the function keeps that dtype and no input (`retain_inputs(())`). `astype`
+# input's dtype (if that is a floating dtype: an integer input keeps the gradient's fractions),
+# so the function keeps that dtype and no input (`retain_inputs(())`). `astype`
 # returns `x` itself when the dtype already matches and no copy is asked for, so no node is
 # added to the graph.
 
@@ -37,7 +38,11 @@ from dezero_like.core import Function
 
 
 class AsType(Function):
-    """y = x converted to ``dtype``; the gradient is converted back to x's dtype."""
+    """y = x converted to ``dtype``; the gradient is converted back to x's dtype.
+
+    Back to a floating (or complex) dtype only: an integer or boolean input keeps
+    the gradient as it is, since rounding 0.5 to an integer would give 0.
+    """
 
     def __init__(self, dtype, copy=False):
         self.dtype = np.dtype(dtype)
@@ -49,6 +54,8 @@ class AsType(Function):
         return x.astype(self.dtype, copy=self.copy)
 
     def backward(self, gy):
+        if self.x_dtype.kind not in "fc":
+            return gy
         return astype(gy, self.x_dtype)
 
 

@@ -64,6 +64,10 @@ class Linear(Function):
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
         y = x @ W
         if b is not None:
+            if b.ndim and b.shape[-1] != W.shape[1]:
+                raise ValueError(
+                    f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
+                    f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
             self.b_shape = b.shape
             y += b  # y is a fresh array: add the bias in place, no temporary
         return y
@@ -112,7 +116,8 @@ class Sigmoid(Function):
     sides: for very negative x, ``exp(-x)`` is huge and its reciprocal keeps
     full relative precision (it only overflows to inf, giving the right limit
     0, below about -88 in float32; that overflow is expected and not warned
-    about). The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
+    about). float16 would overflow below -11.1, so it is computed in float32
+    and rounded, as PyTorch does. The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
     in float32 it gives 2.98e-08 for sigmoid(-18), whose true value is
     1.52e-08, and 0 for sigmoid(-20), so log(sigmoid(-20)) would be -inf.
     Backward reads the output.
@@ -124,6 +129,8 @@ class Sigmoid(Function):
         xp = cuda.get_array_module(x)
         if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
             x = x.astype(np.float64)
+        if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
+            return self.forward(x.astype(np.float32)).astype(np.float16)
         if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
             return self.forward(x.reshape(1)).reshape(())
         y = xp.negative(x)

@@ -173,6 +173,13 @@ class Linear(Layer):
         for what, size in (("out_size", out_size), ("in_size", in_size)):
             if size is not None and not (isinstance(size, (int, np.integer)) and size >= 1):
                 raise ValueError(f"Linear: {what} must be a positive integer, got {size!r}")
+        if not isinstance(nobias, (bool, np.bool_)):  # Linear(784, 100), PyTorch's order
+            raise TypeError(
+                f"Linear: nobias must be True or False, got {nobias!r}. The output size comes "
+                f"first here: PyTorch's Linear({out_size!r}, {nobias!r}) is written "
+                f"Linear({nobias!r}, in_size={out_size!r}), or Linear({nobias!r}) to take the "
+                "input size from the first batch"
+            )
         self.in_size = in_size
         self.out_size = out_size
         self.dtype = np.dtype(dtype)

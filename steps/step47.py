@@ -87,6 +87,22 @@ def _new_grad(data):
     return Variable(as_array(data), requires_grad=False)
 
 
+def _checked(owner, name, value, low=0.0, high=None):
+    """``value``, if it is a real number in ``[low, high)``; otherwise a clear error.
+
+    A learning rate of ``"0.1"`` would fail inside ``update()``, and a negative one
+    would quietly climb the loss, so both are refused when the optimizer is made.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{owner}: {name} must be a number, got {value!r} "
+                        f"({type(value).__name__})")
+    if not (value >= low and (high is None or value < high)):  # nan fails both tests
+        bounds = f">= {low}" if high is None else f"in [{low}, {high})"
+        raise ValueError(f"{owner}: {name} must be {bounds}, got {value!r}")
+    return value
+
+
 # %% [markdown]
 # `Optimizer` holds what every method shares. `setup` remembers the model, `update` collects the
 # parameters that have a gradient, lets the hooks see (and change) them, then calls `update_one`
@@ -172,7 +188,7 @@ class SGD(Optimizer):
 
     def __init__(self, lr=0.01):
         super().__init__()
-        self.lr = lr
+        self.lr = _checked("SGD", "lr", lr)
 
     def update_one(self, param):
         param.data -= self.lr * param.grad.data
@@ -190,8 +206,8 @@ class MomentumSGD(Optimizer):
 
     def __init__(self, lr=0.01, momentum=0.9):
         super().__init__()
-        self.lr = lr
-        self.momentum = momentum
+        self.lr = _checked("MomentumSGD", "lr", lr)
+        self.momentum = _checked("MomentumSGD", "momentum", momentum)
 
     def update_one(self, param):
         v = self._state("v", param)
@@ -215,8 +231,8 @@ class AdaGrad(Optimizer):
 
     def __init__(self, lr=0.001, eps=1e-8):
         super().__init__()
-        self.lr = lr
-        self.eps = eps
+        self.lr = _checked("AdaGrad", "lr", lr)
+        self.eps = _checked("AdaGrad", "eps", eps)
 
     def update_one(self, param):
         xp = cuda.get_array_module(param.data)
@@ -246,8 +262,8 @@ class AdaDelta(Optimizer):
 
     def __init__(self, rho=0.95, eps=1e-6):
         super().__init__()
-        self.rho = rho
-        self.eps = eps
+        self.rho = _checked("AdaDelta", "rho", rho, 0.0, 1.0)
+        self.eps = _checked("AdaDelta", "eps", eps)
 
     def update_one(self, param):
         xp = cuda.get_array_module(param.data)
@@ -291,10 +307,10 @@ class Adam(Optimizer):
     def __init__(self, alpha=0.001, beta1=0.9, beta2=0.999, eps=1e-8):
         super().__init__()
         self.t = 0
-        self.alpha = alpha
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.eps = eps
+        self.alpha = _checked("Adam", "alpha", alpha)
+        self.beta1 = _checked("Adam", "beta1", beta1, 0.0, 1.0)
+        self.beta2 = _checked("Adam", "beta2", beta2, 0.0, 1.0)
+        self.eps = _checked("Adam", "eps", eps)
 
     def prepare(self):
         self.t += 1  # the number of update() calls
@@ -334,7 +350,7 @@ class WeightDecay:
     """L2 regularisation: g <- g + rate * W (the gradient of rate/2 * ||W||^2)."""
 
     def __init__(self, rate):
-        self.rate = rate
+        self.rate = _checked("WeightDecay", "rate", rate)
 
     def __call__(self, params):
         for p in params:
@@ -361,7 +377,7 @@ class ClipGrad:
     """Scale all gradients down together when their global L2 norm exceeds ``max_norm``."""
 
     def __init__(self, max_norm):
-        self.max_norm = max_norm
+        self.max_norm = _checked("ClipGrad", "max_norm", max_norm)
 
     def __call__(self, params):
         params = [p for p in params if p.grad is not None]

@@ -141,9 +141,23 @@ class Softmax(Function):
 
 # %%
 #| export dezero_like/functions.py
+from dezero_like.core import as_variable
+
+
+def _class_axis(name, x, axis):
+    """``axis`` if ``x`` has it; else an error (the default axis 1 needs a batch (N, C))."""
+    if not all(-x.ndim <= a < x.ndim for a in (axis if isinstance(axis, tuple) else (axis,))):
+        raise ValueError(
+            f"{name} along axis {axis} needs an input with that axis, got shape "
+            f"{tuple(x.shape)}; the default axis=1 is the class axis of a batch (N, C): pass "
+            "axis=0 (or -1) for a single vector, or add a batch axis with x.reshape(1, -1)")
+    return axis
+
+
 def softmax(x, axis=1):
     """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow."""
-    return Softmax(axis)(x)
+    x = as_variable(x)
+    return Softmax(_class_axis("softmax", x, axis))(x)
 
 
 # %% [markdown]
@@ -179,7 +193,8 @@ class LogSoftmax(Function):
 #| export dezero_like/functions.py
 def log_softmax(x, axis=1):
     """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits."""
-    return LogSoftmax(axis)(x)
+    x = as_variable(x)
+    return LogSoftmax(_class_axis("log_softmax", x, axis))(x)
 
 
 # %% [markdown]

@@ -209,6 +209,12 @@ class Dataset:
     the stored arrays.
     """
 
+    # class-level defaults: a subclass whose __init__ forgets super().__init__() still works
+    train = True
+    data = None
+    label = None
+    transform = target_transform = staticmethod(_identity)
+
     def __init__(self, train=True, transform=None, target_transform=None):
         self.train = train
         self.transform = _identity if transform is None else transform

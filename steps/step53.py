@@ -155,9 +155,29 @@ _download = download  # MNIST's `download` argument shadows the function's name
 # the MD5 sum match; `finally` removes the temporary file in every other case. A half-finished
 # download therefore never appears under the real name.
 
+# %% [markdown]
+# `tempfile.mkstemp` makes its file readable by its owner only (mode 0600), where `open` would
+# give the usual mode (0644 with the common umask 022). `publish` gives the finished temporary
+# file that usual mode and renames it over the real name; `save_weights` (step 55) uses it too.
+
+# %%
+#| export dezero_like/utils.py
+import os
+
+
+def publish(tmp, path):
+    """Rename the finished temporary file ``tmp`` to ``path``, with a new file's usual mode."""
+    umask = os.umask(0)  # the only way to read the umask is to set it
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)
+
+
 # %%
 #| export dezero_like/datasets.py
 import os
+
+from dezero_like.utils import publish
 
 
 def _fetch_verified(url, path, md5, size, progress, timeout):
@@ -188,7 +208,7 @@ def _fetch_verified(url, path, md5, size, progress, timeout):
             )
         if md5 is not None and digest.hexdigest() != md5:
             raise ChecksumError(f"MD5 {digest.hexdigest()} does not match the published {md5}")
-        os.replace(tmp, path)
+        publish(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

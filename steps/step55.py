@@ -49,6 +49,8 @@ def _read_npz(path):
     with open(name, "rb") as f:  # FileNotFoundError stays what it is
         raw = f.read()  # parsed from memory: no file handle can stay open on an error
     try:
+        if not raw.startswith((b"PK", b"\x93NUMPY")):  # NumPy would try it as a pickle
+            raise ValueError("it is not an .npz archive (save_weights writes those)")
         archive = np.load(io.BytesIO(raw), allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise ValueError("it is a single array, not an .npz archive of named arrays")
@@ -81,6 +83,7 @@ import tempfile
 import numpy as np
 from dezero_like import cuda
 from dezero_like.layers import Layer
+from dezero_like.utils import publish
 
 
 def _flatten_params(self, out=None, prefix="", owners=None):
@@ -146,7 +149,7 @@ def save_weights(self, path):
             np.savez(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        publish(tmp, path)  # utils (step 53): the usual file mode, then the rename
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)

@@ -62,7 +62,7 @@ class Max(Function):
     _reduce = "max"
 
     def __init__(self, axis=None, keepdims=False):
-        self.axis = axis
+        self.axis = tuple(axis) if isinstance(axis, list) else axis  # NumPy takes a tuple
         self.keepdims = keepdims
 
     def forward(self, x):

@@ -233,7 +233,11 @@ def update(self):
     for p in params:
         if p.loss_scale is not None:
             # a new array: grads may be shared between parameters (never divide in place)
-            p.grad = _new_grad(p.grad.data / float(p.loss_scale))
+            g = p.grad.data
+            if g.dtype == np.float16:  # a scale of 2**16 is inf in float16: divide in float32
+                p.grad = _new_grad((g.astype(np.float32) / float(p.loss_scale)).astype(g.dtype))
+            else:
+                p.grad = _new_grad(g / float(p.loss_scale))
             p.loss_scale = None
     for f in self.hooks:
         f(params)

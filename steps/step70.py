@@ -102,10 +102,10 @@ print(f"size:   with __dict__ {sys.getsizeof(d) + sys.getsizeof(d.__dict__)} byt
 # ### The package code of this step
 #
 # In this step `core` gains `_new_object`, `_fill`, `_make_variable`, `_binary` and
-# `_refuse_two_devices`, and `Variable.__slots__`; it changes `Variable.__init__` and `_as_node` (through `_fill`),
-# `_as_inputs`, `_add_grads`, `_accumulate_leaf`, `_backward_step`, `_backprop`,
-# `Function.__call__` and `get_retained_outputs` (the fast versions), and `add`, `mul`,
-# `sub`, `rsub`, `div`, `rdiv` (through `_binary`).
+# `_refuse_two_devices`, and `Variable.__slots__`; it changes `Variable.__init__` and
+# `_as_node` (through `_fill`), `_as_inputs`, `_add_grads`, `_accumulate_leaf`,
+# `_backward_step`, `_backprop`, `Function.__call__` and `get_retained_outputs` (the fast
+# versions), and `add`, `mul`, `sub`, `rsub`, `div`, `rdiv` (through `_binary`).
 #
 # A cell whose first line is `#| export dezero_like/core.py` is an **export cell**: it is part
 # of the package. `python tools/export.py write` copies these cells, step by step, into the

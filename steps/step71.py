@@ -558,6 +558,8 @@ def forward(self, x):
     xp = cuda.get_array_module(x)
     if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
         x = x.astype(np.float64)
+    if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
+        return self.forward(x.astype(np.float32)).astype(np.float16)
     if xp is not np and x.dtype.kind == "f":  # on a GPU: one fused kernel, not four launches
         from dezero_like import cuda_kernels
 
@@ -740,7 +742,7 @@ from dezero_like.functions_conv import (
 
 
 def forward(self, x, W, b=None):
-    _check_conv_weight("deconv2d", x, W, 0)
+    _check_conv_weight("deconv2d", x, W, 0, b)
     if x.ndim != 4:
         raise ValueError(f"deconv2d expects a 4-d input (N, C, H, W), got shape {x.shape}")
     needs = self.needs_input_grad or (True, True, True)

@@ -318,3 +318,170 @@ def test_a_failing_gradient_check_names_the_worst_element_plainly():
     x = np.array([[1.0, 2.0], [3.0, 0.0]])
     with pytest.raises(AssertionError, match=r"worst element \(1, 1\): backprop 0\.0 vs numer"):
         gradient_check(F.relu, x, atol=0, rtol=0)  # the kink at 0: central differences say 0.5
+
+
+# ---- second review: PyTorch parity and learner mistakes (2026-11-24) -------------------------
+
+
+def test_an_integer_leaf_through_astype_keeps_the_fractions_of_its_gradient():
+    x = dz.Variable(np.array([1, 2]))
+    (F.astype(x, np.float64) * 0.5).backward()
+    np.testing.assert_array_equal(x.grad.data, [0.5, 0.5])
+    y = dz.Variable(np.array([1.0, 2.0], np.float32))  # a float input still gets its dtype
+    F.sum(F.astype(y, np.float64) * 0.5).backward()
+    assert y.grad.dtype == np.float32
+
+
+def test_float16_sigmoid_does_not_underflow_where_float32_would_not():
+    x = dz.Variable(np.array([-11.5, -12.0, -14.0, -16.0, 3.0], np.float16))
+    y = F.sigmoid(x)
+    F.sum(y).backward()
+    exact = 1 / (1 + np.exp(-x.data.astype(np.float64)))
+    assert y.dtype == np.float16 and x.grad.dtype == np.float16
+    tiny = 6e-8  # float16's spacing below 6e-5 (subnormal numbers)
+    np.testing.assert_allclose(y.data.astype(np.float64), exact, rtol=1e-3, atol=tiny)
+    np.testing.assert_allclose(x.grad.data.astype(np.float64), exact * (1 - exact),
+                               rtol=2e-3, atol=tiny)
+    assert (y.data[:4] > 0).all() and (x.grad.data[:4] > 0).all()  # they were all 0
+    assert np.isfinite(F.log(F.sigmoid(x)).data).all()
+
+
+def test_a_loss_scale_beyond_float16_still_updates_float16_parameters():
+    class One(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.W = dz.Parameter(np.ones(3, np.float16))
+
+    model = One()
+    optimizer = SGD(0.1).setup(model)
+    F.sum(F.astype(model.W, np.float32) * np.float32(0.5)).backward(loss_scale=65536)
+    optimizer.update()
+    np.testing.assert_array_equal(model.W.data, np.full(3, 0.95, np.float16))
+    assert model.W.data.dtype == np.float16
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: SGD("0.1"), "lr must be a number"),
+    (lambda: SGD(-0.1), r"lr must be >= 0"),
+    (lambda: SGD(float("nan")), r"lr must be >= 0"),
+    (lambda: dz.optimizers.MomentumSGD(0.1, momentum=None), "momentum must be a number"),
+    (lambda: dz.optimizers.Adam(beta1=1.0), r"beta1 must be in \[0.0, 1.0\)"),
+    (lambda: dz.optimizers.AdaDelta(rho=-0.5), "rho must be in"),
+    (lambda: dz.optimizers.WeightDecay(True), "rate must be a number"),
+    (lambda: dz.optimizers.ClipGrad(-1), "max_norm must be >= 0"),
+])
+def test_optimizer_settings_are_checked_when_the_optimizer_is_made(make, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        make()
+
+
+def test_pytorch_argument_order_for_linear_and_conv2d_is_refused_with_the_translation():
+    import dezero_like.layers_conv as Lc
+
+    with pytest.raises(TypeError, match=r"Linear\(784, 100\) is written Linear\(100, in_size="):
+        L.Linear(784, 100)
+    assert L.Linear(10, nobias=np.bool_(True)).b is None
+    with pytest.raises(TypeError, match=r"Conv2d\(out, kernel, in_channels=in\)"):
+        Lc.Conv2d(1, 16, 3)
+    with pytest.raises(TypeError, match="Deconv2d takes two numbers"):
+        Lc.Deconv2d(1, 16, 3)
+    conv = Lc.Deconv2d(4, 3, stride=2, pad=1, nobias=True, in_channels=2)
+    assert conv.W.shape == (2, 4, 3, 3) and conv.b is None and conv.stride == (2, 2)
+
+
+def test_numpy_is_not_handed_a_variable_that_requires_grad():
+    x = dz.Variable(np.arange(3.0))
+    with pytest.raises(TypeError, match="requires grad.*F.sum"):
+        np.mean(x * x)  # it used to return a float and drop the graph
+    with pytest.raises(TypeError, match="requires grad"):
+        np.concatenate([x, x])  # it used to build an array of 0-d Variables
+    with dz.no_grad():
+        y = x * x
+    assert np.mean(y) == pytest.approx(5 / 3)  # a result without a graph is plain numbers
+    assert np.asarray(y, np.float32).dtype == np.float32
+    out = np.ones(3) * x  # NumPy still defers the operators to the Variable
+    assert isinstance(out, dz.Variable)
+
+
+def test_accuracy_refuses_one_output_column_and_takes_a_list_of_labels():
+    with pytest.raises(ValueError, match=r"C >= 2 classes, got y of shape \(4, 1\)"):
+        F.accuracy(dz.Variable(np.zeros((4, 1))), np.array([0, 1, 1, 0]))
+    with pytest.raises(ValueError, match=r"shape \(N, C\)"):
+        F.accuracy(np.zeros(4), np.array([0, 1, 1, 0]))
+    assert float(F.accuracy(np.eye(3), [0, 1, 2]).data) == 1.0
+
+
+def test_shape_and_axis_arguments_are_taken_as_numpy_takes_them():
+    x = dz.Variable(np.arange(6.0).reshape(2, 3))
+    assert F.reshape(x, 6).shape == (6,)
+    assert float(F.sum(x, axis=[0, 1]).data) == 15.0
+    assert float(F.max(x, axis=[0, 1]).data) == 5.0
+    gradient_check(lambda v: F.sum(v, axis=[0, 1]), x.data)
+    with pytest.raises(ValueError, match="pass axis=0"):
+        F.softmax(np.ones(3))
+    with pytest.raises(ValueError, match="pass axis=0"):
+        F.log_softmax(np.ones(3))
+    np.testing.assert_allclose(F.softmax(np.ones(4), axis=0).data, 0.25)
+
+
+def test_a_bias_of_the_wrong_size_is_named():
+    import dezero_like.functions_conv as Fc
+
+    with pytest.raises(ValueError, match=r"linear: the bias has shape \(5,\).*\(4,\)"):
+        F.linear(np.ones((2, 3)), np.ones((3, 4)), np.ones(5))
+    with pytest.raises(ValueError, match=r"conv2d: the bias has shape \(5,\).*\(4,\)"):
+        Fc.conv2d(np.ones((1, 1, 4, 4)), np.ones((4, 1, 3, 3)), np.ones(5))
+    with pytest.raises(ValueError, match=r"deconv2d: the bias has shape \(4,\).*\(2,\)"):
+        Fc.deconv2d(np.ones((1, 4, 4, 4)), np.ones((4, 2, 3, 3)), np.ones(4))
+
+
+def test_batch_norm_takes_integer_pixels_and_names_a_missing_batch_axis():
+    import dezero_like.layers_conv as Lc
+
+    y = Lc.BatchNorm()(np.arange(12, dtype=np.uint8).reshape(4, 3))
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y.data.mean(axis=0), 0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"got input of shape \(3,\)"):
+        Lc.BatchNorm()(np.ones(3))
+
+
+def test_weights_files_get_the_usual_mode_and_a_text_file_is_not_called_a_pickle(tmp_path):
+    import os
+
+    model = L.Linear(3, in_size=2)
+    path = tmp_path / "w.npz"
+    model.save_weights(path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
+    text = tmp_path / "notes.txt"
+    text.write_text("not weights")
+    with pytest.raises(ValueError, match="it is not an .npz archive") as info:
+        model.load_weights(text)
+    assert "pickle" not in str(info.value)
+
+
+def test_datasets_without_super_init_and_transforms_that_return_objects():
+    from dezero_like import DataLoader
+    from dezero_like.datasets import Dataset
+
+    class NoSuper(Dataset):
+        def __init__(self):  # forgets super().__init__()
+            self.data = np.arange(4.0)
+            self.label = np.arange(4)
+
+    assert NoSuper()[2] == (2.0, 2) and len(NoSuper()) == 4
+
+    class Numbers(Dataset):
+        def prepare(self):
+            self.data = np.arange(6.0)
+            self.label = np.arange(6)
+
+    for transform in (lambda x: None, lambda x: dz.Variable(np.array(x), requires_grad=False)):
+        batches = DataLoader(Numbers(transform=transform), 2, shuffle=False)
+        if transform(0.0) is None:
+            with pytest.raises(TypeError, match="inputs do not stack into a numeric array"):
+                next(iter(batches))
+        else:  # a Variable without a graph is numbers: it stacks
+            x, _ = next(iter(batches))
+            np.testing.assert_array_equal(x, [0.0, 1.0])
