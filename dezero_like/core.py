@@ -107,6 +107,12 @@ def as_array(x, like=None):
         if like is None or type(like) is np.ndarray:
             return np.asarray(x)
         return cuda.get_array_module(like).full((), x, np.asarray(x).dtype)  # as above
+    if isinstance(x, Variable):  # only a Variable's .data can hand one here
+        raise TypeError(
+            "a Variable's .data holds a Variable, not an array: an update such as "
+            "p.data = p.data - lr * p.grad stores one, since p.grad is a Variable; "
+            "write p.data = p.data - lr * p.grad.data"
+        )
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
         "wrap lists with np.array(...) first"
@@ -287,7 +293,9 @@ class Variable:
         """The first gradient dL/d(self): ones or ``gradient`` (checked), times the scale."""
         data = self.data
         if gradient is None:
-            seed = cuda.get_array_module(data).ones_like(data)
+            # a boolean graph's seed is floating: True + True is True, so gradients would be logic
+            seed = cuda.get_array_module(data).ones(data.shape, np.float64 if data.dtype == bool
+                                                    else data.dtype)
         else:
             if isinstance(gradient, Variable):
                 gradient = gradient.data

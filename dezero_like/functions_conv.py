@@ -531,11 +531,14 @@ def _padded(x, pad, value):
 
 def _scatter_to_windows(pool, values_at):
     """The input-shaped array that adds ``values_at(k)`` into element k of every window."""
-    xp = cuda.get_array_module(values_at(0))
+    first = values_at(0)
+    xp = cuda.get_array_module(first)
     N, C, H, W = pool.x_shape
     PH, PW = pool.pad
     SH, SW = pool.stride
-    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1), dtype=pool.dtype)
+    # in the input's dtype, unless the gradient is wider (an integer image's is floating)
+    dtype = xp.result_type(pool.dtype, first.dtype)
+    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1), dtype=dtype)
     for k, index in _window_offsets(pool):
         g[index] += values_at(k)
     return g[:, :, PH:PH + H, PW:PW + W]

@@ -11,6 +11,8 @@ see them. Layers whose weight shape depends on the input (``in_channels``,
 ``in_size`` left as ``None``) create their weights on the first call.
 """
 
+import warnings
+
 import numpy as np
 
 import dezero_like.functions as F
@@ -83,6 +85,12 @@ class Conv2d(Layer):
                 f"{type(self).__name__} expects a batch of images (N, C, H, W), got shape "
                 f"{x.shape}; reshape flat inputs with x.reshape(N, C, H, W)"
             )
+        if x.shape[3] in (1, 3, 4) and x.shape[1] == x.shape[2] > x.shape[3]:  # (N, H, H, C)
+            warnings.warn(
+                f"{type(self).__name__} takes its {x.shape[1]} input channels from axis 1 of "
+                f"the first batch {x.shape}, whose last axis looks like colour channels; the "
+                "layout here is (N, C, H, W): x.transpose(0, 3, 1, 2) if they are",
+                stacklevel=4)  # the caller of the layer
         self.in_channels = x.shape[1]
         self._init_W(cuda.get_array_module(x))
         _to_device_of(self.b, x)

@@ -166,6 +166,12 @@ def as_array(x, like=None):
         if like is None or type(like) is np.ndarray:
             return np.asarray(x)
         return cuda.get_array_module(like).full((), x, np.asarray(x).dtype)  # as above
+    if isinstance(x, Variable):  # only a Variable's .data can hand one here
+        raise TypeError(
+            "a Variable's .data holds a Variable, not an array: an update such as "
+            "p.data = p.data - lr * p.grad stores one, since p.grad is a Variable; "
+            "write p.data = p.data - lr * p.grad.data"
+        )
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
         "wrap lists with np.array(...) first"

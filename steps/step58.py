@@ -237,11 +237,14 @@ from dezero_like import cuda
 
 def _scatter_to_windows(pool, values_at):
     """The input-shaped array that adds ``values_at(k)`` into element k of every window."""
-    xp = cuda.get_array_module(values_at(0))
+    first = values_at(0)
+    xp = cuda.get_array_module(first)
     N, C, H, W = pool.x_shape
     PH, PW = pool.pad
     SH, SW = pool.stride
-    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1), dtype=pool.dtype)
+    # in the input's dtype, unless the gradient is wider (an integer image's is floating)
+    dtype = xp.result_type(pool.dtype, first.dtype)
+    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1), dtype=dtype)
     for k, index in _window_offsets(pool):
         g[index] += values_at(k)
     return g[:, :, PH:PH + H, PW:PW + W]
@@ -672,6 +675,8 @@ def _to_device_of(param, x):
 
 # %%
 #| export dezero_like/layers_conv.py
+import warnings
+
 import numpy as np
 import dezero_like.functions_conv as Fc
 from dezero_like import cuda
@@ -734,6 +739,12 @@ class Conv2d(Layer):
                 f"{type(self).__name__} expects a batch of images (N, C, H, W), got shape "
                 f"{x.shape}; reshape flat inputs with x.reshape(N, C, H, W)"
             )
+        if x.shape[3] in (1, 3, 4) and x.shape[1] == x.shape[2] > x.shape[3]:  # (N, H, H, C)
+            warnings.warn(
+                f"{type(self).__name__} takes its {x.shape[1]} input channels from axis 1 of "
+                f"the first batch {x.shape}, whose last axis looks like colour channels; the "
+                "layout here is (N, C, H, W): x.transpose(0, 3, 1, 2) if they are",
+                stacklevel=4)  # the caller of the layer
         self.in_channels = x.shape[1]
         self._init_W(cuda.get_array_module(x))
         _to_device_of(self.b, x)

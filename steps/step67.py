@@ -112,7 +112,9 @@ def _seed(self, gradient, loss_scale=None):
     """The first gradient dL/d(self): ones or ``gradient`` (checked), times the scale."""
     data = self.data
     if gradient is None:
-        seed = cuda.get_array_module(data).ones_like(data)
+        # a boolean graph's seed is floating: True + True is True, so gradients would be logic
+        seed = cuda.get_array_module(data).ones(data.shape, np.float64 if data.dtype == bool
+                                                else data.dtype)
     else:
         if isinstance(gradient, Variable):
             gradient = gradient.data

@@ -485,3 +485,38 @@ def test_datasets_without_super_init_and_transforms_that_return_objects():
         else:  # a Variable without a graph is numbers: it stacks
             x, _ = next(iter(batches))
             np.testing.assert_array_equal(x, [0.0, 1.0])
+
+
+def test_boolean_graphs_seed_a_floating_gradient():
+    x = dz.Variable(np.array([True, False]))
+    (x + x).backward()  # True + True is True: a boolean seed would give logic, not counts
+    np.testing.assert_array_equal(x.grad.data, [2.0, 2.0])
+    x = dz.Variable(np.array([True, False]))
+    (x * x).backward()
+    np.testing.assert_array_equal(x.grad.data, [2.0, 0.0])
+
+
+def test_average_pooling_of_integer_images_has_a_floating_gradient():
+    import dezero_like.functions_conv as Fc
+
+    x = dz.Variable(np.arange(16).reshape(1, 1, 4, 4))
+    F.sum(Fc.average_pooling(x, 2)).backward()
+    assert x.grad.dtype.kind == "f"
+    np.testing.assert_array_equal(x.grad.data, np.full((1, 1, 4, 4), 0.25))
+
+
+def test_a_variable_stored_in_data_is_named_at_its_next_use():
+    p = dz.Parameter(np.ones(2))
+    p.data = p.data - 0.1 * dz.Variable(np.ones(2))  # the step-28 update without .data
+    with pytest.raises(TypeError, match=r"write p.data = p.data - lr \* p.grad.data"):
+        p * 2.0
+
+
+def test_channels_last_images_at_a_lazy_convolution_get_a_warning():
+    import dezero_like.layers_conv as Lc
+
+    with pytest.warns(UserWarning, match=r"\(N, C, H, W\): x.transpose\(0, 3, 1, 2\)"):
+        Lc.Conv2d(4, 3)(np.zeros((2, 8, 8, 3), np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Lc.Conv2d(4, 3)(np.zeros((2, 3, 8, 8), np.float32))
