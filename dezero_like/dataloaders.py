@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from dezero_like import cuda
+from dezero_like.core import Variable
 
 
 # --- step 52 ------------------------------------------------------------
@@ -95,11 +96,14 @@ class DataLoader:
                 f"DataLoader needs a dataset whose items are (x, t) pairs, got "
                 f"{type(first).__name__} items; wrap arrays in a Dataset, e.g. "
                 "list(zip(x, t)), or a Dataset subclass")
+        if isinstance(first[0], Variable) or isinstance(first[1], Variable):
+            raise TypeError("DataLoader: the dataset (or its transform) returned a Variable; "
+                            "examples must be NumPy arrays or numbers (return v.data)")
         x = np.stack([np.asarray(ex[0]) for ex in examples])
         labels = [ex[1] for ex in examples]
         t = None if labels[0] is None else np.stack([np.asarray(lb) for lb in labels])
         for what, a, item in (("input", x, first[0]), ("label", t, first[1])):
-            if a is not None and a.dtype == object:  # None, a Variable, a ragged list...
+            if a is not None and a.dtype == object:  # None, a string, a dict...
                 raise TypeError(
                     f"DataLoader: the dataset's {what}s do not stack into a numeric array (the "
                     f"first is a {type(item).__name__}); a dataset (and its transform) must "

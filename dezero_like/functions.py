@@ -668,6 +668,10 @@ class Softmax(Function):
 
 def _class_axis(name, x, axis):
     """``axis`` if ``x`` has it; else an error (the default axis 1 needs a batch (N, C))."""
+    if axis is None:  # every element
+        return None
+    if isinstance(axis, list):  # NumPy takes a tuple
+        axis = tuple(axis)
     if not all(-x.ndim <= a < x.ndim for a in (axis if isinstance(axis, tuple) else (axis,))):
         raise ValueError(
             f"{name} along axis {axis} needs an input with that axis, got shape "
@@ -779,14 +783,15 @@ def accuracy(y, t):
     """
     y_data = y.data if isinstance(y, Variable) else y
     t_data = t.data if isinstance(t, Variable) else t
-    if isinstance(t_data, (list, tuple)):
-        t_data = np.asarray(t_data)
     xp = cuda.get_array_module(y_data)
+    if isinstance(t_data, (list, tuple)):
+        t_data = xp.asarray(t_data)
     if y_data.ndim != 2 or y_data.shape[1] < 2:
-        raise ValueError(
-            f"accuracy expects scores of shape (N, C) with C >= 2 classes, got y of shape "
-            f"{tuple(y_data.shape)}; with one output column the argmax is always 0. For one "
-            "score per row (a binary classifier) compare ((y.data > 0) == t).mean() instead")
+        why = ("; with one output column the argmax is always 0. For one score per row (a "
+               "binary classifier) compare ((y.data > 0) == t).mean() instead"
+               if y_data.ndim == 2 else "")
+        raise ValueError(f"accuracy expects scores of shape (N, C) with C >= 2 classes, got y "
+                         f"of shape {tuple(y_data.shape)}{why}")
     if t_data.size != len(y_data):
         raise ValueError(
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "

@@ -31,6 +31,8 @@ def _checked(owner, name, value, low=0.0, high=None):
     A learning rate of ``"0.1"`` would fail inside ``update()``, and a negative one
     would quietly climb the loss, so both are refused when the optimizer is made.
     """
+    if isinstance(value, np.ndarray) and value.ndim == 0:  # np.array(0.1) is a number too
+        value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{owner}: {name} must be a number, got {value!r} "

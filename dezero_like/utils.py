@@ -186,9 +186,24 @@ __getattr__ = forward_names(__name__, {
 
 
 # --- step 53 ------------------------------------------------------------
+def _umask():
+    """The process's umask, read without changing it where Linux shows it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    umask = os.umask(0o022)  # elsewhere the only way to read it is to set it, for a moment
+    os.umask(umask)
+    return umask
+
+
 def publish(tmp, path):
     """Rename the finished temporary file ``tmp`` to ``path``, with a new file's usual mode."""
-    umask = os.umask(0)  # the only way to read the umask is to set it
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+    except OSError:  # a file system without POSIX modes (FAT, some network drives)
+        pass
     os.replace(tmp, path)

@@ -166,11 +166,12 @@ def as_array(x, like=None):
         if like is None or type(like) is np.ndarray:
             return np.asarray(x)
         return cuda.get_array_module(like).full((), x, np.asarray(x).dtype)  # as above
-    if isinstance(x, Variable):  # only a Variable's .data can hand one here
+    if isinstance(x, Variable):  # from a forward that returned one, or from a .data
         raise TypeError(
-            "a Variable's .data holds a Variable, not an array: an update such as "
-            "p.data = p.data - lr * p.grad stores one, since p.grad is a Variable; "
-            "write p.data = p.data - lr * p.grad.data"
+            "got a Variable where an array belongs. A Function's forward must return arrays "
+            "(compute on x.data, not with F.*, inside forward), and a Variable's .data must "
+            "hold an array: p.data = p.data - lr * p.grad stores a Variable, since p.grad is "
+            "one; write p.data = p.data - lr * p.grad.data"
         )
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
@@ -237,20 +238,24 @@ class Variable:
         """``np.asarray(v)``: the data of a Variable that needs no gradient; else an error.
 
         Without it NumPy would read a Variable as a sequence of 0-d Variables:
-        ``np.mean(loss)`` or ``np.concatenate([a, b])`` would drop the graph without
-        a word, or build an array of objects. As in PyTorch, an array that backward
-        must reach is never handed to NumPy.
+        ``np.mean(x * x)`` or ``np.concatenate([a, b])`` would drop the graph without
+        a word, or build an array of objects. So an array that backward must reach
+        is not handed to NumPy (PyTorch refuses it too). A 0-d Variable is a number,
+        a loss or an accuracy to plot or average (``plt.plot(losses)``), and is read.
         """
-        if self.requires_grad:
+        if not isinstance(self.data, np.ndarray):
+            raise TypeError("this Variable's data is on the GPU (or absent); "
+                            "cuda.as_numpy(v.data) gives a NumPy array")
+        if self.requires_grad and self.data.ndim:  # a 0-d one is a number: a loss to plot
             raise TypeError(
                 "NumPy was given a Variable that requires grad; its result would not be part "
                 "of the graph. Use the functions of dezero_like.functions (F.sum, F.matmul, "
                 "...) to differentiate through it, or pass v.data for the numbers alone"
             )
-        if not isinstance(self.data, np.ndarray):
-            raise TypeError("this Variable's data is on the GPU (or absent); "
-                            "cuda.as_numpy(v.data) gives a NumPy array")
         if dtype is not None and np.dtype(dtype) != self.data.dtype:
+            if copy is False:
+                raise ValueError(f"a {self.data.dtype} Variable cannot become {np.dtype(dtype)} "
+                                 "without a copy")
             return self.data.astype(dtype)
         return self.data.copy() if copy else self.data
 

@@ -64,9 +64,11 @@
 # defines its names in this script too; the rest of the step uses them through the package.
 
 # %% [markdown]
-# The module starts with one helper: a hook that replaces `param.grad` builds a new gradient with
-# `_new_grad`, a Variable that records no graph. `as_array` is there because arithmetic on a 0-d
-# array returns a NumPy scalar, not an array.
+# The module starts with two helpers. A hook that replaces `param.grad` builds a new gradient
+# with `_new_grad`, a Variable that records no graph (`as_array` is there because arithmetic on a
+# 0-d array returns a NumPy scalar, not an array). `_checked` refuses a setting that is not a
+# number in its range when the optimizer is made: `SGD(lr="0.1")` would otherwise fail deep
+# inside `update()`, and `SGD(lr=-0.1)` would quietly make the loss climb.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -93,6 +95,8 @@ def _checked(owner, name, value, low=0.0, high=None):
     A learning rate of ``"0.1"`` would fail inside ``update()``, and a negative one
     would quietly climb the loss, so both are refused when the optimizer is made.
     """
+    if isinstance(value, np.ndarray) and value.ndim == 0:  # np.array(0.1) is a number too
+        value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{owner}: {name} must be a number, got {value!r} "

@@ -146,6 +146,10 @@ from dezero_like.core import as_variable
 
 def _class_axis(name, x, axis):
     """``axis`` if ``x`` has it; else an error (the default axis 1 needs a batch (N, C))."""
+    if axis is None:  # every element
+        return None
+    if isinstance(axis, list):  # NumPy takes a tuple
+        axis = tuple(axis)
     if not all(-x.ndim <= a < x.ndim for a in (axis if isinstance(axis, tuple) else (axis,))):
         raise ValueError(
             f"{name} along axis {axis} needs an input with that axis, got shape "

@@ -28,7 +28,7 @@
 #
 # In this step `datasets` gains `DATA_ENV`, `OFFLINE_ENV`, `DEFAULT_DATA_DIR`,
 # `ChecksumError`, `IDXError`, `data_root`, `downloads_allowed`, `file_md5`, `download`,
-# `load_idx`, `MNISTUnavailableError`, `MNIST`, `mnist_train_test`.
+# `load_idx`, `MNISTUnavailableError`, `MNIST`, `mnist_train_test`, and `utils` gains `publish`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -158,18 +158,34 @@ _download = download  # MNIST's `download` argument shadows the function's name
 # %% [markdown]
 # `tempfile.mkstemp` makes its file readable by its owner only (mode 0600), where `open` would
 # give the usual mode (0644 with the common umask 022). `publish` gives the finished temporary
-# file that usual mode and renames it over the real name; `save_weights` (step 55) uses it too.
+# file that usual mode (where the file system has modes) and renames it over the real name;
+# `save_weights` (step 55) uses it too.
 
 # %%
 #| export dezero_like/utils.py
 import os
 
 
+def _umask():
+    """The process's umask, read without changing it where Linux shows it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    umask = os.umask(0o022)  # elsewhere the only way to read it is to set it, for a moment
+    os.umask(umask)
+    return umask
+
+
 def publish(tmp, path):
     """Rename the finished temporary file ``tmp`` to ``path``, with a new file's usual mode."""
-    umask = os.umask(0)  # the only way to read the umask is to set it
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())
+    except OSError:  # a file system without POSIX modes (FAT, some network drives)
+        pass
     os.replace(tmp, path)
 
 

@@ -235,6 +235,11 @@ def _padded(x, pad, value):
 from dezero_like import cuda
 
 
+def _grad_dtype(pool, gy):
+    """The input's dtype for its gradient; an integer image keeps the gradient's own."""
+    return pool.dtype if pool.dtype.kind in "fc" else gy.dtype
+
+
 def _scatter_to_windows(pool, values_at):
     """The input-shaped array that adds ``values_at(k)`` into element k of every window."""
     first = values_at(0)
@@ -242,9 +247,8 @@ def _scatter_to_windows(pool, values_at):
     N, C, H, W = pool.x_shape
     PH, PW = pool.pad
     SH, SW = pool.stride
-    # in the input's dtype, unless the gradient is wider (an integer image's is floating)
-    dtype = xp.result_type(pool.dtype, first.dtype)
-    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1), dtype=dtype)
+    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1),
+                 dtype=_grad_dtype(pool, first))
     for k, index in _window_offsets(pool):
         g[index] += values_at(k)
     return g[:, :, PH:PH + H, PW:PW + W]
@@ -456,7 +460,7 @@ class PoolingGrad(Function):
         if self.pool.pair_masks is not None:  # the 2x2 path: undo its two stages
             across, down = self.pool.pair_masks
             N, C, H, W = self.pool.x_shape
-            g = gy.astype(self.pool.dtype, copy=False).reshape(-1, W // 2)
+            g = gy.astype(_grad_dtype(self.pool, gy), copy=False).reshape(-1, W // 2)
             rows = np.empty((len(g), 2, W // 2), dtype=g.dtype)
             _pair_spread(g, down, rows[:, 0], rows[:, 1])
             gx = np.empty((N * C * H * W // 2, 2), dtype=g.dtype)
@@ -671,7 +675,10 @@ def _to_device_of(param, x):
 # The `Conv2d` layer registers `W` and `b` by assigning Parameters. `W` starts as
 # `Parameter(None)` when `in_channels` is not given, and `_lazy_init` fills it on the first call
 # from the input's channel count. The scale $\sqrt{1/(C \cdot KH \cdot KW)}$ uses the number of
-# inputs each output sums over.
+# inputs each output sums over. Only the output channels and the kernel size are taken by
+# position; `stride`, `pad` and the rest go by name, because `Conv2d(1, 16, 3)`, PyTorch's
+# order (in, out, kernel), would otherwise build one output channel with a 16x16 kernel. A
+# first batch shaped like channels-last images, `(N, H, H, 3)`, gets a warning.
 
 # %%
 #| export dezero_like/layers_conv.py

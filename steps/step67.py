@@ -134,7 +134,8 @@ def _seed(self, gradient, loss_scale=None):
                 f"backward(gradient=...) is on the {seed_on}, but the output is on the {on}; "
                 "put the seed on the output's device (cuda.as_cupy or cuda.as_numpy)"
             )
-        seed = gradient.astype(data.dtype)  # a copy: .grad never aliases the caller's array
+        # a copy: .grad never aliases the caller's array (a boolean output keeps the seed's)
+        seed = gradient.astype(gradient.dtype if data.dtype == bool else data.dtype)
     if loss_scale is not None:
         # the scale becomes a scalar of the seed's dtype (np.float64(1024) must not turn
         # float32 gradients into float64; on a GPU a scalar is a kernel argument, where an

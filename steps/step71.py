@@ -817,7 +817,7 @@ def forward(self, x):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.functions import _raw_gpu
-from dezero_like.functions_conv import _pair_spread, _scatter_to_windows
+from dezero_like.functions_conv import _grad_dtype, _pair_spread, _scatter_to_windows
 
 
 def forward(self, gy):
@@ -826,7 +826,7 @@ def forward(self, gy):
     if self.pool.pair_masks is not None:  # the 2x2 path: undo its two stages
         across, down = self.pool.pair_masks
         N, C, H, W = self.pool.x_shape
-        g = gy.astype(self.pool.dtype, copy=False).reshape(-1, W // 2)
+        g = gy.astype(_grad_dtype(self.pool, gy), copy=False).reshape(-1, W // 2)
         rows = np.empty((len(g), 2, W // 2), dtype=g.dtype)
         _pair_spread(g, down, rows[:, 0], rows[:, 1])
         gx = np.empty((N * C * H * W // 2, 2), dtype=g.dtype)

@@ -373,6 +373,8 @@ def test_a_loss_scale_beyond_float16_still_updates_float16_parameters():
 def test_optimizer_settings_are_checked_when_the_optimizer_is_made(make, message):
     with pytest.raises((TypeError, ValueError), match=message):
         make()
+    assert SGD(np.array(0.1)).lr == pytest.approx(0.1)  # NumPy numbers are numbers
+    assert SGD(np.float32(0.1)).lr == pytest.approx(0.1)
 
 
 def test_pytorch_argument_order_for_linear_and_conv2d_is_refused_with_the_translation():
@@ -401,6 +403,23 @@ def test_numpy_is_not_handed_a_variable_that_requires_grad():
     assert np.asarray(y, np.float32).dtype == np.float32
     out = np.ones(3) * x  # NumPy still defers the operators to the Variable
     assert isinstance(out, dz.Variable)
+    # a 0-d Variable is a number: a list of losses can be averaged and plotted
+    losses = [F.sum(x * x), F.sum(x)]
+    assert np.mean(losses) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="without a copy"):
+        np.asarray(y, np.float32, copy=False)
+
+
+def test_a_list_of_loss_variables_can_be_plotted(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from dezero_like.plot import plot_curves
+
+    x = dz.Variable(np.array([1.0, 2.0]))
+    losses = [F.sum(x * x) * k for k in (1.0, 0.5, 0.25)]
+    fig = plot_curves({"loss": losses}, to_file=tmp_path / "loss.png")
+    np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), [5.0, 2.5, 1.25])
 
 
 def test_accuracy_refuses_one_output_column_and_takes_a_list_of_labels():
@@ -422,6 +441,8 @@ def test_shape_and_axis_arguments_are_taken_as_numpy_takes_them():
     with pytest.raises(ValueError, match="pass axis=0"):
         F.log_softmax(np.ones(3))
     np.testing.assert_allclose(F.softmax(np.ones(4), axis=0).data, 0.25)
+    np.testing.assert_allclose(F.softmax(np.ones((2, 2)), axis=None).data, 0.25)
+    np.testing.assert_allclose(F.log_softmax(np.ones((2, 2)), axis=[0, 1]).data, np.log(0.25))
 
 
 def test_a_bias_of_the_wrong_size_is_named():
@@ -477,14 +498,11 @@ def test_datasets_without_super_init_and_transforms_that_return_objects():
             self.data = np.arange(6.0)
             self.label = np.arange(6)
 
-    for transform in (lambda x: None, lambda x: dz.Variable(np.array(x), requires_grad=False)):
-        batches = DataLoader(Numbers(transform=transform), 2, shuffle=False)
-        if transform(0.0) is None:
-            with pytest.raises(TypeError, match="inputs do not stack into a numeric array"):
-                next(iter(batches))
-        else:  # a Variable without a graph is numbers: it stacks
-            x, _ = next(iter(batches))
-            np.testing.assert_array_equal(x, [0.0, 1.0])
+    cases = {"inputs do not stack into a numeric array": lambda x: None,
+             r"returned a Variable.*return v.data": lambda x: dz.Variable(np.array(x))}
+    for message, transform in cases.items():
+        with pytest.raises(TypeError, match=message):
+            next(iter(DataLoader(Numbers(transform=transform), 2, shuffle=False)))
 
 
 def test_boolean_graphs_seed_a_floating_gradient():
@@ -494,15 +512,27 @@ def test_boolean_graphs_seed_a_floating_gradient():
     x = dz.Variable(np.array([True, False]))
     (x * x).backward()
     np.testing.assert_array_equal(x.grad.data, [2.0, 0.0])
+    x = dz.Variable(np.array([True, False]))
+    (x + x).backward(gradient=np.array([0.5, 0.25]))  # a given seed keeps its numbers
+    np.testing.assert_array_equal(x.grad.data, [1.0, 0.5])
 
 
-def test_average_pooling_of_integer_images_has_a_floating_gradient():
+def test_pooling_of_integer_images_has_a_floating_gradient_and_float32_stays_float32():
     import dezero_like.functions_conv as Fc
 
     x = dz.Variable(np.arange(16).reshape(1, 1, 4, 4))
     F.sum(Fc.average_pooling(x, 2)).backward()
     assert x.grad.dtype.kind == "f"
     np.testing.assert_array_equal(x.grad.data, np.full((1, 1, 4, 4), 0.25))
+    for pool in (Fc.pooling, Fc.average_pooling):
+        for kernel in (2, 3):  # 2x2 takes its own fast path
+            x = dz.Variable(np.arange(36).reshape(1, 1, 6, 6))
+            F.sum(pool(x, kernel) * 0.5).backward()
+            assert x.grad.dtype.kind == "f" and x.grad.data.max() == pytest.approx(0.5 / (
+                1 if pool is Fc.pooling else kernel * kernel))
+            x = dz.Variable(np.ones((1, 1, 6, 6), np.float32))
+            F.sum(pool(x, kernel) * np.float64(0.5)).backward()  # a float64 upstream gradient
+            assert x.grad.dtype == np.float32
 
 
 def test_a_variable_stored_in_data_is_named_at_its_next_use():
@@ -510,6 +540,13 @@ def test_a_variable_stored_in_data_is_named_at_its_next_use():
     p.data = p.data - 0.1 * dz.Variable(np.ones(2))  # the step-28 update without .data
     with pytest.raises(TypeError, match=r"write p.data = p.data - lr \* p.grad.data"):
         p * 2.0
+
+    class Exp(dz.Function):
+        def forward(self, x):
+            return F.exp(x)  # a Variable: forward should compute on arrays
+
+    with pytest.raises(TypeError, match="forward must return arrays"):
+        Exp()(dz.Variable(np.ones(2)))
 
 
 def test_channels_last_images_at_a_lazy_convolution_get_a_warning():

@@ -316,6 +316,13 @@ def test_two_variables_on_two_devices_get_a_clear_error_in_every_function(mode):
 
 
 @needs_gpu
+def test_accuracy_takes_a_list_of_labels_for_gpu_scores():
+    y = cuda.as_cupy(np.eye(3, dtype=np.float32))
+    assert float(F.accuracy(y, [0, 1, 2]).data) == 1.0
+    assert float(F.accuracy(y, [0, 2, 1]).data) == pytest.approx(1 / 3)
+
+
+@needs_gpu
 def test_a_backward_seed_on_the_other_device_is_refused():
     y = dz.Variable(cuda.as_cupy(np.ones(3, np.float32))) * 2.0
     with pytest.raises(TypeError, match="is on the CPU, but the output is on the GPU"):
