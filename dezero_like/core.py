@@ -271,12 +271,20 @@ class Variable:
         """
         if not self.requires_grad:
             raise RuntimeError(
-                "backward() was called on a variable that does not require grad "
-                "(it was made under no_grad(), or from inputs with requires_grad=False)"
+                "backward() was called on a variable that does not require grad: it was made "
+                "under no_grad(), or from inputs with requires_grad=False, or it is a gradient "
+                "that does not depend on the inputs (relu's or a linear function's is constant, "
+                "so the next derivative is 0)"
             )
         if self.data is None:
             raise RuntimeError("backward() was called on a graph node that holds no data")
         seed = self._seed(gradient, loss_scale)
+        if create_graph and isinstance(gradient, Variable) and gradient.requires_grad:
+            # a seed with a graph of its own keeps it, so the gradients are functions of it too
+            # (a Jacobian-vector product v^T J can then be differentiated with respect to v)
+            if self.data.dtype != bool:
+                gradient = _F().astype(gradient, self.data.dtype)
+            seed = gradient if loss_scale is None else gradient * float(loss_scale)
         with using_config("enable_backprop", create_graph):
             _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
 
@@ -623,6 +631,12 @@ class Function:
             return [_make_variable(y, False) for y in ys]
         # Record the graph: outputs point to this function, which points to (only
         # what it needs of) its inputs and holds its outputs weakly.
+        if self.outputs:  # a second call would overwrite the first one's node of the graph
+            name = type(self).__name__
+            raise RuntimeError(
+                f"this {name} object was already called while recording a graph; a Function "
+                f"object is one node of the graph, so make a new one for each call: {name}()(x), "
+                f"not f = {name}(); f(a); f(b) (the gradients would reach the wrong input)")
         self.generation = gen
         outputs = []
         refs = []

@@ -67,13 +67,20 @@ class DataLoader:
         return self.max_iter
 
     def __iter__(self):
-        # a `for` loop over the loader is one epoch; resetting here lets the
-        # same loader be used in the next epoch's loop
-        if self.iteration != 0:
+        """One epoch, as a new iterator: two loops over one loader keep their own places."""
+        if self.iteration != 0:  # next(loader) left an epoch half read: start a new one
             self.reset()
-        return self
+        return self._epoch(self.index)
+
+    def _epoch(self, index):
+        try:
+            for i in range(self.max_iter):
+                yield self._collate(self._batch_index(i, index))
+        finally:  # the epoch ended, or its loop was left (break): draw the next order
+            self.reset()
 
     def __next__(self):
+        # the book's way, next(loader): the loader itself keeps the place
         if self.iteration >= self.max_iter:
             self.reset()
             raise StopIteration
@@ -81,10 +88,11 @@ class DataLoader:
         self.iteration += 1
         return batch
 
-    def _batch_index(self):
-        """Which examples make up the current batch."""
-        i, size = self.iteration, self.batch_size
-        return self.index[i * size:(i + 1) * size]
+    def _batch_index(self, i=None, index=None):
+        """Which examples make up batch ``i`` of the order ``index`` (default: the current)."""
+        i = self.iteration if i is None else i
+        index = self.index if index is None else index
+        return index[i * self.batch_size:(i + 1) * self.batch_size]
 
     def _collate(self, batch_index):
         """Stack the examples at ``batch_index`` into arrays ``(x, t)`` on the loader's device."""

@@ -89,9 +89,9 @@ class SeqDataLoader(DataLoader):
     def __len__(self):
         return self.max_iter
 
-    def _batch_index(self):
-        """Element ``iteration`` of every stream: ``[k, jump + k, 2*jump + k, ...]``."""
-        return np.arange(self.batch_size) * self.jump + self.iteration
+    def _batch_index(self, i=None, index=None):
+        """Element ``i`` (default: ``iteration``) of every stream: ``[i, jump + i, ...]``."""
+        return np.arange(self.batch_size) * self.jump + (self.iteration if i is None else i)
 
     def __repr__(self):
         return (f"SeqDataLoader({self.dataset!r}, batch_size={self.batch_size}, "

@@ -232,8 +232,7 @@ class DistributedDataLoader(DataLoader):
         super().__init__(dataset, batch_size, shuffle=shuffle, gpu=gpu, seed=seed)
         self.max_iter = len(dataset) // batch_size  # whole batches only
 
-    def _batch_index(self):
-        i, size = self.iteration, self.batch_size
-        batch = self.index[i * size:(i + 1) * size]
+    def _batch_index(self, i=None, index=None):
+        batch = super()._batch_index(i, index)  # the same batch in every process
         r, n = self.comm.rank, self.local_size
         return batch[r * n:(r + 1) * n]

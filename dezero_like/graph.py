@@ -162,7 +162,8 @@ def node_grad(v):
 def _var_label(v, verbose, values=False, grad=None):
     """Name (with ``verbose`` shape and dtype; with ``values`` value and grad) of a node."""
     v = _original(v)
-    label = getattr(v, "name", None) or ""
+    name = getattr(v, "name", None)
+    label = "" if name is None else str(name)  # a number as a name is drawn too
     if values:
         lines = [label] if label else []
         lines.append("data " + format_array(node_value(v)))

@@ -47,9 +47,9 @@ class Compose:
 class Normalize:
     """``(x - mean) / std``, elementwise; ``mean``/``std`` may be numbers or arrays.
 
-    With Python numbers the result keeps a float input's dtype (float32 stays
-    float32); apply :class:`ToFloat` first for integer images, otherwise NumPy
-    promotes ``uint8`` to float64. ``Normalize(0, 255)`` maps pixels to [0, 1].
+    The result keeps a float input's dtype (float32 stays float32), whatever
+    the statistics are given as; integer images are normalised in float64 (apply
+    :class:`ToFloat` first for float32). ``Normalize(0, 255)`` maps pixels to [0, 1].
     """
 
     def __init__(self, mean=0.0, std=1.0):
@@ -60,12 +60,15 @@ class Normalize:
 
     def __call__(self, x):
         mean, std = self.mean, self.std
+        if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
+            x = x.astype(np.float64)  # uint8 - 128 would wrap around
         if isinstance(x, np.ndarray) and x.dtype.kind == "f":
-            # arrays of statistics are cast so that they do not promote the dtype
-            if isinstance(mean, np.ndarray):
-                mean = mean.astype(x.dtype, copy=False)
-            if isinstance(std, np.ndarray):
-                std = std.astype(x.dtype, copy=False)
+            # statistics given as arrays, lists or NumPy scalars (data.mean() is np.float64)
+            # are cast so that they do not promote the dtype
+            if type(mean) not in (int, float):  # np.float64 is a float subclass: cast it
+                mean = np.asarray(mean).astype(x.dtype, copy=False)
+            if type(std) not in (int, float):
+                std = np.asarray(std).astype(x.dtype, copy=False)
         return (x - mean) / std
 
     def __repr__(self):

@@ -46,12 +46,16 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
     Each element of ``x`` is nudged by ``+eps`` and ``-eps`` in turn; the
     difference of the two sums divided by ``2*eps`` approximates the slope. It
     costs two evaluations of ``f`` per element, which is why backprop exists.
+    The nudges are made in the input's floating dtype; integer, boolean and
+    float16 input is nudged in float64 (``1 + 1e-4`` is 1 in int64 and in float16).
     """
     x_data = x.data if isinstance(x, Variable) else x if cuda.is_cupy_array(x) else np.asarray(x)
     xp = cuda.get_array_module(x_data)
     if xp is not np:
         # finite differences are done on the CPU
         return xp.asarray(numerical_grad(f, cuda.as_numpy(x_data), *args, eps=eps, **kwargs))
+    if x_data.dtype.kind in "biu" or x_data.dtype == np.float16:
+        x_data = x_data.astype(np.float64)
     x_data = x_data.copy()  # never perturb the caller's array
     args = [a for a in args]
     grad = np.zeros_like(x_data, dtype=np.result_type(x_data.dtype, np.float32))
@@ -162,10 +166,10 @@ def reshape_sum_backward(gy, x_shape, axis, keepdims):
     ndim = len(x_shape)
     if axis is None:
         tupled_axis = None
-    elif not isinstance(axis, tuple):
+    elif not isinstance(axis, (tuple, list)):
         tupled_axis = (axis,)
     else:
-        tupled_axis = axis
+        tupled_axis = tuple(axis)
     if not (ndim == 0 or tupled_axis is None or keepdims):
         actual_axis = sorted(a if a >= 0 else a + ndim for a in tupled_axis)
         shape = list(gy.shape)

@@ -81,10 +81,10 @@ def reshape_sum_backward(gy, x_shape, axis, keepdims):
     ndim = len(x_shape)
     if axis is None:
         tupled_axis = None
-    elif not isinstance(axis, tuple):
+    elif not isinstance(axis, (tuple, list)):
         tupled_axis = (axis,)
     else:
-        tupled_axis = axis
+        tupled_axis = tuple(axis)
     if not (ndim == 0 or tupled_axis is None or keepdims):
         actual_axis = sorted(a if a >= 0 else a + ndim for a in tupled_axis)
         shape = list(gy.shape)
@@ -299,7 +299,8 @@ def node_grad(v):
 def _var_label(v, verbose, values=False, grad=None):
     """Name (with ``verbose`` shape and dtype; with ``values`` value and grad) of a node."""
     v = _original(v)
-    label = getattr(v, "name", None) or ""
+    name = getattr(v, "name", None)
+    label = "" if name is None else str(name)  # a number as a name is drawn too
     if values:
         lines = [label] if label else []
         lines.append("data " + format_array(node_value(v)))

@@ -93,11 +93,14 @@ def as_cupy(x):
 
 
 # %% [markdown]
-# `DataLoader` cuts a Dataset into mini-batches. `reset` draws the order of one epoch; `__iter__`
-# resets a loader that was already used, so each `for` loop is exactly one epoch, and
-# `__next__` resets and stops after `max_iter` batches, the last one smaller when the batch size
-# does not divide the data. `_collate` reads the examples one by one (so the transforms run) and
-# stacks them into arrays.
+# `DataLoader` cuts a Dataset into mini-batches. `reset` draws the order of one epoch. Each
+# `for` loop is exactly one epoch: `__iter__` returns a new generator over the current order,
+# which draws the next order when the epoch ends (or its loop is left), so two loops over one
+# loader, nested or zipped, each keep their own place (PyTorch's loaders work the same way).
+# The book's `next(loader)` still works: `__next__` keeps the place in the loader itself and
+# stops after `max_iter` batches, the last one smaller when the batch size does not divide the
+# data. `_collate` reads the examples one by one (so the transforms run) and stacks them into
+# arrays.
 
 # %%
 #| export dezero_like/dataloaders.py
@@ -163,13 +166,20 @@ class DataLoader:
         return self.max_iter
 
     def __iter__(self):
-        # a `for` loop over the loader is one epoch; resetting here lets the
-        # same loader be used in the next epoch's loop
-        if self.iteration != 0:
+        """One epoch, as a new iterator: two loops over one loader keep their own places."""
+        if self.iteration != 0:  # next(loader) left an epoch half read: start a new one
             self.reset()
-        return self
+        return self._epoch(self.index)
+
+    def _epoch(self, index):
+        try:
+            for i in range(self.max_iter):
+                yield self._collate(self._batch_index(i, index))
+        finally:  # the epoch ended, or its loop was left (break): draw the next order
+            self.reset()
 
     def __next__(self):
+        # the book's way, next(loader): the loader itself keeps the place
         if self.iteration >= self.max_iter:
             self.reset()
             raise StopIteration
@@ -177,10 +187,11 @@ class DataLoader:
         self.iteration += 1
         return batch
 
-    def _batch_index(self):
-        """Which examples make up the current batch."""
-        i, size = self.iteration, self.batch_size
-        return self.index[i * size:(i + 1) * size]
+    def _batch_index(self, i=None, index=None):
+        """Which examples make up batch ``i`` of the order ``index`` (default: the current)."""
+        i = self.iteration if i is None else i
+        index = self.index if index is None else index
+        return index[i * self.batch_size:(i + 1) * self.batch_size]
 
     def _collate(self, batch_index):
         """Stack the examples at ``batch_index`` into arrays ``(x, t)`` on the loader's device."""

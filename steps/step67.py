@@ -64,7 +64,7 @@ with np.errstate(over="ignore"):
 # %%
 #| export dezero_like/core.py Variable
 from dezero_like import cuda
-from dezero_like.core import Variable, _backprop, _is_array, as_array, using_config
+from dezero_like.core import _F, Variable, _backprop, _is_array, as_array, using_config
 
 
 def __init__(self, data, name=None, requires_grad=True):
@@ -98,12 +98,20 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
     """
     if not self.requires_grad:
         raise RuntimeError(
-            "backward() was called on a variable that does not require grad "
-            "(it was made under no_grad(), or from inputs with requires_grad=False)"
+            "backward() was called on a variable that does not require grad: it was made "
+            "under no_grad(), or from inputs with requires_grad=False, or it is a gradient "
+            "that does not depend on the inputs (relu's or a linear function's is constant, "
+            "so the next derivative is 0)"
         )
     if self.data is None:
         raise RuntimeError("backward() was called on a graph node that holds no data")
     seed = self._seed(gradient, loss_scale)
+    if create_graph and isinstance(gradient, Variable) and gradient.requires_grad:
+        # a seed with a graph of its own keeps it, so the gradients are functions of it too
+        # (a Jacobian-vector product v^T J can then be differentiated with respect to v)
+        if self.data.dtype != bool:
+            gradient = _F().astype(gradient, self.data.dtype)
+        seed = gradient if loss_scale is None else gradient * float(loss_scale)
     with using_config("enable_backprop", create_graph):
         _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
 

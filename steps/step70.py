@@ -354,6 +354,12 @@ def __call__(self, *inputs):
         return [_make_variable(y, False) for y in ys]
     # Record the graph: outputs point to this function, which points to (only
     # what it needs of) its inputs and holds its outputs weakly.
+    if self.outputs:  # a second call would overwrite the first one's node of the graph
+        name = type(self).__name__
+        raise RuntimeError(
+            f"this {name} object was already called while recording a graph; a Function "
+            f"object is one node of the graph, so make a new one for each call: {name}()(x), "
+            f"not f = {name}(); f(a); f(b) (the gradients would reach the wrong input)")
     self.generation = gen
     outputs = []
     refs = []

@@ -557,3 +557,92 @@ def test_channels_last_images_at_a_lazy_convolution_get_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Lc.Conv2d(4, 3)(np.zeros((2, 3, 8, 8), np.float32))
+
+
+# ---- third review: graphs, loaders and helpers (2026-11-24) ---------------------------------
+
+
+def test_a_function_object_called_twice_while_recording_is_refused():
+    f = F.Exp()
+    a, b = dz.Variable(np.array(1.0)), dz.Variable(np.array(3.0))
+    f(a)
+    with pytest.raises(RuntimeError, match=r"make a new one for each call: Exp\(\)\(x\)"):
+        f(b)  # it used to send a's gradient to b
+    with dz.no_grad():
+        f(b)  # nothing is recorded: harmless
+
+
+def test_two_loops_over_one_loader_keep_their_own_places():
+    from dezero_like import DataLoader
+    from dezero_like.datasets import Spiral
+
+    loader = DataLoader(Spiral(), 100, seed=0)
+    seen, inner = 0, []
+    for i, (x, _) in enumerate(loader):
+        seen += len(x)
+        if i == 1:
+            inner.append(sum(len(b) for b, _ in loader))  # evaluate on the same loader
+    assert (seen, inner) == (300, [300])
+    assert len(list(zip(loader, loader))) == 3
+    # the book's next(loader) keeps its place in the loader, and a loop after it starts anew
+    first = next(loader)[1].tolist()
+    assert len(first) == 100 and sum(len(t) for _, t in loader) == 300
+
+
+def test_a_seeded_loader_draws_the_same_orders_as_before_epoch_by_epoch():
+    from dezero_like import DataLoader
+
+    data = list(zip(np.arange(10.0), np.arange(10)))
+    loader = DataLoader(data, 4, seed=3)
+    rng = np.random.default_rng(3)
+    for _ in range(3):  # each epoch's order is the next permutation of the generator
+        expected = rng.permutation(10)
+        np.testing.assert_array_equal(np.concatenate([t for _, t in loader]), expected)
+    for _ in loader:  # a loop left early still moves on to the next order
+        break
+    rng.permutation(10)  # the order the loop that was left used
+    np.testing.assert_array_equal(np.concatenate([t for _, t in loader]), rng.permutation(10))
+
+
+def test_numerical_grad_nudges_integers_and_float16_in_float64():
+    from dezero_like.utils import numerical_grad
+
+    np.testing.assert_allclose(numerical_grad(lambda x: x * x, np.array([1, 2, 3])), [2, 4, 6],
+                               rtol=1e-6)
+    g = numerical_grad(lambda x: x * x, np.array([1.0, 2.0, 3.0], np.float16))
+    np.testing.assert_allclose(g, [2, 4, 6], rtol=1e-6)
+
+
+def test_normalize_does_not_wrap_integers_or_widen_float32():
+    import dezero_like.transforms as T
+
+    np.testing.assert_allclose(T.Normalize(128, 64)(np.array([0, 100, 255], np.uint8)),
+                               [-2.0, -0.4375, 1.984375])
+    x = np.ones(3, np.float32)
+    assert T.Normalize(np.float64(0.5), [0.5, 0.5, 0.5])(x).dtype == np.float32
+
+
+def test_a_seed_with_a_graph_keeps_it_under_create_graph():
+    x = dz.Variable(np.array([0.5, 0.7]))
+    v = dz.Variable(np.array([1.0, 1.2]))
+    F.sin(x).backward(gradient=v, create_graph=True)  # x.grad = v * cos(x), a function of v
+    gx = x.grad
+    x.cleargrad()
+    F.sum(gx ** 2).backward()
+    np.testing.assert_allclose(v.grad.data, 2 * np.cos(x.data) ** 2 * v.data)
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: no oracle")
+
+    xt = torch.tensor(x.data, requires_grad=True)
+    vt = torch.tensor(v.data, requires_grad=True)
+    (g,) = torch.autograd.grad(torch.sin(xt), xt, grad_outputs=vt, create_graph=True)
+    (g ** 2).sum().backward()
+    np.testing.assert_allclose(v.grad.data, vt.grad.numpy())
+
+
+def test_small_helpers_take_what_numpy_takes():
+    from dezero_like.graph import get_dot_graph
+    from dezero_like.utils import reshape_sum_backward
+
+    y = dz.Variable(np.ones(2), name=123) * 2.0
+    assert "123" in get_dot_graph(y)  # a name that is not a string used to raise TypeError
+    assert reshape_sum_backward(np.ones(4), (2, 3, 4), [0, 1], False).shape == (1, 1, 4)
