@@ -262,6 +262,8 @@ class Variable:
         """Compute the gradient of this variable with respect to every leaf.
 
         * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+          With ``create_graph``, a Variable seed that requires grad is used as it is, so the
+          gradients are functions of it too (its own gradient can be taken next).
         * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
         * ``create_graph``: record the backward pass itself, so that the gradients
           can be differentiated again (implies ``retain_graph``).
@@ -280,8 +282,9 @@ class Variable:
             raise RuntimeError("backward() was called on a graph node that holds no data")
         seed = self._seed(gradient, loss_scale)
         if create_graph and isinstance(gradient, Variable) and gradient.requires_grad:
-            # a seed with a graph of its own keeps it, so the gradients are functions of it too
-            # (a Jacobian-vector product v^T J can then be differentiated with respect to v)
+            # a seed that requires grad is used itself, not copied, so the gradients are functions
+            # of it too (v^T J can then be differentiated with respect to v); nothing changes a
+            # gradient in place, so sharing the caller's Variable is safe
             if self.data.dtype != bool:
                 gradient = _F().astype(gradient, self.data.dtype)
             seed = gradient if loss_scale is None else gradient * float(loss_scale)
@@ -565,6 +568,8 @@ class Function:
 
     # (step 70)
     def __call__(self, *inputs):
+        if self.outputs:  # a second call would overwrite what backward reads of the first
+            _refuse_second_call(self)
         if not Config.enable_backprop and not _global_hooks and not self._hooks:
             # Nothing records and nobody watches (inference, and every function
             # inside a plain backward): compute and wrap, nothing more.
@@ -631,12 +636,6 @@ class Function:
             return [_make_variable(y, False) for y in ys]
         # Record the graph: outputs point to this function, which points to (only
         # what it needs of) its inputs and holds its outputs weakly.
-        if self.outputs:  # a second call would overwrite the first one's node of the graph
-            name = type(self).__name__
-            raise RuntimeError(
-                f"this {name} object was already called while recording a graph; a Function "
-                f"object is one node of the graph, so make a new one for each call: {name}()(x), "
-                f"not f = {name}(); f(a); f(b) (the gradients would reach the wrong input)")
         self.generation = gen
         outputs = []
         refs = []
@@ -981,6 +980,14 @@ def _refuse_two_devices(name, arrays, error):
             f"{name} got inputs on two devices ({where}); put them on one device "
             "first: v.to_gpu() or v.to_cpu() for a Variable, model.to_gpu() for a model"
         ) from error
+
+
+def _refuse_second_call(function):
+    name = type(function).__name__
+    raise RuntimeError(
+        f"this {name} object is already a node of a graph; a Function object is called "
+        f"once, so make a new one for each call: {name}()(x), not f = {name}(); f(a); f(b) "
+        "(the second call would overwrite what the first one's backward reads)")
 
 
 def _binary(function, op, x0, x1, reverse=False):

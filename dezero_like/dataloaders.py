@@ -56,6 +56,7 @@ class DataLoader:
     def reset(self):
         """Start a new epoch: iteration 0, and a fresh order when shuffling."""
         self.iteration = 0
+        self._stale = False
         if not self.shuffle:
             self.index = np.arange(self.data_size)
         elif self._rng is None:
@@ -66,18 +67,21 @@ class DataLoader:
     def __len__(self):
         return self.max_iter
 
+    _stale = False  # a loop left the current epoch half read
+
     def __iter__(self):
         """One epoch, as a new iterator: two loops over one loader keep their own places."""
-        if self.iteration != 0:  # next(loader) left an epoch half read: start a new one
+        if self.iteration != 0 or self._stale:  # an epoch was left half read: a new one
             self.reset()
+        if type(self).__next__ is not DataLoader.__next__:
+            return self  # a subclass written the book's way, with its own __next__
         return self._epoch(self.index)
 
     def _epoch(self, index):
-        try:
-            for i in range(self.max_iter):
-                yield self._collate(self._batch_index(i, index))
-        finally:  # the epoch ended, or its loop was left (break): draw the next order
-            self.reset()
+        for i in range(self.max_iter):
+            self._stale = True
+            yield self._collate(self._batch_index(i, index))
+        self.reset()  # the epoch is complete: the next order, drawn when the book draws it
 
     def __next__(self):
         # the book's way, next(loader): the loader itself keeps the place

@@ -47,7 +47,8 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
     difference of the two sums divided by ``2*eps`` approximates the slope. It
     costs two evaluations of ``f`` per element, which is why backprop exists.
     The nudges are made in the input's floating dtype; integer, boolean and
-    float16 input is nudged in float64 (``1 + 1e-4`` is 1 in int64 and in float16).
+    float16 input is nudged in float64 (``1 + 1e-4`` is 1 in int64 and in float16),
+    and its gradient is float64.
     """
     x_data = x.data if isinstance(x, Variable) else x if cuda.is_cupy_array(x) else np.asarray(x)
     xp = cuda.get_array_module(x_data)

@@ -75,9 +75,10 @@ class Compose:
 
 
 # %% [markdown]
-# `Normalize` computes `(x - mean) / std`. When `mean` or `std` are arrays, they are cast to the
-# input's float dtype first, so float32 data stays float32. A zero `std` is refused when the object
-# is made.
+# `Normalize` computes `(x - mean) / std`. Statistics given as arrays, lists or NumPy scalars
+# (`data.mean()` is an `np.float64`) are cast to the input's float dtype first, so float32 data
+# stays float32. Integer input is normalised in float64: `uint8 - 128` would wrap around. A zero
+# `std` is refused when the object is made.
 
 # %%
 #| export dezero_like/transforms.py
@@ -386,8 +387,8 @@ v = to_vector(image)
 print(v, v.dtype)
 
 # %% [markdown]
-# Order matters: `Normalize` before `ToFloat` would divide bytes and get
-# float64 (NumPy's choice for `uint8 / float`), twice the memory of float32.
+# Order matters: `Normalize` before `ToFloat` would normalise bytes in float64,
+# twice the memory of float32.
 #
 # On the spiral data, a common transform is **standardisation**: subtract the
 # mean and divide by the standard deviation of each feature, so that all

@@ -95,11 +95,14 @@ def as_cupy(x):
 # %% [markdown]
 # `DataLoader` cuts a Dataset into mini-batches. `reset` draws the order of one epoch. Each
 # `for` loop is exactly one epoch: `__iter__` returns a new generator over the current order,
-# which draws the next order when the epoch ends (or its loop is left), so two loops over one
-# loader, nested or zipped, each keep their own place (PyTorch's loaders work the same way).
-# The book's `next(loader)` still works: `__next__` keeps the place in the loader itself and
-# stops after `max_iter` batches, the last one smaller when the batch size does not divide the
-# data. `_collate` reads the examples one by one (so the transforms run) and stacks them into
+# so two loops over one loader, nested or zipped, each keep their own place in it (a loop
+# nested in another reads the same order; PyTorch would draw one per loop). The next order is
+# drawn when an epoch ends, or, after a loop was left half way, when the next one starts: the
+# same moments as the book's loader, so `np.random.seed` gives the same batches. The book's
+# `next(loader)` still works: `__next__` keeps the place in the loader itself and stops after
+# `max_iter` batches, the last one smaller when the batch size does not divide the data. A
+# subclass that overrides `__next__`, as the book's `SeqDataLoader` does, is iterated through
+# it. `_collate` reads the examples one by one (so the transforms run) and stacks them into
 # arrays.
 
 # %%
@@ -155,6 +158,7 @@ class DataLoader:
     def reset(self):
         """Start a new epoch: iteration 0, and a fresh order when shuffling."""
         self.iteration = 0
+        self._stale = False
         if not self.shuffle:
             self.index = np.arange(self.data_size)
         elif self._rng is None:
@@ -165,18 +169,21 @@ class DataLoader:
     def __len__(self):
         return self.max_iter
 
+    _stale = False  # a loop left the current epoch half read
+
     def __iter__(self):
         """One epoch, as a new iterator: two loops over one loader keep their own places."""
-        if self.iteration != 0:  # next(loader) left an epoch half read: start a new one
+        if self.iteration != 0 or self._stale:  # an epoch was left half read: a new one
             self.reset()
+        if type(self).__next__ is not DataLoader.__next__:
+            return self  # a subclass written the book's way, with its own __next__
         return self._epoch(self.index)
 
     def _epoch(self, index):
-        try:
-            for i in range(self.max_iter):
-                yield self._collate(self._batch_index(i, index))
-        finally:  # the epoch ended, or its loop was left (break): draw the next order
-            self.reset()
+        for i in range(self.max_iter):
+            self._stale = True
+            yield self._collate(self._batch_index(i, index))
+        self.reset()  # the epoch is complete: the next order, drawn when the book draws it
 
     def __next__(self):
         # the book's way, next(loader): the loader itself keeps the place

@@ -89,6 +89,8 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
     """Compute the gradient of this variable with respect to every leaf.
 
     * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+      With ``create_graph``, a Variable seed that requires grad is used as it is, so the
+      gradients are functions of it too (its own gradient can be taken next).
     * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
     * ``create_graph``: record the backward pass itself, so that the gradients
       can be differentiated again (implies ``retain_graph``).
@@ -107,8 +109,9 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
         raise RuntimeError("backward() was called on a graph node that holds no data")
     seed = self._seed(gradient, loss_scale)
     if create_graph and isinstance(gradient, Variable) and gradient.requires_grad:
-        # a seed with a graph of its own keeps it, so the gradients are functions of it too
-        # (a Jacobian-vector product v^T J can then be differentiated with respect to v)
+        # a seed that requires grad is used itself, not copied, so the gradients are functions
+        # of it too (v^T J can then be differentiated with respect to v); nothing changes a
+        # gradient in place, so sharing the caller's Variable is safe
         if self.data.dtype != bool:
             gradient = _F().astype(gradient, self.data.dtype)
         seed = gradient if loss_scale is None else gradient * float(loss_scale)

@@ -101,11 +101,12 @@ print(f"size:   with __dict__ {sys.getsizeof(d) + sys.getsizeof(d.__dict__)} byt
 #
 # ### The package code of this step
 #
-# In this step `core` gains `_new_object`, `_fill`, `_make_variable`, `_binary` and
-# `_refuse_two_devices`, and `Variable.__slots__`; it changes `Variable.__init__` and
-# `_as_node` (through `_fill`), `_as_inputs`, `_add_grads`, `_accumulate_leaf`,
-# `_backward_step`, `_backprop`, `Function.__call__` and `get_retained_outputs` (the fast
-# versions), and `add`, `mul`, `sub`, `rsub`, `div`, `rdiv` (through `_binary`).
+# In this step `core` gains `_new_object`, `_fill`, `_make_variable`, `_binary`,
+# `_refuse_two_devices` and `_refuse_second_call`, and `Variable.__slots__`; it changes
+# `Variable.__init__` and `_as_node` (through `_fill`), `_as_inputs`, `_add_grads`,
+# `_accumulate_leaf`, `_backward_step`, `_backprop`, `Function.__call__` and
+# `get_retained_outputs` (the fast versions), and `add`, `mul`, `sub`, `rsub`, `div`, `rdiv`
+# (through `_binary`).
 #
 # A cell whose first line is `#| export dezero_like/core.py` is an **export cell**: it is part
 # of the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -264,11 +265,20 @@ def _refuse_two_devices(name, arrays, error):
         ) from error
 
 
+def _refuse_second_call(function):
+    name = type(function).__name__
+    raise RuntimeError(
+        f"this {name} object is already a node of a graph; a Function object is called "
+        f"once, so make a new one for each call: {name}()(x), not f = {name}(); f(a); f(b) "
+        "(the second call would overwrite what the first one's backward reads)")
+
+
 # %% [markdown]
-# `Function.__call__`: one pass over the inputs gathers their arrays, whether
-# each needs a gradient, and the newest generation (a single Variable input,
-# the most common case, skips the loop). One loop wraps the outputs, whether a
-# graph is recorded or not.
+# `Function.__call__` first refuses an object that is already a node of a graph (a second
+# call would overwrite what the first one's backward reads). Then one pass over the inputs
+# gathers their arrays, whether each needs a gradient, and the newest generation (a single
+# Variable input, the most common case, skips the loop). One loop wraps the outputs, whether
+# a graph is recorded or not.
 
 # %%
 #| export dezero_like/core.py Function
@@ -282,12 +292,15 @@ from dezero_like.core import (
     _global_hooks,
     _make_variable,
     _new_object,
+    _refuse_second_call,
     _refuse_two_devices,
     as_array,
 )
 
 
 def __call__(self, *inputs):
+    if self.outputs:  # a second call would overwrite what backward reads of the first
+        _refuse_second_call(self)
     if not Config.enable_backprop and not _global_hooks and not self._hooks:
         # Nothing records and nobody watches (inference, and every function
         # inside a plain backward): compute and wrap, nothing more.
@@ -354,12 +367,6 @@ def __call__(self, *inputs):
         return [_make_variable(y, False) for y in ys]
     # Record the graph: outputs point to this function, which points to (only
     # what it needs of) its inputs and holds its outputs weakly.
-    if self.outputs:  # a second call would overwrite the first one's node of the graph
-        name = type(self).__name__
-        raise RuntimeError(
-            f"this {name} object was already called while recording a graph; a Function "
-            f"object is one node of the graph, so make a new one for each call: {name}()(x), "
-            f"not f = {name}(); f(a); f(b) (the gradients would reach the wrong input)")
     self.generation = gen
     outputs = []
     refs = []
