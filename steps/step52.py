@@ -94,16 +94,16 @@ def as_cupy(x):
 
 # %% [markdown]
 # `DataLoader` cuts a Dataset into mini-batches. `reset` draws the order of one epoch. Each
-# `for` loop is exactly one epoch: `__iter__` returns a new generator over the current order,
-# so two loops over one loader, nested or zipped, each keep their own place in it (a loop
-# nested in another reads the same order; PyTorch would draw one per loop). The next order is
-# drawn when an epoch ends, or, after a loop was left half way, when the next one starts: the
-# same moments as the book's loader, so `np.random.seed` gives the same batches. The book's
-# `next(loader)` still works: `__next__` keeps the place in the loader itself and stops after
-# `max_iter` batches, the last one smaller when the batch size does not divide the data. A
-# subclass that overrides `__next__`, as the book's `SeqDataLoader` does, is iterated through
-# it. `_collate` reads the examples one by one (so the transforms run) and stacks them into
-# arrays.
+# `for` loop is exactly one epoch: `__iter__` returns a new generator, so two loops over one
+# loader keep their own places: zipped loops read the same order, and a loop nested inside
+# another starts an epoch of its own with a new order (as PyTorch's loaders do). The next order
+# is drawn when an epoch ends, and when a loop starts after one was left half way (the book's
+# loader would resume the unfinished epoch); `np.random.seed` makes the batches repeatable.
+# The book's `next(loader)` still works: `__next__` keeps the place in the loader itself and
+# stops after `max_iter` batches, the last one smaller when the batch size does not divide the
+# data. A subclass that overrides `__next__`, as the book's `SeqDataLoader` does, is iterated
+# through it. `_collate` reads the examples one by one (so the transforms run) and stacks them
+# into arrays.
 
 # %%
 #| export dezero_like/dataloaders.py

@@ -292,8 +292,9 @@ class Conv2d(Function):
     r"""2-d convolution (cross-correlation, as in every DL framework).
 
     $y_{n,o,p,q} = b_o + \sum_{c,i,j} W_{o,c,i,j}\, \tilde x_{n,c,pS_H+i,qS_W+j}$
-    with $\tilde x$ the zero-padded input. Computed as one matrix product per
-    image: ``W (OC, C*KH*KW) @ col (C*KH*KW, OH*OW)``.
+    with $\tilde x$ the zero-padded input. Computed as one matrix product for
+    the whole batch, ``W (OC, C*KH*KW) @ col (C*KH*KW, N*OH*OW)`` (one per image
+    for a layer with few rows, see ``_per_image``).
 
     Gradients: ``gx = deconv2d(gy, W)`` (the transposed convolution),
     ``gW = Conv2DGradW(x, gy)`` (correlate the input with the output gradient),

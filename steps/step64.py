@@ -42,7 +42,7 @@ import dezero_like.functions as F
 # defines its names in this script too; the rest of the step uses them through the package.
 #
 # `Function.__call__` notes whether one variable fills several slots
-# (`_duplicates`; for two inputs a single `is` test), and `_backward_step` calls
+# (`_duplicates`: whether the ids of the inputs repeat), and `_backward_step` calls
 # `backward_accumulate` instead of `backward` for such a function. The
 # default `backward_accumulate` finds the slots that hold the same variable and
 # adds their gradients into the first one.

@@ -353,9 +353,10 @@ with PrintHook():
     y.backward()
 
 # %% [markdown]
-# One more kind of call can appear between backward steps: when a variable
-# feeds two functions (like `a` in `known_graph`), the core adds the two
-# gradients it receives, and that `Add` is a forward call outside any backward.
+# When a variable feeds two functions (like `a` in `known_graph`), the core adds
+# the two gradients it receives directly as arrays, so no hook sees that sum; only
+# with `create_graph=True` is it a recorded `Add`, a forward call between two
+# backward steps.
 
 # %% [markdown]
 # ## Switching hooks on
