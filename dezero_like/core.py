@@ -568,8 +568,8 @@ class Function:
 
     # (step 70)
     def __call__(self, *inputs):
-        if self.outputs:  # a second call would overwrite what backward reads of the first
-            _refuse_second_call(self)
+        if self.outputs and not self._freed:  # a second call would overwrite what backward
+            _refuse_second_call(self)           # of the first reads (once freed, nothing does)
         if not Config.enable_backprop and not _global_hooks and not self._hooks:
             # Nothing records and nobody watches (inference, and every function
             # inside a plain backward): compute and wrap, nothing more.
@@ -637,6 +637,8 @@ class Function:
         # Record the graph: outputs point to this function, which points to (only
         # what it needs of) its inputs and holds its outputs weakly.
         self.generation = gen
+        if self._freed:  # an object used again after its first graph's backward freed it
+            self._freed = False
         outputs = []
         refs = []
         for y in ys:
@@ -983,11 +985,14 @@ def _refuse_two_devices(name, arrays, error):
 
 
 def _refuse_second_call(function):
+    if all(ref() is None for ref in function.outputs):
+        return  # the first graph's outputs are gone: no backward can reach this node again
     name = type(function).__name__
     raise RuntimeError(
-        f"this {name} object is already a node of a graph; a Function object is called "
-        f"once, so make a new one for each call: {name}()(x), not f = {name}(); f(a); f(b) "
-        "(the second call would overwrite what the first one's backward reads)")
+        f"this {name} object is already a node of a graph whose backward has not run; a "
+        f"second call would overwrite what that backward reads. Make a new one for each "
+        f"call: {name}()(x), not f = {name}(); f(a); f(b) (an object may be called again "
+        "once backward has gone through its first graph)")
 
 
 def _binary(function, op, x0, x1, reverse=False):

@@ -175,6 +175,7 @@ class DataLoader:
         """One epoch, as a new iterator: two loops over one loader keep their own places."""
         if self.iteration != 0 or self._stale:  # an epoch was left half read: a new one
             self.reset()
+            self._stale = False  # here too: a subclass's reset() may not clear it
         if type(self).__next__ is not DataLoader.__next__:
             return self  # a subclass written the book's way, with its own __next__
         return self._epoch(self.index)
@@ -184,6 +185,7 @@ class DataLoader:
             self._stale = True
             yield self._collate(self._batch_index(i, index))
         self.reset()  # the epoch is complete: the next order, drawn when the book draws it
+        self._stale = False
 
     def __next__(self):
         # the book's way, next(loader): the loader itself keeps the place

@@ -705,10 +705,12 @@ class Conv2d(Layer):
         super().__init__()
         if args:  # Conv2d(1, 16, 3) is PyTorch's (in, out, kernel): here it would be 1 output
             name = type(self).__name__
+            torch_name = "ConvTranspose2d" if name == "Deconv2d" else name
             raise TypeError(
                 f"{name} takes two numbers, {name}(out_channels, kernel_size), and the rest by "
-                f"name (stride=, pad=, in_channels=); got {2 + len(args)} numbers. PyTorch's "
-                f"{name}(in, out, kernel) is written {name}(out, kernel, in_channels=in)"
+                f"name (stride=, pad=, in_channels=), unlike the book's DeZero, which also took "
+                f"stride and pad by position; got {2 + len(args)} numbers. PyTorch's "
+                f"{torch_name}(in, out, kernel) is written {name}(out, kernel, in_channels=in)"
             )
         self.in_channels = in_channels
         self.out_channels = out_channels

@@ -385,8 +385,11 @@ def test_pytorch_argument_order_for_linear_and_conv2d_is_refused_with_the_transl
     assert L.Linear(10, nobias=np.bool_(True)).b is None
     with pytest.raises(TypeError, match=r"Conv2d\(out, kernel, in_channels=in\)"):
         Lc.Conv2d(1, 16, 3)
-    with pytest.raises(TypeError, match="Deconv2d takes two numbers"):
+    with pytest.raises(TypeError, match="unlike the book's DeZero"):
+        Lc.Conv2d(16, 3, 1, 1)  # DeZero's positional stride and pad
+    with pytest.raises(TypeError, match=r"Deconv2d takes two numbers.*ConvTranspose2d"):
         Lc.Deconv2d(1, 16, 3)
+    assert Lc.Conv2d(30, kernel_size=3, stride=1, pad=1).pad == (1, 1)  # the book's spelling
     conv = Lc.Deconv2d(4, 3, stride=2, pad=1, nobias=True, in_channels=2)
     assert conv.W.shape == (2, 4, 3, 3) and conv.b is None and conv.stride == (2, 2)
 
@@ -420,6 +423,7 @@ def test_a_list_of_loss_variables_can_be_plotted(tmp_path):
     losses = [F.sum(x * x) * k for k in (1.0, 0.5, 0.25)]
     fig = plot_curves({"loss": losses}, to_file=tmp_path / "loss.png")
     np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), [5.0, 2.5, 1.25])
+    matplotlib.pyplot.close(fig)
 
 
 def test_accuracy_refuses_one_output_column_and_takes_a_list_of_labels():
@@ -566,7 +570,7 @@ def test_a_function_object_called_twice_while_recording_is_refused():
     f = F.Exp()
     a, b = dz.Variable(np.array(1.0)), dz.Variable(np.array(3.0))
     y = f(a)
-    with pytest.raises(RuntimeError, match=r"make a new one for each call: Exp\(\)\(x\)"):
+    with pytest.raises(RuntimeError, match=r"Make a new one for each call: Exp\(\)\(x\)"):
         f(b)  # it used to send a's gradient to b
     g = dz.core.Add()
     s = g(dz.Variable(np.ones((2, 3))), dz.Variable(np.ones(3)))
@@ -575,6 +579,14 @@ def test_a_function_object_called_twice_while_recording_is_refused():
     F.sum(s).backward()  # the first graph is intact
     y.backward()
     assert a.grad.data == pytest.approx(np.e) and b.grad is None
+    f(b).backward()  # once backward has freed its graph, the object may be used again
+    assert b.grad.data == pytest.approx(np.exp(3.0))
+    criterion = F.MeanSquaredError()  # PyTorch's habit: one criterion object for every batch
+    criterion(dz.Variable(np.ones(2)), np.zeros(2))  # a loss that is dropped, never backward
+    for k in (1.0, 2.0):
+        x = dz.Variable(np.full(2, k))
+        criterion(x, np.zeros(2)).backward()
+        np.testing.assert_allclose(x.grad.data, np.full(2, 2 * k / 2))
 
 
 def test_two_loops_over_one_loader_keep_their_own_places():
@@ -628,6 +640,21 @@ def test_the_book_s_next_based_loaders_and_random_draws_are_unchanged():
 
     data = list(zip(np.arange(6.0), np.arange(6)))
     assert [t.tolist() for _, t in BookSeqLoader(data, 2)] == [[0, 3], [1, 4], [2, 5]]
+
+    class OwnReset(DataLoader):  # a reset() that does not call super()
+        def reset(self):
+            self.iteration = 0
+            self.index = np.random.permutation(self.data_size)
+
+    np.random.seed(0)
+    loader = OwnReset(data, 4)
+    for _ in range(3):
+        list(loader)
+    after = np.random.rand()
+    np.random.seed(0)
+    for _ in range(4):  # at construction and at the end of each of the 3 epochs
+        np.random.permutation(6)
+    assert after == np.random.rand()
 
     def draws(use):  # the global generator's next number after using a loader
         np.random.seed(0)
