@@ -409,7 +409,10 @@ class Linear(Function):
                     f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
                     f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
             self.b_shape = b.shape
-            y += b  # y is a fresh array: add the bias in place, no temporary
+            if np.result_type(y.dtype, b.dtype) == y.dtype:
+                y += b  # y is a fresh array: add the bias in place, no temporary
+            else:  # a wider bias (float64 on float32) widens the result, as NumPy would
+                y = y + b
         return y
 
     # (step 71)

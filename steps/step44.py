@@ -35,11 +35,13 @@
 # `Linear` is `x @ W + b` as one function. Its gradients are those of `matmul`, plus `gy` summed
 # over the rows for `b` (`sum_to`); so, as in `MatMul`, `W` is kept only when `x` needs a
 # gradient and `x` only when `W` does, and of `b` only its shape. The bias is added in place
-# (`y += b`): `x @ W` is a new array anyway, so no second one is made. `linear(x, W)` without a
+# (`y += b`): `x @ W` is a new array anyway, so no second one is made (a wider bias, float64
+# on float32, makes a new float64 array, as NumPy would). `linear(x, W)` without a
 # bias passes two inputs, and backward then returns two gradients.
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like.core import Function
 from dezero_like.functions import matmul, sum_to
 
@@ -69,7 +71,10 @@ class Linear(Function):
                     f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
                     f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
             self.b_shape = b.shape
-            y += b  # y is a fresh array: add the bias in place, no temporary
+            if np.result_type(y.dtype, b.dtype) == y.dtype:
+                y += b  # y is a fresh array: add the bias in place, no temporary
+            else:  # a wider bias (float64 on float32) widens the result, as NumPy would
+                y = y + b
         return y
 
     def backward(self, gy):

@@ -248,8 +248,12 @@ def _check_conv_weight(name, x, W, c_axis, b=None):
 
 
 def _bias(y, b):
-    if b is not None:
-        y += b.reshape((1, b.size, 1, 1))
+    if b is None:
+        return y
+    b = b.reshape((1, b.size, 1, 1))
+    if np.result_type(y.dtype, b.dtype) != y.dtype:  # a wider bias widens, as in conv2d
+        return y + b
+    y += b
     return y
 
 

@@ -721,3 +721,17 @@ def test_small_helpers_take_what_numpy_takes():
     y = dz.Variable(np.ones(2), name=123) * 2.0
     assert "123" in get_dot_graph(y)  # a name that is not a string used to raise TypeError
     assert reshape_sum_backward(np.ones(4), (2, 3, 4), [0, 1], False).shape == (1, 1, 4)
+
+
+def test_a_wider_bias_widens_linear_conv_and_deconv_alike():
+    import dezero_like.functions_conv as Fc
+
+    x32 = np.ones((2, 3), np.float32)
+    assert F.linear(x32, np.ones((3, 4), np.float32), np.ones(4)).dtype == np.float64
+    assert F.linear(x32, np.ones((3, 4), np.float32), np.ones(4, np.float32)).dtype == np.float32
+    img = np.ones((1, 2, 4, 4), np.float32)
+    assert Fc.conv2d(img, np.ones((3, 2, 3, 3), np.float32), np.ones(3)).dtype == np.float64
+    assert Fc.deconv2d(img, np.ones((2, 3, 3, 3), np.float32), np.ones(3)).dtype == np.float64
+    assert Fc.deconv2d(img, np.ones((2, 3, 3, 3), np.float32),
+                       np.ones(3, np.float32)).dtype == np.float32
+    gradient_check(lambda b: F.linear(np.ones((2, 3)), np.ones((3, 4)), b), np.arange(4.0))
