@@ -73,6 +73,14 @@ def _mixed_devices(x, x_on, other_on):
             "for an array, v.to_gpu() or v.to_cpu() for a Variable)")
 
 
+def _on_two_devices(a, b):
+    """``("GPU", "CPU")`` or ``("CPU", "GPU")``: where arrays ``a`` and ``b`` lie, if apart."""
+    a_gpu, b_gpu = cuda.is_cupy_array(a), cuda.is_cupy_array(b)
+    if a_gpu == b_gpu:
+        return None
+    return ("GPU", "CPU") if a_gpu else ("CPU", "GPU")
+
+
 def as_array(x, like=None):
     """Turn a number into a 0-d array; arrays pass through unchanged.
 
@@ -280,14 +288,7 @@ class Variable:
             )
         if self.data is None:
             raise RuntimeError("backward() was called on a graph node that holds no data")
-        seed = self._seed(gradient, loss_scale)
-        if create_graph and isinstance(gradient, Variable) and gradient.requires_grad:
-            # a seed that requires grad is used itself, not copied, so the gradients are functions
-            # of it too (v^T J can then be differentiated with respect to v); nothing changes a
-            # gradient in place, so sharing the caller's Variable is safe
-            if self.data.dtype != bool:
-                gradient = _F().astype(gradient, self.data.dtype)
-            seed = gradient if loss_scale is None else gradient * float(loss_scale)
+        seed = self._seed(gradient, loss_scale, create_graph)
         with using_config("enable_backprop", create_graph):
             _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
 
@@ -305,14 +306,22 @@ class Variable:
                      self.index, self.generation, self.name)
 
     # (step 67)
-    def _seed(self, gradient, loss_scale=None):
-        """The first gradient dL/d(self): ones or ``gradient`` (checked), times the scale."""
+    def _seed(self, gradient, loss_scale=None, create_graph=False):
+        """The first gradient dL/d(self): ones or ``gradient`` (checked), times the scale.
+
+        With ``create_graph``, a Variable seed that requires grad is used itself, not
+        copied, so the gradients are functions of it too (v^T J can then be
+        differentiated with respect to v); nothing changes a gradient in place, so
+        sharing the caller's Variable is safe.
+        """
         data = self.data
+        keep = create_graph and isinstance(gradient, Variable) and gradient.requires_grad
         if gradient is None:
             # a boolean graph's seed is floating: True + True is True, so gradients would be logic
             seed = cuda.get_array_module(data).ones(data.shape, np.float64 if data.dtype == bool
                                                     else data.dtype)
         else:
+            given = gradient
             if isinstance(gradient, Variable):
                 gradient = gradient.data
             if not _is_array(gradient):
@@ -325,14 +334,18 @@ class Variable:
                     f"backward(gradient=...) has shape {gradient.shape}, but the output "
                     f"has shape {data.shape}; the seed must match the output's shape"
                 )
-            if cuda.is_cupy_array(gradient) != cuda.is_cupy_array(data):
-                on, seed_on = ("GPU", "CPU") if cuda.is_cupy_array(data) else ("CPU", "GPU")
+            apart = _on_two_devices(data, gradient)
+            if apart:
+                on, seed_on = apart
                 raise TypeError(
                     f"backward(gradient=...) is on the {seed_on}, but the output is on the {on}; "
                     "put the seed on the output's device (cuda.as_cupy or cuda.as_numpy)"
                 )
-            # a copy: .grad never aliases the caller's array (a boolean output keeps the seed's)
-            seed = gradient.astype(gradient.dtype if data.dtype == bool else data.dtype)
+            dtype = gradient.dtype if data.dtype == bool else data.dtype  # bool: keep the seed's
+            if keep:
+                seed = _F().astype(given, dtype)
+                return seed if loss_scale is None else seed * float(loss_scale)
+            seed = gradient.astype(dtype)  # a copy: .grad never aliases the caller's array
         if loss_scale is not None:
             # the scale becomes a scalar of the seed's dtype (np.float64(1024) must not turn
             # float32 gradients into float64; on a GPU a scalar is a kernel argument, where an

@@ -13,7 +13,7 @@ Every function works on NumPy and CuPy arrays through the same code.
 import numpy as np
 
 from dezero_like import core, cuda, utils
-from dezero_like.core import Config, Function, Variable, as_variable
+from dezero_like.core import Config, Function, Variable, _on_two_devices, as_variable
 from dezero_like.cuda_kernels import RAW_DTYPES
 from dezero_like.utils import forward_names
 
@@ -384,6 +384,14 @@ def mean_squared_error(x0, x1):
 
 
 # --- step 44 ------------------------------------------------------------
+def _add_bias(y, b):
+    """``y + b``, in place in the fresh array ``y`` unless a wider ``b`` widens the result."""
+    if np.result_type(y.dtype, b.dtype) != y.dtype:  # float64 on float32: float64, as NumPy
+        return y + b
+    y += b  # no temporary
+    return y
+
+
 class Linear(Function):
     """y = x @ W + b (b optional); dL/dx = gy @ W.T, dL/dW = x.T @ gy, dL/db = sum of gy over rows.
 
@@ -409,10 +417,7 @@ class Linear(Function):
                     f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
                     f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
             self.b_shape = b.shape
-            if np.result_type(y.dtype, b.dtype) == y.dtype:
-                y += b  # y is a fresh array: add the bias in place, no temporary
-            else:  # a wider bias (float64 on float32) widens the result, as NumPy would
-                y = y + b
+            y = _add_bias(y, b)  # y is a fresh array: in place when the dtype allows
         return y
 
     # (step 71)
@@ -732,8 +737,9 @@ class SoftmaxCrossEntropy(Function):
                 f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
             )
         xp = cuda.get_array_module(x)
-        if (xp is not np) != cuda.is_cupy_array(t):  # CuPy would copy, or fail in backward
-            x_on, t_on = ("GPU", "CPU") if xp is not np else ("CPU", "GPU")
+        apart = _on_two_devices(x, t)  # CuPy would copy the labels, then fail in backward
+        if apart:
+            x_on, t_on = apart
             raise TypeError(
                 f"softmax_cross_entropy: the logits are on the {x_on} but the labels are on the "
                 f"{t_on}; put both on one device (cuda.as_cupy(t) or cuda.as_numpy(t); a "

@@ -30,7 +30,7 @@ import numpy as np
 
 from dezero_like import cuda
 from dezero_like import functions as F
-from dezero_like.core import Function, Variable, as_variable
+from dezero_like.core import Function, Variable, _is_array, _on_two_devices, as_variable
 from dezero_like.functions import _raw_gpu
 
 
@@ -161,13 +161,7 @@ def _check_conv_weight(name, x, W, c_axis, b=None):
 
 
 def _bias(y, b):
-    if b is None:
-        return y
-    b = b.reshape((1, b.size, 1, 1))
-    if np.result_type(y.dtype, b.dtype) != y.dtype:  # a wider bias widens, as in conv2d
-        return y + b
-    y += b
-    return y
+    return y if b is None else F._add_bias(y, b.reshape((1, b.size, 1, 1)))
 
 
 def _sum_bias_grad(gy):
@@ -819,8 +813,9 @@ def embed_id(x, W):
     if isinstance(x, Variable):
         x = x.data
     xp = cuda.get_array_module(W)
-    if (isinstance(x, np.ndarray) or cuda.is_cupy_array(x)) and cuda.get_array_module(x) is not xp:
-        ids_on, w_on = ("CPU", "GPU") if xp is not np else ("GPU", "CPU")
+    apart = _on_two_devices(x, W.data) if _is_array(x) else None
+    if apart:
+        ids_on, w_on = apart
         raise TypeError(
             f"embed_id: the ids are on the {ids_on} but W is on the {w_on}; put both on one "
             "device (cuda.as_cupy(ids) or cuda.as_numpy(ids))")

@@ -132,6 +132,14 @@ def _mixed_devices(x, x_on, other_on):
             "for an array, v.to_gpu() or v.to_cpu() for a Variable)")
 
 
+def _on_two_devices(a, b):
+    """``("GPU", "CPU")`` or ``("CPU", "GPU")``: where arrays ``a`` and ``b`` lie, if apart."""
+    a_gpu, b_gpu = cuda.is_cupy_array(a), cuda.is_cupy_array(b)
+    if a_gpu == b_gpu:
+        return None
+    return ("GPU", "CPU") if a_gpu else ("CPU", "GPU")
+
+
 def as_array(x, like=None):
     """Turn a number into a 0-d array; arrays pass through unchanged.
 

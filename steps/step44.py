@@ -46,6 +46,14 @@ from dezero_like.core import Function
 from dezero_like.functions import matmul, sum_to
 
 
+def _add_bias(y, b):
+    """``y + b``, in place in the fresh array ``y`` unless a wider ``b`` widens the result."""
+    if np.result_type(y.dtype, b.dtype) != y.dtype:  # float64 on float32: float64, as NumPy
+        return y + b
+    y += b  # no temporary
+    return y
+
+
 class Linear(Function):
     """y = x @ W + b (b optional); dL/dx = gy @ W.T, dL/dW = x.T @ gy, dL/db = sum of gy over rows.
 
@@ -71,10 +79,7 @@ class Linear(Function):
                     f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
                     f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
             self.b_shape = b.shape
-            if np.result_type(y.dtype, b.dtype) == y.dtype:
-                y += b  # y is a fresh array: add the bias in place, no temporary
-            else:  # a wider bias (float64 on float32) widens the result, as NumPy would
-                y = y + b
+            y = _add_bias(y, b)  # y is a fresh array: in place when the dtype allows
         return y
 
     def backward(self, gy):

@@ -248,13 +248,7 @@ def _check_conv_weight(name, x, W, c_axis, b=None):
 
 
 def _bias(y, b):
-    if b is None:
-        return y
-    b = b.reshape((1, b.size, 1, 1))
-    if np.result_type(y.dtype, b.dtype) != y.dtype:  # a wider bias widens, as in conv2d
-        return y + b
-    y += b
-    return y
+    return y if b is None else F._add_bias(y, b.reshape((1, b.size, 1, 1)))
 
 
 def _sum_bias_grad(gy):

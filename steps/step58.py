@@ -614,7 +614,7 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
 #| export dezero_like/functions_conv.py
 import numpy as np
 from dezero_like import cuda
-from dezero_like.core import Variable, as_variable
+from dezero_like.core import Variable, _is_array, _on_two_devices, as_variable
 
 
 def embed_id(x, W):
@@ -627,8 +627,9 @@ def embed_id(x, W):
     if isinstance(x, Variable):
         x = x.data
     xp = cuda.get_array_module(W)
-    if (isinstance(x, np.ndarray) or cuda.is_cupy_array(x)) and cuda.get_array_module(x) is not xp:
-        ids_on, w_on = ("CPU", "GPU") if xp is not np else ("GPU", "CPU")
+    apart = _on_two_devices(x, W.data) if _is_array(x) else None
+    if apart:
+        ids_on, w_on = apart
         raise TypeError(
             f"embed_id: the ids are on the {ids_on} but W is on the {w_on}; put both on one "
             "device (cuda.as_cupy(ids) or cuda.as_numpy(ids))")

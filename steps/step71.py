@@ -600,6 +600,7 @@ def backward(self, gy):
 #| export dezero_like/functions.py SoftmaxCrossEntropy
 import numpy as np
 from dezero_like import cuda
+from dezero_like.core import _on_two_devices
 from dezero_like.functions import _shifted_logsumexp
 
 
@@ -614,8 +615,9 @@ def forward(self, x, t):
             f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
         )
     xp = cuda.get_array_module(x)
-    if (xp is not np) != cuda.is_cupy_array(t):  # CuPy would copy, or fail in backward
-        x_on, t_on = ("GPU", "CPU") if xp is not np else ("CPU", "GPU")
+    apart = _on_two_devices(x, t)  # CuPy would copy the labels, then fail in backward
+    if apart:
+        x_on, t_on = apart
         raise TypeError(
             f"softmax_cross_entropy: the logits are on the {x_on} but the labels are on the "
             f"{t_on}; put both on one device (cuda.as_cupy(t) or cuda.as_numpy(t); a "
