@@ -78,7 +78,10 @@ class Compose:
 # `Normalize` computes `(x - mean) / std`. Statistics given as arrays, lists or NumPy scalars
 # (`data.mean()` is an `np.float64`) are cast to the input's float dtype first, so float32 data
 # stays float32. Integer input is normalised in float64: `uint8 - 128` would wrap around. A zero
-# `std` is refused when the object is made.
+# `std` is refused when the object is made. One value per channel, `Normalize([0.5, 0.4, 0.3],
+# [0.2, 0.2, 0.2])`, applies to the first axis of a colour image `(C, H, W)`, as in torchvision
+# and DeZero (NumPy alone would pair the three values with the last axis, the image's width);
+# an image with its channels last, `(H, W, C)`, gets them on its last axis.
 
 # %%
 #| export dezero_like/transforms.py
@@ -110,10 +113,26 @@ class Normalize:
                 mean = np.asarray(mean).astype(x.dtype, copy=False)
             if type(std) not in (int, float):
                 std = np.asarray(std).astype(x.dtype, copy=False)
-        return (x - mean) / std
+        return (x - _per_channel(mean, x)) / _per_channel(std, x)
 
     def __repr__(self):
         return f"Normalize(mean={self.mean!r}, std={self.std!r})"
+
+
+def _per_channel(stat, x):
+    """One value per channel, shaped to broadcast over ``(C, H, W)`` (or left for ``(H, W, C)``)."""
+    ndim = getattr(x, "ndim", 0)
+    if ndim < 2 or np.ndim(stat) != 1 or len(stat) == 1:
+        return stat  # a number, or one value per element of a vector: NumPy's broadcasting
+    channels = len(stat)
+    if x.shape[0] == channels:  # channels first, as torchvision and DeZero have them
+        return np.asarray(stat).reshape((channels,) + (1,) * (ndim - 1))
+    if x.shape[-1] == channels:  # channels last: NumPy's broadcasting already pairs them
+        return stat
+    raise ValueError(
+        f"Normalize: {channels} values per channel for an example of shape {x.shape}; "
+        f"give one value, or one per channel of a (C, H, W) or (H, W, C) example"
+    )
 
 
 # %% [markdown]

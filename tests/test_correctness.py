@@ -735,3 +735,19 @@ def test_a_wider_bias_widens_linear_conv_and_deconv_alike():
     assert Fc.deconv2d(img, np.ones((2, 3, 3, 3), np.float32),
                        np.ones(3, np.float32)).dtype == np.float32
     gradient_check(lambda b: F.linear(np.ones((2, 3)), np.ones((3, 4)), b), np.arange(4.0))
+
+
+def test_normalize_takes_one_value_per_channel_of_a_channels_first_image():
+    from dezero_like.transforms import Normalize
+
+    mean, std = [0.5, 0.25, 0.0], [0.5, 0.25, 2.0]
+    chw = np.random.default_rng(0).random((3, 4, 3)).astype(np.float32)
+    expected = (chw - np.reshape(mean, (3, 1, 1))) / np.reshape(std, (3, 1, 1))
+    out = Normalize(mean, std)(chw)
+    assert out.dtype == np.float32  # NumPy alone paired the values with the width axis
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    hwc = chw.transpose(1, 2, 0)  # channels last: still one value per channel
+    np.testing.assert_allclose(Normalize(mean, std)(hwc), expected.transpose(1, 2, 0), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"2 values per channel .* shape \(3, 4, 3\)"):
+        Normalize([0.0, 1.0], [1.0, 1.0])(chw)
+    np.testing.assert_allclose(Normalize(mean, std)(np.ones(3)), (1 - np.array(mean)) / std)
