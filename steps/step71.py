@@ -233,13 +233,23 @@ __global__ void sum_rows_f64(const double* g, double* out, int n, int c) {
 RAW_DTYPES = ("float32", "float64")  # the dtypes the hand-written (raw) kernels are built for
 
 
-def _raw(name, dtype):
-    import cupy
+def _raw(name, dtype, code=None):
+    """Kernel ``name`` for ``dtype`` of the CUDA C ``code`` (``_RAW`` by default).
 
-    module = _built.get("raw")
-    if module is None:
-        module = _built["raw"] = cupy.RawModule(code=_RAW)
-    return module.get_function(f"{name}_f{dtype.itemsize * 8}")
+    Looked up once and kept in ``_built``: CuPy's ``get_function`` makes a new
+    kernel object on every call, microseconds of Python per launch.
+    """
+    code = _RAW if code is None else code
+    key = (name, dtype.itemsize, code)
+    kernel = _built.get(key)
+    if kernel is None:
+        import cupy
+
+        module = _built.get(code)
+        if module is None:
+            module = _built[code] = cupy.RawModule(code=code)
+        kernel = _built[key] = module.get_function(f"{name}_f{dtype.itemsize * 8}")
+    return kernel
 
 
 def softmax_cross_entropy(x, t):
@@ -390,12 +400,9 @@ def _launch(name, dtype, arrays, total, *sizes):
     """Run kernel ``name`` of ``_CONV_RAW`` for ``dtype``, one thread per element of ``total``."""
     import cupy
 
-    module = _built.get("conv")
-    if module is None:
-        module = _built["conv"] = cupy.RawModule(code=_CONV_RAW)
     threads = 256
     blocks = (total + threads - 1) // threads
-    module.get_function(f"{name}_f{dtype.itemsize * 8}")(
+    _raw(name, dtype, _CONV_RAW)(
         (blocks,), (threads,), (*arrays, cupy.int64(total), *map(cupy.int32, sizes)))
 
 

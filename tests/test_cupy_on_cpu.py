@@ -124,3 +124,30 @@ def test_a_gpu_training_step_launches_about_as_many_kernels_as_the_math_fused_by
     counts = {name: sum(c.values()) for name, c in launches.count_launches(emulator).items()}
     assert counts["dezero_like"] <= 1.2 * counts["by hand, fused"], counts
     assert counts["dezero_like"] < counts["by hand"] / 2, counts
+
+
+@needs_compiler
+def test_a_training_step_looks_up_no_kernel_once_they_are_built(
+        load_benchmark, monkeypatch, tmp_path):
+    """CuPy's ``RawModule.get_function`` makes a new kernel object on every call, so
+    ``cuda_kernels`` keeps what it looked up: the small CNN's second step (im2col, col2im,
+    pooling, the loss, the bias gradient) looks up nothing."""
+    from dezero_like import cuda_kernels
+
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    launches = load_benchmark("launches")
+    emulator = launches.load_emulator()
+    monkeypatch.setitem(sys.modules, "cupy", emulator)
+    monkeypatch.setattr(cuda_kernels, "_built", {})  # the GPU's kernels, if any, come back after
+    looked_up = []
+    get_function = emulator.RawModule.get_function
+    monkeypatch.setattr(emulator.RawModule, "get_function",
+                        lambda module, name: looked_up.append(name) or get_function(module, name))
+    rng = np.random.default_rng(0)
+    step = load_benchmark("mnist_gpu").ours_cnn(
+        rng.random((100, 784), dtype=np.float32), rng.integers(0, 10, 100), gpu=True)
+    step()
+    assert "im2col_cf_f32" in looked_up and "softmax_ce_f32" in looked_up, looked_up
+    looked_up.clear()
+    step()
+    assert looked_up == []
