@@ -15,8 +15,9 @@
 #   `Variable` itself instead of a list of one.
 #
 # Nothing about what is computed changes; only the code we write to use a
-# function and to define one gets shorter. `Square` and `Exp` are back to
-# their step 10 form, and `Add` finally reads like the maths: `add(x0, x1)`.
+# function and to define one gets shorter. The `forward`s of `Square` and
+# `Exp` are back to their step 10 form (their `backward`s keep step 11's
+# `self.inputs[0]`), and `Add` finally reads like the maths: `add(x0, x1)`.
 
 # %%
 import numpy as np

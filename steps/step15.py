@@ -303,10 +303,11 @@ print("fixed  x.grad = x.grad + gx: y.grad =", y.grad, " x.grad =", x.grad,
 # be the very array `y.grad` is (`add(x, c)` gives `x.grad is y.grad`). That is
 # harmless as long as nobody writes into gradients in place, so the rule for the
 # rest of the framework is: **gradients are never modified in place**; every
-# update makes a new array. (PyTorch does add into an existing `.grad` in place
-# when it can tell that nothing else holds that tensor: see `AccumulateGrad` in
-# its source, torch/csrc/autograd/functions/accumulate_grad.h. Checking that is
-# the bookkeeping we avoid.)
+# update makes a new array. (PyTorch keeps the first gradient as `.grad` only when
+# nothing else refers to it, and copies it otherwise; later gradients are then added
+# into `.grad` in place, so `g = x.grad` taken after one backward changes with the next:
+# see `AccumulateGrad` in torch/csrc/autograd/functions/accumulate_grad.h. That
+# bookkeeping is what our rule avoids.)
 #
 # ## Exercise
 # Another in-place trap: a `Function` whose `backward` modifies `gy`. Finish

@@ -213,7 +213,9 @@ def _as_inputs(inputs):
 # %% [markdown]
 # ### `Variable`
 #
-# The class of step 22, with two changes.
+# The class of step 22, with two main changes (it also gains the conversions
+# `__array__`, `__bool__`, `__float__`, `item` and `__format__`, and `backward`
+# always seeds with ones):
 #
 # * **`requires_grad`.** A Variable the user creates requires a gradient. A
 #   constant made from a number (the `2.0` in `x * 2.0`) does not, and neither
@@ -528,7 +530,7 @@ class Function:
 # may have different shapes (`x + 1.0`, a matrix plus a row): NumPy
 # *broadcasts* the smaller one, and the gradient must be summed back to that
 # operand's shape (`_sum_to`, using `sum_to`, which step 25 adds to `functions`).
-# Step 40 explains broadcasting in full.
+# Step 41 explains broadcasting in full.
 
 # %%
 #| export dezero_like/core.py
@@ -1099,7 +1101,9 @@ print("top-level names:", ", ".join(dz.__all__))
 # ## A tour of the modules
 #
 # For each module: the first line of its docstring, then the classes and
-# functions it defines (not the ones it imports from elsewhere).
+# functions it defines in the finished package (not the ones it imports from
+# elsewhere). Later steps add most of these names; this step adds the ones
+# listed above.
 
 # %%
 for module in (dz.core, F, utils, dz.cuda):

@@ -237,5 +237,7 @@ for f in (sphere, matyas, goldstein):
 # %% [markdown]
 # Every relative error is around float32's precision ($\approx 10^{-7}$):
 # rounding happens in each of Goldstein's dozens of operations, but here it
-# does not pile up. Try a point where the terms nearly cancel, or change `0.3`
-# to a number that float32 cannot hold exactly, and watch the last column.
+# does not pile up. Part of each error is the input itself: float32 cannot hold
+# 0.3 or -0.7 exactly, and sphere's whole error is that. Try 0.25 and -0.75,
+# which float32 holds exactly, or a point where the terms nearly cancel, and
+# watch the last column.

@@ -894,8 +894,10 @@ print(hand_written)
 #   objects. They all share the same creator and index, so they become one node.
 # * **Labels.** With `verbose=True` a label shows the variable's name, shape and
 #   dtype. A stand-in has no data, so an intermediate variable that you no
-#   longer hold is drawn without a shape. An unnamed constant shows its value;
-#   constants (`requires_grad=False`) are grey.
+#   longer hold is drawn without a shape. An unnamed 0-d node that still has
+#   its data shows its value: grey for a constant (`requires_grad=False`),
+#   orange for a kept intermediate (in the Matyas graph below, the orange 0.48
+#   is `0.48 * x` at x = 1, the grey one the constant).
 #
 # Let us describe the Matyas function of step 24,
 # $z = 0.26(x^2 + y^2) - 0.48xy$, after naming the variables:

@@ -40,8 +40,9 @@ def my_sin(x, threshold=1e-4):
 
 
 # %% [markdown]
-# At $x = \pi/4$ the series and `F.sin` agree to about the threshold, and so do
-# their derivatives ($\cos$), which backward computed through every term:
+# At $x = \pi/4$ the series and `F.sin` agree well within the threshold (the
+# error is about the first omitted term, $x^9/9! \approx 3 \cdot 10^{-7}$), and so
+# do their derivatives ($\cos$), which backward computed through every term:
 
 # %%
 x = dz.Variable(np.array(np.pi / 4), name="x")

@@ -187,5 +187,5 @@ with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
 # inflection points $f''$ is close to zero, so the first step is huge and the
 # iterate lands far away: from 0.5 and 0.56 it ends at the *other* minimum,
 # $-1$, and from $-0.55$ at $+1$. Gradient descent never jumps like that, but
-# after 10 steps it has barely moved. Try other starts, or count how many
+# after 10 steps no run has reached $\pm 1$. Try other starts, or count how many
 # steps each needs to reach 1e-8.

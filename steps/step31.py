@@ -78,8 +78,10 @@ print("with cleargrad:   ", right)
 #
 # After an ordinary backward the functions drop the arrays they kept for it
 # (step 37 is about that). `create_graph=True` implies keeping them, because the
-# new graph refers back to the old one: here `gx.backward()` went through the
-# `Pow` functions of the forward pass again, as `Pow.backward` uses `x`.
+# new graph can refer back to the old one. Here it reaches only the leaf `x`
+# (the `Pow`s in the gradient's graph are new ones, made by `Pow.backward`), but
+# for `sin(x**2)` the gradient's graph runs through the forward pass's `Pow`,
+# because `Sin.backward` uses its input `x**2`.
 #
 # And to go further, each pass can itself be recorded: with
 # `gx.backward(create_graph=True)` the second derivative has a graph, a third

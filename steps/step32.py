@@ -74,8 +74,9 @@ print("largest difference from np.polyder on the grid:", max_error)
 
 # %% [markdown]
 # Where $p' = 0$ the curve is flat; the sign of $p''$ there tells a minimum
-# ($p'' > 0$, at $\pm 1$) from a maximum ($p'' < 0$, at 0). That is what
-# Newton's method in step 33 exploits.
+# ($p'' > 0$, at $\pm 1$) from a maximum ($p'' < 0$, at 0). Newton's method
+# (steps 29 and 33) divides by $p''$ but ignores its sign, so it finds maxima as
+# readily as minima: from near 0 it climbs to the maximum (step 29, Exercise 2).
 #
 # ## Mixed partial derivatives
 #

@@ -4,8 +4,8 @@
 # A **model** is the whole network: a Layer at the top of the tree, the thing
 # we train, save and draw. `dezero_like.models.Model` is a `Layer` with one
 # extra: `model.plot(x, to_file="model.png")` runs the model on `x` and renders
-# the computational graph with Graphviz (the tool of step 26). Rendering needs
-# the `dot` program, so in this step we print the model's structure instead.
+# the computational graph with the renderer of step 26 (Graphviz's `dot`, or the
+# pip-installed `graphviz-pure`). In this step we print the model's structure instead.
 #
 # With a Model class we can also ship ready-made networks:
 #
@@ -209,7 +209,7 @@ describe(seq, np.zeros((1, 8), np.float32))
 # ## Writing a model
 #
 # Your own model is a `Model` subclass; it gains `plot` and everything a Layer
-# has (`params`, `cleargrads`, saving and loading weights):
+# has (`params`, `cleargrads`; saving and loading weights arrive in step 55):
 
 # %%
 class Residual(Model):

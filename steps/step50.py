@@ -154,7 +154,8 @@ print("x:", x.shape, x.dtype, " t:", t.shape, "classes:", np.bincount(t))
 # a single class would pull the network back and forth between classes.
 #
 # `F.accuracy(y, t)` is the fraction of rows whose largest logit is the right
-# class. It is a plain number, not part of any graph (it has no useful gradient).
+# class. It returns a 0-d Variable outside any graph (it has no useful gradient);
+# `float(acc.data)` is the number.
 
 # %%
 max_epoch = 300

@@ -326,9 +326,8 @@ from dezero_like.datasets import Dataset
 # ## The spiral data as a `Dataset`
 #
 # `dz.datasets.Spiral` is the data of step 50, moved into the package: three
-# spiral arms of 100 points each (the arms are placed as in the book this
-# project follows, so the points differ a little from step 50's
-# `make_spiral`). It is generated from a fixed seed, so every run (and every
+# spiral arms of 100 points each, the very points of step 50's `get_spiral`,
+# which its `prepare()` calls. It is generated from a fixed seed, so every run (and every
 # learner) sees exactly the same points; the training and test sets use
 # different seeds.
 
