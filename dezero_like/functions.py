@@ -549,6 +549,11 @@ def _scatter_add(xp, target, slices, values):
     if xp is np:
         np.add.at(target, slices, values)
         return
+    if target.dtype.kind == "c":  # no atomic addition of complex numbers on a GPU
+        values = xp.asarray(values, dtype=target.dtype)
+        _scatter_add(xp, target.real, slices, values.real)
+        _scatter_add(xp, target.imag, slices, values.imag)
+        return
     add_at = getattr(xp.add, "at", None)  # recent CuPy ufuncs have .at
     if add_at is not None:
         add_at(target, slices, values)
@@ -615,7 +620,8 @@ class Clip(Function):
         # an open side is an infinite bound, as in np.clip and torch.clamp
         x_min = -float("inf") if x_min is None else x_min
         x_max = float("inf") if x_max is None else x_max
-        if x_min > x_max:
+        crossed = x_min > x_max  # a bool, or an array of them for array bounds
+        if crossed is True or (crossed is not False and crossed.any()):
             raise ValueError(f"clip needs x_min <= x_max, got x_min={x_min}, x_max={x_max}")
         self.x_min = x_min
         self.x_max = x_max
@@ -827,7 +833,7 @@ def dropout(x, dropout_ratio=0.5):
         return x
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
-    scale = keep.astype(x.dtype)
+    scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")
     scale *= 1.0 / (1.0 - dropout_ratio)
     return x * scale
 

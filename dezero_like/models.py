@@ -6,6 +6,7 @@
 
 import dezero_like.functions as F
 import dezero_like.layers as L
+from dezero_like.core import Function
 from dezero_like.layers import Layer
 from dezero_like.utils import forward_names
 
@@ -22,6 +23,25 @@ class Model(Layer):
         return plot_dot_graph(y, verbose=True, to_file=to_file)
 
 
+def _check_step(what, f):
+    """Refuse, with the fix, what would fail only in forward: not callable, a class, a
+    Function object (one graph node, callable once per graph)."""
+    function = f if isinstance(f, type) else type(f)
+    if issubclass(function, Function):
+        name = function.__name__.lower()
+        fix = f"F.{name}" if callable(getattr(F, name, None)) else \
+            f"a function, such as lambda x: {function.__name__}()(x)"
+        kind = f"the Function class {function.__name__}" if isinstance(f, type) else \
+            f"a {function.__name__} object, one node of a graph that every forward would call again"
+        raise TypeError(f"{what} is {kind}; pass {fix} instead")
+    if isinstance(f, type):  # L.Linear instead of L.Linear(10)
+        raise TypeError(f"{what} is the class {f.__name__}; pass an instance such as "
+                        f"{f.__name__}(...)")
+    if not callable(f):
+        raise TypeError(f"{what} is of type {type(f).__name__}, not callable; pass a "
+                        "function such as F.relu, or a layer")
+
+
 class MLP(Model):
     """Multi-layer perceptron: Linear layers with ``activation`` between them.
 
@@ -31,6 +51,7 @@ class MLP(Model):
 
     def __init__(self, fc_output_sizes, activation=F.sigmoid):
         super().__init__()
+        _check_step("MLP's activation", activation)
         self.activation = activation
         self.layers = []
         for i, out_size in enumerate(fc_output_sizes):
@@ -51,11 +72,7 @@ class Sequential(Model):
         super().__init__()
         self.layers = []
         for i, layer in enumerate(layers):
-            if not callable(layer):
-                raise TypeError(f"Sequential item {i} is a {type(layer).__name__}, not callable")
-            if isinstance(layer, type):  # L.Linear instead of L.Linear(10)
-                raise TypeError(f"Sequential item {i} is the class {layer.__name__}; pass an "
-                                f"instance such as {layer.__name__}(...)")
+            _check_step(f"Sequential item {i}", layer)
             if isinstance(layer, Layer):
                 setattr(self, f"l{i}", layer)
             self.layers.append(layer)

@@ -12,6 +12,7 @@ freezing layers. (Step 67 adds loss scaling: ``update`` divides it out.)
 """
 
 import math
+import weakref
 
 import numpy as np
 
@@ -106,13 +107,25 @@ class Optimizer:
 
     def _state(self, name, param):
         """Per-parameter state array (zeros of the parameter's shape and dtype on first use)."""
-        store = self.__dict__.setdefault("_states", {})
-        slot = store.setdefault(name, {})
-        key = id(param)
-        if key not in slot:
+        state = self._param_state(param)
+        array = state.get(name)
+        if array is None:
             xp = cuda.get_array_module(param.data)
-            slot[key] = xp.zeros_like(param.data)
-        return slot[key]
+            array = state[name] = xp.zeros_like(param.data)
+        return array
+
+    def _param_state(self, param):
+        """The dict of ``param``'s state (its arrays, Adam's count), made on first use."""
+        states = self.__dict__.setdefault("_states", {})
+        key = id(param)
+        entry = states.get(key)
+        if entry is None or entry[0]() is not param:  # new, or a dead parameter's id reused
+            def forget(ref, states=states, key=key):  # no reference to self: no cycle
+                if key in states and states[key][0] is ref:
+                    del states[key]
+
+            entry = states[key] = (weakref.ref(param, forget), {})
+        return entry[1]
 
 
 class SGD(Optimizer):
@@ -223,8 +236,8 @@ class Adam(Optimizer):
         xp = cuda.get_array_module(param.data)
         m = self._state("m", param)
         v = self._state("v", param)
-        counts = self.__dict__.setdefault("_counts", {})  # updates of each parameter
-        t = counts[id(param)] = counts.get(id(param), 0) + 1
+        state = self._param_state(param)
+        t = state["t"] = state.get("t", 0) + 1  # the updates of this parameter
         g = param.grad.data
         m += (1 - self.beta1) * (g - m)
         v += (1 - self.beta2) * (g * g - v)
@@ -254,7 +267,7 @@ class ClipGrad:
         if not params:
             return
         xp = cuda.get_array_module(params[0].grad.data)
-        squares = sum((p.grad.data * p.grad.data).sum() for p in params)
+        squares = sum((g * g).sum() for g in (_wide(p.grad.data) for p in params))
         if xp is not np:  # on a GPU: the factor stays on the device, 1 under the limit
             rate = xp.minimum(self.max_norm / (xp.sqrt(squares) + 1e-6), 1)
         else:
@@ -263,6 +276,11 @@ class ClipGrad:
                 return
         for p in params:
             p.grad = _new_grad(p.grad.data * xp.asarray(rate, dtype=p.grad.dtype))
+
+
+def _wide(g):
+    """float16 as float32 (256 ** 2 is already inf in float16); other dtypes as they are."""
+    return g.astype(np.float32) if g.dtype == np.float16 else g
 
 
 class FreezeParam:

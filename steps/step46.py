@@ -96,12 +96,36 @@ class Model(Layer):
 # `MLP` builds one `Linear` layer per output size, with `activation` between them (not after the
 # last). Each layer is registered by assigning it to an attribute, `l0`, `l1`, ... (`setattr`);
 # the list `self.layers` only keeps the order for `forward`, since a list is not registered. The
-# activation is a plain function and has no parameters.
+# activation is a plain function and has no parameters. It is checked when the model is made:
+# PyTorch's habit `activation=nn.ReLU` translates to the class `F.ReLU`, which would fail only
+# at the first forward ("ReLU() takes no arguments"), and an object `F.ReLU()` is one node of
+# a graph, so the second layer would call it a second time (step 70 refuses that). Both are
+# refused with the function to pass instead, `F.relu`.
 
 # %%
 #| export dezero_like/models.py
 import dezero_like.functions as F
 import dezero_like.layers as L
+from dezero_like.core import Function
+
+
+def _check_step(what, f):
+    """Refuse, with the fix, what would fail only in forward: not callable, a class, a
+    Function object (one graph node, callable once per graph)."""
+    function = f if isinstance(f, type) else type(f)
+    if issubclass(function, Function):
+        name = function.__name__.lower()
+        fix = f"F.{name}" if callable(getattr(F, name, None)) else \
+            f"a function, such as lambda x: {function.__name__}()(x)"
+        kind = f"the Function class {function.__name__}" if isinstance(f, type) else \
+            f"a {function.__name__} object, one node of a graph that every forward would call again"
+        raise TypeError(f"{what} is {kind}; pass {fix} instead")
+    if isinstance(f, type):  # L.Linear instead of L.Linear(10)
+        raise TypeError(f"{what} is the class {f.__name__}; pass an instance such as "
+                        f"{f.__name__}(...)")
+    if not callable(f):
+        raise TypeError(f"{what} is of type {type(f).__name__}, not callable; pass a "
+                        "function such as F.relu, or a layer")
 
 
 class MLP(Model):
@@ -113,6 +137,7 @@ class MLP(Model):
 
     def __init__(self, fc_output_sizes, activation=F.sigmoid):
         super().__init__()
+        _check_step("MLP's activation", activation)
         self.activation = activation
         self.layers = []
         for i, out_size in enumerate(fc_output_sizes):
@@ -128,8 +153,9 @@ class MLP(Model):
 
 # %% [markdown]
 # `Sequential` applies its items in order. An item may be a layer or a plain function such as
-# `F.relu`; only layers are registered (as `l0`, `l1`, ... by position), and an item that cannot
-# be called is refused at once, with its position in the message.
+# `F.relu`; only layers are registered (as `l0`, `l1`, ... by position). An item that cannot
+# be called, a class, or a Function object is refused at once, as for `MLP`, with its position
+# in the message.
 
 # %%
 #| export dezero_like/models.py
@@ -143,11 +169,7 @@ class Sequential(Model):
         super().__init__()
         self.layers = []
         for i, layer in enumerate(layers):
-            if not callable(layer):
-                raise TypeError(f"Sequential item {i} is a {type(layer).__name__}, not callable")
-            if isinstance(layer, type):  # L.Linear instead of L.Linear(10)
-                raise TypeError(f"Sequential item {i} is the class {layer.__name__}; pass an "
-                                f"instance such as {layer.__name__}(...)")
+            _check_step(f"Sequential item {i}", layer)
             if isinstance(layer, Layer):
                 setattr(self, f"l{i}", layer)
             self.layers.append(layer)

@@ -112,10 +112,17 @@ def _checked(owner, name, value, low=0.0, high=None):
 # parameters that have a gradient, lets the hooks see (and change) them, then calls `update_one`
 # on each; a subclass writes only `update_one`. `_state` gives each parameter its own arrays
 # (velocity, running averages): zeros of the parameter's shape and dtype, made on first use and
-# kept by `id(param)`.
+# kept under `id(param)`, the book's key. An `id` is only unique among objects alive at the
+# same time: once a model is garbage-collected, a parameter of the next model may get the very
+# same number, and would inherit the dead one's velocity (or crash on its shape). So each
+# entry also keeps a *weak reference* to its parameter: an entry whose parameter is gone (or is
+# another object) starts afresh, and the reference's callback drops the entry when the
+# parameter dies, so the optimizer does not hold dead models' arrays.
 
 # %%
 #| export dezero_like/optimizers.py
+import weakref
+
 from dezero_like import cuda
 
 
@@ -172,13 +179,25 @@ class Optimizer:
 
     def _state(self, name, param):
         """Per-parameter state array (zeros of the parameter's shape and dtype on first use)."""
-        store = self.__dict__.setdefault("_states", {})
-        slot = store.setdefault(name, {})
-        key = id(param)
-        if key not in slot:
+        state = self._param_state(param)
+        array = state.get(name)
+        if array is None:
             xp = cuda.get_array_module(param.data)
-            slot[key] = xp.zeros_like(param.data)
-        return slot[key]
+            array = state[name] = xp.zeros_like(param.data)
+        return array
+
+    def _param_state(self, param):
+        """The dict of ``param``'s state (its arrays, Adam's count), made on first use."""
+        states = self.__dict__.setdefault("_states", {})
+        key = id(param)
+        entry = states.get(key)
+        if entry is None or entry[0]() is not param:  # new, or a dead parameter's id reused
+            def forget(ref, states=states, key=key):  # no reference to self: no cycle
+                if key in states and states[key][0] is ref:
+                    del states[key]
+
+            entry = states[key] = (weakref.ref(param, forget), {})
+        return entry[1]
 
 
 # %% [markdown]
@@ -334,8 +353,8 @@ class Adam(Optimizer):
         xp = cuda.get_array_module(param.data)
         m = self._state("m", param)
         v = self._state("v", param)
-        counts = self.__dict__.setdefault("_counts", {})  # updates of each parameter
-        t = counts[id(param)] = counts.get(id(param), 0) + 1
+        state = self._param_state(param)
+        t = state["t"] = state.get("t", 0) + 1  # the updates of this parameter
         g = param.grad.data
         m += (1 - self.beta1) * (g - m)
         v += (1 - self.beta2) * (g * g - v)
@@ -367,7 +386,9 @@ class WeightDecay:
 # multiplies every gradient by the same factor: the direction of the step is kept, its length is
 # capped. The `1e-6` avoids a division by zero when all gradients are 0. On a GPU the norm is
 # not read back (`float` of a device value waits for the device, step 54): the factor stays a
-# 0-d device array, capped at 1 with `minimum`, and every gradient is multiplied by it.
+# 0-d device array, capped at 1 with `minimum`, and every gradient is multiplied by it. float16
+# gradients are squared in float32: a norm above 256 has a square beyond float16's range, and
+# an infinite norm would turn every gradient into 0 just when clipping is needed.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -388,7 +409,7 @@ class ClipGrad:
         if not params:
             return
         xp = cuda.get_array_module(params[0].grad.data)
-        squares = sum((p.grad.data * p.grad.data).sum() for p in params)
+        squares = sum((g * g).sum() for g in (_wide(p.grad.data) for p in params))
         if xp is not np:  # on a GPU: the factor stays on the device, 1 under the limit
             rate = xp.minimum(self.max_norm / (xp.sqrt(squares) + 1e-6), 1)
         else:
@@ -397,6 +418,11 @@ class ClipGrad:
                 return
         for p in params:
             p.grad = _new_grad(p.grad.data * xp.asarray(rate, dtype=p.grad.dtype))
+
+
+def _wide(g):
+    """float16 as float32 (256 ** 2 is already inf in float16); other dtypes as they are."""
+    return g.astype(np.float32) if g.dtype == np.float16 else g
 
 
 # %% [markdown]

@@ -62,7 +62,9 @@ def _is_basic_index(slices):
 # %% [markdown]
 # `_scatter_add` adds `values` into `target[slices]` so that a repeated index adds every
 # contribution: `np.add.at` does that, while `target[slices] += values` keeps only one. On a GPU
-# it uses CuPy's `add.at`, or `cupyx.scatter_add` on an older CuPy.
+# it uses CuPy's `add.at`, or `cupyx.scatter_add` on an older CuPy. Both add with the GPU's
+# atomic additions, which exist for real numbers only, so a complex gradient is scattered as
+# its real and imaginary halves (`.real` and `.imag` are views into the complex array).
 
 # %%
 #| export dezero_like/functions.py
@@ -73,6 +75,11 @@ def _scatter_add(xp, target, slices, values):
     """target[slices] += values, where repeated indices add up (unlike ``+=``)."""
     if xp is np:
         np.add.at(target, slices, values)
+        return
+    if target.dtype.kind == "c":  # no atomic addition of complex numbers on a GPU
+        values = xp.asarray(values, dtype=target.dtype)
+        _scatter_add(xp, target.real, slices, values.real)
+        _scatter_add(xp, target.imag, slices, values.imag)
         return
     add_at = getattr(xp.add, "at", None)  # recent CuPy ufuncs have .at
     if add_at is not None:

@@ -34,6 +34,7 @@
 
 # %% [markdown]
 # `Clip` limits `x` to `[x_min, x_max]`; the derivative is 1 inside the interval and 0 outside.
+# The bounds may be numbers or arrays (one bound per element, broadcast as NumPy does).
 # Backward needs only that mask, not `x`, so forward keeps no input and computes the mask, only
 # when a gradient will be needed (`needs_input_grad`).
 
@@ -52,7 +53,8 @@ class Clip(Function):
         # an open side is an infinite bound, as in np.clip and torch.clamp
         x_min = -float("inf") if x_min is None else x_min
         x_max = float("inf") if x_max is None else x_max
-        if x_min > x_max:
+        crossed = x_min > x_max  # a bool, or an array of them for array bounds
+        if crossed is True or (crossed is not False and crossed.any()):
             raise ValueError(f"clip needs x_min <= x_max, got x_min={x_min}, x_max={x_max}")
         self.x_min = x_min
         self.x_max = x_max

@@ -47,7 +47,8 @@ def test_mode():
 # `dropout` keeps each element with probability $1 - r$ and multiplies the kept ones by
 # $1/(1 - r)$, so the expected value of each element is unchanged and nothing needs rescaling at
 # test time, when it returns `x` itself. It is built from `*` with a constant array, so it needs no
-# backward of its own: the gradient is multiplied by the same mask.
+# backward of its own: the gradient is multiplied by the same mask. Integer input (pixels) is
+# scaled in float64, as `sigmoid` computes it: a scaled pixel is no longer an integer.
 
 # %%
 #| export dezero_like/functions.py
@@ -70,7 +71,7 @@ def dropout(x, dropout_ratio=0.5):
         return x
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
-    scale = keep.astype(x.dtype)
+    scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")
     scale *= 1.0 / (1.0 - dropout_ratio)
     return x * scale
 

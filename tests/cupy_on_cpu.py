@@ -53,6 +53,9 @@ _NO_LAUNCH = {"reshape", "transpose", "view", "squeeze", "ravel", "swapaxes", "e
               "shape", "ndim", "size"}
 
 
+_ADD_AT_DTYPES = {"int32", "int64", "float16", "float32", "float64", "uint32", "uint64"}
+
+
 def _unwrap(obj, allow_numpy=False, where="argument"):
     if isinstance(obj, ndarray):
         return obj._a
@@ -681,6 +684,12 @@ class _Ufunc:
         return self._run("__call__", args, args, kwargs)
 
     def at(self, a, indices, b=None):  # the indices may be NumPy arrays (CuPy copies them)
+        if self._ufunc is _np.add and _np.dtype(a.dtype).name not in _ADD_AT_DTYPES:
+            raise TypeError("cupy.add.at only supports int32, int64, float16, float32, "
+                            "float64, uint32, uint64 as data type")  # atomicAdd's types
+        parts = indices if isinstance(indices, tuple) else (indices,)
+        parts = tuple(ndarray._from(p) if isinstance(p, _np.ndarray) else p for p in parts)
+        indices = parts if isinstance(indices, tuple) else parts[0]
         args = (a, indices) if b is None else (a, indices, b)
         return self._run("at", (a,) if b is None else (a, b), args, {})
 

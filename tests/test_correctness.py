@@ -751,3 +751,76 @@ def test_normalize_takes_one_value_per_channel_of_a_channels_first_image():
     with pytest.raises(ValueError, match=r"2 values per channel .* shape \(3, 4, 3\)"):
         Normalize([0.0, 1.0], [1.0, 1.0])(chw)
     np.testing.assert_allclose(Normalize(mean, std)(np.ones(3)), (1 - np.array(mean)) / std)
+
+
+@pytest.mark.parametrize("make", [lambda: dz.optimizers.MomentumSGD(lr=0.1),
+                                  lambda: dz.optimizers.Adam(alpha=0.01)])
+def test_an_optimizer_set_up_again_on_a_new_model_starts_that_model_afresh(make):
+    """The state was kept under id(param) alone: a new model's parameter that got a dead
+    one's id inherited its velocity (other numbers, or a broadcast error on another shape)."""
+    from dezero_like.models import MLP
+
+    x = np.ones((2, 3), np.float32)
+
+    def train(optimizer, sizes):
+        t = np.zeros((2, sizes[-1]), np.float32)
+        np.random.seed(0)
+        model = MLP(sizes)
+        optimizer.setup(model)
+        for _ in range(3):
+            model.cleargrads()
+            F.mean_squared_error(model(x), t).backward()
+            optimizer.update()
+        return model.l0.W.data.copy()
+
+    shared = make()
+    for sizes in [(3, 3, 3), (4, 1), (3, 3, 3), (4, 4), (3, 3, 3), (4, 1), (3, 3, 3)]:
+        np.testing.assert_array_equal(train(shared, sizes), train(make(), sizes))
+        gc.collect()
+    assert len(shared._states) == len(list(shared.target.params()))  # only the live model's
+    shared.target = None
+    gc.collect()
+    assert len(shared._states) == 0  # a dead model's state is dropped with it
+
+
+def test_an_optimizer_state_entry_of_another_object_is_not_inherited():
+    import weakref
+
+    p = dz.Parameter(np.ones(3))
+    other = dz.Parameter(np.ones(3))
+    optimizer = dz.optimizers.MomentumSGD(lr=0.1, momentum=0.5)
+    optimizer._states = {id(p): (weakref.ref(other), {"v": np.full(3, 100.0)})}  # a stale id
+    assert np.all(optimizer._state("v", p) == 0)
+
+
+def test_clip_grad_on_float16_scales_down_instead_of_zeroing():
+    g = np.full(1000, 10, np.float16)  # norm 316: its square is inf in float16
+    p = dz.Parameter(np.zeros(1000, np.float16))
+    p.grad = dz.Variable(g.copy())
+    dz.optimizers.ClipGrad(1.0)([p])
+    assert p.grad.dtype == np.float16
+    np.testing.assert_allclose(p.grad.data, np.full(1000, 10 / np.sqrt(1e5)), rtol=1e-3)
+
+
+@pytest.mark.parametrize("bad", [F.ReLU, F.ReLU(), "relu"])
+def test_mlp_and_sequential_refuse_an_activation_that_would_fail_in_forward(bad):
+    from dezero_like.models import MLP, Sequential
+
+    fix = "not callable" if isinstance(bad, str) else "pass F.relu instead"
+    with pytest.raises(TypeError, match=f"MLP's activation .*{fix}"):
+        MLP((4, 1), activation=bad)
+    with pytest.raises(TypeError, match=f"Sequential item 1 .*{fix}"):
+        Sequential(L.Linear(4), bad, L.Linear(1))
+
+
+def test_dropout_of_integers_and_clip_with_array_bounds():
+    np.random.seed(0)
+    y = F.dropout(np.arange(6).reshape(2, 3))
+    assert y.dtype == np.float64 and set(np.unique(y.data)) <= {0, 2, 4, 6, 8, 10}
+    x = dz.Variable(np.array([-2.0, 0.5, 3.0]))
+    y = F.clip(x, np.zeros(3), np.array([1.0, 1.0, 4.0]))
+    y.backward()
+    np.testing.assert_array_equal(y.data, [0.0, 0.5, 3.0])
+    np.testing.assert_array_equal(x.grad.data, [0.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="x_min <= x_max"):
+        F.clip(x, np.ones(3), np.array([2.0, 0.0, 2.0]))

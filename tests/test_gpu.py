@@ -503,3 +503,20 @@ def test_a_training_step_never_waits_for_the_device(kind, monkeypatch):
     assert waits == [], f"the training step waited for the device: {waits}"
     monkeypatch.undo()
     assert float(losses[-1].data) < float(losses[0].data)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.float16])
+def test_a_gradient_through_fancy_indexing_on_the_gpu_in_complex_and_float16(dtype):
+    """CuPy's add.at (atomic additions) takes no complex numbers: the halves are scattered."""
+    import cupy
+
+    x = np.arange(4).astype(dtype) * (1 + 1j if np.dtype(dtype).kind == "c" else 1)
+    index = np.array([0, 0, 3, 1, 0])
+    grads = []
+    for data in (x, cupy.asarray(x)):
+        v = dz.Variable(data)
+        (F.get_item(v, index) * dz.Variable(data[index] + 2)).backward()
+        grads.append(cuda.as_numpy(v.grad.data))
+    assert grads[1].dtype == dtype
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-3)
