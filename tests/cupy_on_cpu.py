@@ -189,6 +189,10 @@ class ndarray:
         return _wrap(self._a[_wrapped_around(_unwrap(key, allow_numpy=True), self._a.shape)])
 
     def __setitem__(self, key, value):
+        parts = key if isinstance(key, tuple) else (key,)
+        fancy = any(isinstance(p, (ndarray, _np.ndarray, list)) for p in parts)
+        if isinstance(value, _np.ndarray) and value.ndim and not fancy:
+            raise ValueError("non-scalar numpy.ndarray cannot be used for fill")  # as CuPy
         LAUNCHES["setitem"] += 1
         self._a[_unwrap(key, allow_numpy=True)] = _unwrap(value, allow_numpy=True)
 
@@ -283,9 +287,9 @@ array = _from_host("array")
 
 
 def ascontiguousarray(a, dtype=None):
-    if not isinstance(a, ndarray):
-        HOST_COPIES["ascontiguousarray"] += 1
-        return _wrap(_np.ascontiguousarray(_unwrap(a, allow_numpy=True), dtype))
+    if not isinstance(a, ndarray):  # CuPy's takes device arrays only
+        raise TypeError(f"Argument 'a' has incorrect type (expected cupy.ndarray, got "
+                        f"{type(a).__name__})")
     result = _np.ascontiguousarray(a._a, dtype)
     if result is not a._a and result.base is not a._a:
         LAUNCHES["ascontiguousarray"] += 1  # a copy kernel
@@ -316,8 +320,20 @@ def _wrap_function(func):
 
 
 class _Random:
+    """``cupy.random``: a generator of its own, as CuPy's (cuRAND, per device) is.
+
+    ``np.random.seed`` does not reach it; CuPy seeds it from ``CUPY_SEED`` or, without
+    that, from the operating system, so two processes draw differently."""
+
+    def __init__(self):
+        seed = os.environ.get("CUPY_SEED")
+        self._state = _np.random.RandomState(None if seed is None else int(seed))
+
+    def seed(self, seed=None):
+        self._state = _np.random.RandomState(seed)
+
     def __getattr__(self, name):
-        return _wrap_function(getattr(_np.random, name))
+        return _wrap_function(getattr(self._state, name))
 
 
 random = _Random()
