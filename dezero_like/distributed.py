@@ -107,10 +107,11 @@ def run_program(source, n=2, args=(), timeout=600):
 def naive_allreduce_bytes(n_bytes, p):
     """Bytes the busiest process sends when everyone sends to rank 0, which sends the sum back.
 
-    Rank 0 receives ``(p - 1) * n`` and sends ``(p - 1) * n``: its link carries
-    ``2 (p - 1) n`` bytes, growing with the number of processes.
+    Rank 0 sends the sum to each of the ``p - 1`` others: ``(p - 1) * n`` bytes,
+    growing with the number of processes (it receives as many again; like
+    :func:`ring_allreduce_bytes`, this counts what is sent).
     """
-    return 2 * (p - 1) * n_bytes
+    return (p - 1) * n_bytes
 
 
 def ring_allreduce_bytes(n_bytes, p):

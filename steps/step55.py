@@ -16,8 +16,8 @@
 #   is why many frameworks used it. But loading a pickle *runs code chosen by
 #   whoever wrote the file*. Weights are shared on the internet; a loader that
 #   can execute code is a security hole. `np.load(..., allow_pickle=False)`
-#   refuses anything that is not plain numeric data, and `load_weights` always
-#   loads that way.
+#   refuses pickled data and object arrays, so no code can run, and
+#   `load_weights` always loads that way (and checks each array's dtype itself).
 
 # %% [markdown]
 # ### The package code of this step
@@ -278,9 +278,9 @@ with np.load(path, allow_pickle=False) as archive:
         print(f"{name:5s} {archive[name].shape} {archive[name].dtype}")
 
 # %% [markdown]
-# A fresh model of the same architecture starts with different random weights,
-# and a `Linear` layer only creates its weight once it sees its first input;
-# `load_weights` fills them in from the file. The loaded model computes
+# A fresh model of the same architecture has no weights yet (a `Linear` layer
+# creates its weight on its first input); `load_weights` creates them from the
+# file. The loaded model computes
 # exactly what the trained one did:
 
 # %%

@@ -250,7 +250,9 @@ print("pooling_simple == Fc.pooling:",
 # `col`: for each of the $K_H K_W$ kernel offsets it takes the strided slice
 # of the input that holds that element of every window and keeps a running
 # maximum, which saves the memory of the copies. And it remembers *which*
-# element won each window, which its backward needs.
+# element won each window, which its backward needs. (That is its general path;
+# the 2x2 windows with stride 2 used here take step 58's faster path, a maximum of
+# pairs taken twice, which keeps two masks instead of one index per window.)
 #
 # ## Backward: where does the gradient go?
 #

@@ -333,8 +333,8 @@ for steps in (0, 2, 5, 10):
 # ## Too large a scale overflows
 #
 # The seed lives in the loss's dtype, so in float16 $S$ itself must stay below
-# 65504, and so must every scaled gradient. Overshoot and the gradients become
-# `inf`, and the update NaN:
+# 65504, and so must every scaled gradient. Overshoot and the seed is `inf`:
+# the gradients become NaN (or `inf`), and so does the update:
 
 # %%
 with np.errstate(over="ignore", invalid="ignore"):
@@ -466,8 +466,8 @@ plt.show()
 # Without a scale every per-sample gradient rounds to zero and the update is
 # zero (error 1). A scale of 4 already rescues most of them, and from 16 on the
 # error sits at float16's rounding level (about $10^{-3}$: float16 keeps 11
-# significant bits). At $2^{16}$ the scaled gradients exceed 65504 and the
-# update is `inf`/NaN (the missing point). The good range spans about ten
-# powers of two: that is why a dynamic scaler can get away with halving after
-# an overflow and doubling now and then. Try `steps=10`, or targets 100 times
-# smaller.
+# significant bits). At $2^{16}$ the scale itself is above 65504, so the
+# float16 seed is `inf` and the gradients and the update are NaN (the missing
+# point). The good range spans about ten powers of two: that is why a dynamic
+# scaler can get away with halving after an overflow and doubling now and then.
+# Try `steps=10`, or targets 100 times smaller.

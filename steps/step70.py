@@ -578,9 +578,9 @@ def rdiv(x0, x1):
 # %% [markdown]
 # ## Before and after
 #
-# The same four lines as at the top of this step, now with the fast core (the
-# package you imported is always the finished one; the numbers at the top were
-# measured with it too). To compare with the plain core of step 69, the
+# Two of the lines at the top of this step, and one more, measured with the
+# same finished package (the package you imported is always the finished one;
+# the numbers at the top were measured with it too). To compare with the plain core of step 69, the
 # repository builds the package as it stood at step 69 and runs the same
 # benchmark on both:
 #
@@ -590,7 +590,7 @@ def rdiv(x0, x1):
 #
 # On the machine of `docs/performance.md` it gives the table there: the fast
 # path roughly halves the cost of a small function's forward and backward,
-# while on 1000×1000 arrays both are within a few percent of NumPy.
+# while on 1000×1000 arrays the two cores are within a few percent of each other.
 
 # %%
 for label, stmt, number in [
@@ -640,7 +640,8 @@ print("self-check passed:", message)
 def binary(function, op, x0, x1):
     raise NotImplementedError(
         "Exercise (step 70): with dz.Config.enable_backprop return function()(x0, x1); else "
-        "return dz.Variable(np.asarray(op(x0.data, x1 or x1.data)), requires_grad=False)"
+        "return dz.Variable(np.asarray(op(x0.data, x1.data if isinstance(x1, dz.Variable) "
+        "else x1)), requires_grad=False)"
     )
 
 # %%

@@ -285,9 +285,9 @@ def softmax_cross_entropy_grad(p, t, gy):
 # %% [markdown]
 # ## Convolutions: one launch where im2col made a dozen
 #
-# The im2col of step 58 copies one strided slice per kernel offset: for a 3x3
-# kernel that is nine copies plus the padding, each a launch (and tens of
-# microseconds of CuPy's Python). On a GPU one kernel can write every element
+# The im2col of step 57 (`_im2col_channels_first`) copies one strided slice per
+# kernel offset: for a 3x3 kernel that is nine copies plus the padding, each a
+# launch (and tens of microseconds of CuPy's Python). On a GPU one kernel can write every element
 # of the column array directly, reading zero where the window hangs over the
 # border, so no padded copy is made at all. Its transpose, col2im, becomes one
 # kernel too: each thread computes one pixel of the image and *gathers* the
@@ -870,13 +870,14 @@ for method in (F.Sigmoid.forward, F.Sigmoid.backward, F.ReLU.forward, F.Linear.b
 print(inspect.getsource(F._fusable))
 
 # %% [markdown]
-# One more source of waiting: a Python number used with a GPU array, as in
-# `1 - y` or `gy / n`. It used to become a 0-d array made with
-# `cupy.asarray`, a copy from host memory to the device, which waits for the
-# GPU. Now it becomes `cupy.full((), value)`, a fill kernel that is queued like
-# any other. A training step then copies nothing from the host once its batch
-# is on the device; `tests/test_gpu.py` counts the copies so this cannot come
-# back.
+# One more thing to keep off the host: a Python number used with a GPU array, as
+# in `1 - y` or `gy / n`. Where the framework needs it as an array, it becomes
+# `cupy.full((), value)`, a 0-d device array written by a small fill kernel that
+# is queued like any other (CuPy's `asarray` fills a 0-d value the same way; only
+# arrays of one or more dimensions are copied from host memory). A training step
+# then copies nothing from the host once its batch is on the device;
+# `tests/test_gpu.py` counts every `cupy.asarray`/`cupy.array` of a host object
+# in a step, so a NumPy array slipped into the loop cannot come in unnoticed.
 
 # %% [markdown]
 # ## Fused and unfused give the same numbers
@@ -937,7 +938,7 @@ print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain
 # fused kernels remove more launches than the framework's bookkeeping adds. What
 # is left is mostly Python: each `Function` call, the matrix products (cuBLAS,
 # one launch each, but tens of microseconds of CuPy's Python to set up), and the
-# host-to-device copy of each batch, which waits for the GPU.
+# host-to-device copy of each batch (CuPy stages it through pinned memory).
 #
 # The small CNN of the benchmark (conv16-pool-conv32-pool-fc100-fc10, 10,000
 # images) went from 0.66 s to 0.31 s per epoch with the convolution kernels,

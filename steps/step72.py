@@ -177,10 +177,11 @@ def run_program(source, n=2, args=(), timeout=600):
 def naive_allreduce_bytes(n_bytes, p):
     """Bytes the busiest process sends when everyone sends to rank 0, which sends the sum back.
 
-    Rank 0 receives ``(p - 1) * n`` and sends ``(p - 1) * n``: its link carries
-    ``2 (p - 1) n`` bytes, growing with the number of processes.
+    Rank 0 sends the sum to each of the ``p - 1`` others: ``(p - 1) * n`` bytes,
+    growing with the number of processes (it receives as many again; like
+    :func:`ring_allreduce_bytes`, this counts what is sent).
     """
-    return 2 * (p - 1) * n_bytes
+    return (p - 1) * n_bytes
 
 
 def ring_allreduce_bytes(n_bytes, p):
@@ -398,7 +399,7 @@ print("plain average of 24 + 8:   ", f"{np.abs(plain['l0/W'] - whole['l0/W']).ma
 print("weighted by slice size:    ", f"{np.abs(weighted['l0/W'] - whole['l0/W']).max():.1e}")
 
 # %% [markdown]
-# That is why the data loader of step 73 only hands out whole batches, cut
+# That is why `DistributedDataLoader` above only hands out whole batches, cut
 # into equal slices.
 #
 # ## All-reduce
@@ -457,7 +458,7 @@ print("cost model 2(p-1)/p * N:   ", D.ring_allreduce_bytes(arrays[0].nbytes, p)
 print("naive, busiest worker:     ", D.naive_allreduce_bytes(arrays[0].nbytes, p))
 
 # %% [markdown]
-# The count matches the cost model exactly. For the MNIST MLP of step 53
+# The count matches the cost model exactly. For the MNIST MLP of step 54
 # (784-1000-10: 795,010 float32 parameters, 3.2 MB of gradients per step),
 # this is how the traffic of the busiest worker grows with the number of
 # workers:
@@ -481,15 +482,15 @@ plt.show()
 # (microseconds on one machine, more across a network), and the ring takes
 # $2(p-1)$ rounds, so for small arrays and many workers other shapes (trees)
 # win; real libraries (MPI implementations, NCCL) pick an algorithm by size.
-# Packing all gradients into one buffer, as step 73's communicator does, pays
+# Packing all gradients into one buffer, as `Communicator.allreduce_mean` above does, pays
 # the latency once per step instead of once per parameter.
 # `benchmarks/allreduce.py` measures both on this machine.
 #
 # ## Exercise
 # 1. Write `naive_allreduce(arrays)` the way the naive scheme works: worker 0
 #    receives every other array and adds it, then sends the sum back to each.
-#    Return the results (one per worker) and the bytes *worker 0* sent and
-#    received together; the self-check compares them with the cost model.
+#    Return the results (one per worker) and the bytes *worker 0* sent; the
+#    self-check compares them with the cost model.
 # 2. **Implement then test: the gradient hook's work.** Write
 #    `allreduce_grads(comm, params)`, what `Communicator.allreduce_grads` does:
 #    take the parameters that have a gradient, hand their gradient arrays to
@@ -503,33 +504,31 @@ plt.show()
 #| exercise
 def naive_allreduce(arrays):
     raise NotImplementedError(
-        "Exercise (step 72): total = sum of the arrays, counting each received array's nbytes; "
-        "one copy of total per worker, plus nbytes of total sent to each other worker"
+        "Exercise (step 72): total = sum of the arrays; one copy of total per worker; "
+        "sent = nbytes of total for each other worker"
     )
 
 # %%
 #| solution
 def naive_allreduce(arrays):
     total = arrays[0].astype(float)
-    moved = 0
-    for a in arrays[1:]:
+    for a in arrays[1:]:  # received by worker 0
         total = total + a
-        moved += a.nbytes  # received by worker 0
     results = [total.copy() for _ in arrays]
-    moved += total.nbytes * (len(arrays) - 1)  # sent back by worker 0
-    return results, moved
+    sent = total.nbytes * (len(arrays) - 1)  # the sum, sent back to each other worker
+    return results, sent
 
 # %%
 #| check
-results, moved = naive_allreduce(arrays)
+results, sent = naive_allreduce(arrays)
 assert len(results) == len(arrays), f"one result per worker: expected {len(arrays)}"
 assert all(np.allclose(r, total) for r in results), "every worker should end with the sum"
 expected = D.naive_allreduce_bytes(arrays[0].nbytes, len(arrays))
-assert moved == expected, (
-    f"worker 0 moved {moved} bytes, the cost model says {expected}: it receives p - 1 arrays "
-    "and sends the sum p - 1 times"
+assert sent == expected, (
+    f"worker 0 sent {sent} bytes, the cost model says {expected}: it sends the sum to each of "
+    "the p - 1 other workers (what it receives is not counted)"
 )
-print(f"self-check passed: worker 0 moves {moved} bytes, 2(p - 1)N")
+print(f"self-check passed: worker 0 sends {sent} bytes, (p - 1)N, against the ring's < 2N")
 
 # %%
 #| exercise

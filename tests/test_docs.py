@@ -153,6 +153,14 @@ def test_site_builds_with_warnings_as_errors(site, record_property):
     assert timings["notebooks"] == len(NAMES)
 
 
+def test_ci_runs_exactly_the_readmes_test_command():
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"run the whole test suite.*?```bash\n(.+?)\n```", readme, re.S).group(1)
+    lines = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines()
+             if ln.strip() and not ln.lstrip().startswith("#")]
+    assert lines[-1] == command, (lines[-1], command)
+
+
 def test_home_page_has_the_two_commands(site):
     text = page_text(site / "index.html")
     assert "pip install -e . && python steps/step01.py" in text
