@@ -267,7 +267,9 @@ def _from_host(name):
     numpy_func = getattr(_np, name)
 
     def copy(obj, *args, **kwargs):
-        if not isinstance(obj, ndarray):
+        if not isinstance(obj, ndarray) and _np.ndim(obj) == 0:
+            LAUNCHES[f"{name} (0-d: a fill kernel)"] += 1  # CuPy fills, copies nothing
+        elif not isinstance(obj, ndarray):
             HOST_COPIES[name] += 1
         elif name == "asarray":  # of a device array: the array itself when nothing changes
             result = _np.asarray(obj._a, *args, **kwargs)
