@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dezero_like import cuda
 from dezero_like import graph as _graph
 
 #: Milliseconds each frame shows when the animation plays.
@@ -60,7 +61,7 @@ def _known_grads(nodes):
     for key, v in nodes.items():
         g = _graph.node_grad(v)
         if g is not None:
-            known[key] = np.array(_graph._array(g), copy=True)
+            known[key] = np.array(cuda.as_numpy(_graph._array(g)), copy=True)  # GPU: a host copy
     return known
 
 

@@ -70,7 +70,8 @@ def _is_array(x):
 def _mixed_devices(x, x_on, other_on):
     return (f"an array of shape {tuple(x.shape)} on {x_on} is combined with a Variable on "
             f"{other_on}; put both on one device first (cuda.as_cupy(a) or cuda.as_numpy(a) "
-            "for an array, v.to_gpu() or v.to_cpu() for a Variable)")
+            "for an array, v.to_gpu() or v.to_cpu() for a Variable, model.to_gpu() for a "
+            "model)")
 
 
 def _on_two_devices(a, b):
@@ -386,12 +387,16 @@ class Variable:
     def to_cpu(self):
         if self.data is not None:
             self.data = cuda.as_numpy(self.data)
+        if self.grad is not None:
+            self.grad.to_cpu()
         return self
 
     # (step 54)
     def to_gpu(self):
         if self.data is not None:
             self.data = cuda.as_cupy(self.data)
+        if self.grad is not None:
+            self.grad.to_gpu()
         return self
 
     # (step 61)

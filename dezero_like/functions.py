@@ -801,6 +801,11 @@ def accuracy(y, t):
     xp = cuda.get_array_module(y_data)
     if isinstance(t_data, (list, tuple)):
         t_data = xp.asarray(t_data)
+    apart = _on_two_devices(y_data, t_data)
+    if apart:  # an evaluation loop that moved x but took t from the dataset
+        raise TypeError(
+            f"accuracy: the scores are on the {apart[0]} but the labels are on the {apart[1]}; "
+            "put both on one device (cuda.as_cupy(t) or cuda.as_numpy(t))")
     if y_data.ndim != 2 or y_data.shape[1] < 2:
         why = ("; with one output column the argmax is always 0. For one score per row (a "
                "binary classifier) compare ((y.data > 0) == t).mean() instead"

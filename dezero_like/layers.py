@@ -18,7 +18,7 @@ import numpy as np
 
 import dezero_like.functions as F
 from dezero_like import cuda
-from dezero_like.core import Parameter, _is_array, as_variable
+from dezero_like.core import Parameter, Variable, _is_array, as_variable
 from dezero_like.utils import forward_names, publish
 
 
@@ -101,6 +101,29 @@ class Layer:
             else:
                 yield obj
 
+    def _walk_layers(self):
+        """This layer and every sub-layer, depth first."""
+        yield self
+        for name in self._names():
+            obj = self.__dict__[name]
+            if isinstance(obj, Layer):
+                yield from obj._walk_layers()
+
+    # (step 54)
+    def _creation_xp(self, x):
+        """The array module a lazy parameter is created with: the first input's, which must be on
+        the device ``to_gpu()``/``to_cpu()`` put this layer on."""
+        xp = cuda.get_array_module(x)
+        device = self.__dict__.get("_device")
+        if device is not None and (device == "gpu") != (xp is not np):
+            here, there = ("GPU", "CPU") if device == "gpu" else ("CPU", "GPU")
+            move = "cuda.as_cupy(x), or loader.to_gpu()" if device == "gpu" else "cuda.as_numpy(x)"
+            raise TypeError(
+                f"{self._describe()} was put on the {here} (to_{here.lower()}()), but its first "
+                f"input is on the {there}; its weights are created from the first input, on that "
+                f"input's device, so move the input first: x = {move}")
+        return xp
+
     def cleargrads(self):
         """Reset the gradient of every parameter (call before each backward)."""
         for param in self.params():
@@ -108,14 +131,20 @@ class Layer:
 
     # (step 54)
     def to_cpu(self):
-        for param in self.params():
-            param.to_cpu()
+        for layer in self._walk_layers():
+            object.__setattr__(layer, "_device", "cpu")
+            for value in list(layer.__dict__.values()):
+                if isinstance(value, Variable):
+                    value.to_cpu()
         return self
 
     # (step 54)
     def to_gpu(self):
-        for param in self.params():
-            param.to_gpu()
+        for layer in self._walk_layers():
+            object.__setattr__(layer, "_device", "gpu")
+            for value in list(layer.__dict__.values()):
+                if isinstance(value, Variable):
+                    value.to_gpu()
         return self
 
     # (step 55)
@@ -234,6 +263,8 @@ class Layer:
             if p.data is None:
                 layer, name = owners[key]
                 layer._took_shape(name, a.shape)
+                if layer.__dict__.get("_device") == "gpu":  # to_gpu() came first (step 54)
+                    a = cuda.as_cupy(a)
             elif not isinstance(p.data, np.ndarray):
                 a = cuda.as_cupy(a)  # the parameter lives on the GPU: keep it there
             p.data = a
@@ -282,7 +313,7 @@ class Linear(Layer):
             if x.ndim != 2:
                 raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}")
             self.in_size = x.shape[1]
-            xp = cuda.get_array_module(x)
+            xp = self._creation_xp(x)
             self._init_W(xp)
             if xp is not np and self.b is not None:
                 self.b.to_gpu()  # the input is on the GPU: keep the whole layer there

@@ -106,12 +106,19 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} must implement update_one()")
 
     def _state(self, name, param):
-        """Per-parameter state array (zeros of the parameter's shape and dtype on first use)."""
+        """Per-parameter state array (zeros of the parameter's shape and dtype on first use).
+
+        It follows the parameter to the other device (``model.to_gpu()`` in the middle of
+        training), as the parameter's own gradient does.
+        """
         state = self._param_state(param)
         array = state.get(name)
         if array is None:
             xp = cuda.get_array_module(param.data)
             array = state[name] = xp.zeros_like(param.data)
+        elif type(array) is not type(param.data):  # the parameter moved (step 54)
+            xp = cuda.get_array_module(param.data)
+            array = state[name] = xp.asarray(cuda.as_numpy(array))
         return array
 
     def _param_state(self, param):

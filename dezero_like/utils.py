@@ -48,13 +48,12 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
     costs two evaluations of ``f`` per element, which is why backprop exists.
     The nudges are made in the input's floating dtype; integer, boolean and
     float16 input is nudged in float64 (``1 + 1e-4`` is 1 in int64 and in float16),
-    and its gradient is float64.
+    and its gradient is float64. For a GPU input the nudges are made on a host copy
+    and ``f`` runs on the GPU, where its other arguments (weights) live too.
     """
     x_data = x.data if isinstance(x, Variable) else x if cuda.is_cupy_array(x) else np.asarray(x)
     xp = cuda.get_array_module(x_data)
-    if xp is not np:
-        # finite differences are done on the CPU
-        return xp.asarray(numerical_grad(f, cuda.as_numpy(x_data), *args, eps=eps, **kwargs))
+    x_data = cuda.as_numpy(x_data)
     if x_data.dtype.kind in "biu" or x_data.dtype == np.float16:
         x_data = x_data.astype(np.float64)
     x_data = x_data.copy()  # never perturb the caller's array
@@ -62,7 +61,7 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
     grad = np.zeros_like(x_data, dtype=np.result_type(x_data.dtype, np.float32))
 
     def total(data):
-        y = f(Variable(data), *args, **kwargs)
+        y = f(Variable(xp.asarray(data)), *args, **kwargs)  # on x's device
         if isinstance(y, (list, tuple)):
             return sum(float(cuda.as_numpy(v.data).sum()) for v in y)
         return float(cuda.as_numpy(as_variable(y).data).sum())
@@ -78,7 +77,7 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
         x_data[idx] = original
         grad[idx] = (y_plus - y_minus) / (2 * eps)
         it.iternext()
-    return grad
+    return xp.asarray(grad)
 
 
 def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):

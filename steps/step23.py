@@ -129,7 +129,8 @@ def _is_array(x):
 def _mixed_devices(x, x_on, other_on):
     return (f"an array of shape {tuple(x.shape)} on {x_on} is combined with a Variable on "
             f"{other_on}; put both on one device first (cuda.as_cupy(a) or cuda.as_numpy(a) "
-            "for an array, v.to_gpu() or v.to_cpu() for a Variable)")
+            "for an array, v.to_gpu() or v.to_cpu() for a Variable, model.to_gpu() for a "
+            "model)")
 
 
 def _on_two_devices(a, b):
@@ -805,13 +806,12 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
     costs two evaluations of ``f`` per element, which is why backprop exists.
     The nudges are made in the input's floating dtype; integer, boolean and
     float16 input is nudged in float64 (``1 + 1e-4`` is 1 in int64 and in float16),
-    and its gradient is float64.
+    and its gradient is float64. For a GPU input the nudges are made on a host copy
+    and ``f`` runs on the GPU, where its other arguments (weights) live too.
     """
     x_data = x.data if isinstance(x, Variable) else x if cuda.is_cupy_array(x) else np.asarray(x)
     xp = cuda.get_array_module(x_data)
-    if xp is not np:
-        # finite differences are done on the CPU
-        return xp.asarray(numerical_grad(f, cuda.as_numpy(x_data), *args, eps=eps, **kwargs))
+    x_data = cuda.as_numpy(x_data)
     if x_data.dtype.kind in "biu" or x_data.dtype == np.float16:
         x_data = x_data.astype(np.float64)
     x_data = x_data.copy()  # never perturb the caller's array
@@ -819,7 +819,7 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
     grad = np.zeros_like(x_data, dtype=np.result_type(x_data.dtype, np.float32))
 
     def total(data):
-        y = f(Variable(data), *args, **kwargs)
+        y = f(Variable(xp.asarray(data)), *args, **kwargs)  # on x's device
         if isinstance(y, (list, tuple)):
             return sum(float(cuda.as_numpy(v.data).sum()) for v in y)
         return float(cuda.as_numpy(as_variable(y).data).sum())
@@ -835,7 +835,7 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
         x_data[idx] = original
         grad[idx] = (y_plus - y_minus) / (2 * eps)
         it.iternext()
-    return grad
+    return xp.asarray(grad)
 
 
 # %%

@@ -235,9 +235,9 @@ def _recorded(v, attribute):
 
 
 def _array(value):
-    if value is None:
-        return None
-    return getattr(value, "data", value) if not isinstance(value, np.ndarray) else value
+    """The array of a variable, or ``value`` itself (an array, None). A CuPy array has a
+    ``data`` attribute too (its memory pointer), so only a variable's is read."""
+    return value.data if _is_variable(value) else value
 
 
 # %% [markdown]

@@ -57,6 +57,7 @@ sub-layer assigned to one of its attributes, so ``params()`` can walk them all
 NumPy ``.npz`` files, never with pickle.
 """
 
+from dezero_like import cuda
 from dezero_like.core import Parameter, _is_array
 
 
@@ -138,6 +139,19 @@ class Layer:
             else:
                 yield obj
 
+    def _walk_layers(self):
+        """This layer and every sub-layer, depth first."""
+        yield self
+        for name in self._names():
+            obj = self.__dict__[name]
+            if isinstance(obj, Layer):
+                yield from obj._walk_layers()
+
+    def _creation_xp(self, x):
+        """The array module a lazy parameter is created with: the first input's (NumPy or
+        CuPy). Step 54 makes it respect the device ``to_gpu()``/``to_cpu()`` chose."""
+        return cuda.get_array_module(x)
+
     def cleargrads(self):
         """Reset the gradient of every parameter (call before each backward)."""
         for param in self.params():
@@ -202,7 +216,7 @@ class Linear(Layer):
             if x.ndim != 2:
                 raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}")
             self.in_size = x.shape[1]
-            xp = cuda.get_array_module(x)
+            xp = self._creation_xp(x)
             self._init_W(xp)
             if xp is not np and self.b is not None:
                 self.b.to_gpu()  # the input is on the GPU: keep the whole layer there

@@ -25,8 +25,8 @@
 # ### The package code of this step
 #
 # In this step `core` gains `Variable.to_cpu`, `Variable.to_gpu`; `cuda` gains
-# `gpu_available`; `layers` gains `Layer.to_cpu`, `Layer.to_gpu`; `dataloaders` gains
-# `DataLoader.to_cpu`, `DataLoader.to_gpu`.
+# `gpu_available`; `layers` gains `Layer.to_cpu`, `Layer.to_gpu`, `Layer._creation_xp`;
+# `dataloaders` gains `DataLoader.to_cpu`, `DataLoader.to_gpu`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -37,7 +37,9 @@
 # %% [markdown]
 # These two functions become methods of `Variable` (the class name after the module in the first
 # line says so). They replace `data` by a copy on the other device and return the Variable itself,
-# so calls can be chained. A Variable without data is left as it is.
+# so calls can be chained. A gradient moves with its Variable (as in PyTorch, whose `Module.to`
+# moves `.grad` too), so moving between `backward` and `update` works. A Variable without data
+# is left as it is.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -47,12 +49,16 @@ from dezero_like import cuda
 def to_cpu(self):
     if self.data is not None:
         self.data = cuda.as_numpy(self.data)
+    if self.grad is not None:
+        self.grad.to_cpu()
     return self
 
 
 def to_gpu(self):
     if self.data is not None:
         self.data = cuda.as_cupy(self.data)
+    if self.grad is not None:
+        self.grad.to_gpu()
     return self
 
 
@@ -81,21 +87,53 @@ def __getattr__(name):
 
 
 # %% [markdown]
-# A layer moves to a device by moving each of its parameters; `params()` already walks into
-# sub-layers, so a whole model moves with one call.
+# A layer moves to a device by moving each of its parameters, and every other Variable it keeps
+# (an LSTM's state `h` and `c`, step 61), in itself and in every sub-layer, so a whole model
+# moves with one call. It also remembers the device, in every layer: a lazy layer creates its
+# weight from the first input, on that input's device, and after `model.to_gpu()` a first batch
+# left on the CPU would otherwise create `W` on the CPU next to a bias on the GPU.
+# `_creation_xp` refuses that input instead, before anything is created, so the next call with
+# the batch on the GPU works; `load_weights` (step 55) creates lazy weights on that device too.
 
 # %%
 #| export dezero_like/layers.py Layer
+import numpy as np
+
+from dezero_like import cuda
+from dezero_like.core import Variable
+
+
 def to_cpu(self):
-    for param in self.params():
-        param.to_cpu()
+    for layer in self._walk_layers():
+        object.__setattr__(layer, "_device", "cpu")
+        for value in list(layer.__dict__.values()):
+            if isinstance(value, Variable):
+                value.to_cpu()
     return self
 
 
 def to_gpu(self):
-    for param in self.params():
-        param.to_gpu()
+    for layer in self._walk_layers():
+        object.__setattr__(layer, "_device", "gpu")
+        for value in list(layer.__dict__.values()):
+            if isinstance(value, Variable):
+                value.to_gpu()
     return self
+
+
+def _creation_xp(self, x):
+    """The array module a lazy parameter is created with: the first input's, which must be on
+    the device ``to_gpu()``/``to_cpu()`` put this layer on."""
+    xp = cuda.get_array_module(x)
+    device = self.__dict__.get("_device")
+    if device is not None and (device == "gpu") != (xp is not np):
+        here, there = ("GPU", "CPU") if device == "gpu" else ("CPU", "GPU")
+        move = "cuda.as_cupy(x), or loader.to_gpu()" if device == "gpu" else "cuda.as_numpy(x)"
+        raise TypeError(
+            f"{self._describe()} was put on the {here} (to_{here.lower()}()), but its first "
+            f"input is on the {there}; its weights are created from the first input, on that "
+            f"input's device, so move the input first: x = {move}")
+    return xp
 
 
 # %% [markdown]

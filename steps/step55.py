@@ -201,6 +201,8 @@ def load_weights(self, path):
         if p.data is None:
             layer, name = owners[key]
             layer._took_shape(name, a.shape)
+            if layer.__dict__.get("_device") == "gpu":  # to_gpu() came first (step 54)
+                a = cuda.as_cupy(a)
         elif not isinstance(p.data, np.ndarray):
             a = cuda.as_cupy(a)  # the parameter lives on the GPU: keep it there
         p.data = a

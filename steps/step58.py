@@ -756,7 +756,7 @@ class Conv2d(Layer):
                 "layout here is (N, C, H, W): x.transpose(0, 3, 1, 2) if they are",
                 stacklevel=4)  # the caller of the layer
         self.in_channels = x.shape[1]
-        self._init_W(cuda.get_array_module(x))
+        self._init_W(self._creation_xp(x))  # on x's device, which must be the layer's
         _to_device_of(self.b, x)
 
     def forward(self, x):
@@ -840,7 +840,7 @@ class BatchNorm(Layer):
                 f"BatchNorm normalises each channel (axis 1) over a batch, got input of shape "
                 f"{tuple(x.shape)}; pass a batch of shape (N, C) or (N, C, H, W)")
         if self.avg_mean.data is None:
-            xp = cuda.get_array_module(x)
+            xp = self._creation_xp(x)
             C = x.shape[1]
             # integer input (uint8 pixels) is normalised in float64, as batch_norm computes it
             dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)

@@ -121,6 +121,8 @@ class ndarray:
         self._a[...] = arr
 
     def __getattr__(self, name):
+        if name.startswith("__array_"):  # CuPy has no __array_interface__ (nor struct, priority)
+            raise AttributeError(f"'cupy.ndarray' object has no attribute {name!r}")
         value = getattr(self._a, name)
         if callable(value):
             def method(*args, **kwargs):
@@ -233,9 +235,11 @@ def _wrapped_around(key, shape):
 
 
 def _binary(ufunc, reflected=False):
-    if reflected:
-        return lambda self, other: ufunc(other, self)
-    return lambda self, other: ufunc(self, other)
+    def op(self, other):
+        if getattr(type(other), "__array_ufunc__", False) is None:
+            return NotImplemented  # as CuPy's _should_use_rop: the other side's operator runs
+        return ufunc(other, self) if reflected else ufunc(self, other)
+    return op
 
 
 def _inplace(ufunc):
@@ -632,8 +636,8 @@ class ElementwiseKernel:
             if len(typ) == 1 and isinstance(a, ndarray):
                 binding.setdefault(typ, a.dtype)
         for (typ, _, _), a in params:
-            if len(typ) == 1:
-                binding.setdefault(typ, _np.asarray(a).dtype)
+            if len(typ) == 1 and typ not in binding:  # a scalar: NumPy's type for it
+                binding[typ] = _np.asarray(a).dtype
 
         def dtype_of(typ):
             return _np.dtype(binding[typ] if len(typ) == 1 else typ)

@@ -520,3 +520,86 @@ def test_a_gradient_through_fancy_indexing_on_the_gpu_in_complex_and_float16(dty
         grads.append(cuda.as_numpy(v.grad.data))
     assert grads[1].dtype == dtype
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-3)
+
+
+def _mlp_run(move_at, optimizer_class, x, t, steps=4):
+    """Losses of an MLP trained on the CPU, moved to the GPU before step ``move_at``."""
+    np.random.seed(0)
+    model = MLP((5, 3))
+    optimizer = optimizer_class().setup(model)
+    losses = []
+    for i in range(steps):
+        if i == move_at:
+            model.to_gpu()
+        xs, ts = (cuda.as_cupy(x), cuda.as_cupy(t)) if i >= move_at else (x, t)
+        loss = F.softmax_cross_entropy(model(xs), ts)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+        losses.append(float(loss.data))
+    return losses
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["MomentumSGD", "AdaGrad", "AdaDelta", "Adam"])
+def test_optimizer_state_follows_the_model_to_the_gpu_mid_training(name):
+    x = np.random.default_rng(0).random((4, 3)).astype(np.float32)
+    t = np.array([0, 1, 2, 0])
+    cls = getattr(optimizers, name)
+    np.testing.assert_allclose(_mlp_run(2, cls, x, t), _mlp_run(99, cls, x, t), rtol=1e-5)
+
+
+@needs_gpu
+def test_a_model_put_on_the_gpu_creates_its_lazy_weights_there_or_refuses_a_cpu_input(tmp_path):
+    import cupy
+
+    x = np.random.default_rng(0).random((4, 3)).astype(np.float32)
+    model = MLP((5, 3)).to_gpu()
+    with pytest.raises(TypeError, match=r"layer 'l0' \(Linear\) was put on the GPU .* "
+                                        r"first input is on the CPU"):
+        model(x)
+    assert isinstance(model(cuda.as_cupy(x)).data, cupy.ndarray)  # nothing half-made before
+    conv = Lc.Conv2d(2, 3, pad=1).to_gpu()
+    with pytest.raises(TypeError, match="was put on the GPU"):
+        conv(np.ones((1, 1, 4, 4), np.float32))
+    np.random.seed(0)
+    trained = MLP((5, 3))
+    expected = trained(x).data
+    trained.save_weights(tmp_path / "w.npz")
+    loaded = MLP((5, 3)).to_gpu()
+    loaded.load_weights(tmp_path / "w.npz")  # lazy weights: created on the GPU
+    assert all(isinstance(p.data, cupy.ndarray) for p in loaded.params())
+    np.testing.assert_allclose(cuda.as_numpy(loaded(cuda.as_cupy(x)).data), expected, rtol=1e-6)
+
+
+@needs_gpu
+def test_to_gpu_moves_gradients_and_an_lstms_state():
+    import cupy
+
+    v = dz.Variable(np.ones(3))
+    (v * 2).sum().backward()
+    v.to_gpu()
+    assert isinstance(v.grad.data, cupy.ndarray)
+    lstm = L.LSTM(4)
+    lstm(np.ones((2, 3), np.float32))  # h and c are kept, on the CPU
+    lstm.to_gpu()
+    y = lstm(cuda.as_cupy(np.ones((2, 3), np.float32)))  # goes on without reset_state()
+    assert isinstance(y.data, cupy.ndarray) and isinstance(lstm.c.data, cupy.ndarray)
+
+
+@needs_gpu
+def test_gpu_helpers_numerical_grad_accuracy_and_drawing_take_gpu_arrays():
+    from dezero_like.animate import record_backward
+    from dezero_like.graph import get_dot_graph
+    from dezero_like.utils import gradient_check
+
+    rng = np.random.default_rng(0)
+    W = cuda.as_cupy(rng.normal(size=(3, 2)))
+    assert gradient_check(lambda x: F.matmul(x, W), cuda.as_cupy(rng.normal(size=(4, 3))))
+    with pytest.raises(TypeError, match="scores are on the GPU but the labels are on the CPU"):
+        F.accuracy(cuda.as_cupy(np.eye(3)), np.arange(3))
+    x = dz.Variable(cuda.as_cupy(np.array([1.0, 2.0])), name="x")
+    y = F.sum(x * x)
+    assert "data 5" in get_dot_graph(y, values=True)  # the value, copied to the host
+    known = [g for _, grads in record_backward(y).frames for g in grads.values()]
+    assert known and all(isinstance(g, np.ndarray) for g in known)  # host copies of the grads
