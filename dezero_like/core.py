@@ -242,6 +242,12 @@ class Variable:
     def __float__(self):  # float(loss), as for a one-element array
         return float(self.data)
 
+    def __int__(self):  # int(correct), as for a one-element array
+        return int(self.data)
+
+    def __round__(self, ndigits=None):  # round(loss, 4): a Python number, as PyTorch's .item()
+        return round(self.item(), ndigits)
+
     def item(self):
         """The value of a one-element Variable as a Python number (``loss.item()``)."""
         return self.data.item()

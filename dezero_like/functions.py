@@ -768,6 +768,8 @@ class SoftmaxCrossEntropy(Function):
             return loss
         z, log_s = _shifted_logsumexp(x, axis=1)
         neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
+        if xp is not np:  # CuPy wraps an out-of-range index around: a bad label gives NaN instead
+            neg_log_p = xp.where((t < 0) | (t >= x.shape[1]), xp.nan, neg_log_p)
         return neg_log_p.sum() / n
 
     # (step 71)

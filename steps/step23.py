@@ -215,8 +215,8 @@ def _as_inputs(inputs):
 # ### `Variable`
 #
 # The class of step 22, with two main changes (it also gains the conversions
-# `__array__`, `__bool__`, `__float__`, `item` and `__format__`, and `backward`
-# always seeds with ones):
+# `__array__`, `__bool__`, `__float__`, `__int__`, `__round__`, `item` and
+# `__format__`, and `backward` always seeds with ones):
 #
 # * **`requires_grad`.** A Variable the user creates requires a gradient. A
 #   constant made from a number (the `2.0` in `x * 2.0`) does not, and neither
@@ -311,6 +311,12 @@ class Variable:
 
     def __float__(self):  # float(loss), as for a one-element array
         return float(self.data)
+
+    def __int__(self):  # int(correct), as for a one-element array
+        return int(self.data)
+
+    def __round__(self, ndigits=None):  # round(loss, 4): a Python number, as PyTorch's .item()
+        return round(self.item(), ndigits)
 
     def item(self):
         """The value of a one-element Variable as a Python number (``loss.item()``)."""

@@ -600,8 +600,10 @@ def backward(self, gy):
 # stores the probabilities on the function. Labels left on the CPU (a NumPy array beside CuPy
 # logits) are refused at once: CuPy would copy them, and the fused backward would fail on them.
 # The label check still runs on the CPU only; on a GPU the kernel gives NaN for a bad label
-# instead. Backward then computes $(p - \operatorname{onehot}(t)) \cdot g_y / N$ from those stored
-# probabilities in one elementwise kernel, without computing the softmax again.
+# instead, and so does the array path that other dtypes (float16) take there, where CuPy's
+# indexing would wrap a label of 10 around to class 0 and give a finite, wrong loss. Backward
+# then computes $(p - \operatorname{onehot}(t)) \cdot g_y / N$ from those stored probabilities
+# in one elementwise kernel, without computing the softmax again.
 
 # %%
 #| export dezero_like/functions.py SoftmaxCrossEntropy
@@ -647,6 +649,8 @@ def forward(self, x, t):
         return loss
     z, log_s = _shifted_logsumexp(x, axis=1)
     neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
+    if xp is not np:  # CuPy wraps an out-of-range index around: a bad label gives NaN instead
+        neg_log_p = xp.where((t < 0) | (t >= x.shape[1]), xp.nan, neg_log_p)
     return neg_log_p.sum() / n
 
 

@@ -824,3 +824,11 @@ def test_dropout_of_integers_and_clip_with_array_bounds():
     np.testing.assert_array_equal(x.grad.data, [0.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="x_min <= x_max"):
         F.clip(x, np.ones(3), np.array([2.0, 0.0, 2.0]))
+
+
+def test_int_and_round_of_a_one_element_variable_as_for_a_tensors_item():
+    loss = dz.Variable(np.array(0.123456, np.float32))
+    assert round(loss, 3) == 0.123 and isinstance(round(loss, 3), float)
+    assert int(dz.Variable(np.array(7.9))) == 7
+    with pytest.raises((TypeError, ValueError)):
+        round(dz.Variable(np.ones(3)), 2)

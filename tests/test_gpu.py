@@ -374,10 +374,12 @@ def test_second_derivatives_on_the_gpu_fall_back_to_differentiable_steps():
 
 
 @needs_gpu
-def test_a_wrong_label_gives_nan_on_the_gpu_not_a_read_out_of_bounds():
-    x = cuda.as_cupy(np.zeros((2, 3), np.float32))
-    loss = F.softmax_cross_entropy(x, cuda.as_cupy(np.array([0, 7])))
-    assert np.isnan(float(loss.data))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])  # the kernel, the array path
+@pytest.mark.parametrize("label", [7, 3, -1])
+def test_a_wrong_label_gives_nan_on_the_gpu_not_a_read_out_of_bounds(dtype, label):
+    x = cuda.as_cupy(np.zeros((2, 3), dtype))
+    loss = F.softmax_cross_entropy(x, cuda.as_cupy(np.array([0, label])))
+    assert np.isnan(float(loss.data))  # CuPy's indexing wraps 3 to class 0: a finite loss
 
 
 def _training_step(kind):
