@@ -203,4 +203,8 @@ assert np.allclose(x.grad, 4 * x.data**3), (
     f"expected 4x^3 = {4 * x.data**3}, got {x.grad}: seed y.grad with ones, then call "
     "S2.backward before S1.backward"
 )
+assert np.allclose(h.grad, 2 * h.data), (
+    f"h.grad should be dy/dh = 2h = {2 * h.data}, got {h.grad}: it comes from S2, the last "
+    "function, so h.grad = S2.backward(y.grad), then x.grad = S1.backward(h.grad)"
+)
 print("self-check passed: the hand-run backward pass gives dy/dx = 4x^3")

@@ -234,4 +234,10 @@ assert isinstance(y.data, np.ndarray) and y.data.shape == (), "sin of a 0-d arra
 assert np.isclose(y.data, np.sin(np.pi / 3)), f"sin(pi/3) = {np.sin(np.pi / 3)}, got {y.data}"
 y.backward()
 assert np.isclose(x.grad, 0.5), f"cos(pi/3) = 0.5, got {x.grad}: backward uses the input's data"
+x_chain = Variable(np.array(np.pi / 3))
+square(sin(x_chain)).backward()  # now Sin.backward receives gy = 2 sin(x), not 1
+assert np.isclose(x_chain.grad, np.sin(2 * np.pi / 3)), (
+    f"d/dx sin(x)^2 = 2 sin(x) cos(x) = {np.sin(2 * np.pi / 3)}, got {x_chain.grad}: "
+    "Sin.backward must multiply cos(x) by gy, the gradient coming from the output side"
+)
 print("self-check passed: sin works on a 0-d array and its gradient is cos")

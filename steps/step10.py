@@ -309,7 +309,41 @@ class ExpTest(unittest.TestCase):
 
 # %%
 #| check
+import io
+
 result = run_tests(ExpTest)
 assert result.testsRun == 3, f"ExpTest should have 3 tests, it ran {result.testsRun}"
 assert result.wasSuccessful(), "some ExpTest tests failed or raised: see the report above"
-print("self-check passed: ExpTest runs 3 passing tests")
+
+
+# Your tests must also catch mistakes: run them against two broken versions of exp.
+class BrokenForwardExp(Exp):
+    def forward(self, x):
+        return np.exp(x) + 1.0
+
+
+class BrokenBackwardExp(Exp):
+    def backward(self, gy):
+        return gy  # the gradient of x, not of e^x
+
+
+real_exp = exp
+try:
+    for broken, must_fail, compare in [
+            (BrokenForwardExp, "test_forward", "exp(1) with e"),
+            (BrokenBackwardExp, "test_backward", "the gradient at 1 with e"),
+            (BrokenBackwardExp, "test_gradient_check", "backprop with gradient_check")]:
+        def exp(x, broken=broken):  # ExpTest now calls the broken exp
+            return broken()(x)
+
+        report = unittest.TextTestRunner(stream=io.StringIO()).run(
+            unittest.defaultTestLoader.loadTestsFromTestCase(ExpTest))
+        failed = {test.id().rsplit(".", 1)[-1] for test, _ in report.failures + report.errors}
+        assert must_fail in failed, (
+            f"{must_fail} still passes when exp is broken ({broken.__name__}), so it checks "
+            f"nothing: call exp and compare {compare} with self.assert... (a bare == or a "
+            "'not None' test never fails)"
+        )
+finally:
+    exp = real_exp
+print("self-check passed: ExpTest runs 3 passing tests, and each fails on a broken exp")

@@ -339,4 +339,9 @@ y = Double()(x)
 y.backward()
 assert x.grad == 2.0, f"dy/dx should be 2, got {x.grad}"
 assert y.grad == 1.0, f"backward must not change the output's gradient, y.grad is now {y.grad}"
+x_chain = Variable(np.array(5.0))
+square(Double()(x_chain)).backward()  # now Double.backward receives gy = 2 * 2x = 20, not 1
+assert x_chain.grad == 40.0, (
+    f"d/dx (2x)^2 = 8x = 40 at x = 5, got {x_chain.grad}: multiply gy by 2, do not replace it"
+)
 print("self-check passed: Double's backward leaves y.grad at 1")

@@ -432,6 +432,10 @@ y.backward()
 assert y is not ..., "replace the ... in `b = ...`, `c = ...` and `y = ...` with square and add"
 assert isinstance(y, Variable), f"y should be the Variable add returns, got {type(y).__name__}"
 assert np.isclose(y.data, 1.5**2 + 1.5**8), f"y should be x^2 + x^8 = {1.5**2 + 1.5**8}"
+assert c.creator.inputs[0].creator.inputs[0] is b, (
+    "c should be built from b, c = square(square(b)): then b is used twice, by c and by y, "
+    "and backward must wait for both"
+)
 assert x.grad is not None, "x.grad is None: call y.backward()"
 assert np.isclose(x.grad, 2 * 1.5 + 8 * 1.5**7), (
     f"expected 2x + 8x^7 = {2 * 1.5 + 8 * 1.5**7}, got {x.grad} "

@@ -1256,7 +1256,9 @@ def my_numerical_grad(f, x, eps=1e-4):
 # %%
 #| check
 xs = np.random.default_rng(0).uniform(-2, 2, size=(2, 3))
-for name, fn in [("F.sin", F.sin), ("f", f), ("x * exp(x)", lambda v: v * F.exp(v))]:
+# the last one is not elementwise: each of its outputs depends on every input
+for name, fn in [("F.sin", F.sin), ("f", f), ("x * exp(x)", lambda v: v * F.exp(v)),
+                 ("x * sum(x)", lambda v: v * F.sum(v))]:
     try:
         mine = my_numerical_grad(fn, xs.copy())
     except NotImplementedError as e:
@@ -1266,7 +1268,7 @@ for name, fn in [("F.sin", F.sin), ("f", f), ("x * exp(x)", lambda v: v * F.exp(
     )
     assert np.allclose(mine, utils.numerical_grad(fn, xs)), (
         f"my_numerical_grad({name}) differs from utils.numerical_grad: nudge one element at a "
-        "time, by +eps and -eps"
+        "time, by +eps and -eps, and sum all of f's outputs each time"
     )
     v = dz.Variable(xs.copy())
     fn(v).backward()

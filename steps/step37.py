@@ -330,7 +330,10 @@ def small_graph(seed):
 
 x_mine, h_mine, y_mine = small_graph(0)
 x_pkg, h_pkg, y_pkg = small_graph(0)
-for mine, pkg in [(y_mine.creator, y_pkg.creator), (h_mine.creator, h_pkg.creator)]:
+# h * xs keeps both its inputs for backward: h (computed) and xs (a leaf)
+mul_mine, mul_pkg = y_mine.creator.inputs[0].creator, y_pkg.creator.inputs[0].creator
+for mine, pkg in [(mul_mine, mul_pkg), (y_mine.creator, y_pkg.creator),
+                  (h_mine.creator, h_pkg.creator)]:
     try:
         release_function(mine)
     except NotImplementedError as e:

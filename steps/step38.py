@@ -303,7 +303,18 @@ gy = np.random.default_rng(1).normal(size=(2, 3)).astype(np.float32)
 mine = MyAsType(np.float32)
 mine(dz.Variable(data.copy()))
 gx = mine.backward(dz.Variable(gy))
+assert isinstance(gx, dz.Variable), (
+    f"backward should return a Variable, got {type(gx).__name__}: convert gy with F.astype, "
+    "which records the conversion for a second backward (gy.data.astype would not)"
+)
 assert gx.dtype == np.float64, f"backward should return the input's dtype float64, got {gx.dtype}"
 assert np.allclose(gx.data, gy), "backward passes the gradient through, only converted"
+back_to32 = MyAsType(np.float64)
+back_to32(dz.Variable(data.astype(np.float32)))
+gx32 = back_to32.backward(dz.Variable(np.ones((2, 3))))
+assert gx32.dtype == np.float32, (
+    f"for a float32 input, backward should return float32, got {gx32.dtype}: convert to the "
+    "dtype forward remembered, self.x_dtype, not to a fixed one"
+)
 assert gradient_check(lambda v: MyAsType(np.float64)(v) * 3.0, data)
 print("self-check passed: MyAsType converts forward and converts the gradient back")

@@ -183,6 +183,12 @@ F.sum(prod).backward()
 assert v.grad.shape == (3,), (
     f"x1.grad should have x1's shape (3,), got {v.grad.shape}: use F.sum_to"
 )
+v_first = dz.Variable(b.copy())  # the broadcast input in the first slot this time
+F.sum(MyMul()(v_first, dz.Variable(a))).backward()
+assert v_first.grad.shape == (3,), (
+    f"x0.grad should have x0's shape (3,), got {v_first.grad.shape}: sum both gradients to "
+    "their own input's shape, F.sum_to(gy * x1, x0.shape) too"
+)
 weight = check_rng.normal(size=(2, 3))
 assert gradient_check(lambda p: MyMul()(p, dz.Variable(b)) * weight, a), "x0's gradient is wrong"
 assert gradient_check(lambda q: MyMul()(dz.Variable(a), q) * weight, b), "x1's gradient is wrong"

@@ -667,6 +667,7 @@ np.random.seed(2)
 frozen_model = MLP((10, 1))
 frozen_model(x)
 W0_before = frozen_model.l0.W.data.copy()
+b0_before = frozen_model.l0.b.data.copy()
 W1_before = frozen_model.l1.W.data.copy()
 opt = optimizers.SGD(lr=0.3).setup(frozen_model)
 opt.add_hook(freeze_first_layer(frozen_model))
@@ -677,6 +678,9 @@ for _ in range(50):
     opt.update()
 assert np.array_equal(frozen_model.l0.W.data, W0_before), (
     "l0.W changed: the hook must stop the update of every parameter of model.l0 (FreezeParam)"
+)
+assert np.array_equal(frozen_model.l0.b.data, b0_before), (
+    "l0.b changed: freeze the whole layer model.l0 (its W and its b), not only l0.W"
 )
 assert not np.array_equal(frozen_model.l1.W.data, W1_before), (
     "l1.W did not move: freeze only the first layer, not the whole model"
@@ -732,5 +736,23 @@ assert np.allclose(weights["yours"], weights["package"]), (
     f"after 5 updates the weights differ from MomentumSGD's by "
     f"{np.abs(weights['yours'] - weights['package']).max():.3g}: keep v between calls "
     "(self._state) and update it in place before adding it to the weights"
+)
+
+# two parameters of the same shape: each needs its own velocity
+pair = {}
+for name, opt in [("yours", MyMomentumSGD(lr=0.1, momentum=0.8)),
+                  ("package", optimizers.MomentumSGD(lr=0.1, momentum=0.8))]:
+    layer = L.Layer()
+    layer.w = Parameter(w_start.copy())
+    layer.u = Parameter(-w_start)
+    opt.setup(layer)
+    for _ in range(5):
+        layer.cleargrads()
+        (F.sum(c * layer.w**2) + F.sum(layer.u**4)).backward()
+        opt.update()
+    pair[name] = (layer.w.data, layer.u.data)
+assert all(np.allclose(p, q) for p, q in zip(pair["yours"], pair["package"])), (
+    "with two parameters of the same shape the weights differ from MomentumSGD's: keep one "
+    "velocity per parameter, self._state('v', param), not one shared by several parameters"
 )
 print("self-check passed: MyMomentumSGD matches optimizers.MomentumSGD over 5 updates")

@@ -388,4 +388,10 @@ assert np.allclose(mine.grad.data, ref.grad.data), (
     f"row 0 of the gradient should be the sum of three rows of w, {w_pick[[0, 2, 3]].sum(0)}, got "
     f"{mine.grad.data[0]}: a plain gx[slices] = gy keeps only one of them, use np.add.at"
 )
+gy32 = dz.Variable(np.ones((4, 3), dtype=np.float32))
+gx32 = MyGetItemGrad(picks, x_data.shape)(gy32)
+assert gx32.dtype == np.float32, (
+    f"for a float32 gy, MyGetItemGrad returns {gx32.dtype}: create the zeros in gy's dtype, "
+    "np.zeros(self.in_shape, dtype=gy.dtype)"
+)
 print("self-check passed: MyGetItemGrad adds repeated indices up, as F.get_item does")

@@ -416,11 +416,24 @@ def evaluate(model, loader):
 #| check
 with dz.no_grad():
     whole = float(F.accuracy(model(test_set.data), test_set.label).data)
-got = evaluate(model, DataLoader(test_set, batch_size=7))
+graph_built = []  # for each call of the model: did it record a graph?
+
+
+def watched_model(x):
+    y = model(x)
+    graph_built.append(y.creator is not None)
+    return y
+
+
+got = evaluate(watched_model, DataLoader(test_set, batch_size=7))
 assert isinstance(got, float), f"evaluate should return a Python float, got {type(got).__name__}"
 assert abs(got - whole) < 1e-6, (
     f"expected {whole:.6f} (the whole test set at once), got {got:.6f}: weight each batch's "
     "accuracy by its size, the last batch has only 300 % 7 = 6 examples"
+)
+assert graph_built and not any(graph_built), (
+    f"the model recorded a graph in {sum(graph_built)} of {len(graph_built)} batches: "
+    "evaluation needs no gradient, so call the model inside `with dz.no_grad():`"
 )
 print(f"test accuracy {got:.3f}")
 print("self-check passed: evaluate weights every batch by its size")

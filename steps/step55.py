@@ -402,6 +402,14 @@ assert not same_weights(model, unrelated), "a model with other random weights is
 smaller = MLP((3,), activation=F.relu)
 smaller(x_all[:1])
 assert not same_weights(model, smaller), "models with different numbers of parameters differ"
+longer = MLP((30, 3, 3), activation=F.relu)  # model's layers plus one more
+longer(x_all[:1])
+for p_model, p_longer in zip(model.params(), longer.params()):
+    p_longer.data = p_model.data.copy()  # its first four parameters are model's
+assert not (same_weights(model, longer) or same_weights(longer, model)), (
+    "a model with the same first parameters plus more is not the same: zip stops at the "
+    "shorter list, so compare the numbers of parameters too"
+)
 print("self-check passed: same_weights tells equal models from different ones")
 
 # %%

@@ -177,9 +177,9 @@ except RuntimeError as e:
 # ## Exercise
 # 1. The full Jacobian can be built from vector–Jacobian products: seeding with
 #    the one-hot vector $e_i$ gives row $i$ of $J$. Write `jacobian(f, x)` that
-#    returns the $n \times n$ matrix of any `f` from $\mathbb{R}^n$ to
-#    $\mathbb{R}^n$, running `f` once and backward $n$ times (hint:
-#    `retain_graph=True`, and `cleargrad` between rows).
+#    returns the $m \times n$ matrix of any `f` from $\mathbb{R}^n$ to
+#    $\mathbb{R}^m$ (one row per output), running `f` once and backward $m$
+#    times (hint: `retain_graph=True`, and `cleargrad` between rows).
 # 2. **Implement then test: skip the gradients nobody needs.** Write `backward`
 #    of `MyMul` ($y = x_0 x_1$, two arrays of the same shape): the gradient of
 #    $x_0$ is $g_y x_1$ and that of $x_1$ is $g_y x_0$, but return `None` in
@@ -219,7 +219,20 @@ assert np.allclose(J2, np.eye(3) * xs.sum() + xs[:, None]), (
     f"the Jacobian of x * sum(x) is sum(x) I + x 1^T, got\n{J2}: row i comes from the "
     "seed e_i; clear x.grad before each row"
 )
-print("self-check passed: n vector-Jacobian products give the whole Jacobian")
+try:
+    J3 = jacobian(lambda x: x[:2] * F.sum(x), xs)  # from R^3 to R^2: 2 rows of 3
+except IndexError as e:
+    raise AssertionError(
+        f"jacobian fails for f from R^3 to R^2 ({e}): one row per output, so loop over y.size"
+    ) from None
+assert np.shape(J3) == (2, 3), (
+    f"for f from R^3 to R^2 the Jacobian is 2 x 3, got shape {np.shape(J3)}: one row per "
+    "output, so loop over y.size, not x.size"
+)
+assert np.allclose(J3, (np.eye(3) * xs.sum() + xs[:, None])[:2]), (
+    f"the Jacobian of x[:2] * sum(x) should be the first two rows of the one above, got\n{J3}"
+)
+print("self-check passed: one vector-Jacobian product per output gives the whole Jacobian")
 
 # %%
 #| exercise
@@ -265,6 +278,12 @@ grads = y.creator.backward(dz.Variable(np.ones((2, 3))))
 assert grads[1] is None, (
     "the constant input (requires_grad=False) got a gradient: return None where "
     "self.needs_input_grad is False"
+)
+y_first = MyMul()(batch, weight)  # the constant in the first slot this time
+grads_first = y_first.creator.backward(dz.Variable(np.ones((2, 3))))
+assert grads_first[0] is None, (
+    "the constant input in the first slot got a gradient: check self.needs_input_grad for "
+    "x0 too, not only for x1"
 )
 F.sum(y).backward()
 assert np.allclose(weight.grad.data, b_data) and batch.grad is None, "weight.grad should be b"

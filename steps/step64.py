@@ -320,6 +320,7 @@ class MySlotsConcat(Concat):
 rng = np.random.default_rng(0)
 xa, wa = rng.normal(size=3), rng.normal(size=2)
 weights = rng.normal(size=11)
+weights_before = weights.copy()
 grads = {}
 for name, cls in (("yours", MySlotsConcat), ("package", Concat)):
     xv, wv = dz.Variable(xa.copy()), dz.Variable(wa.copy())
@@ -327,6 +328,10 @@ for name, cls in (("yours", MySlotsConcat), ("package", Concat)):
     slots = out.creator.backward_accumulate(dz.Variable(weights))
     F.sum(out * weights).backward()
     grads[name] = (xv.grad.data, wv.grad.data, [g is None for g in slots])
+assert np.array_equal(weights, weights_before), (
+    "the output gradient changed: the slots' gradients are views of it, so never add into "
+    "them in place (gxs[j].data += ...); write gxs[j] = gxs[j] + gxs[i], a new Variable"
+)
 assert grads["yours"][2] == grads["package"][2], (
     f"None slots {grads['yours'][2]}, expected {grads['package'][2]}: keep the gradient in the "
     "first slot holding x, and None in the later ones"

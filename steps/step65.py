@@ -434,5 +434,20 @@ with DtypeCheckHook():
         assert "Exp" in str(e), f"the message should name the function (Exp), got {e!r}"
     else:
         raise AssertionError("the float64 input was not caught: raise TypeError for it")
+    try:  # only float64 is refused: other dtypes and integer labels go through
+        F.exp(dz.Variable(np.ones(2, dtype=np.float16)))
+        F.softmax_cross_entropy(dz.Variable(np.ones((2, 3), np.float32)), np.array([0, 2]))
+    except TypeError as e:
+        raise AssertionError(
+            f"the hook refused an input that is not float64 ({e}): raise only for float64"
+        ) from None
+    try:  # float64 in the second input
+        dz.Variable(np.ones(2, dtype=np.float32)) + dz.Variable(np.ones(2))
+    except TypeError as e:
+        assert "Add" in str(e), f"the message should name the function (Add), got {e!r}"
+    else:
+        raise AssertionError(
+            "a float64 second input was not caught: look at every array of in_data"
+        )
 after = F.exp(dz.Variable(np.ones(2)))  # outside the with block the hook is gone
 print("self-check passed: DtypeCheckHook stops float64 inputs and names the function")

@@ -376,6 +376,9 @@ def has_overflow(params):
 
 # %%
 #| check
+from dezero_like.core import Parameter, Variable  # noqa: E402
+
+
 def scaled_grads(scale):
     layer = Linear(1, in_size=D, nobias=True, dtype=np.float16)
     layer.W.data[...] = 0
@@ -390,6 +393,26 @@ assert has_overflow(scaled_grads(2.0**16)) is True, (
 )
 assert has_overflow(scaled_grads(1024.0)) is False, (
     "with a scale of 1024 every gradient is finite: has_overflow should be False"
+)
+
+
+def params_with_grads(*grads):
+    """float16 parameters whose gradients are ``grads`` (None: no gradient)."""
+    params = []
+    for g in grads:
+        p = Parameter(np.zeros(2, np.float16))
+        p.grad = None if g is None else Variable(np.array(g, np.float16))
+        params.append(p)
+    return params
+
+
+assert has_overflow(params_with_grads(None, [1.0, 2.0], [np.inf, 0.0])) is True, (
+    "an inf in the last parameter's gradient was missed: look at every parameter that has a "
+    "gradient, and test for inf as well as NaN (np.isfinite)"
+)
+assert has_overflow(params_with_grads([1.0, 2.0], [0.0, np.nan])) is True, "a NaN was missed"
+assert has_overflow(params_with_grads(None, [1.0, 2.0])) is False, (
+    "finite gradients (and a parameter without one) are no overflow"
 )
 print("self-check passed: has_overflow spots the overflowing scale")
 

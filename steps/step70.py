@@ -683,6 +683,10 @@ assert not created, (
     "op to the arrays directly"
 )
 assert isinstance(y_fast, dz.Variable) and y_fast.creator is None, "return a Variable, no graph"
+assert not y_fast.requires_grad and not y_fast2.requires_grad, (
+    "the fast path's result is a constant (nothing will differentiate it): create it with "
+    "dz.Variable(..., requires_grad=False)"
+)
 assert np.allclose(y_fast.data, u.data * 3.0) and np.allclose(y_fast2.data, u.data * w.data), (
     "the fast path computes something else: op(x0.data, x1) (x1.data for a Variable)"
 )

@@ -960,9 +960,10 @@ print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain
 #    plain version to be tested against. Write `softmax_ce_grad_reference(p, t,
 #    gy)`, what the `softmax_ce_grad` kernel computes, in NumPy: from the
 #    probabilities `p` (N, C), the labels `t` and the scalar seed `gy`, return
-#    $(p - \mathrm{onehot}(t)) \cdot g_y / N$. The self-check compares it with
-#    the gradient of `F.softmax_cross_entropy` (and with the kernel itself when
-#    there is a GPU).
+#    $(p - \mathrm{onehot}(t)) \cdot g_y / N$, in `p`'s dtype (the one-hot too:
+#    a float32 `p` gives a float32 gradient, as the kernel does). The
+#    self-check compares it with the gradient of `F.softmax_cross_entropy` (and
+#    with the kernel itself when there is a GPU).
 
 # %%
 #| exercise
@@ -1002,7 +1003,7 @@ print("self-check passed: TANH_GRAD computes the backward of tanh",
 #| exercise
 def softmax_ce_grad_reference(p, t, gy):
     raise NotImplementedError(
-        "Exercise (step 71): onehot = np.eye(C)[t]; return (p - onehot) * gy / N"
+        "Exercise (step 71): onehot = np.eye(C, dtype=p.dtype)[t]; return (p - onehot) * gy / N"
     )
 
 # %%
@@ -1026,6 +1027,11 @@ assert np.shape(mine) == (6, 4), f"expected shape (6, 4), got {np.shape(mine)}"
 assert np.allclose(mine, logits.grad.data), (
     "your gradient differs from softmax_cross_entropy's: subtract 1 at each row's label, "
     "then multiply by gy / N"
+)
+mine32 = softmax_ce_grad_reference(probs.astype(np.float32), labels, float(seed))
+assert mine32.dtype == np.float32, (
+    f"for float32 probabilities the gradient should stay float32, got {mine32.dtype}: make "
+    "the one-hot in p's dtype, np.eye(c, dtype=p.dtype)"
 )
 if use_gpu:
     from dezero_like import cuda_kernels

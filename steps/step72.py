@@ -520,8 +520,16 @@ def naive_allreduce(arrays):
 
 # %%
 #| check
+arrays_before = [a.copy() for a in arrays]
 results, sent = naive_allreduce(arrays)
+assert all(np.array_equal(a, b) for a, b in zip(arrays, arrays_before)), (
+    "the workers' own arrays changed: add them up into a new array (total = total + a), "
+    "not in place into arrays[0]"
+)
 assert len(results) == len(arrays), f"one result per worker: expected {len(arrays)}"
+assert not any(np.shares_memory(r, q) for i, r in enumerate(results) for q in results[i + 1:]), (
+    "two workers share one result array: each worker ends with its own copy of the sum"
+)
 assert all(np.allclose(r, total) for r in results), "every worker should end with the sum"
 expected = D.naive_allreduce_bytes(arrays[0].nbytes, len(arrays))
 assert sent == expected, (
@@ -578,16 +586,21 @@ mine = fresh_params()
 np.random.seed(0)
 ref = fresh_params()
 comm_mine, comm_ref = StandInComm(), StandInComm()
-old = [None if p.grad is None else p.grad.data.copy() for p in mine]
+grad_arrays = [None if p.grad is None else p.grad.data for p in mine]
+old = [None if a is None else a.copy() for a in grad_arrays]
 allreduce_grads(comm_mine, mine)
 D.Communicator.allreduce_grads(comm_ref, ref)
 assert comm_mine.calls == 1, (
     f"allreduce_mean was called {comm_mine.calls} times: pass all gradients in one list"
 )
-for p, q, g in zip(mine, ref, old):
+for p, q, g, a in zip(mine, ref, old, grad_arrays):
     if q.grad is None:
         assert p.grad is None, "a parameter without a gradient must keep grad = None"
         continue
+    assert np.array_equal(a, g), (
+        "the old gradient array was written into: give the parameter a new Variable, never "
+        "change a gradient in place (it may be shared)"
+    )
     assert np.allclose(p.grad.data, q.grad.data), "each parameter should get its own mean back"
     assert np.allclose(g + 0.5, p.grad.data) and not np.shares_memory(g, p.grad.data), (
         "give each parameter a new Variable holding the mean"

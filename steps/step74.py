@@ -185,6 +185,11 @@ assert abs(mb - 60 * n_params * 8 / 1e6) < 1e-9, (
     f"{mb}: count the steps (n_examples // batch) and use ring_allreduce_bytes of "
     "n_params * 8 bytes"
 )
+mb4 = allreduce_mb_per_epoch(n_params, 6000, 100, 4)
+assert abs(mb4 - 60 * 1.5 * n_params * 8 / 1e6) < 1e-9, (
+    "with 4 processes the ring sends 2 (p - 1) / p = 1.5 times the array per step, "
+    f"{60 * 1.5 * n_params * 8 / 1e6:.1f} MB per epoch, got {mb4}: use D.ring_allreduce_bytes"
+)
 print(f"{mb:.1f} MB per process per epoch")
 print("self-check passed: 60 steps of a ring all-reduce of 0.64 MB")
 
