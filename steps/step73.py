@@ -16,7 +16,7 @@
 # (Akiba et al., 2017); PyTorch's `DistributedDataParallel` (Li et al., 2020,
 # "PyTorch Distributed") does the same job with the same idea.
 #
-# This step adds `dezero_like.distributed`, three small pieces:
+# This step runs `dezero_like.distributed`, whose code step 72 wrote; three small pieces:
 #
 # * `Communicator`: the processes of the job, with `allreduce_mean` (the
 #   averaging of step 72, for a list of arrays) and `bcast_params` (every
