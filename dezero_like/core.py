@@ -239,11 +239,17 @@ class Variable:
         # fall back to len(): True for Variable(np.array([0.0])), a TypeError for a 0-d loss.
         return bool(self.data)
 
-    def __float__(self):  # float(loss), as for a one-element array
-        return float(self.data)
+    def __float__(self):  # float(loss), for any one-element Variable (as a tensor's)
+        return float(self._one_element())
 
-    def __int__(self):  # int(correct), as for a one-element array
-        return int(self.data)
+    def __int__(self):  # int(correct), for any one-element Variable
+        return int(self._one_element())
+
+    def _one_element(self):
+        if self.data.size != 1:  # NumPy's error type for float(np.ones(3))
+            raise TypeError(f"only a one-element Variable converts to a Python number, got "
+                            f"shape {self.data.shape}")
+        return self.data.item()
 
     def __round__(self, ndigits=None):  # round(loss, 4): a Python number, as PyTorch's .item()
         return round(self.item(), ndigits)

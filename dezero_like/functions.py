@@ -783,6 +783,8 @@ class SoftmaxCrossEntropy(Function):
         xp = cuda.get_array_module(x.data)
         n, c = x.shape
         onehot = xp.eye(c, dtype=x.dtype)[t.data]
+        if xp is not np:  # CuPy wraps a bad label around: NaN gradients, as the loss is NaN
+            onehot = xp.where(((t.data < 0) | (t.data >= c))[:, None], xp.nan, onehot)
         gx = (softmax(x, axis=1) - onehot) * (gy / n)
         return gx, None
 

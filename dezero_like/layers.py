@@ -131,20 +131,29 @@ class Layer:
 
     # (step 54)
     def to_cpu(self):
-        for layer in self._walk_layers():
-            object.__setattr__(layer, "_device", "cpu")
-            for value in list(layer.__dict__.values()):
-                if isinstance(value, Variable):
-                    value.to_cpu()
-        return self
+        return self._move("cpu", lambda v: v.to_cpu())
 
     # (step 54)
     def to_gpu(self):
-        for layer in self._walk_layers():
-            object.__setattr__(layer, "_device", "gpu")
+        cuda.require_gpu()  # before anything moves: a machine without a GPU keeps its model
+        return self._move("gpu", lambda v: v.to_gpu())
+
+    # (step 54)
+    def _move(self, device, move):
+        """Move every Variable of every layer with ``move``; then mark the layers ``device``."""
+        layers = list(self._walk_layers())
+        kept = [(layer, name) for layer in layers for name, value in layer.__dict__.items()
+                if isinstance(value, Variable) and value.creator is not None]
+        if kept:  # state with a graph behind it (an LSTM's h mid-sequence): backward would mix
+            layer, name = kept[0]
+            raise RuntimeError(
+                f"{layer._describe()} keeps {name!r}, computed by a graph that would stay on the "
+                f"other device; call reset_state() (or {name}.unchain_backward()) before moving")
+        for layer in layers:
             for value in list(layer.__dict__.values()):
                 if isinstance(value, Variable):
-                    value.to_gpu()
+                    move(value)
+            object.__setattr__(layer, "_device", device)
         return self
 
     # (step 55)

@@ -309,11 +309,17 @@ class Variable:
         # fall back to len(): True for Variable(np.array([0.0])), a TypeError for a 0-d loss.
         return bool(self.data)
 
-    def __float__(self):  # float(loss), as for a one-element array
-        return float(self.data)
+    def __float__(self):  # float(loss), for any one-element Variable (as a tensor's)
+        return float(self._one_element())
 
-    def __int__(self):  # int(correct), as for a one-element array
-        return int(self.data)
+    def __int__(self):  # int(correct), for any one-element Variable
+        return int(self._one_element())
+
+    def _one_element(self):
+        if self.data.size != 1:  # NumPy's error type for float(np.ones(3))
+            raise TypeError(f"only a one-element Variable converts to a Python number, got "
+                            f"shape {self.data.shape}")
+        return self.data.item()
 
     def __round__(self, ndigits=None):  # round(loss, 4): a Python number, as PyTorch's .item()
         return round(self.item(), ndigits)
@@ -1256,9 +1262,7 @@ def my_numerical_grad(f, x, eps=1e-4):
 # %%
 #| check
 xs = np.random.default_rng(0).uniform(-2, 2, size=(2, 3))
-# the last one is not elementwise: each of its outputs depends on every input
-for name, fn in [("F.sin", F.sin), ("f", f), ("x * exp(x)", lambda v: v * F.exp(v)),
-                 ("x * sum(x)", lambda v: v * F.sum(v))]:
+for name, fn in [("F.sin", F.sin), ("f", f), ("x * exp(x)", lambda v: v * F.exp(v))]:
     try:
         mine = my_numerical_grad(fn, xs.copy())
     except NotImplementedError as e:
@@ -1273,4 +1277,15 @@ for name, fn in [("F.sin", F.sin), ("f", f), ("x * exp(x)", lambda v: v * F.exp(
     v = dz.Variable(xs.copy())
     fn(v).backward()
     assert np.allclose(mine, v.grad.data, rtol=1e-5, atol=1e-6), f"{name}: far from backprop"
+
+
+def times_total(v):  # not elementwise: every output moves with every input (through the sum)
+    return v * float(v.data.sum())
+
+
+mine = my_numerical_grad(times_total, xs.copy())
+assert np.allclose(mine, utils.numerical_grad(times_total, xs)), (
+    "for x * sum(x) my_numerical_grad differs from utils.numerical_grad: nudge one element at a "
+    "time, and sum all of f's outputs (not only the nudged element's)"
+)
 print("self-check passed: my_numerical_grad agrees with utils.numerical_grad and with backprop")

@@ -199,12 +199,29 @@ class Optimizer:
         key = id(param)
         entry = states.get(key)
         if entry is None or entry[0]() is not param:  # new, or a dead parameter's id reused
-            def forget(ref, states=states, key=key):  # no reference to self: no cycle
-                if key in states and states[key][0] is ref:
-                    del states[key]
+            me = weakref.ref(self)  # the callback must not keep the optimizer (or its arrays)
+
+            def forget(ref, key=key):
+                optimizer = me()
+                owned = None if optimizer is None else optimizer.__dict__.get("_states")
+                if owned and key in owned and owned[key][0] is ref:
+                    del owned[key]
 
             entry = states[key] = (weakref.ref(param, forget), {})
         return entry[1]
+
+    def __getstate__(self):  # pickle and deepcopy: the state by parameter, not by weak reference
+        attributes = dict(self.__dict__)
+        states = attributes.pop("_states", {})
+        attributes["_state_pairs"] = [(ref(), state) for ref, state in states.values()
+                                      if ref() is not None]
+        return attributes
+
+    def __setstate__(self, attributes):
+        pairs = attributes.pop("_state_pairs", [])
+        self.__dict__.update(attributes)
+        for param, state in pairs:
+            self._param_state(param).update(state)
 
 
 # %% [markdown]

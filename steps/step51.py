@@ -89,7 +89,11 @@ import numpy as np
 
 
 class Normalize:
-    """``(x - mean) / std``, elementwise; ``mean``/``std`` may be numbers or arrays.
+    """``(x - mean) / std``; ``mean``/``std`` may be numbers or arrays.
+
+    On a colour image (3-d), a list of one value per channel applies to the
+    channel axis, first ``(C, H, W)`` or last ``(H, W, C)``; on other shapes the
+    statistics broadcast as NumPy does.
 
     The result keeps a float input's dtype (float32 stays float32), whatever
     the statistics are given as; integer images are normalised in float64 (apply
@@ -122,8 +126,8 @@ class Normalize:
 def _per_channel(stat, x):
     """One value per channel, shaped to broadcast over ``(C, H, W)`` (or left for ``(H, W, C)``)."""
     ndim = getattr(x, "ndim", 0)
-    if ndim < 2 or np.ndim(stat) != 1 or len(stat) == 1:
-        return stat  # a number, or one value per element of a vector: NumPy's broadcasting
+    if ndim != 3 or np.ndim(stat) != 1 or len(stat) == 1:
+        return stat  # a number, or not a colour image: NumPy's broadcasting
     channels = len(stat)
     if x.shape[0] == channels:  # channels first, as torchvision and DeZero have them
         return np.asarray(stat).reshape((channels,) + (1,) * (ndim - 1))
@@ -131,7 +135,7 @@ def _per_channel(stat, x):
         return stat
     raise ValueError(
         f"Normalize: {channels} values per channel for an example of shape {x.shape}; "
-        f"give one value, or one per channel of a (C, H, W) or (H, W, C) example"
+        f"give one value, or one per channel of a (C, H, W) or (H, W, C) image"
     )
 
 

@@ -87,11 +87,14 @@ def __getattr__(name):
 
 
 # %% [markdown]
-# A layer moves to a device by moving each of its parameters, and every other Variable it keeps
-# (an LSTM's state `h` and `c`, step 61), in itself and in every sub-layer, so a whole model
-# moves with one call. It also remembers the device, in every layer: a lazy layer creates its
-# weight from the first input, on that input's device, and after `model.to_gpu()` a first batch
-# left on the CPU would otherwise create `W` on the CPU next to a bias on the GPU.
+# A layer moves to a device by moving each of its parameters, and every other Variable it keeps,
+# in itself and in every sub-layer, so a whole model moves with one call. Kept state that still
+# has a graph behind it (an LSTM's `h` in the middle of a sequence, step 61) is refused: its
+# graph would stay behind, and backward would mix the devices. `to_gpu` checks for a GPU first,
+# so a failed call leaves the model as it was. It also remembers the device, in every layer: a
+# lazy layer creates its weight from the first input, on that input's device, and after
+# `model.to_gpu()` a first batch left on the CPU would otherwise create `W` on the CPU next to a
+# bias on the GPU.
 # `_creation_xp` refuses that input instead, before anything is created, so the next call with
 # the batch on the GPU works; `load_weights` (step 55) creates lazy weights on that device too.
 
@@ -104,20 +107,29 @@ from dezero_like.core import Variable
 
 
 def to_cpu(self):
-    for layer in self._walk_layers():
-        object.__setattr__(layer, "_device", "cpu")
-        for value in list(layer.__dict__.values()):
-            if isinstance(value, Variable):
-                value.to_cpu()
-    return self
+    return self._move("cpu", lambda v: v.to_cpu())
 
 
 def to_gpu(self):
-    for layer in self._walk_layers():
-        object.__setattr__(layer, "_device", "gpu")
+    cuda.require_gpu()  # before anything moves: a machine without a GPU keeps its model
+    return self._move("gpu", lambda v: v.to_gpu())
+
+
+def _move(self, device, move):
+    """Move every Variable of every layer with ``move``; then mark the layers ``device``."""
+    layers = list(self._walk_layers())
+    kept = [(layer, name) for layer in layers for name, value in layer.__dict__.items()
+            if isinstance(value, Variable) and value.creator is not None]
+    if kept:  # state with a graph behind it (an LSTM's h mid-sequence): backward would mix
+        layer, name = kept[0]
+        raise RuntimeError(
+            f"{layer._describe()} keeps {name!r}, computed by a graph that would stay on the "
+            f"other device; call reset_state() (or {name}.unchain_backward()) before moving")
+    for layer in layers:
         for value in list(layer.__dict__.values()):
             if isinstance(value, Variable):
-                value.to_gpu()
+                move(value)
+        object.__setattr__(layer, "_device", device)
     return self
 
 

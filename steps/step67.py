@@ -249,7 +249,7 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 # %%
 #| export dezero_like/optimizers.py Optimizer
-from dezero_like.optimizers import _new_grad
+from dezero_like.optimizers import _new_grad, _wide
 
 
 def update(self):
@@ -260,11 +260,9 @@ def update(self):
     for p in params:
         if p.loss_scale is not None:
             # a new array: grads may be shared between parameters (never divide in place)
-            g = p.grad.data
-            if g.dtype == np.float16:  # a scale of 2**16 is inf in float16: divide in float32
-                p.grad = _new_grad((g.astype(np.float32) / float(p.loss_scale)).astype(g.dtype))
-            else:
-                p.grad = _new_grad(g / float(p.loss_scale))
+            g = p.grad.data  # float16 is divided in float32: a scale of 2**16 is inf in float16
+            unscaled = _wide(g) / float(p.loss_scale)
+            p.grad = _new_grad(unscaled.astype(g.dtype) if g.dtype == np.float16 else unscaled)
             p.loss_scale = None
     for f in self.hooks:
         f(params)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import io
 import os
 import re
 import runpy
+import shutil
 import sys
+import tempfile
 import types
 from pathlib import Path
 
@@ -25,18 +28,40 @@ STEPS = ROOT / "steps"
 SHARED_MNIST = ROOT.parent / "shared" / "data" / "mnist"
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # steps that plot must not open windows
-# Tests never download: MNIST comes from the real files shipped beside the
-# project when they are there (CI), else from $DEZERO_LIKE_DATA or the user's
-# cache, ~/.dezero_like (steps, notebooks and subprocesses inherit these settings).
+# Tests never download. MNIST comes from $DEZERO_LIKE_DATA when it is set, else from the real
+# files shipped beside the project (CI), else from the user's cache: a folder of links to its
+# test files (and training labels), so the tests meet what CI has and nothing more, the
+# training images absent (steps, notebooks and subprocesses inherit these settings).
 os.environ.setdefault("DEZERO_LIKE_OFFLINE", "1")
 MNIST_FILES = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")  # the offline split's
-if all((SHARED_MNIST / f).exists() for f in MNIST_FILES):
-    os.environ.setdefault("DEZERO_LIKE_DATA", str(SHARED_MNIST.parent))
-MNIST_DIR = Path(os.environ.get("DEZERO_LIKE_DATA") or "~/.dezero_like").expanduser() / "mnist"
-MNIST_MISSING = None if all((MNIST_DIR / f).exists() for f in MNIST_FILES) else (
-    f"needs the real MNIST test files ({', '.join(MNIST_FILES)}), found neither in "
-    f"{SHARED_MNIST} nor in {MNIST_DIR}, and tests never download: copy them to "
-    "one of these (or set DEZERO_LIKE_DATA to a folder holding mnist/)")
+CACHE_MNIST = Path("~/.dezero_like/mnist").expanduser()
+
+
+def _have_mnist(folder):
+    return all((folder / name).exists() for name in MNIST_FILES)
+
+
+def _linked_cache():
+    """A temporary data folder whose mnist/ links to the cache's test files."""
+    root = Path(tempfile.mkdtemp(prefix="dezero_like-tests-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    (root / "mnist").mkdir()
+    for name in (*MNIST_FILES, "train-labels-idx1-ubyte.gz"):
+        if (CACHE_MNIST / name).exists():
+            (root / "mnist" / name).symlink_to(CACHE_MNIST / name)
+    return root
+
+
+if "DEZERO_LIKE_DATA" not in os.environ:
+    if _have_mnist(SHARED_MNIST):
+        os.environ["DEZERO_LIKE_DATA"] = str(SHARED_MNIST.parent)
+    elif _have_mnist(CACHE_MNIST):
+        os.environ["DEZERO_LIKE_DATA"] = str(_linked_cache())
+MNIST_DIR = Path(os.environ.get("DEZERO_LIKE_DATA", str(SHARED_MNIST.parent))) / "mnist"
+MNIST_MISSING = None if _have_mnist(MNIST_DIR) else (
+    f"needs the real MNIST test files ({', '.join(MNIST_FILES)}), found in neither "
+    f"{MNIST_DIR} nor {CACHE_MNIST}, and tests never download: copy them to one of these "
+    "(or set DEZERO_LIKE_DATA to a folder holding mnist/)")
 # the steps that load MNIST, and the docs build, which executes them
 MNIST_STEPS = (53, 54, 60, 74)
 
@@ -133,19 +158,25 @@ def mnist_dir():
     return MNIST_DIR
 
 
+# the tests that run a step (or its exercises, notebook or package snapshot) as a whole
+RUNS_A_STEP = {"test_self_check_fails_on_the_stub", "test_self_check_passes_with_the_solution",
+               "test_notebook_form_says_not_solved_and_goes_on_until_the_switch_is_ticked",
+               "test_notebook_executes_headless", "test_a_step_runs_on_the_package_as_it_stood"}
+
+
 def _needs_mnist(item):
-    """Does this test run an MNIST step (its file, its exercises, notebook, package snapshot),
+    """Does this test run an MNIST step (its own tests, or a whole-step run of it elsewhere),
     or the docs build (which executes them)?"""
-    names = {f"test_step{n}.py" for n in MNIST_STEPS}
-    if item.path.name in names or "site" in getattr(item, "fixturenames", ()):
+    if item.path.name in {f"test_step{n}.py" for n in MNIST_STEPS}:
+        return True
+    if "site" in getattr(item, "fixturenames", ()):
         return True
     callspec = getattr(item, "callspec", None)
-    if callspec is None:
+    if callspec is None or item.originalname not in RUNS_A_STEP:
         return False
     steps = {f"step{n}" for n in MNIST_STEPS}
-    if any(part in steps for part in re.split(r"[-\[\]]", callspec.id)):
-        return True
-    return item.path.name == "test_export.py" and callspec.params.get("number") in MNIST_STEPS
+    return (any(part in steps for part in re.split(r"[-\[\]]", callspec.id))
+            or callspec.params.get("number") in MNIST_STEPS)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -121,7 +121,7 @@ class ndarray:
         self._a[...] = arr
 
     def __getattr__(self, name):
-        if name.startswith("__array_"):  # CuPy has no __array_interface__ (nor struct, priority)
+        if name.startswith("__array_"):  # CuPy has no __array_interface__ or __array_struct__
             raise AttributeError(f"'cupy.ndarray' object has no attribute {name!r}")
         value = getattr(self._a, name)
         if callable(value):

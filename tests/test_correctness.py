@@ -830,5 +830,6 @@ def test_int_and_round_of_a_one_element_variable_as_for_a_tensors_item():
     loss = dz.Variable(np.array(0.123456, np.float32))
     assert round(loss, 3) == 0.123 and isinstance(round(loss, 3), float)
     assert int(dz.Variable(np.array(7.9))) == 7
+    assert int(dz.Variable(np.array([7.9]))) == 7 and float(dz.Variable(np.array([[0.5]]))) == 0.5
     with pytest.raises((TypeError, ValueError)):
         round(dz.Variable(np.ones(3)), 2)

@@ -377,9 +377,11 @@ def test_second_derivatives_on_the_gpu_fall_back_to_differentiable_steps():
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])  # the kernel, the array path
 @pytest.mark.parametrize("label", [7, 3, -1])
 def test_a_wrong_label_gives_nan_on_the_gpu_not_a_read_out_of_bounds(dtype, label):
-    x = cuda.as_cupy(np.zeros((2, 3), dtype))
+    x = dz.Variable(cuda.as_cupy(np.zeros((2, 3), dtype)))
     loss = F.softmax_cross_entropy(x, cuda.as_cupy(np.array([0, label])))
     assert np.isnan(float(loss.data))  # CuPy's indexing wraps 3 to class 0: a finite loss
+    loss.backward()
+    assert np.isnan(cuda.as_numpy(x.grad.data)[1]).all()  # and so would the gradient
 
 
 def _training_step(kind):
@@ -583,9 +585,14 @@ def test_to_gpu_moves_gradients_and_an_lstms_state():
     v.to_gpu()
     assert isinstance(v.grad.data, cupy.ndarray)
     lstm = L.LSTM(4)
-    lstm(np.ones((2, 3), np.float32))  # h and c are kept, on the CPU
-    lstm.to_gpu()
-    y = lstm(cuda.as_cupy(np.ones((2, 3), np.float32)))  # goes on without reset_state()
+    lstm(np.ones((2, 3), np.float32))  # h and c are kept, on the CPU, with their graph
+    with pytest.raises(RuntimeError, match="keeps 'h', computed by a graph .* reset_state"):
+        lstm.to_gpu()
+    lstm(np.ones((2, 3), np.float32))  # nothing moved: the CPU sequence goes on
+    lstm.h.unchain_backward()
+    lstm.c.unchain_backward()
+    lstm.to_gpu()  # the state, cut from its graph, moves with the layer
+    y = lstm(cuda.as_cupy(np.ones((2, 3), np.float32)))
     assert isinstance(y.data, cupy.ndarray) and isinstance(lstm.c.data, cupy.ndarray)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import http.server
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -87,13 +88,22 @@ def test_test_split_is_8000_then_2000_of_the_test_images(mnist_dir, test_set):
     assert "last 2,000" in test.note
 
 
-def test_training_set_missing_offline_is_a_clear_error(mnist_dir):
+def test_training_set_missing_offline_is_a_clear_error(mnist_dir, tmp_path):
+    # a cache of its own (the user's may hold the training images): the test files, plus the
+    # training labels where they are at hand, but never the training images
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    names = ["t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte.gz"]
+    for name in names:
+        if (mnist_dir / name).exists():
+            shutil.copy(mnist_dir / name, folder / name)
     with pytest.raises(MNISTUnavailableError) as info:
-        MNIST(train=True, data_dir=mnist_dir.parent)
+        MNIST(train=True, data_dir=tmp_path)
     msg = str(info.value)
     assert "train-images-idx3-ubyte.gz" in msg
-    assert "train-labels" not in msg  # that file is present and intact
-    assert str(mnist_dir) in msg
+    labels_here = (folder / "train-labels-idx1-ubyte.gz").exists()
+    assert ("train-labels" in msg) != labels_here  # only what is missing is named
+    assert str(folder) in msg
     assert "DEZERO_LIKE_DATA" in msg and "DEZERO_LIKE_OFFLINE" in msg
     assert "source='test-split'" in msg
     assert isinstance(info.value, FileNotFoundError)
