@@ -50,6 +50,16 @@ def test_as_cupy_without_gpu_says_how_to_fix_it():
 
 
 @cpu_only
+def test_a_model_whose_to_gpu_failed_still_trains_on_the_cpu():
+    from dezero_like.models import MLP
+
+    model = MLP((4, 2))
+    with pytest.raises(RuntimeError, match="GPU was requested"):
+        model.to_gpu()
+    assert model(np.ones((3, 5), np.float32)).shape == (3, 2)  # lazy weights, on the CPU
+
+
+@cpu_only
 def test_variable_to_gpu_without_gpu_is_a_clear_error_and_keeps_the_data():
     data = np.ones(2, dtype=np.float32)
     x = dz.Variable(data)
