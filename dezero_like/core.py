@@ -1010,7 +1010,8 @@ def _refuse_two_devices(name, arrays, error):
                           for a, g in zip(arrays, on_gpu, strict=True))
         raise TypeError(
             f"{name} got inputs on two devices ({where}); put them on one device "
-            "first: v.to_gpu() or v.to_cpu() for a Variable, model.to_gpu() for a model"
+            "first: model.to_gpu() for a model, cuda.as_cupy(x) (or a DataLoader's to_gpu()) "
+            "for its input batch, v.to_gpu() or v.to_cpu() for a Variable"
         ) from error
 
 
