@@ -252,7 +252,7 @@ class Variable:
         return self.data.item()
 
     def __round__(self, ndigits=None):  # round(loss, 4): a Python number, as PyTorch's .item()
-        return round(self.item(), ndigits)
+        return round(self._one_element(), ndigits)
 
     def item(self):
         """The value of a one-element Variable as a Python number (``loss.item()``)."""
