@@ -273,16 +273,19 @@ class Variable:
         self.index = index
         self.generation = func.generation + 1
 
+    # (step 67)
     def cleargrad(self):
-        """Forget the gradient, so the next backward starts from zero."""
+        """Forget the gradient and the loss scale it was made with."""
         self.grad = None
+        self.loss_scale = None
 
     # (step 67)
     def backward(self, gradient=None, retain_grad=False, create_graph=False,
                  retain_graph=False, loss_scale=None):
         """Compute the gradient of this variable with respect to every leaf.
 
-        * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+        * ``gradient``: the seed dL/d(self). Default: the ``.grad`` of this output when one was
+          set (by hand, as in steps 6-9, or kept by ``retain_grad``), else ones.
           With ``create_graph``, a Variable seed that requires grad is used as it is, so the
           gradients are functions of it too (its own gradient can be taken next).
         * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
@@ -301,6 +304,8 @@ class Variable:
             )
         if self.data is None:
             raise RuntimeError("backward() was called on a graph node that holds no data")
+        if gradient is None and self.grad is not None and self.creator is not None:
+            gradient = self.grad  # a seed set by hand: y.grad = ...; y.backward() (steps 6-9)
         seed = self._seed(gradient, loss_scale, create_graph)
         with using_config("enable_backprop", create_graph):
             _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
@@ -354,7 +359,8 @@ class Variable:
                     f"backward(gradient=...) is on the {seed_on}, but the output is on the {on}; "
                     "put the seed on the output's device (cuda.as_cupy or cuda.as_numpy)"
                 )
-            dtype = gradient.dtype if data.dtype == bool else data.dtype  # bool: keep the seed's
+            # an integer or boolean output keeps the seed's dtype (0.5 must not round to 0)
+            dtype = data.dtype if data.dtype.kind in "fc" else gradient.dtype
             if keep:
                 seed = _F().astype(given, dtype)
                 return seed if loss_scale is None else seed * float(loss_scale)
@@ -567,9 +573,13 @@ def _accumulate_leaf(x, gx, loss_scale=None):
     elif not _writeable(data):
         gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
             else _F().astype(gx, data.dtype, copy=True)
-    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
-    if loss_scale is not None:
-        x.loss_scale = loss_scale
+    if x.grad is None:
+        x.grad = gx
+        x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
+    else:
+        if x.loss_scale != loss_scale:
+            _rescale_grad(x, loss_scale)
+        x.grad = _add_grads(x.grad, gx)
 
 
 # --- step 23 ------------------------------------------------------------
@@ -973,6 +983,20 @@ class Parameter(Variable):
 def test_mode():
     """Run code in test mode (dropout becomes the identity)."""
     return using_config("train", False)
+
+
+# --- step 67 ------------------------------------------------------------
+def _rescale_grad(x, loss_scale):
+    """Bring the sum in ``x.grad`` to ``loss_scale`` (None: unscaled) before a term is added.
+
+    A leaf's gradient is one sum with one scale: the optimizer divides all of it by
+    ``x.loss_scale``. Two backwards with different scales (or one unscaled) must not
+    simply add up.
+    """
+    ratio = (1.0 if loss_scale is None else float(loss_scale)) / (
+        1.0 if x.loss_scale is None else float(x.loss_scale))
+    x.grad = x.grad * ratio  # a Python float keeps the gradient's dtype
+    x.loss_scale = loss_scale
 
 
 # --- step 70 ------------------------------------------------------------

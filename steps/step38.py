@@ -139,12 +139,15 @@ from dezero_like.core import Variable, _backprop, _is_array, using_config
 def backward(self, gradient=None, retain_grad=False, create_graph=False, retain_graph=False):
     """Compute the gradient of this variable with respect to every leaf.
 
-    * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+    * ``gradient``: the seed dL/d(self). Default: the ``.grad`` of this output when one was
+      set (by hand, as in steps 6-9, or kept by ``retain_grad``), else ones.
     * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
     * ``create_graph``: record the backward pass itself, so that the gradients
       can be differentiated again (implies ``retain_graph``).
     * ``retain_graph``: keep what the functions saved, so backward can run again.
     """
+    if gradient is None and self.grad is not None and self.creator is not None:
+        gradient = self.grad  # a seed set by hand: y.grad = ...; y.backward() (steps 6-9)
     seed = self._seed(gradient)
     with using_config("enable_backprop", create_graph):
         _backprop(self, seed, retain_grad, retain_graph or create_graph)
@@ -174,8 +177,9 @@ def _seed(self, gradient):
 # %% [markdown]
 # ## What does backward mean for an array output?
 #
-# `backward()` starts from a seed gradient for `y`. When we do not give one,
-# the seed is an array of ones with `y`'s shape. That is the same as
+# `backward()` starts from a seed gradient for `y`. When we do not give one
+# (neither `gradient=` nor a `y.grad` set by hand, as in steps 6-9), the seed is
+# an array of ones with `y`'s shape. That is the same as
 # differentiating the **sum** of all elements, $L = \sum_{ij} y_{ij}$, because
 # $\partial L / \partial y_{ij} = 1$ for every element.
 #

@@ -375,7 +375,9 @@ from dezero_like import cuda
 def _max_pool_windows(pool, x):
     """Max pooling over any windows: ``y`` and the index (0 .. KH*KW-1) of each winner."""
     xp = cuda.get_array_module(x)
-    padded = _padded(x, pool.pad, -np.inf)
+    kind = x.dtype.kind  # the padding is the lowest value of x's dtype (-inf for floats)
+    low = -np.inf if kind in "fc" else np.iinfo(x.dtype).min if kind in "iu" else False
+    padded = _padded(x, pool.pad, low)
     # with padding: which cells are the image's (the padding's -inf must not win a tie
     # with a real -inf, or that element's gradient would be lost)
     real = _padded(xp.ones(x.shape, dtype=bool), pool.pad, False) if any(pool.pad) else None
@@ -497,7 +499,7 @@ class Pooling2DWithIndexes(Function):
         if self.pool.pair_masks is not None:  # the 2x2 path: pick in a row, then across rows
             across, down = self.pool.pair_masks
             N, C, H, W = x.shape
-            p = x.astype(self.pool.dtype, copy=False).reshape(-1, 2)
+            p = x.astype(_grad_dtype(self.pool, x), copy=False).reshape(-1, 2)
             r = _pair_pick(p[:, 0], p[:, 1], across).reshape(-1, 2, W // 2)
             return _pair_pick(r[:, 0], r[:, 1], down).reshape(N, C, H // 2, W // 2)
         padded = _padded(x, self.pool.pad, 0)

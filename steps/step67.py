@@ -44,9 +44,10 @@ with np.errstate(over="ignore"):
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` changes `Variable.__init__` (a `loss_scale` field), `Variable.backward` and
-# `Variable._seed` (they gain `loss_scale`), `_backprop` and `_accumulate_leaf` (leaves remember
-# the scale); `optimizers` changes `Optimizer.update` (it divides the scale out).
+# In this step `core` changes `Variable.__init__` (a `loss_scale` field), `Variable.cleargrad`
+# (it forgets the scale too), `Variable.backward` and `Variable._seed` (they gain `loss_scale`),
+# `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_rescale_grad`;
+# `optimizers` changes `Optimizer.update` (it divides the scale out).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -60,6 +61,11 @@ with np.errstate(over="ignore"):
 # the update. The scale is stored on the leaf rather than on the optimizer so
 # that a gradient is never divided twice, and so that gradients from an unscaled
 # backward (which leave `loss_scale` at `None`) are left alone.
+#
+# A leaf's `.grad` is one sum with one scale. When two backwards add into it (gradient
+# accumulation over micro-batches) with different scales, or one with none, the sum so far is
+# first brought to the new scale (`_rescale_grad`); otherwise the optimizer would divide part of
+# the sum by the wrong number. `cleargrad` forgets the scale together with the gradient.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -92,11 +98,18 @@ def __init__(self, data, name=None, requires_grad=True):
     self.loss_scale = None  # set on a leaf by backward(loss_scale=...)
 
 
+def cleargrad(self):
+    """Forget the gradient and the loss scale it was made with."""
+    self.grad = None
+    self.loss_scale = None
+
+
 def backward(self, gradient=None, retain_grad=False, create_graph=False,
              retain_graph=False, loss_scale=None):
     """Compute the gradient of this variable with respect to every leaf.
 
-    * ``gradient``: the seed dL/d(self); default ones, for scalars and arrays alike.
+    * ``gradient``: the seed dL/d(self). Default: the ``.grad`` of this output when one was
+      set (by hand, as in steps 6-9, or kept by ``retain_grad``), else ones.
       With ``create_graph``, a Variable seed that requires grad is used as it is, so the
       gradients are functions of it too (its own gradient can be taken next).
     * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
@@ -115,6 +128,8 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
         )
     if self.data is None:
         raise RuntimeError("backward() was called on a graph node that holds no data")
+    if gradient is None and self.grad is not None and self.creator is not None:
+        gradient = self.grad  # a seed set by hand: y.grad = ...; y.backward() (steps 6-9)
     seed = self._seed(gradient, loss_scale, create_graph)
     with using_config("enable_backprop", create_graph):
         _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
@@ -155,7 +170,8 @@ def _seed(self, gradient, loss_scale=None, create_graph=False):
                 f"backward(gradient=...) is on the {seed_on}, but the output is on the {on}; "
                 "put the seed on the output's device (cuda.as_cupy or cuda.as_numpy)"
             )
-        dtype = gradient.dtype if data.dtype == bool else data.dtype  # bool: keep the seed's
+        # an integer or boolean output keeps the seed's dtype (0.5 must not round to 0)
+        dtype = data.dtype if data.dtype.kind in "fc" else gradient.dtype
         if keep:
             seed = _F().astype(given, dtype)
             return seed if loss_scale is None else seed * float(loss_scale)
@@ -187,9 +203,26 @@ def _accumulate_leaf(x, gx, loss_scale=None):
         gx = _F().astype(gx, x.data.dtype)
     elif not _writeable(data):
         gx = _F().astype(gx, data.dtype, copy=True)
-    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
-    if loss_scale is not None:
-        x.loss_scale = loss_scale
+    if x.grad is None:
+        x.grad = gx
+        x.loss_scale = loss_scale  # the scale of the sum that starts here (None: unscaled)
+    else:
+        if x.loss_scale != loss_scale:
+            _rescale_grad(x, loss_scale)
+        x.grad = _add_grads(x.grad, gx)
+
+
+def _rescale_grad(x, loss_scale):
+    """Bring the sum in ``x.grad`` to ``loss_scale`` (None: unscaled) before a term is added.
+
+    A leaf's gradient is one sum with one scale: the optimizer divides all of it by
+    ``x.loss_scale``. Two backwards with different scales (or one unscaled) must not
+    simply add up.
+    """
+    ratio = (1.0 if loss_scale is None else float(loss_scale)) / (
+        1.0 if x.loss_scale is None else float(x.loss_scale))
+    x.grad = x.grad * ratio  # a Python float keeps the gradient's dtype
+    x.loss_scale = loss_scale
 
 
 def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):

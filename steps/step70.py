@@ -157,7 +157,7 @@ def _as_node(self):
 #| export dezero_like/core.py
 import numpy as np
 
-from dezero_like.core import _F, Config, Variable, _writeable, as_array
+from dezero_like.core import _F, Config, Variable, _rescale_grad, _writeable, as_array
 
 _new_object = object.__new__
 
@@ -233,9 +233,13 @@ def _accumulate_leaf(x, gx, loss_scale=None):
     elif not _writeable(data):
         gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
             else _F().astype(gx, data.dtype, copy=True)
-    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
-    if loss_scale is not None:
-        x.loss_scale = loss_scale
+    if x.grad is None:
+        x.grad = gx
+        x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
+    else:
+        if x.loss_scale != loss_scale:
+            _rescale_grad(x, loss_scale)
+        x.grad = _add_grads(x.grad, gx)
 
 
 # %% [markdown]

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dezero_like as dz
+import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
 from dezero_like import cuda
 from dezero_like.utils import gradient_check
@@ -886,3 +887,28 @@ def test_channels_last_images_get_a_hint_about_the_layout():
     with pytest.raises(ValueError, match="5 channels") as error:
         Fc.conv2d(np.ones((2, 5, 8, 8)), np.ones((4, 3, 3, 3)))
     assert "channels-last" not in str(error.value)  # no hint where the layout is plausible
+
+
+def test_max_pooling_of_an_integer_image_with_padding_and_its_second_derivative():
+    """Integer images: padding needs an integer 'lowest' value, and the 2x2 path's
+    second derivative keeps the (floating) gradient's dtype instead of the image's."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    xi = rng.integers(-100, 100, (2, 3, 4, 4))
+    y = Fc.pooling(dz.Variable(xi), 3, 1, 1)
+    expected = torch.nn.functional.max_pool2d(torch.tensor(xi, dtype=torch.float64), 3, 1, 1)
+    np.testing.assert_array_equal(y.data, expected.numpy())
+    assert y.dtype == xi.dtype
+    u = rng.standard_normal(xi.shape)
+    seconds = []
+    for image in (xi, xi.astype(np.float64)):
+        x = dz.Variable(image)
+        y = Fc.pooling(x, 2)
+        v = dz.Variable(np.ones(y.shape))
+        y.backward(gradient=v, create_graph=True)
+        F.sum(x.grad * u).backward()
+        seconds.append(v.grad.data)
+    np.testing.assert_allclose(seconds[0], seconds[1], rtol=1e-12)
+    assert np.abs(seconds[0]).sum() > 0
+

@@ -97,6 +97,35 @@ def test_seed_gradient_checks_type_and_shape():
     np.testing.assert_allclose(x.grad.data, [3.0, 30.0])
 
 
+def test_a_seed_set_by_hand_on_an_output_is_used():
+    """Steps 6-9 seed with y.grad = ...; y.backward(): the package keeps that meaning."""
+    x = Variable(np.array([1.0, 2.0]))
+    y = x * 3.0
+    y.grad = Variable(np.array([10.0, 100.0]))
+    y.backward(retain_graph=True)
+    np.testing.assert_allclose(x.grad.data, [30.0, 300.0])
+    x2 = Variable(np.array([1.0, 2.0]))
+    y2 = x2 * 3.0
+    y2.grad = np.array([1.0, 2.0, 3.0])  # checked like gradient=
+    with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
+        y2.backward()
+    # gradient= wins over y.grad; a leaf's .grad is its sum, not a seed
+    y.backward(gradient=np.array([1.0, 1.0]))
+    np.testing.assert_allclose(x.grad.data, [33.0, 303.0])
+    x.backward()
+    np.testing.assert_allclose(x.grad.data, [34.0, 304.0])
+
+
+def test_a_floating_seed_on_an_integer_output_is_not_rounded():
+    x = Variable(np.array([1, 2, 3]))
+    (x * 2).backward(gradient=np.full(3, 0.5))
+    np.testing.assert_allclose(x.grad.data, [1.0, 1.0, 1.0])
+    x.cleargrad()
+    v = Variable(np.array([0.5, 1.5, -0.7]))
+    (x * 2).backward(gradient=v, create_graph=True)
+    np.testing.assert_allclose(x.grad.data, 2 * v.data)
+
+
 def test_second_backward_through_freed_graph_is_a_clear_error():
     x = Variable(np.array(2.0))
     y = F.sin(x) * x

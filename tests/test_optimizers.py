@@ -149,6 +149,51 @@ def test_loss_scale_divides_before_hooks():
     np.testing.assert_allclose(seen[0], model.grad(np.array([1.0, 2.0])))
 
 
+@pytest.mark.parametrize("scales", [(1024.0, 512.0), (None, 1024.0), (1024.0, None),
+                                    (2.0**-3, 8.0)])
+def test_gradients_accumulated_under_different_loss_scales_are_divided_right(scales):
+    """Two backwards into one .grad (micro-batches) with different scales, or one unscaled:
+    the update is that of the plain sum (the sum was divided by the last scale only)."""
+    w0 = [1.0, 2.0]
+    plain = Quadratic(w0)
+    backward(plain.loss())
+    backward(plain.loss())
+    O.SGD(lr=0.1).setup(plain).update()
+    model = Quadratic(w0)
+    for s in scales:
+        backward(model.loss(), loss_scale=s)
+    assert model.w.loss_scale == scales[-1]
+    O.SGD(lr=0.1).setup(model).update()
+    np.testing.assert_allclose(model.w.data, plain.w.data, rtol=1e-12)
+
+
+def test_cleargrad_forgets_the_loss_scale():
+    model = Quadratic([1.0, 2.0])
+    backward(model.loss(), loss_scale=1024.0)
+    model.cleargrads()
+    assert model.w.loss_scale is None
+    backward(model.loss())  # unscaled: must not be divided by the old 1024
+    O.SGD(lr=0.1).setup(model).update()
+    expected = np.array([1.0, 2.0]) - 0.1 * model.grad(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(model.w.data, expected, rtol=1e-12)
+    # a gradient dropped by hand (w.grad = None, as in the book) starts a new sum too
+    backward(model.loss(), loss_scale=64.0)
+    model.w.grad = None
+    backward(model.loss())
+    assert model.w.loss_scale is None
+
+
+def test_loss_scales_mixed_in_float16_keep_the_dtype():
+    layer = L.Linear(1, in_size=1, dtype=np.float16, nobias=True)
+    layer.W.data[:] = 1.0
+    x = np.ones((1, 1), np.float16)
+    F.sum(layer(x)).backward(loss_scale=1024.0)
+    F.sum(layer(x)).backward(loss_scale=2048.0)
+    assert layer.W.grad.dtype == np.float16
+    O.SGD(lr=1.0).setup(layer).update()
+    np.testing.assert_allclose(layer.W.data, [[-1.0]])
+
+
 def test_shared_gradient_arrays_are_not_modified_in_place():
     class Two(L.Layer):
         def __init__(self):
