@@ -68,7 +68,7 @@ def _known_grads(nodes):
 class BackpropAnimation:
     """The frames of one backward pass: ``(function or None, {node key: gradient})``."""
 
-    def __init__(self, output, frames, values=False):
+    def __init__(self, output, frames, values=True):
         self.output = output
         self.frames = frames
         self.values = values
@@ -97,7 +97,7 @@ class BackpropAnimation:
             raise IndexError(f"frame {i} does not exist: the animation has {len(self.frames)}")
         i %= len(self.frames)
         f, grads = self.frames[i]
-        text = _graph.get_dot_graph(self.output, verbose=False, values=True,
+        text = _graph.get_dot_graph(self.output, verbose=False, values=self.values,
                                     grads=grads, active=f)
         if f is None:
             caption = f"{i + 1}/{len(self.frames)}: done, every gradient is known"
@@ -172,7 +172,8 @@ def record_backward(output, backward=None, values=True):
     With the package, it runs inside :class:`dezero_like.graph.keep_values_for_drawing`
     so the gradients of intermediate variables are known without ``retain_grad``
     (run the forward computation inside it too to see intermediate values).
-    ``values``: also write the variables' values into the nodes.
+    ``values``: also write the variables' values into the nodes (the gradients
+    are written either way; with ``values=False`` a node shows its name and gradient).
     """
     if not _graph._is_variable(output):
         raise TypeError(

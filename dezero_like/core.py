@@ -527,19 +527,19 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 def _backward_step(f, gys):
     """One step of the chain rule: the gradients of ``f``'s inputs, one per input."""
-    hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
-    if hooks:
+    hooks = _hooks_for(f) if f._hooks else _global_hooks
+    if hooks:  # only hooks read the stack of running backwards (step 65)
         for hook in hooks:
             hook.backward_preprocess(f, gys)
-    if f._duplicates:  # the same variable in several slots, as in x * x
-        gxs = f.backward_accumulate(*gys)
-    else:
-        gxs = f.backward(*gys)
-        if type(gxs) is not tuple:
-            gxs = (gxs,)
-    if hooks:
+        _backward_stack.append(f)
+        try:
+            gxs = _call_backward(f, gys)
+        finally:
+            _backward_stack.pop()
         for hook in hooks:
             hook.backward_postprocess(f, gys, gxs)
+    else:
+        gxs = _call_backward(f, gys)
     if len(gxs) != len(f.inputs):
         raise RuntimeError(
             f"{type(f).__name__}.backward returned {len(gxs)} gradients "
@@ -649,7 +649,7 @@ class Function:
         record = Config.enable_backprop and True in needs
         if record:
             self.needs_input_grad = needs
-        hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
+        hooks = _hooks_for(self) if self._hooks else _global_hooks
         if hooks:
             for hook in hooks:
                 hook.forward_preprocess(self, xs)
@@ -781,7 +781,17 @@ class Function:
     # ---- hooks on this one function -------------------------------------------
     def add_hook(self, hook):
         """Run ``hook`` around this function's forward and backward only."""
+        if any(h is hook for h in self._hooks or ()):
+            raise ValueError(f"{hook!r} is already attached to this {type(self).__name__}")
         self._hooks = (self._hooks or []) + [hook]
+        return self
+
+    # (step 65)
+    def delete_hook(self, hook):
+        """Stop running ``hook`` around this function: the reverse of :meth:`add_hook`."""
+        if not any(h is hook for h in self._hooks or ()):
+            raise ValueError(f"{hook!r} is not attached to this {type(self).__name__}")
+        self._hooks = [h for h in self._hooks if h is not hook] or None
         return self
 
     # (step 69)
@@ -985,6 +995,17 @@ def test_mode():
     return using_config("train", False)
 
 
+# --- step 65 ------------------------------------------------------------
+_backward_stack: list = []  # functions whose backward is running now, the innermost last
+
+
+def _hooks_for(f):
+    """The global hooks, then ``f``'s own; a hook in both lists runs once."""
+    if not f._hooks:
+        return _global_hooks
+    return _global_hooks + [h for h in f._hooks if all(h is not g for g in _global_hooks)]
+
+
 # --- step 67 ------------------------------------------------------------
 def _rescale_grad(x, loss_scale):
     """Bring the sum in ``x.grad`` to ``loss_scale`` (None: unscaled) before a term is added.
@@ -1048,6 +1069,14 @@ def _refuse_second_call(function):
         f"second call would overwrite what that backward reads. Make a new one for each "
         f"call: {name}()(x), not f = {name}(); f(a); f(b) (an object may be called again "
         "once backward has gone through its first graph)")
+
+
+def _call_backward(f, gys):
+    """``f.backward(*gys)`` as a tuple (``backward_accumulate`` for repeated inputs)."""
+    if f._duplicates:  # the same variable in several slots, as in x * x
+        return f.backward_accumulate(*gys)
+    gxs = f.backward(*gys)
+    return gxs if type(gxs) is tuple else (gxs,)
 
 
 def _binary(function, op, x0, x1, reverse=False):

@@ -19,7 +19,8 @@ needs a program that lays out DOT graphs, and tries two, in this order:
    ``pip install`` can draw graphs too (see docs/graph-rendering.md).
 
 If neither is found, the DOT file is still written and the error says how to
-get either renderer. The returned :class:`GraphImage` shows itself inline in
+get a renderer. Warnings a renderer prints while succeeding come back as a
+:class:`RenderWarning`. The returned :class:`GraphImage` shows itself inline in
 Jupyter (as SVG) when it is the last expression of a cell.
 
 Values and gradients in the nodes: ``plot_dot_graph(y, values=True)`` writes each
@@ -49,6 +50,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 import weakref
 from pathlib import Path
 
@@ -160,24 +162,31 @@ def node_grad(v):
 
 
 def _var_label(v, verbose, values=False, grad=None):
-    """Name (with ``verbose`` shape and dtype; with ``values`` value and grad) of a node."""
+    """Name (with ``verbose`` shape and dtype; with ``values`` value and grad) of a node.
+
+    ``grad`` (a gradient, or ``_NO_GRAD``) overrides the gradient shown; without
+    ``values`` it adds a gradient line to the name, and no value is shown.
+    """
     v = _original(v)
     name = getattr(v, "name", None)
     label = "" if name is None else str(name)  # a number as a name is drawn too
     if values:
         lines = [label] if label else []
         lines.append("data " + format_array(node_value(v)))
-        g = node_grad(v) if grad is None else grad
-        shown = g is not None and g is not _NO_GRAD
-        lines.append("grad " + (format_array(g) if shown else "-"))
-        return "\n".join(lines)
-    if not label and v.data is not None and v.data.ndim == 0:
-        label = f"{v.data.item():.4g}"  # an unnamed scalar (a constant, say): its value
-    if verbose and v.data is not None:
-        if label:
-            label += ": "
-        label += f"{v.data.shape} {v.data.dtype}"
-    return label
+    else:
+        if grad is None and not label and v.data is not None and v.data.ndim == 0:
+            label = f"{v.data.item():.4g}"  # an unnamed scalar (a constant, say): its value
+        if verbose and v.data is not None:
+            if label:
+                label += ": "
+            label += f"{v.data.shape} {v.data.dtype}"
+        if grad is None:
+            return label
+        lines = [label] if label else []
+    g = node_grad(v) if grad is None else grad
+    shown = g is not None and g is not _NO_GRAD
+    lines.append("grad " + (format_array(g) if shown else "-"))
+    return "\n".join(lines)
 
 
 def _var_node(v, verbose, values=False, grad=None):
@@ -223,8 +232,9 @@ def get_dot_graph(output, verbose=True, values=False, *, grads=None, active=None
     (``-`` when it has none); intermediate values and gradients are known when
     the computation ran inside :func:`keep_values_for_drawing` (or when the
     variables are still held, with ``retain_grad=True`` for their gradients).
-    ``grads`` (``{node_key: gradient}``) overrides the gradients shown and
-    ``active`` highlights one function; :mod:`dezero_like.animate` uses both.
+    ``grads`` (``{node_key: gradient}``) gives the gradients shown (``-`` for a
+    node it lacks), with ``values=False`` too, where the nodes then show no
+    value; ``active`` highlights one function. :mod:`dezero_like.animate` uses both.
     """
     if not _is_variable(output):
         raise TypeError(f"get_dot_graph expects a Variable, got {type(output).__name__}")
@@ -310,6 +320,10 @@ class RenderError(RuntimeError):
     """The renderer ran but failed; the message carries its own error output."""
 
 
+class RenderWarning(UserWarning):
+    """The renderer wrote the image but printed warnings (passed on in the message)."""
+
+
 def _installed_command(distribution):
     """Path of the command a pip-installed ``distribution`` ships, or None.
 
@@ -347,24 +361,44 @@ def find_renderer(renderer="auto"):
         path = shutil.which(FALLBACK_PROGRAM) or _installed_command(FALLBACK_PROGRAM)
         if path:
             return FALLBACK_PROGRAM, path
-    wanted = "a DOT renderer" if renderer == "auto" else f"the renderer {renderer!r}"
+    install_dot = (
+        f"install Graphviz so that `{SYSTEM_PROGRAM}` is on PATH (apt-get install graphviz, "
+        f"brew install graphviz, conda install graphviz, or choco install graphviz)"
+    )
+    install_pure = (
+        f"pip install {FALLBACK_PROGRAM} (a dependency of dezero_like that was not "
+        f"installed; reinstalling dezero_like brings it)"
+    )
+    if renderer == "auto":
+        raise RendererNotFoundError(
+            f"cannot draw the graph: a DOT renderer was not found. Fix it either way:\n"
+            f"  1. {install_dot}, or\n  2. {install_pure}."
+        )
+    fix = install_dot if renderer == SYSTEM_PROGRAM else install_pure
     raise RendererNotFoundError(
-        f"cannot draw the graph: {wanted} was not found. Fix it either way:\n"
-        f"  1. install Graphviz so that `dot` is on PATH (apt-get install graphviz, "
-        f"brew install graphviz, conda install graphviz, or choco install graphviz), or\n"
-        f"  2. pip install {FALLBACK_PROGRAM} (a dependency of dezero_like that was not "
-        f"installed; reinstalling dezero_like brings it)."
+        f"cannot draw the graph: the renderer {renderer!r} was not found. Fix it:\n  {fix}."
     )
 
 
 class GraphImage:
-    """A rendered graph: the file written, and an SVG that Jupyter shows inline."""
+    """A rendered graph: the file written, and an SVG that Jupyter shows inline.
+
+    ``svg`` is the SVG text, or a function without arguments that returns it,
+    called on first use only.
+    """
 
     def __init__(self, path, dot_path, svg, renderer):
         self.path = Path(path).resolve()  # absolute: still right after a chdir
         self.dot_path = Path(dot_path).resolve()
-        self.svg = svg
+        self._svg = svg
         self.renderer = renderer
+
+    @property
+    def svg(self):
+        """The SVG text of the graph (made now if it was not made yet)."""
+        if callable(self._svg):
+            self._svg = self._svg()
+        return self._svg
 
     def _repr_svg_(self):
         return self.svg
@@ -373,12 +407,24 @@ class GraphImage:
         return f"GraphImage({str(self.path)!r}, rendered by {self.renderer})"
 
 
-def _run(program, args):
-    """Run the renderer with an argument list (never through a shell)."""
-    result = subprocess.run([program, *args], capture_output=True)
+def _run(program, args, stdin=None):
+    """Run the renderer with an argument list (never through a shell); return its output.
+
+    ``stdin``: bytes for its standard input. Warnings it prints while succeeding
+    are passed on as a :class:`RenderWarning`.
+    """
+    result = subprocess.run([program, *args], input=stdin, capture_output=True)
+    err = result.stderr.decode("utf-8", errors="replace").strip()
     if result.returncode != 0:
-        err = result.stderr.decode(errors="replace").strip()
         raise RenderError(f"{program} {' '.join(args)} failed (exit {result.returncode}): {err}")
+    if err:
+        if "too large" in err:
+            hint = ("the picture is scaled down and may be unreadable: draw into an .svg file "
+                    "(not scaled) or draw a smaller graph")
+        else:
+            hint = "the file was written, but check that it looks right"
+        warnings.warn(RenderWarning(f"{Path(program).name} warned: {err}\n({hint})"),
+                      stacklevel=2)
     return result.stdout
 
 
@@ -425,24 +471,27 @@ def render_dot(dot_text, to_file, renderer="auto"):
     fmt = _format_of(to_file)
     if to_file.parent != Path(""):
         to_file.parent.mkdir(parents=True, exist_ok=True)
+    to_file = to_file.resolve()  # absolute, so never read as an option (a file named "-g.png")
     dot_path = to_file.with_suffix(".dot")
-    dot_path.write_text(dot_text)
+    dot_path.write_text(dot_text, encoding="utf-8")
     try:
         name, program = find_renderer(renderer)
     except RendererNotFoundError as e:
+        command = SYSTEM_PROGRAM if renderer == "auto" else renderer
         raise RendererNotFoundError(
             f"{e}\nThe graph's DOT source was saved to {dot_path}; once a renderer is "
-            f"installed: dot -T{fmt} {dot_path} -o {to_file}"
+            f"installed: {command} -T{fmt} {dot_path} -o {to_file}"
         ) from None
     if fmt in NATIVE_FORMATS[name]:
         _run(program, [f"-T{fmt}", str(dot_path), "-o", str(to_file)])
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            png = Path(tmp) / "graph.png"
+            png = Path(tmp).resolve() / "graph.png"
             _run(program, ["-Tpng", str(dot_path), "-o", str(png)])
             _png_to_pdf(png, to_file)
     if fmt == "svg":
-        svg = to_file.read_text()
-    else:
-        svg = _run(program, ["-Tsvg", str(dot_path)]).decode()
+        svg = to_file.read_text(encoding="utf-8")
+    else:  # made from the text (the .dot file may be overwritten by then) on first display
+        def svg():
+            return _run(program, ["-Tsvg"], stdin=dot_text.encode("utf-8")).decode("utf-8")
     return GraphImage(to_file, dot_path, svg, name)

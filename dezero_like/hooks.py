@@ -96,28 +96,17 @@ class FunctionHook:
 class _NestingHook(FunctionHook):
     """A hook that knows which backward step (if any) is running right now.
 
-    Subclasses call ``super()`` in ``backward_preprocess``/``backward_postprocess``
-    and read ``self._backward_stack[-1]`` (the function whose backward is running)
-    or ``self._in_backward``.
+    Subclasses read ``self._backward_stack[-1]`` (the function whose backward is running)
+    or ``self._in_backward``; both come from ``core._backward_stack``.
     """
 
-    def __init__(self):
-        self._backward_stack = []
+    @property
+    def _backward_stack(self):
+        return core._backward_stack
 
     @property
     def _in_backward(self):
-        return bool(self._backward_stack)
-
-    def backward_preprocess(self, function, grad_outputs):
-        self._backward_stack.append(function)
-
-    def backward_postprocess(self, function, grad_outputs, grad_inputs):
-        if self._backward_stack and self._backward_stack[-1] is function:
-            self._backward_stack.pop()
-
-    def __exit__(self, *exc_info):
-        self._backward_stack.clear()  # an exception may have skipped a postprocess
-        return super().__exit__(*exc_info)
+        return bool(core._backward_stack)
 
 
 def _sync(arrays):
@@ -322,6 +311,12 @@ def _summarise(label, a):
     return text
 
 
+def _where(function):
+    """Where ``function``'s forward was called, as :class:`DebugHook` remembered it."""
+    return getattr(function, "_debug_location",
+                   "an unknown location (forward ran outside debug_mode)")
+
+
 class DebugHook(_NestingHook):
     """Raise :class:`DebugError` as soon as a forward or backward result holds NaN or Inf.
 
@@ -351,14 +346,26 @@ class DebugHook(_NestingHook):
                 f"at index {bad[0]}, called at {where}; inputs had {inputs}{hint}"
             )
 
+    def backward_preprocess(self, function, grad_outputs):
+        for k, gy in enumerate(_datas(grad_outputs)):
+            bad = _first_bad(gy)
+            if bad is not None:
+                raise DebugError(
+                    f"the gradient that reached output {k} of {type(function).__name__} (forward "
+                    f"called at {_where(function)}) holds {bad[1]} at index {bad[0]}, before its "
+                    "backward ran. It is the sum of the gradients sent back by the functions that "
+                    "used this output, each of them finite under debug_mode: the sum overflowed "
+                    "(or the seed given to backward() held it, or a function ran outside "
+                    "debug_mode)"
+                )
+
     def backward_postprocess(self, function, grad_outputs, grad_inputs):
         super().backward_postprocess(function, grad_outputs, grad_inputs)
         for k, gx in enumerate(_datas(grad_inputs)):
             bad = _first_bad(gx)
             if bad is None:
                 continue
-            where = getattr(function, "_debug_location", "an unknown location (forward ran "
-                            "outside debug_mode)")
+            where = _where(function)
             gys = "; ".join(_summarise(f"grad of output {i}", g)
                             for i, g in enumerate(_datas(grad_outputs)))
             xs = "; ".join(
@@ -371,6 +378,31 @@ class DebugHook(_NestingHook):
                 f"backward of {type(function).__name__} produced {bad[1]} in the gradient of "
                 f"input {k} at index {bad[0]} (forward called at {where}); "
                 f"output gradients had {gys}; inputs had {xs}{hint}"
+            )
+        self._check_leaf_sums(function, grad_inputs)
+
+    @staticmethod
+    def _check_leaf_sums(function, grad_inputs):
+        """The ``.grad`` each leaf input is about to hold: its old sum plus this gradient."""
+        for k, (x, gx) in enumerate(zip(function.inputs, _datas(grad_inputs))):
+            if gx is None or x.creator is not None or not x.requires_grad or x.data is None:
+                continue
+            with np.errstate(over="ignore", invalid="ignore"):  # the check reports it
+                total = gx.astype(x.data.dtype) if x.data.dtype.kind in "fc" else gx
+                before = None if x.grad is None else x.grad.data
+                if before is not None:
+                    total = before + total
+            bad = _first_bad(total)
+            if bad is None:
+                continue
+            name = f" '{x.name}'" if x.name else ""
+            cause = ("its .grad held NaN/Inf before this backward (call cleargrad())"
+                     if _first_bad(before) is not None else
+                     "the sum (in the leaf's dtype) overflowed though each part was finite")
+            raise DebugError(
+                f"the gradient of the leaf{name} {tuple(x.shape)} {x.data.dtype} (input {k} of "
+                f"{type(function).__name__}, forward called at {_where(function)}) would hold "
+                f"{bad[1]} at index {bad[0]} once this backward's part is added: {cause}"
             )
 
     @staticmethod

@@ -141,7 +141,8 @@ needs a program that lays out DOT graphs, and tries two, in this order:
    ``pip install`` can draw graphs too (see docs/graph-rendering.md).
 
 If neither is found, the DOT file is still written and the error says how to
-get either renderer. The returned :class:`GraphImage` shows itself inline in
+get a renderer. Warnings a renderer prints while succeeding come back as a
+:class:`RenderWarning`. The returned :class:`GraphImage` shows itself inline in
 Jupyter (as SVG) when it is the last expression of a cell.
 
 Values and gradients in the nodes: ``plot_dot_graph(y, values=True)`` writes each
@@ -292,29 +293,38 @@ def node_grad(v):
 # %% [markdown]
 # `_var_label` builds a variable's label: its name; with `verbose`, its shape and dtype; with
 # `values`, one line for the value and one for the gradient (`-` when none is known). An unnamed
-# 0-d variable, such as a constant, shows its value rather than an empty label.
+# 0-d variable, such as a constant, shows its value rather than an empty label. A `grad` given
+# without `values` (an animation frame that leaves the values out) adds the gradient line to the
+# name, and no value at all: not even an unnamed scalar's.
 
 # %%
 #| export dezero_like/graph.py
 def _var_label(v, verbose, values=False, grad=None):
-    """Name (with ``verbose`` shape and dtype; with ``values`` value and grad) of a node."""
+    """Name (with ``verbose`` shape and dtype; with ``values`` value and grad) of a node.
+
+    ``grad`` (a gradient, or ``_NO_GRAD``) overrides the gradient shown; without
+    ``values`` it adds a gradient line to the name, and no value is shown.
+    """
     v = _original(v)
     name = getattr(v, "name", None)
     label = "" if name is None else str(name)  # a number as a name is drawn too
     if values:
         lines = [label] if label else []
         lines.append("data " + format_array(node_value(v)))
-        g = node_grad(v) if grad is None else grad
-        shown = g is not None and g is not _NO_GRAD
-        lines.append("grad " + (format_array(g) if shown else "-"))
-        return "\n".join(lines)
-    if not label and v.data is not None and v.data.ndim == 0:
-        label = f"{v.data.item():.4g}"  # an unnamed scalar (a constant, say): its value
-    if verbose and v.data is not None:
-        if label:
-            label += ": "
-        label += f"{v.data.shape} {v.data.dtype}"
-    return label
+    else:
+        if grad is None and not label and v.data is not None and v.data.ndim == 0:
+            label = f"{v.data.item():.4g}"  # an unnamed scalar (a constant, say): its value
+        if verbose and v.data is not None:
+            if label:
+                label += ": "
+            label += f"{v.data.shape} {v.data.dtype}"
+        if grad is None:
+            return label
+        lines = [label] if label else []
+    g = node_grad(v) if grad is None else grad
+    shown = g is not None and g is not _NO_GRAD
+    lines.append("grad " + (format_array(g) if shown else "-"))
+    return "\n".join(lines)
 
 
 # %% [markdown]
@@ -386,8 +396,9 @@ def get_dot_graph(output, verbose=True, values=False, *, grads=None, active=None
     (``-`` when it has none); intermediate values and gradients are known when
     the computation ran inside :func:`keep_values_for_drawing` (or when the
     variables are still held, with ``retain_grad=True`` for their gradients).
-    ``grads`` (``{node_key: gradient}``) overrides the gradients shown and
-    ``active`` highlights one function; :mod:`dezero_like.animate` uses both.
+    ``grads`` (``{node_key: gradient}``) gives the gradients shown (``-`` for a
+    node it lacks), with ``values=False`` too, where the nodes then show no
+    value; ``active`` highlights one function. :mod:`dezero_like.animate` uses both.
     """
     if not _is_variable(output):
         raise TypeError(f"get_dot_graph expects a Variable, got {type(output).__name__}")

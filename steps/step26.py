@@ -18,7 +18,9 @@
 # Which renderer? The system Graphviz (`dot`) when it is installed, as on Colab.
 # Otherwise `graphviz-pure`, a self-contained port of `dot` that pip installs
 # together with dezero_like. If neither is there, the error says how to get one
-# (docs/graph-rendering.md has the details).
+# (docs/graph-rendering.md has the details). A renderer can also succeed with a
+# complaint (`dot` shrinks a PNG too large for its bitmap, perhaps past reading):
+# the complaint comes back as a Python warning, `RenderWarning`.
 #
 # Where do the files go? Every step that writes files puts them in one folder,
 # `outputs/stepNN/` under the current directory (`dezero_like.plot.output_dir`
@@ -28,8 +30,8 @@
 # ### The package code of this step
 #
 # In this step `graph` gains `SYSTEM_PROGRAM`, `FALLBACK_PROGRAM`, `NATIVE_FORMATS`,
-# `FORMATS`, `RendererNotFoundError`, `RenderError`, `find_renderer`, `GraphImage`,
-# `plot_dot_graph`, `render_dot`.
+# `FORMATS`, `RendererNotFoundError`, `RenderError`, `RenderWarning`, `find_renderer`,
+# `GraphImage`, `plot_dot_graph`, `render_dot`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -62,7 +64,8 @@ FORMATS = ("png", "svg", "pdf")
 # %% [markdown]
 # Two error classes keep two failures apart: no renderer is installed
 # (`RendererNotFoundError`), or one ran and failed (`RenderError`, whose message carries the
-# program's own error output).
+# program's own error output). A renderer that succeeds but prints warnings gets a warning
+# class, `RenderWarning`: the file is written, yet it may not be what the user hoped for.
 
 # %%
 #| export dezero_like/graph.py
@@ -74,6 +77,12 @@ class RendererNotFoundError(RuntimeError):
 #| export dezero_like/graph.py
 class RenderError(RuntimeError):
     """The renderer ran but failed; the message carries its own error output."""
+
+
+# %%
+#| export dezero_like/graph.py
+class RenderWarning(UserWarning):
+    """The renderer wrote the image but printed warnings (passed on in the message)."""
 
 
 # %% [markdown]
@@ -110,7 +119,8 @@ def _installed_command(distribution):
 # %% [markdown]
 # `find_renderer` tries the system's `dot` first, then `graphviz-pure`, and returns the name and
 # path of the first it finds; `renderer` can ask for one of them only. When none is found, the
-# error lists both ways to get one.
+# error says how to install what was asked for: both ways for `"auto"`, only Graphviz for
+# `"dot"`, only the pip package for `"graphviz-pure"`.
 
 # %%
 #| export dezero_like/graph.py
@@ -136,20 +146,31 @@ def find_renderer(renderer="auto"):
         path = shutil.which(FALLBACK_PROGRAM) or _installed_command(FALLBACK_PROGRAM)
         if path:
             return FALLBACK_PROGRAM, path
-    wanted = "a DOT renderer" if renderer == "auto" else f"the renderer {renderer!r}"
+    install_dot = (
+        f"install Graphviz so that `{SYSTEM_PROGRAM}` is on PATH (apt-get install graphviz, "
+        f"brew install graphviz, conda install graphviz, or choco install graphviz)"
+    )
+    install_pure = (
+        f"pip install {FALLBACK_PROGRAM} (a dependency of dezero_like that was not "
+        f"installed; reinstalling dezero_like brings it)"
+    )
+    if renderer == "auto":
+        raise RendererNotFoundError(
+            f"cannot draw the graph: a DOT renderer was not found. Fix it either way:\n"
+            f"  1. {install_dot}, or\n  2. {install_pure}."
+        )
+    fix = install_dot if renderer == SYSTEM_PROGRAM else install_pure
     raise RendererNotFoundError(
-        f"cannot draw the graph: {wanted} was not found. Fix it either way:\n"
-        f"  1. install Graphviz so that `dot` is on PATH (apt-get install graphviz, "
-        f"brew install graphviz, conda install graphviz, or choco install graphviz), or\n"
-        f"  2. pip install {FALLBACK_PROGRAM} (a dependency of dezero_like that was not "
-        f"installed; reinstalling dezero_like brings it)."
+        f"cannot draw the graph: the renderer {renderer!r} was not found. Fix it:\n  {fix}."
     )
 
 
 # %% [markdown]
 # `GraphImage` is what drawing returns. Jupyter shows an object inline when it has a
 # `_repr_svg_` method, so a `plot_dot_graph(...)` call at the end of a cell displays the graph.
-# Its paths are made absolute, so they stay right after a change of directory.
+# Its paths are made absolute, so they stay right after a change of directory. Its SVG may be
+# given as a function that makes it: the `svg` property calls it the first time the SVG is
+# wanted (usually when a notebook displays the image) and keeps the text.
 
 # %%
 #| export dezero_like/graph.py
@@ -157,13 +178,24 @@ from pathlib import Path
 
 
 class GraphImage:
-    """A rendered graph: the file written, and an SVG that Jupyter shows inline."""
+    """A rendered graph: the file written, and an SVG that Jupyter shows inline.
+
+    ``svg`` is the SVG text, or a function without arguments that returns it,
+    called on first use only.
+    """
 
     def __init__(self, path, dot_path, svg, renderer):
         self.path = Path(path).resolve()  # absolute: still right after a chdir
         self.dot_path = Path(dot_path).resolve()
-        self.svg = svg
+        self._svg = svg
         self.renderer = renderer
+
+    @property
+    def svg(self):
+        """The SVG text of the graph (made now if it was not made yet)."""
+        if callable(self._svg):
+            self._svg = self._svg()
+        return self._svg
 
     def _repr_svg_(self):
         return self.svg
@@ -174,20 +206,37 @@ class GraphImage:
 
 # %% [markdown]
 # `_run` starts the renderer with a list of arguments, never through a shell, so a path with
-# spaces or special characters is passed as it is. A non-zero exit status becomes a
-# `RenderError` that carries the program's error output.
+# spaces or shell characters reaches the program unchanged. (The program itself still reads an
+# argument that starts with `-` as an option: `render_dot` passes only absolute paths.) A
+# non-zero exit status becomes a `RenderError` that carries the program's error output. A zero
+# status with something on the error output means the picture was made with a complaint, such
+# as `dot`'s "graph is too large for cairo-renderer bitmaps. Scaling by 0.057": the complaint
+# becomes a `RenderWarning`, with advice when the graph was too large.
 
 # %%
 #| export dezero_like/graph.py
 import subprocess
+import warnings
 
 
-def _run(program, args):
-    """Run the renderer with an argument list (never through a shell)."""
-    result = subprocess.run([program, *args], capture_output=True)
+def _run(program, args, stdin=None):
+    """Run the renderer with an argument list (never through a shell); return its output.
+
+    ``stdin``: bytes for its standard input. Warnings it prints while succeeding
+    are passed on as a :class:`RenderWarning`.
+    """
+    result = subprocess.run([program, *args], input=stdin, capture_output=True)
+    err = result.stderr.decode("utf-8", errors="replace").strip()
     if result.returncode != 0:
-        err = result.stderr.decode(errors="replace").strip()
         raise RenderError(f"{program} {' '.join(args)} failed (exit {result.returncode}): {err}")
+    if err:
+        if "too large" in err:
+            hint = ("the picture is scaled down and may be unreadable: draw into an .svg file "
+                    "(not scaled) or draw a smaller graph")
+        else:
+            hint = "the file was written, but check that it looks right"
+        warnings.warn(RenderWarning(f"{Path(program).name} warned: {err}\n({hint})"),
+                      stacklevel=2)
     return result.stdout
 
 
@@ -251,9 +300,13 @@ def _format_of(to_file):
 
 # %% [markdown]
 # `render_dot` writes the DOT file first, beside the image (`graph.png` gives `graph.dot`), so
-# the text survives any failure; when no renderer is found, the error gives the `dot` command
-# that would finish the job. A format the renderer cannot write itself is made from a temporary
-# PNG. The SVG shown in a notebook is the file itself, or one more run of the renderer.
+# the text survives any failure; when no renderer is found, the error gives the command that
+# would finish the job. Text goes to files and comes back as UTF-8 whatever the locale, so a
+# variable named `θ` draws everywhere. The renderer gets absolute paths, which cannot be taken
+# for options (a file named `-g.png` would be). A format the renderer cannot write itself is made
+# from a temporary PNG. The SVG shown in a notebook is the file itself, or one more run of the
+# renderer, made only when the notebook first asks for it: on a large graph a second render
+# costs as much as the first, and a script that only writes files never pays it.
 
 # %%
 #| export dezero_like/graph.py
@@ -267,26 +320,29 @@ def render_dot(dot_text, to_file, renderer="auto"):
     fmt = _format_of(to_file)
     if to_file.parent != Path(""):
         to_file.parent.mkdir(parents=True, exist_ok=True)
+    to_file = to_file.resolve()  # absolute, so never read as an option (a file named "-g.png")
     dot_path = to_file.with_suffix(".dot")
-    dot_path.write_text(dot_text)
+    dot_path.write_text(dot_text, encoding="utf-8")
     try:
         name, program = find_renderer(renderer)
     except RendererNotFoundError as e:
+        command = SYSTEM_PROGRAM if renderer == "auto" else renderer
         raise RendererNotFoundError(
             f"{e}\nThe graph's DOT source was saved to {dot_path}; once a renderer is "
-            f"installed: dot -T{fmt} {dot_path} -o {to_file}"
+            f"installed: {command} -T{fmt} {dot_path} -o {to_file}"
         ) from None
     if fmt in NATIVE_FORMATS[name]:
         _run(program, [f"-T{fmt}", str(dot_path), "-o", str(to_file)])
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            png = Path(tmp) / "graph.png"
+            png = Path(tmp).resolve() / "graph.png"
             _run(program, ["-Tpng", str(dot_path), "-o", str(png)])
             _png_to_pdf(png, to_file)
     if fmt == "svg":
-        svg = to_file.read_text()
-    else:
-        svg = _run(program, ["-Tsvg", str(dot_path)]).decode()
+        svg = to_file.read_text(encoding="utf-8")
+    else:  # made from the text (the .dot file may be overwritten by then) on first display
+        def svg():
+            return _run(program, ["-Tsvg"], stdin=dot_text.encode("utf-8")).decode("utf-8")
     return GraphImage(to_file, dot_path, svg, name)
 
 
@@ -346,7 +402,7 @@ image
 
 # %%
 svg_image = written(plot_dot_graph(z, verbose=False, to_file=out_dir / "goldstein.svg"))
-svg_text = svg_image.path.read_text()
+svg_text = svg_image.path.read_text(encoding="utf-8")
 print("SVG mentions x:", ">x<" in svg_text, " bytes:", len(svg_text))
 
 # %% [markdown]

@@ -27,7 +27,9 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` gains `Function.add_hook`; `hooks` gains `TimerHook`, `PrintHook`.
+# In this step `core` gains `Function.add_hook`, `Function.delete_hook`, `_hooks_for` and
+# `_backward_stack`, and changes `_backward_step` (it keeps that stack); `hooks` gains
+# `_NestingHook`, `TimerHook`, `PrintHook`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -38,53 +40,101 @@
 # %% [markdown]
 # `Function.add_hook` attaches a hook to one function object only. It builds a new list instead of
 # appending, so a list shared with another function is never changed; `__call__` and the backward
-# step run these hooks after the global ones.
+# step run these hooks after the global ones. Attaching the same hook twice is refused, and a hook
+# that is both global (`with hook:`) and attached runs once (`_hooks_for`): otherwise every call
+# would be reported twice. `delete_hook` detaches a hook again.
 
 # %%
 #| export dezero_like/core.py Function
 # ---- hooks on this one function -------------------------------------------
 def add_hook(self, hook):
     """Run ``hook`` around this function's forward and backward only."""
+    if any(h is hook for h in self._hooks or ()):
+        raise ValueError(f"{hook!r} is already attached to this {type(self).__name__}")
     self._hooks = (self._hooks or []) + [hook]
     return self
 
 
+def delete_hook(self, hook):
+    """Stop running ``hook`` around this function: the reverse of :meth:`add_hook`."""
+    if not any(h is hook for h in self._hooks or ()):
+        raise ValueError(f"{hook!r} is not attached to this {type(self).__name__}")
+    self._hooks = [h for h in self._hooks if h is not hook] or None
+    return self
+
+
 # %% [markdown]
-# `_NestingHook` is a base for hooks that need to know whether a backward step is running. A
-# backward is built from functions, so their forwards run inside it; the hook keeps a stack of the
-# functions whose backward has started and not finished. `__exit__` empties it, in case an
-# exception skipped a `backward_postprocess`.
+# Hooks need to know whether a backward step is running: a backward is built from functions, so
+# their forwards run inside it, and a timer must not count them twice. The backward step keeps a
+# stack, `_backward_stack`, of the functions whose backward has started and not finished (the
+# innermost last). It pops in a `finally`, so a backward that raises cannot leave its function on
+# the stack, where it would make every later forward look as if it ran inside that backward.
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import Variable, _global_hooks, as_array
+
+_backward_stack: list = []  # functions whose backward is running now, the innermost last
+
+
+def _hooks_for(f):
+    """The global hooks, then ``f``'s own; a hook in both lists runs once."""
+    if not f._hooks:
+        return _global_hooks
+    return _global_hooks + [h for h in f._hooks if all(h is not g for g in _global_hooks)]
+
+
+def _backward_step(f, gys):
+    """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
+    hooks = _hooks_for(f)
+    for hook in hooks:
+        hook.backward_preprocess(f, gys)
+    _backward_stack.append(f)
+    try:
+        if f._duplicates:  # the same variable in several slots, as in x * x
+            gxs = f.backward_accumulate(*gys)
+        else:
+            gxs = f.backward(*gys)
+            if type(gxs) is not tuple:
+                gxs = (gxs,)
+    finally:  # also when backward raises
+        _backward_stack.pop()
+    for hook in hooks:
+        hook.backward_postprocess(f, gys, gxs)
+    if len(gxs) != len(f.inputs):
+        raise RuntimeError(
+            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
+            f"for {len(f.inputs)} inputs"
+        )
+    return tuple(gx if gx is None or isinstance(gx, Variable)
+                 else Variable(as_array(gx), requires_grad=False) for gx in gxs)
+
+
+# %% [markdown]
+# `_NestingHook` is a base for hooks that need to know whether a backward step is running: it
+# reads the core's stack. The stack is pushed after the hooks' `backward_preprocess` and popped
+# before their `backward_postprocess`, so those two see the depth of the enclosing backward.
 
 # %%
 #| export dezero_like/hooks.py
+from dezero_like import core
 from dezero_like.hooks import FunctionHook
 
 
 class _NestingHook(FunctionHook):
     """A hook that knows which backward step (if any) is running right now.
 
-    Subclasses call ``super()`` in ``backward_preprocess``/``backward_postprocess``
-    and read ``self._backward_stack[-1]`` (the function whose backward is running)
-    or ``self._in_backward``.
+    Subclasses read ``self._backward_stack[-1]`` (the function whose backward is running)
+    or ``self._in_backward``; both come from ``core._backward_stack``.
     """
 
-    def __init__(self):
-        self._backward_stack = []
+    @property
+    def _backward_stack(self):
+        return core._backward_stack
 
     @property
     def _in_backward(self):
-        return bool(self._backward_stack)
-
-    def backward_preprocess(self, function, grad_outputs):
-        self._backward_stack.append(function)
-
-    def backward_postprocess(self, function, grad_outputs, grad_inputs):
-        if self._backward_stack and self._backward_stack[-1] is function:
-            self._backward_stack.pop()
-
-    def __exit__(self, *exc_info):
-        self._backward_stack.clear()  # an exception may have skipped a postprocess
-        return super().__exit__(*exc_info)
+        return bool(core._backward_stack)
 
 
 # %% [markdown]

@@ -163,10 +163,24 @@ def _summarise(label, a):
 # it also stores the call site on the function, because during backward the learner's code is no
 # longer on the stack. Each message adds a hint when the inputs already held NaN or Inf: the
 # function that raised it only passed on a bad value made earlier.
+#
+# Some gradients are made by no function: when a variable is used twice, the backward loop *adds*
+# the two gradients it receives (step 18), and a leaf adds each new gradient to its `.grad`. Such
+# a sum can overflow (two float16 gradients of 40000 make `inf`) although every part was finite.
+# So the hook also checks what arrives at a function before its backward runs, and, for a leaf,
+# the sum its `.grad` is about to hold.
 
 # %%
 #| export dezero_like/hooks.py
+import numpy as np
+
 from dezero_like.hooks import _NestingHook, _datas
+
+
+def _where(function):
+    """Where ``function``'s forward was called, as :class:`DebugHook` remembered it."""
+    return getattr(function, "_debug_location",
+                   "an unknown location (forward ran outside debug_mode)")
 
 
 class DebugHook(_NestingHook):
@@ -198,14 +212,26 @@ class DebugHook(_NestingHook):
                 f"at index {bad[0]}, called at {where}; inputs had {inputs}{hint}"
             )
 
+    def backward_preprocess(self, function, grad_outputs):
+        for k, gy in enumerate(_datas(grad_outputs)):
+            bad = _first_bad(gy)
+            if bad is not None:
+                raise DebugError(
+                    f"the gradient that reached output {k} of {type(function).__name__} (forward "
+                    f"called at {_where(function)}) holds {bad[1]} at index {bad[0]}, before its "
+                    "backward ran. It is the sum of the gradients sent back by the functions that "
+                    "used this output, each of them finite under debug_mode: the sum overflowed "
+                    "(or the seed given to backward() held it, or a function ran outside "
+                    "debug_mode)"
+                )
+
     def backward_postprocess(self, function, grad_outputs, grad_inputs):
         super().backward_postprocess(function, grad_outputs, grad_inputs)
         for k, gx in enumerate(_datas(grad_inputs)):
             bad = _first_bad(gx)
             if bad is None:
                 continue
-            where = getattr(function, "_debug_location", "an unknown location (forward ran "
-                            "outside debug_mode)")
+            where = _where(function)
             gys = "; ".join(_summarise(f"grad of output {i}", g)
                             for i, g in enumerate(_datas(grad_outputs)))
             xs = "; ".join(
@@ -218,6 +244,31 @@ class DebugHook(_NestingHook):
                 f"backward of {type(function).__name__} produced {bad[1]} in the gradient of "
                 f"input {k} at index {bad[0]} (forward called at {where}); "
                 f"output gradients had {gys}; inputs had {xs}{hint}"
+            )
+        self._check_leaf_sums(function, grad_inputs)
+
+    @staticmethod
+    def _check_leaf_sums(function, grad_inputs):
+        """The ``.grad`` each leaf input is about to hold: its old sum plus this gradient."""
+        for k, (x, gx) in enumerate(zip(function.inputs, _datas(grad_inputs))):
+            if gx is None or x.creator is not None or not x.requires_grad or x.data is None:
+                continue
+            with np.errstate(over="ignore", invalid="ignore"):  # the check reports it
+                total = gx.astype(x.data.dtype) if x.data.dtype.kind in "fc" else gx
+                before = None if x.grad is None else x.grad.data
+                if before is not None:
+                    total = before + total
+            bad = _first_bad(total)
+            if bad is None:
+                continue
+            name = f" '{x.name}'" if x.name else ""
+            cause = ("its .grad held NaN/Inf before this backward (call cleargrad())"
+                     if _first_bad(before) is not None else
+                     "the sum (in the leaf's dtype) overflowed though each part was finite")
+            raise DebugError(
+                f"the gradient of the leaf{name} {tuple(x.shape)} {x.data.dtype} (input {k} of "
+                f"{type(function).__name__}, forward called at {_where(function)}) would hold "
+                f"{bad[1]} at index {bad[0]} once this backward's part is added: {cause}"
             )
 
     @staticmethod

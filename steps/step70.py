@@ -102,8 +102,8 @@ print(f"size:   with __dict__ {sys.getsizeof(d) + sys.getsizeof(d.__dict__)} byt
 # ### The package code of this step
 #
 # In this step `core` gains `_new_object`, `_fill`, `_make_variable`, `_binary`,
-# `_refuse_two_devices` and `_refuse_second_call`, and `Variable.__slots__`; it changes
-# `Variable.__init__` and `_as_node` (through `_fill`), `_as_inputs`, `_add_grads`,
+# `_refuse_two_devices`, `_refuse_second_call` and `_call_backward`, and `Variable.__slots__`;
+# it changes `Variable.__init__` and `_as_node` (through `_fill`), `_as_inputs`, `_add_grads`,
 # `_accumulate_leaf`, `_backward_step`, `_backprop`, `Function.__call__` and
 # `get_retained_outputs` (the fast versions), and `add`, `mul`, `sub`, `rsub`, `div`, `rdiv`
 # (through `_binary`).
@@ -299,6 +299,7 @@ from dezero_like.core import (
     _as_inputs,
     _fill,
     _global_hooks,
+    _hooks_for,
     _make_variable,
     _new_object,
     _refuse_second_call,
@@ -349,7 +350,7 @@ def __call__(self, *inputs):
     record = Config.enable_backprop and True in needs
     if record:
         self.needs_input_grad = needs
-    hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
+    hooks = _hooks_for(self) if self._hooks else _global_hooks
     if hooks:
         for hook in hooks:
             hook.forward_preprocess(self, xs)
@@ -426,30 +427,45 @@ def get_retained_outputs(self):
 #| export dezero_like/core.py
 import heapq
 
-from dezero_like.core import _accumulate_leaf, _add_grads, _make_variable
+from dezero_like.core import (
+    _accumulate_leaf,
+    _add_grads,
+    _backward_stack,
+    _global_hooks,
+    _hooks_for,
+    _make_variable,
+)
 
 
 def _backward_step(f, gys):
     """One step of the chain rule: the gradients of ``f``'s inputs, one per input."""
-    hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
-    if hooks:
+    hooks = _hooks_for(f) if f._hooks else _global_hooks
+    if hooks:  # only hooks read the stack of running backwards (step 65)
         for hook in hooks:
             hook.backward_preprocess(f, gys)
-    if f._duplicates:  # the same variable in several slots, as in x * x
-        gxs = f.backward_accumulate(*gys)
-    else:
-        gxs = f.backward(*gys)
-        if type(gxs) is not tuple:
-            gxs = (gxs,)
-    if hooks:
+        _backward_stack.append(f)
+        try:
+            gxs = _call_backward(f, gys)
+        finally:
+            _backward_stack.pop()
         for hook in hooks:
             hook.backward_postprocess(f, gys, gxs)
+    else:
+        gxs = _call_backward(f, gys)
     if len(gxs) != len(f.inputs):
         raise RuntimeError(
             f"{type(f).__name__}.backward returned {len(gxs)} gradients "
             f"for {len(f.inputs)} inputs"
         )
     return gxs
+
+
+def _call_backward(f, gys):
+    """``f.backward(*gys)`` as a tuple (``backward_accumulate`` for repeated inputs)."""
+    if f._duplicates:  # the same variable in several slots, as in x * x
+        return f.backward_accumulate(*gys)
+    gxs = f.backward(*gys)
+    return gxs if type(gxs) is tuple else (gxs,)
 
 
 def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):

@@ -124,3 +124,15 @@ def test_a_subclass_calling_super_backward_is_one_frame():
     assert [type(f).__name__ for f in anim.order] == ["Mul", "TracedSin"]
     assert len(anim) == 3
     assert Sin.__dict__["backward"] is original and "backward" in vars(TracedSin)
+
+
+def test_values_false_draws_gradients_without_values():
+    x = dz.Variable(np.array(2.0), name="x")
+    y = dz.functions.exp(x) * x  # y = 14.78 (unnamed), dy/dx = (1 + x) e^x = 22.17
+    frames = record_backward(y, values=False)
+    texts = [frames.dot(i) for i in range(len(frames))]
+    assert not any("data " in t or "14.78" in t for t in texts)  # no value, not even y's
+    assert "grad 22.17" in texts[-1] and 'label="grad 1"' in texts[0]  # gradients still drawn
+    x = dz.Variable(np.array(2.0), name="x")
+    with_values = record_backward(dz.functions.exp(x) * x)  # the default draws values
+    assert "data 14.78" in with_values.dot(0) and "x\\ndata 2\\ngrad 22.17" in with_values.dot(-1)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +18,7 @@ import dezero_like.functions as F
 from dezero_like import graph
 from dezero_like.utils import get_dot_graph, plot_dot_graph
 
+ROOT = Path(__file__).resolve().parents[1]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 HAVE_DOT = shutil.which("dot") is not None
 HAVE_PURE = graph._installed_command(graph.FALLBACK_PROGRAM) is not None or bool(
@@ -182,3 +188,98 @@ def test_model_plot_renders_the_models_graph(tmp_path):
     x = np.random.default_rng(0).standard_normal((4, 2)).astype(np.float32)
     image = model.plot(x, to_file=tmp_path / "model.svg")
     check_image(image.path, "svg", ["Linear", "Sigmoid", "(4, 3) float32"])
+
+
+RENDERERS = [
+    pytest.param("dot", marks=pytest.mark.skipif(not HAVE_DOT, reason="no system dot")),
+    pytest.param("graphviz-pure", marks=pytest.mark.skipif(not HAVE_PURE,
+                                                           reason="graphviz-pure is missing")),
+]
+
+
+@pytest.mark.parametrize("renderer", RENDERERS)
+@pytest.mark.parametrize("fmt", ["png", "pdf"])
+def test_file_name_starting_with_a_dash_is_not_an_option(tmp_path, monkeypatch, renderer, fmt):
+    monkeypatch.chdir(tmp_path)
+    _, _, y = small_graph()
+    image = plot_dot_graph(y, to_file=f"-g.{fmt}", renderer=renderer)
+    assert image.path == tmp_path / f"-g.{fmt}"
+    check_image(image.path, fmt, [])
+    assert (tmp_path / "-g.dot").read_text(encoding="utf-8") == get_dot_graph(y)
+
+
+@pytest.mark.skipif(not (HAVE_DOT or HAVE_PURE), reason="no DOT renderer installed")
+def test_text_files_are_utf8_whatever_the_locale(tmp_path):
+    # under the C locale without UTF-8 mode, open() defaults to ASCII
+    code = (
+        "import numpy as np, dezero_like as dz\n"
+        "from dezero_like.utils import plot_dot_graph\n"
+        "x = dz.Variable(np.array(2.0), name='\\u03b8')\n"
+        f"image = plot_dot_graph(x * x, to_file={str(tmp_path / 'theta.svg')!r})\n"
+        "assert '\\u03b8' in image.svg\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "PYTHONIO"))}
+    env.update(LC_ALL="C", LANG="C", PYTHONUTF8="0",
+               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, encoding="utf-8", errors="replace")
+    assert result.returncode == 0, result.stderr
+    assert "θ" in (tmp_path / "theta.dot").read_text(encoding="utf-8")
+    assert "θ" in (tmp_path / "theta.svg").read_text(encoding="utf-8")
+
+
+def test_renderer_warnings_on_success_are_passed_on():
+    too_large = "graph is too large for cairo-renderer bitmaps. Scaling by 0.0569 to fit"
+    args = ["-c", f"import sys; sys.stderr.write({too_large!r})"]
+    with pytest.warns(graph.RenderWarning, match=r"(?s)Scaling by 0\.0569.*\.svg file"):
+        graph._run(sys.executable, args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a quiet renderer: no warning at all
+        assert graph._run(sys.executable, ["-c", "print('ok')"]).strip() == b"ok"
+
+
+@pytest.mark.parametrize("renderer", RENDERERS)
+def test_a_real_renderer_warning_reaches_the_user(tmp_path, renderer):
+    dot = "digraph g { a [color=nosuchcolor]; a -> b; }\n"
+    with pytest.warns(graph.RenderWarning, match="nosuchcolor"):
+        image = graph.render_dot(dot, tmp_path / "g.png", renderer=renderer)
+    check_image(image.path, "png", [])
+
+
+@pytest.mark.skipif(not (HAVE_DOT or HAVE_PURE), reason="no DOT renderer installed")
+def test_svg_for_display_is_rendered_only_when_asked_for(tmp_path, monkeypatch):
+    runs = []
+    real_run = graph._run
+
+    def counted(program, args, *rest, **kwargs):
+        runs.append(args[0])
+        return real_run(program, args, *rest, **kwargs)
+
+    monkeypatch.setattr(graph, "_run", counted)
+    _, _, y = small_graph()
+    image = plot_dot_graph(y, to_file=tmp_path / "g.png")
+    assert runs == ["-Tpng"]  # the PNG only: no SVG yet
+    x2 = dz.Variable(np.array(1.0), name="other")
+    plot_dot_graph(x2 * x2, to_file=tmp_path / "g.png")  # the same files, another graph
+    del runs[:]
+    svg = image._repr_svg_()
+    assert runs == ["-Tsvg"] and "x: (2, 3) float32" in svg and "other" not in svg
+    assert image._repr_svg_() is svg and runs == ["-Tsvg"]  # made once, then kept
+
+
+def test_missing_chosen_renderer_names_only_its_own_fix(tmp_path, monkeypatch):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(graph, "FALLBACK_PROGRAM", "graphviz-pure-not-installed")
+    with pytest.raises(graph.RendererNotFoundError) as info:
+        graph.find_renderer("dot")
+    assert "apt-get install graphviz" in str(info.value)
+    assert "pip install" not in str(info.value)
+    _, _, y = small_graph()
+    with pytest.raises(graph.RendererNotFoundError) as info:
+        plot_dot_graph(y, to_file=tmp_path / "g.png", renderer=graph.FALLBACK_PROGRAM)
+    message = str(info.value)
+    assert "pip install graphviz-pure-not-installed" in message
+    assert "apt-get" not in message and "`dot`" not in message
+    assert "graphviz-pure-not-installed -Tpng" in message  # the command that was asked for

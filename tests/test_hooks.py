@@ -279,3 +279,62 @@ def test_debug_mode_ignores_integer_arrays():
     with dz.debug_mode():
         y = x * 2
     np.testing.assert_array_equal(y.data, [2, 4, 6])
+
+
+def test_a_backward_that_raises_leaves_no_backward_running_for_the_hooks():
+    """A backward step that raises must not stay on the stack: the forwards after it
+    would all look as if they ran inside that backward (the timer dropped them)."""
+
+    class Boom(dz.Function):
+        def forward(self, a):
+            return a * 1
+
+        def backward(self, gy):
+            raise ValueError("boom")
+
+    x = dz.Variable(np.ones(3))
+    out = io.StringIO()
+    with TimerHook() as timer, PrintHook(file=out):
+        with pytest.raises(ValueError, match="boom"):
+            Boom()(x).backward()
+        F.exp(x)
+    assert core._backward_stack == []
+    assert timer.summary()["Exp"]["forward"]["calls"] == 1
+    assert out.getvalue().splitlines()[-1].startswith("forward  Exp")  # not indented
+
+
+def test_a_hook_both_global_and_attached_runs_once_and_cannot_be_attached_twice():
+    rec = Recorder()
+    f = F.Exp().add_hook(rec)
+    with pytest.raises(ValueError, match="already attached"):
+        f.add_hook(rec)
+    x = dz.Variable(np.ones(2))
+    with rec:
+        y = f(x)
+        y.backward()
+    assert [e for e, fn, _ in rec.events if fn is f] == ["fwd-pre", "fwd-post",
+                                                         "bwd-pre", "bwd-post"]
+    f.delete_hook(rec)
+    assert f._hooks is None
+    with pytest.raises(ValueError, match="not attached"):
+        f.delete_hook(rec)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+def test_debug_mode_catches_a_sum_of_finite_gradients_that_overflows():
+    """Gradients added by the backward loop (a variable used twice) or into a leaf's
+    .grad are made by no function; debug_mode checks them too."""
+    z = dz.Variable(np.array([0.0], np.float16), name="z")
+    with pytest.raises(DebugError, match=r"leaf 'z'.*inf.*overflowed"):
+        with dz.debug_mode():
+            (z * 40000.0 + z * 40000.0).backward()
+    z = dz.Variable(np.array([0.0], np.float16))
+    with pytest.raises(DebugError, match=r"reached output 0 of Mul.*sum"):
+        with dz.debug_mode():
+            a = z * 1.0
+            (a * 40000.0 + a * 40000.0).backward()
+    w = dz.Variable(np.array([1.0]))
+    w.grad = dz.Variable(np.array([np.nan]))  # left over from an earlier run
+    with pytest.raises(DebugError, match=r"held NaN/Inf before this backward"):
+        with dz.debug_mode():
+            (w * 2.0).backward()
