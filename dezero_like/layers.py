@@ -13,6 +13,7 @@ NumPy ``.npz`` files, never with pickle.
 import io
 import os
 import tempfile
+import zipfile
 
 import numpy as np
 
@@ -142,13 +143,8 @@ class Layer:
     def _move(self, device, move):
         """Move every Variable of every layer with ``move``; then mark the layers ``device``."""
         layers = list(self._walk_layers())
-        kept = [(layer, name) for layer in layers for name, value in layer.__dict__.items()
-                if isinstance(value, Variable) and value.creator is not None]
-        if kept:  # state with a graph behind it (an LSTM's h mid-sequence): backward would mix
-            layer, name = kept[0]
-            raise RuntimeError(
-                f"{layer._describe()} keeps {name!r}, computed by a graph that would stay on the "
-                f"other device; call reset_state() (or {name}.unchain_backward()) before moving")
+        # state with a graph behind it (an LSTM's h mid-sequence): backward would mix devices
+        _refuse_kept_graph(layers, "that would stay on the other device", "moving")
         for layer in layers:
             for value in list(layer.__dict__.values()):
                 if isinstance(value, Variable):
@@ -178,8 +174,10 @@ class Layer:
     def _lazy_shape(self, name):
         """The shape a not-yet-created parameter will have (None for each unknown size), or None.
 
-        Layers that create a parameter on their first call override this and
-        :meth:`_took_shape`, so that loading weights into them checks what they know.
+        A letter instead of None marks an unknown size that the layer's parameters share
+        (BatchNorm's four arrays all have C elements). Layers that create a parameter on
+        their first call override this and :meth:`_took_shape`, so that loading weights
+        into them checks what they know.
         """
         return None
 
@@ -188,7 +186,14 @@ class Layer:
         """A not-yet-created parameter was loaded with ``shape`` (a lazy layer learns its input)."""
 
     # (step 55)
-    # ---- saving and loading -------------------------------------------------------
+    # ---- copying, saving and loading -----------------------------------------------
+    def __getstate__(self):
+        """What ``copy.deepcopy`` and ``pickle`` copy: the attributes, once none carries a graph."""
+        _refuse_kept_graph([self], "that a copy would share with the original (unchaining it in "
+                           "the copy would cut the original's)", "copying or pickling")
+        return self.__dict__
+
+    # (step 55)
     def save_weights(self, path):
         """Write every parameter to the ``.npz`` file ``path`` (exactly this name).
 
@@ -209,15 +214,20 @@ class Layer:
             )
         arrays = {key: cuda.as_numpy(p.data) for key, p in params.items()}
         path = os.fspath(path)
+        # checked first: otherwise the error would name the temporary file
+        if os.path.isdir(path) or path.endswith(("/", os.sep)):
+            raise IsADirectoryError(
+                f"cannot save weights to {path}: it names a directory; give a file name in it, "
+                f"e.g. {os.path.join(path, 'model.npz')}")
         directory = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(directory):  # else the error would name the temporary file
+        if not os.path.isdir(directory):
             raise FileNotFoundError(
                 f"cannot save weights to {path}: the directory {directory} does not exist; "
                 "create it first (os.makedirs)")
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
+                _write_npz(f, arrays)
                 f.flush()
                 os.fsync(f.fileno())
             publish(tmp, path)  # utils (step 53): the usual file mode, then the rename
@@ -245,14 +255,20 @@ class Layer:
             problems.append(f"missing {', '.join(missing)}")
         if extra:
             problems.append(f"unexpected {', '.join(extra)}")
+        shared = {}  # (layer, letter) -> the size the first of its lazy parameters gave it
         for key in sorted(set(params) & set(arrays)):
             p, a = params[key], arrays[key]
             if p.data is None:  # not created yet (a lazy layer): check what the layer knows
                 layer, name = owners[key]
                 expected, dtype = layer._lazy_shape(name), getattr(layer, "dtype", None)
+                if expected is not None and a.ndim == len(expected):  # a letter: the size the
+                    expected = tuple(shared.setdefault((id(layer), e), n)  # layer's first file
+                                     if isinstance(e, str) else e        # array gave it
+                                     for e, n in zip(expected, a.shape))
                 if expected is not None and (a.ndim != len(expected) or any(
                         e is not None and e != n for e, n in zip(expected, a.shape))):
-                    shown = "(" + ", ".join("?" if e is None else str(e) for e in expected) + ")"
+                    parts = ["?" if e is None or isinstance(e, str) else str(e) for e in expected]
+                    shown = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
                     problems.append(f"{key} has shape {a.shape}, the model expects {shown}")
                 if a.dtype.kind not in "fc" or (dtype is not None and a.dtype != dtype):
                     problems.append(f"{key} has dtype {a.dtype}, the model expects "
@@ -344,7 +360,31 @@ class Linear(Layer):
             self.in_size = shape[0]
 
 
+# --- step 54 ------------------------------------------------------------
+def _refuse_kept_graph(layers, why, action):
+    """Raise if a layer keeps a Variable computed by a graph (``why`` says what goes wrong)."""
+    for layer in layers:
+        for name, value in layer.__dict__.items():
+            if isinstance(value, Variable) and value.creator is not None:
+                raise RuntimeError(
+                    f"{layer._describe()} keeps {name!r}, computed by a graph {why}; call "
+                    f"reset_state() (or {name}.unchain_backward()) before {action}")
+
+
 # --- step 55 ------------------------------------------------------------
+def _write_npz(f, arrays):
+    """Write ``{name: array}`` to the open binary file ``f`` as an ``.npz`` archive.
+
+    What ``np.savez(f, **arrays)`` writes, without passing the names as keyword
+    arguments: a parameter named ``file`` or ``allow_pickle`` would collide with
+    ``savez``'s own arguments (an error, or a weight silently left out).
+    """
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, a in arrays.items():
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(a), allow_pickle=False)
+
+
 def _read_npz(path):
     """All arrays of an ``.npz`` file, fully read (so a damaged member fails here)."""
     name = os.fspath(path)

@@ -102,8 +102,14 @@ def as_cupy(x):
 # The book's `next(loader)` still works: `__next__` keeps the place in the loader itself and
 # stops after `max_iter` batches, the last one smaller when the batch size does not divide the
 # data. A subclass that overrides `__next__`, as the book's `SeqDataLoader` does, is iterated
-# through it. `_collate` reads the examples one by one (so the transforms run) and stacks them
-# into arrays.
+# through it. `_collate` reads the examples one by one (so the transforms run) and `_stack` stacks
+# them into arrays. A transform that returns the wrong thing is caught there, with the dataset,
+# the example and the transform named: examples of different shapes, and values that are not
+# numbers (a string or a date would stack into an array too, one that no layer can use).
+#
+# The arguments are checked when the loader is made: `shuffle` and `gpu` must be `True` or
+# `False` (the string `"no"` is true), and `seed` an int >= 0. With `shuffle=False` the order is
+# always the same and a `seed` has nothing to do.
 
 # %%
 #| export dezero_like/dataloaders.py
@@ -133,20 +139,27 @@ class DataLoader:
 
     ``shuffle=True`` draws a new order at the start of every epoch, from
     ``np.random`` (so ``np.random.seed`` makes runs repeatable) or from its own
-    generator when ``seed`` is given. ``gpu=True`` (or :meth:`to_gpu`) returns
-    CuPy arrays. ``len(loader)`` is the number of batches per epoch.
-    Unlabelled datasets give ``t = None``.
+    generator when ``seed`` (an int >= 0) is given; with ``shuffle=False`` the
+    order is always 0, 1, 2, ... and ``seed`` is not used. ``gpu=True`` (or
+    :meth:`to_gpu`) returns CuPy arrays. ``len(loader)`` is the number of
+    batches per epoch. Unlabelled datasets give ``t = None``.
     """
 
     def __init__(self, dataset, batch_size, shuffle=True, gpu=False, seed=None):
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
                 or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        for name, flag in (("shuffle", shuffle), ("gpu", gpu)):
+            if not isinstance(flag, (bool, np.bool_)):  # shuffle="no" would be true
+                raise TypeError(f"{name} must be True or False, got {flag!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(
+                seed, (int, np.integer)) or seed < 0):
+            raise TypeError(f"seed must be None or an int >= 0, got {seed!r}")
         if len(dataset) == 0:
             raise ValueError("DataLoader got an empty dataset")
         self.dataset = dataset
         self.batch_size = int(batch_size)
-        self.shuffle = shuffle
+        self.shuffle = bool(shuffle)
         self.data_size = len(dataset)
         self.max_iter = math.ceil(self.data_size / self.batch_size)
         self.gpu = False
@@ -204,7 +217,8 @@ class DataLoader:
 
     def _collate(self, batch_index):
         """Stack the examples at ``batch_index`` into arrays ``(x, t)`` on the loader's device."""
-        examples = [self.dataset[int(j)] for j in batch_index]
+        indices = [int(j) for j in batch_index]
+        examples = [self.dataset[j] for j in indices]
         first = examples[0]
         if not (isinstance(first, (tuple, list)) and len(first) == 2):
             # a bare array's rows would be split into x = row[0] and t = row[1] without error
@@ -215,19 +229,49 @@ class DataLoader:
         if isinstance(first[0], Variable) or isinstance(first[1], Variable):
             raise TypeError("DataLoader: the dataset (or its transform) returned a Variable; "
                             "examples must be NumPy arrays or numbers (return v.data)")
-        x = np.stack([np.asarray(ex[0]) for ex in examples])
+        x = self._stack([ex[0] for ex in examples], indices, "input")
         labels = [ex[1] for ex in examples]
-        t = None if labels[0] is None else np.stack([np.asarray(lb) for lb in labels])
-        for what, a, item in (("input", x, first[0]), ("label", t, first[1])):
-            if a is not None and a.dtype == object:  # None, a string, a dict...
-                raise TypeError(
-                    f"DataLoader: the dataset's {what}s do not stack into a numeric array (the "
-                    f"first is a {type(item).__name__}); a dataset (and its transform) must "
-                    "return NumPy arrays or numbers of one shape")
+        t = None if labels[0] is None else self._stack(labels, indices, "label")
         if self.gpu:
             x = cuda.as_cupy(x)
             t = None if t is None else cuda.as_cupy(t)
         return x, t
+
+    def _stack(self, values, indices, what):
+        """One array of the inputs (or labels) ``values`` of the examples ``indices``.
+
+        Refuses, naming the dataset, the example and the transform to look at, values of
+        different shapes and values that are not numbers (None, strings, dates, dicts...).
+        """
+        name = type(self.dataset).__name__
+        transform = "transform" if what == "input" else "target_transform"
+        hint = (f"a dataset and its {transform} must return NumPy arrays or numbers "
+                "(bool, int, float or complex)")
+        arrays = []
+        for j, value in zip(indices, values):
+            try:
+                arrays.append(np.asarray(value))
+            except ValueError as e:  # a ragged list: [[1, 2], [3]]
+                raise ValueError(f"DataLoader: the {what} of {name}[{j}] is not an array of "
+                                 f"one shape ({e}); {hint}") from None
+        shape = arrays[0].shape
+        for j, a in zip(indices, arrays):
+            if a.shape != shape:
+                raise ValueError(
+                    f"DataLoader: the {what}s of {name} have different shapes: {name}"
+                    f"[{indices[0]}] has {shape}, {name}[{j}] has {a.shape}, and a batch stacks "
+                    f"them into one array; make the dataset (or its {transform}) return one "
+                    "shape for every example, e.g. by cropping, padding or resizing")
+        batch = np.stack(arrays)
+        if batch.dtype.kind not in "biufc":  # None, a string, a date, a dict...
+            j, value, a = next((j, v, a) for j, v, a in zip(indices, values, arrays)
+                               if a.dtype.kind not in "biufc")
+            advice = ("; give classes as int labels (e.g. classes.index(name))"
+                      if what == "label" and a.dtype.kind in "US" else "")
+            raise TypeError(
+                f"DataLoader: the dataset's {what}s do not stack into a numeric array "
+                f"({name}[{j}] is a {type(value).__name__}, dtype {a.dtype}); {hint}{advice}")
+        return batch
 
     def next(self):
         """The next batch (the book's spelling of ``next(loader)``)."""

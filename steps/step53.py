@@ -301,7 +301,8 @@ def load_idx(path):
 
 # %% [markdown]
 # `MNISTUnavailableError` is both a `FixableError` (shown as one paragraph, without a traceback)
-# and a `FileNotFoundError`; `reason` keeps the short phrase, so `mnist_train_test` can reuse it.
+# and a `FileNotFoundError`; `reason` keeps the short phrase and `details` what each download
+# attempt said, so `mnist_train_test` can reuse both.
 
 # %%
 #| export dezero_like/datasets.py
@@ -314,12 +315,14 @@ class MNISTUnavailableError(FixableError, FileNotFoundError):
     ``reason`` is a short phrase (e.g. "downloads are disabled by
     DEZERO_LIKE_OFFLINE=1"); the message is one paragraph that says what is
     missing, where it looked and how to fix it. Uncaught, it shows that
-    paragraph without a traceback (see ``dezero_like._fixable``).
+    paragraph without a traceback (see ``dezero_like._fixable``). ``details``
+    keeps the failed download attempts, if any.
     """
 
-    def __init__(self, message, reason=""):
+    def __init__(self, message, reason="", details=""):
         super().__init__(message)
         self.reason = reason
+        self.details = details
 
 
 # %% [markdown]
@@ -334,9 +337,16 @@ _DEFAULT = object()
 # %% [markdown]
 # `MNIST` is a Dataset whose `prepare` makes sure the two files are there (`ensure_files`), loads
 # them, checks their shapes and, for `source="test-split"`, keeps one part of the test images.
-# `ensure_files` treats a file with a wrong size or MD5 sum as missing, downloads what it can, and
-# otherwise raises an error that names the files, the directory, the reason and the fix.
-# `available` answers the same question without any network access.
+# Its arguments are checked first: `n_train` must be a whole number of test images, `download`
+# None, True or False.
+#
+# `_check_files` sorts the files into missing ones and damaged ones (wrong size or MD5 sum).
+# `ensure_files` downloads both kinds when it may; a file it could not get leads to an error that
+# names only the files still missing or damaged, the directory, the reason and the fixes that can
+# work: it suggests `source="test-split"` only when the test files are intact, and it notices two
+# slips with the data folder: a path that is a file, not a folder, and `DEZERO_LIKE_DATA` naming
+# the `mnist` folder itself instead of the folder that holds it. `available` answers the same
+# question without any network access.
 
 # %%
 #| export dezero_like/datasets.py
@@ -385,12 +395,13 @@ class MNIST(Dataset):
                  source="official", n_train=8000, download=None, mirrors=None, progress=True):
         if source not in self.SOURCES:
             raise ValueError(f"source must be one of {self.SOURCES}, got {source!r}")
-        if not 0 < n_train < 10000:
-            raise ValueError(f"n_train must be between 1 and 9,999 test images, got {n_train}")
+        _check_n_train(n_train)
+        if download not in (None, True, False):
+            raise TypeError(f"download must be None, True or False, got {download!r}")
         if transform is _DEFAULT:
             transform = _T.Compose([_T.Flatten(), _T.ToFloat(), _T.Normalize(0.0, 255.0)])
         self.source = source
-        self.n_train = n_train
+        self.n_train = int(n_train)
         self.root = data_root(data_dir) / "mnist"
         self.download = download
         self.mirrors = tuple(self.MIRRORS if mirrors is None else mirrors)
@@ -436,48 +447,52 @@ class MNIST(Dataset):
     def available(cls, train=True, data_dir=None):
         """True when the files of a split are cached and intact (no network used)."""
         keys = ("train-images", "train-labels") if train else ("test-images", "test-labels")
-        root = data_root(data_dir) / "mnist"
+        missing, bad = cls._check_files(keys, data_root(data_dir) / "mnist")
+        return not missing and not bad
+
+    @classmethod
+    def _check_files(cls, keys, root):
+        """``(missing, bad)``: the names of the files ``keys`` that ``root`` lacks, or holds with
+        the wrong size or MD5 sum."""
+        missing, bad = [], []
         for key in keys:
             name, md5, size = cls.FILES[key]
-            path = root / name
-            if not path.is_file() or path.stat().st_size != size or file_md5(path) != md5:
-                return False
-        return True
+            path = Path(root) / name
+            if not path.is_file():
+                missing.append(name)
+            elif path.stat().st_size != size or file_md5(path) != md5:
+                bad.append(name)
+        return missing, bad
 
     @classmethod
     def ensure_files(cls, keys, root, download=None, mirrors=None, progress=True):
         """Paths of the files ``keys`` in ``root``: verified, downloaded if missing and allowed.
 
-        A cached file whose size or MD5 is wrong counts as missing.
+        A cached file whose size or MD5 is wrong counts as missing. The error, when some
+        cannot be had, names only the files still missing or damaged.
         """
         root = Path(root)
         mirrors = tuple(cls.MIRRORS if mirrors is None else mirrors)
-        wanted = {key: cls.FILES[key] for key in keys}
-        missing, bad = [], []
-        for _key, (name, md5, size) in wanted.items():
-            path = root / name
-            if not path.is_file():
-                missing.append(name)
-            elif path.stat().st_size != size or file_md5(path) != md5:
-                bad.append(name)
-        todo = missing + bad
-        if todo:
+        missing, bad = cls._check_files(keys, root)
+        if missing or bad:
             reason = cls._why_no_download(root, download)
-            if reason is None:
-                failures = []
-                for name in todo:
-                    _, md5, size = next(v for v in wanted.values() if v[0] == name)
-                    try:
-                        _download([m.rstrip("/") + "/" + name for m in mirrors], root / name,
-                                 md5=md5, size=size, progress=progress)
-                    except OSError as e:
-                        failures.append(str(e))
-                if failures:
-                    reason = "the download failed"
-                    cls._raise_unavailable(root, todo, bad, reason, "\n".join(failures))
-            else:
-                cls._raise_unavailable(root, todo, bad, reason)
-        return [root / wanted[key][0] for key in keys]
+            if reason is not None:
+                cls._raise_unavailable(root, missing, bad, reason)
+            sums = {cls.FILES[key][0]: cls.FILES[key][1:] for key in keys}
+            failed, failures = [], []
+            for name in missing + bad:
+                md5, size = sums[name]
+                try:
+                    _download([m.rstrip("/") + "/" + name for m in mirrors], root / name,
+                              md5=md5, size=size, progress=progress)
+                except OSError as e:
+                    failed.append(name)
+                    failures.append(str(e))
+            if failed:  # a bad file whose download failed is still there, still bad
+                cls._raise_unavailable(root, [n for n in missing if n in failed],
+                                       [n for n in bad if n in failed], "the download failed",
+                                       "\n".join(failures))
+        return [root / cls.FILES[key][0] for key in keys]
 
     @staticmethod
     def _why_no_download(root, download):
@@ -486,35 +501,81 @@ class MNIST(Dataset):
             return f"downloads are disabled by {OFFLINE_ENV}=1"
         if download is False:
             return "downloads are disabled (download=False)"
-        existing = root
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
+        existing = _existing_ancestor(root)
+        if not existing.is_dir():
+            return f"{existing} is a file, not a folder"
         if not os.access(existing, os.W_OK):
             return f"the cache directory {root} is not writable"
         return None
 
     @classmethod
-    def _raise_unavailable(cls, root, todo, bad, reason, details=""):
-        lines = [f"MNIST files are not available: {', '.join(todo)} "
-                 f"{'is' if len(todo) == 1 else 'are'} missing from {root}"]
+    def _raise_unavailable(cls, root, missing, bad, reason, details=""):
+        """Raise the one-paragraph error: what is wrong in ``root``, why, and what will fix it."""
+        existing = _existing_ancestor(root)
+        if not existing.is_dir():  # no file can be put in root, nor downloaded there
+            move = f"move the file {root} out of the way, or " if existing == root else ""
+            raise MNISTUnavailableError(
+                f"MNIST files are not available: {existing} is a file, not a folder, so the "
+                f"files cannot be in {root}. To fix: {move}set {DATA_ENV} (or pass "
+                "data_dir=...) to a folder; the MNIST files go in its subfolder mnist/.",
+                reason=f"{existing} is a file, not a folder")
+        problems = []
+        if missing:
+            problems.append(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                            "missing")
         if bad:
-            lines.append(f"({', '.join(bad)}: wrong size or MD5 sum, so not used)")
-        lines.append(f"and {reason}.")
+            one = len(bad) == 1
+            problems.append(f"{', '.join(bad)} {'has' if one else 'have'} the wrong size or MD5 "
+                            f"sum (damaged, or another file), so {'it is' if one else 'they are'}"
+                            " not used")
+        lines = [f"MNIST files are not available in {root}: {'; '.join(problems)}"
+                 f"{'; and' if len(problems) > 1 else ', and'} {reason}."]
         if details:
             lines.append("(" + details.replace("\n", "; ") + ")")
-        lines.append(
-            f"To fix: allow a download (unset {OFFLINE_ENV}, keep a network connection), or "
-            f"put the files in {root}, or set {DATA_ENV} to a directory that holds "
-            "mnist/ with them (or pass data_dir=...). Offline with only the test images, "
-            "use MNIST(train=..., source='test-split')."
-        )
-        raise MNISTUnavailableError(" ".join(lines), reason=reason)
+        fixes = []
+        nested = [name for name in missing if (root.parent / name).is_file()]
+        if nested:  # DEZERO_LIKE_DATA names the mnist folder itself, not the folder holding it
+            lines.append(f"{', '.join(nested)} {'is' if len(nested) == 1 else 'are'} in "
+                         f"{root.parent} itself, one level up: the data folder ({DATA_ENV} or "
+                         "data_dir) is the folder that holds mnist/, not mnist/ itself.")
+            fixes.append(f"set {DATA_ENV} (or data_dir=...) to the parent folder, "
+                         f"{root.parent.parent}")
+        fixes.append(f"allow a download (unset {OFFLINE_ENV}, keep a network connection)"
+                     + (", which replaces damaged files" if bad else ""))
+        fixes.append(f"put {'intact copies of ' if bad else ''}the files in {root}")
+        fixes.append(f"set {DATA_ENV} to a directory that holds mnist/ with them (or pass "
+                     "data_dir=...)")
+        lines.append("To fix: " + ", or ".join(fixes) + ".")
+        test_files = ("test-images", "test-labels")
+        if not any(cls._check_files(test_files, root)):  # a fix that works: the test images
+            lines.append("Offline with only the test images, use "
+                         "MNIST(train=..., source='test-split').")
+        raise MNISTUnavailableError(" ".join(lines), reason=reason, details=details)
+
+
+def _existing_ancestor(path):
+    """``path`` itself if it exists, else its nearest parent folder (or file) that does."""
+    path = Path(path)
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_n_train(n_train):
+    """Refuse an ``n_train`` that is not a whole number of test images between 1 and 9,999."""
+    if isinstance(n_train, bool) or not isinstance(n_train, (int, np.integer)):
+        raise TypeError(f"n_train must be an int (a number of test images), got {n_train!r} "
+                        f"({type(n_train).__name__})")
+    if not 0 < n_train < 10000:
+        raise ValueError(f"n_train must be between 1 and 9,999 test images, got {n_train}")
 
 
 # %% [markdown]
 # `mnist_train_test` tries the official training set first and falls back to the test-image split
-# when it is unavailable; `summary` says which happened, and `fallback_reason` why. When even the
-# test images are missing, it raises one error that lists every missing file.
+# when it is unavailable; `summary` says which happened, and `fallback_reason` why. When the test
+# images cannot be used either, it raises one error that names every file missing or damaged,
+# checked again at that moment (a download may have brought some), and that does not suggest the
+# test-image split, which has just failed. `n_train` is checked first, whichever split is used.
 
 # %%
 #| export dezero_like/datasets.py
@@ -528,6 +589,7 @@ def mnist_train_test(data_dir=None, transform=_DEFAULT, target_transform=None, n
     ``train_set.summary`` says which, and why, in one sentence to print;
     ``train_set.fallback_reason`` is None for the real training set.
     """
+    _check_n_train(n_train)  # now, not only when the fallback needs it
     kwargs = dict(transform=transform, target_transform=target_transform, data_dir=data_dir,
                   download=download, progress=progress)
     try:
@@ -537,11 +599,15 @@ def mnist_train_test(data_dir=None, transform=_DEFAULT, target_transform=None, n
             train = MNIST(train=True, source="test-split", n_train=n_train, **kwargs)
             test = MNIST(train=False, source="test-split", n_train=n_train, **kwargs)
         except MNISTUnavailableError as none_at_all:
-            # neither split: one error that names every missing file (no chained traceback)
+            # neither split: one error that names every file missing or damaged, as they are
+            # now (no chained traceback); it does not offer the split that just failed
             root = data_root(data_dir) / "mnist"
-            todo = [name for name, _, _ in MNIST.FILES.values() if not (root / name).exists()]
+            missing, bad = MNIST._check_files(MNIST.FILES, root)
+            if not missing and not bad:  # the files came meanwhile: that split's own error
+                raise
             try:
-                MNIST._raise_unavailable(root, todo, [], none_at_all.reason)
+                MNIST._raise_unavailable(root, missing, bad, none_at_all.reason,
+                                         none_at_all.details)
             except MNISTUnavailableError as combined:
                 raise combined from None
         train.fallback_reason = e.reason

@@ -97,6 +97,22 @@ def __getattr__(name):
 # bias on the GPU.
 # `_creation_xp` refuses that input instead, before anything is created, so the next call with
 # the batch on the GPU works; `load_weights` (step 55) creates lazy weights on that device too.
+# `_refuse_kept_graph` is the check on kept state; step 55 uses it again before a model is copied.
+
+# %%
+#| export dezero_like/layers.py
+from dezero_like.core import Variable
+
+
+def _refuse_kept_graph(layers, why, action):
+    """Raise if a layer keeps a Variable computed by a graph (``why`` says what goes wrong)."""
+    for layer in layers:
+        for name, value in layer.__dict__.items():
+            if isinstance(value, Variable) and value.creator is not None:
+                raise RuntimeError(
+                    f"{layer._describe()} keeps {name!r}, computed by a graph {why}; call "
+                    f"reset_state() (or {name}.unchain_backward()) before {action}")
+
 
 # %%
 #| export dezero_like/layers.py Layer
@@ -118,13 +134,8 @@ def to_gpu(self):
 def _move(self, device, move):
     """Move every Variable of every layer with ``move``; then mark the layers ``device``."""
     layers = list(self._walk_layers())
-    kept = [(layer, name) for layer in layers for name, value in layer.__dict__.items()
-            if isinstance(value, Variable) and value.creator is not None]
-    if kept:  # state with a graph behind it (an LSTM's h mid-sequence): backward would mix
-        layer, name = kept[0]
-        raise RuntimeError(
-            f"{layer._describe()} keeps {name!r}, computed by a graph that would stay on the "
-            f"other device; call reset_state() (or {name}.unchain_backward()) before moving")
+    # state with a graph behind it (an LSTM's h mid-sequence): backward would mix devices
+    _refuse_kept_graph(layers, "that would stay on the other device", "moving")
     for layer in layers:
         for value in list(layer.__dict__.values()):
             if isinstance(value, Variable):

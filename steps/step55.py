@@ -22,7 +22,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `layers` gains `Layer.save_weights`, `Layer.load_weights`.
+# In this step `layers` gains `_write_npz`, `Layer.__getstate__`, `Layer.save_weights`,
+# `Layer.load_weights`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -31,7 +32,10 @@
 # defines its names in this script too; the rest of the step uses them through the package.
 
 # %% [markdown]
-# `_read_npz` reads a whole weight file into a dictionary of arrays. It reads the bytes first and
+# `_write_npz` writes what `np.savez` writes (a zip archive with one `.npy` member per array),
+# but takes the arrays as a dictionary: `np.savez(f, **arrays)` would read a parameter named
+# `file` or `allow_pickle` as one of its own arguments. `_read_npz` reads a whole weight file into
+# a dictionary of arrays. It reads the bytes first and
 # parses them from memory, so no file stays open if parsing fails; `allow_pickle=False` means the
 # file can hold arrays only, never Python objects. Any parsing failure becomes one `ValueError` that
 # names the file.
@@ -40,7 +44,22 @@
 #| export dezero_like/layers.py
 import io
 import os
+import zipfile
+
 import numpy as np
+
+
+def _write_npz(f, arrays):
+    """Write ``{name: array}`` to the open binary file ``f`` as an ``.npz`` archive.
+
+    What ``np.savez(f, **arrays)`` writes, without passing the names as keyword
+    arguments: a parameter named ``file`` or ``allow_pickle`` would collide with
+    ``savez``'s own arguments (an error, or a weight silently left out).
+    """
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, a in arrays.items():
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(a), allow_pickle=False)
 
 
 def _read_npz(path):
@@ -72,6 +91,9 @@ def _read_npz(path):
 # These functions become methods of `Layer`. `_flatten_params` gives each parameter a path-like key
 # (`l0/W`) by walking the registered names, so a file's keys match the model's structure.
 # `save_weights` writes to a temporary file and renames it over `path`, as `download` does.
+# `__getstate__` is what `copy.deepcopy` and `pickle` read: a model whose kept state still has a
+# graph behind it (an LSTM mid-sequence, step 61) is refused, as PyTorch refuses to deep-copy a
+# tensor that has a graph, since the copy's graph would be the original's.
 # `load_weights` checks every name, shape and dtype before it assigns anything: a file that does
 # not fit raises one error listing all the problems and leaves the model unchanged. A parameter on
 # the GPU gets its array copied there.
@@ -82,7 +104,7 @@ import os
 import tempfile
 import numpy as np
 from dezero_like import cuda
-from dezero_like.layers import Layer
+from dezero_like.layers import Layer, _refuse_kept_graph
 from dezero_like.utils import publish
 
 
@@ -107,8 +129,10 @@ def _flatten_params(self, out=None, prefix="", owners=None):
 def _lazy_shape(self, name):
     """The shape a not-yet-created parameter will have (None for each unknown size), or None.
 
-    Layers that create a parameter on their first call override this and
-    :meth:`_took_shape`, so that loading weights into them checks what they know.
+    A letter instead of None marks an unknown size that the layer's parameters share
+    (BatchNorm's four arrays all have C elements). Layers that create a parameter on
+    their first call override this and :meth:`_took_shape`, so that loading weights
+    into them checks what they know.
     """
     return None
 
@@ -117,7 +141,14 @@ def _took_shape(self, name, shape):
     """A not-yet-created parameter was loaded with ``shape`` (a lazy layer learns its input)."""
 
 
-# ---- saving and loading -------------------------------------------------------
+# ---- copying, saving and loading -----------------------------------------------
+def __getstate__(self):
+    """What ``copy.deepcopy`` and ``pickle`` copy: the attributes, once none carries a graph."""
+    _refuse_kept_graph([self], "that a copy would share with the original (unchaining it in "
+                       "the copy would cut the original's)", "copying or pickling")
+    return self.__dict__
+
+
 def save_weights(self, path):
     """Write every parameter to the ``.npz`` file ``path`` (exactly this name).
 
@@ -138,15 +169,20 @@ def save_weights(self, path):
         )
     arrays = {key: cuda.as_numpy(p.data) for key, p in params.items()}
     path = os.fspath(path)
+    # checked first: otherwise the error would name the temporary file
+    if os.path.isdir(path) or path.endswith(("/", os.sep)):
+        raise IsADirectoryError(
+            f"cannot save weights to {path}: it names a directory; give a file name in it, "
+            f"e.g. {os.path.join(path, 'model.npz')}")
     directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):  # else the error would name the temporary file
+    if not os.path.isdir(directory):
         raise FileNotFoundError(
             f"cannot save weights to {path}: the directory {directory} does not exist; "
             "create it first (os.makedirs)")
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            _write_npz(f, arrays)
             f.flush()
             os.fsync(f.fileno())
         publish(tmp, path)  # utils (step 53): the usual file mode, then the rename
@@ -174,14 +210,20 @@ def load_weights(self, path):
         problems.append(f"missing {', '.join(missing)}")
     if extra:
         problems.append(f"unexpected {', '.join(extra)}")
+    shared = {}  # (layer, letter) -> the size the first of its lazy parameters gave it
     for key in sorted(set(params) & set(arrays)):
         p, a = params[key], arrays[key]
         if p.data is None:  # not created yet (a lazy layer): check what the layer knows
             layer, name = owners[key]
             expected, dtype = layer._lazy_shape(name), getattr(layer, "dtype", None)
+            if expected is not None and a.ndim == len(expected):  # a letter: the size the
+                expected = tuple(shared.setdefault((id(layer), e), n)  # layer's first file
+                                 if isinstance(e, str) else e        # array gave it
+                                 for e, n in zip(expected, a.shape))
             if expected is not None and (a.ndim != len(expected) or any(
                     e is not None and e != n for e, n in zip(expected, a.shape))):
-                shown = "(" + ", ".join("?" if e is None else str(e) for e in expected) + ")"
+                parts = ["?" if e is None or isinstance(e, str) else str(e) for e in expected]
+                shown = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
                 problems.append(f"{key} has shape {a.shape}, the model expects {shown}")
             if a.dtype.kind not in "fc" or (dtype is not None and a.dtype != dtype):
                 problems.append(f"{key} has dtype {a.dtype}, the model expects "
@@ -211,7 +253,8 @@ def load_weights(self, path):
 # %% [markdown]
 # A layer that creates a parameter on its first call has none to compare the file with, but it
 # already knows part of the shape: a lazy `Linear` knows `W`'s second axis (`out_size`) and its
-# dtype. `_lazy_shape` says what is known (`None` for what is not) and `load_weights` checks it;
+# dtype. `_lazy_shape` says what is known (`None` for what is not, a letter for a size that is not
+# known but must be the same for several parameters of the layer) and `load_weights` checks it;
 # `_took_shape` then tells the layer the size it learnt from the file (`in_size`), as a first call
 # would have. Without this, a `Linear(8)` would take a file's `(5, 3)` weight and output 3 columns.
 

@@ -804,8 +804,9 @@ class Deconv2d(Conv2d):
 # %% [markdown]
 # `BatchNorm` keeps its running statistics as Parameters too, so that `save_weights` and `to_gpu`
 # carry them; they never receive a gradient, so optimizers skip them. All four arrays are made on
-# the first call, when the number of channels is known. The running statistics are passed as
-# `.data`, the arrays `batch_norm` updates in place.
+# the first call, when the number of channels is known (weights loaded before it must give all four
+# the same length: `_lazy_shape`). The running statistics are passed as `.data`, the arrays
+# `batch_norm` updates in place.
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -835,6 +836,9 @@ class BatchNorm(Layer):
         self.avg_var = Parameter(None, name="avg_var")
         self.gamma = Parameter(None, name="gamma")
         self.beta = Parameter(None, name="beta")
+
+    def _lazy_shape(self, name):  # for load_weights before the first call (step 55)
+        return ("C",)  # each of the four arrays has one element per channel
 
     def forward(self, x):
         if x.ndim < 2:

@@ -134,7 +134,8 @@ class RNN(Layer):
 # %% [markdown]
 # `get_sin_curve` returns pairs `(x[i], x[i+1])`: the target is the next value of the series,
 # obtained by slicing one array twice. The training curve is a noisy sine drawn from its own
-# generator; the test curve is a clean cosine.
+# generator; the test curve is a clean cosine. Its arguments are checked first, so that
+# `num_data=100.0` or `"100"` is refused with their name, not with an error from inside NumPy.
 
 # %%
 #| export dezero_like/datasets_seq.py
@@ -146,6 +147,8 @@ image batches are. :class:`SeqDataLoader` cuts the series into ``batch_size``
 equally long streams and returns, at each call, the *next* time step of every
 stream: row ``i`` of batch ``k+1`` follows row ``i`` of batch ``k`` in time.
 """
+
+import numbers
 
 import numpy as np
 
@@ -159,8 +162,14 @@ def get_sin_curve(train=True, num_data=1000, periods=2, noise=0.05, seed=None):
     which the model has never seen. Returns ``x`` (num_data-1, 1) and ``t``
     (num_data-1, 1) float32 with ``t[i] = x[i+1]``: predict the next value.
     """
+    if isinstance(num_data, bool) or not isinstance(num_data, (int, np.integer)):
+        raise TypeError(f"num_data must be an int (a number of samples), got {num_data!r} "
+                        f"({type(num_data).__name__})")
     if num_data < 2:
         raise ValueError(f"num_data must be at least 2, got {num_data}")
+    for name, value in (("periods", periods), ("noise", noise)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
     s = np.linspace(0, 2 * np.pi * periods, num_data)
     if train:
         rng = np.random.default_rng(2019 if seed is None else seed)

@@ -144,3 +144,48 @@ def test_a_bare_array_is_refused_instead_of_split_into_x_and_t():
         next(iter(DataLoader(data, 2)))
     x, t = next(iter(DataLoader(list(zip(data, np.arange(5))), 2, shuffle=False)))
     assert x.shape == (2, 2) and t.tolist() == [0, 1]
+
+
+def test_loader_arguments_are_checked_when_it_is_made():
+    for bad in ("no", None, 1):
+        with pytest.raises(TypeError, match="shuffle must be True or False"):
+            DataLoader(Range(3), 2, shuffle=bad)
+    with pytest.raises(TypeError, match="gpu must be True or False"):
+        DataLoader(Range(3), 2, gpu="no")
+    for bad in (1.5, -1, True, "3"):
+        with pytest.raises(TypeError, match=r"seed must be None or an int >= 0"):
+            DataLoader(Range(3), 2, seed=bad)
+    assert DataLoader(Range(3), 2, shuffle=np.bool_(True), seed=np.int64(4)).shuffle is True
+    # without shuffling a seed has nothing to do: the order is 0, 1, 2, ... (documented)
+    loader = DataLoader(Range(5), 2, shuffle=False, seed=3)
+    assert [t.tolist() for _, t in loader] == [[0, 1], [2, 3], [4]]
+
+
+@pytest.mark.parametrize("what, kwargs, kind", [
+    ("input", dict(transform=lambda x: "abc"), "str"),
+    ("input", dict(transform=lambda x: b"abc"), "bytes"),
+    ("input", dict(transform=lambda x: np.datetime64("2020-01-01")), "datetime64"),
+    ("label", dict(target_transform=str), "str"),
+])
+def test_values_that_are_not_numbers_are_refused(what, kwargs, kind):
+    loader = DataLoader(Range(4, **kwargs), 2, shuffle=False)
+    transform = "transform" if what == "input" else "target_transform"
+    with pytest.raises(TypeError, match=rf"{what}s do not stack into a numeric array \(Range\[0\] "
+                                        rf"is a {kind}, .*its {transform} must return"):
+        next(iter(loader))
+
+
+def test_bool_and_complex_values_are_numbers():
+    x, t = next(iter(DataLoader(Range(4, transform=lambda x: x.astype(complex),
+                                      target_transform=lambda t: t == 1), 4, shuffle=False)))
+    assert x.dtype == np.complex128 and t.tolist() == [False, True, False, False]
+
+
+def test_examples_of_different_shapes_are_named():
+    ragged = Range(4, transform=lambda x: np.zeros(2 + int(x[0]) % 2))
+    with pytest.raises(ValueError, match=r"inputs of Range have different shapes: Range\[0\] has "
+                                         r"\(2,\), Range\[1\] has \(3,\).*its transform\)"):
+        next(iter(DataLoader(ragged, 4, shuffle=False)))
+    nested = Range(4, target_transform=lambda t: [[1, 2], [3]])
+    with pytest.raises(ValueError, match=r"label of Range\[0\] is not an array of one shape"):
+        next(iter(DataLoader(nested, 4, shuffle=False)))

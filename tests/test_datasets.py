@@ -153,3 +153,105 @@ def test_transforms_on_the_dataset():
     ds = Spiral(transform=T.Compose([T.AsType(np.float64)]), target_transform=T.ToInt(np.int8))
     x, t = ds[0]
     assert x.dtype == np.float64 and t.dtype == np.int8
+
+
+# --------------------------------------------------------------------------- #
+# Arguments checked early, and MNIST errors that name what is wrong (no real data needed)
+# --------------------------------------------------------------------------- #
+
+TEST_IMAGES, TEST_LABELS = "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    monkeypatch.setenv("DEZERO_LIKE_OFFLINE", "1")
+    monkeypatch.delenv("DEZERO_LIKE_DATA", raising=False)
+
+
+def _unavailable(**kwargs):
+    with pytest.raises(datasets.MNISTUnavailableError) as info:
+        datasets.MNIST(**kwargs)
+    return str(info.value)
+
+
+def test_sin_curve_refuses_a_num_data_that_is_not_an_int():
+    from dezero_like.datasets_seq import SinCurve
+
+    for bad in (100.0, "100", True):
+        with pytest.raises(TypeError, match=r"num_data must be an int .*got"):
+            SinCurve(num_data=bad)
+    with pytest.raises(TypeError, match="periods must be a number"):
+        SinCurve(periods="2")
+    assert len(SinCurve(num_data=np.int64(50))) == 49
+
+
+def test_mnist_n_train_and_download_are_checked_before_any_file(offline, tmp_path):
+    for bad in ("8000", 8000.5, True):
+        with pytest.raises(TypeError, match="n_train must be an int"):
+            datasets.MNIST(source="test-split", n_train=bad, data_dir=tmp_path)
+        with pytest.raises(TypeError, match="n_train must be an int"):  # not a missing file
+            datasets.mnist_train_test(data_dir=tmp_path, n_train=bad)
+    with pytest.raises(ValueError, match="between 1 and 9,999"):
+        datasets.mnist_train_test(data_dir=tmp_path, n_train=0)
+    with pytest.raises(TypeError, match="download must be None, True or False"):
+        datasets.MNIST(train=False, data_dir=tmp_path, download="no")
+
+
+def test_mnist_train_test_names_a_damaged_test_file_and_does_not_offer_the_split(offline,
+                                                                                 tmp_path):
+    (tmp_path / "mnist").mkdir()
+    (tmp_path / "mnist" / TEST_IMAGES).write_bytes(b"\x1f\x8b cut short")
+    with pytest.raises(datasets.MNISTUnavailableError) as info:
+        datasets.mnist_train_test(data_dir=tmp_path)
+    msg = str(info.value)
+    assert f"{TEST_IMAGES} has the wrong size or MD5 sum" in msg
+    assert TEST_LABELS in msg and "train-images-idx3-ubyte.gz" in msg
+    assert "source='test-split'" not in msg  # the split that has just failed
+    assert "intact copies of the files" in msg
+
+
+def test_a_data_folder_that_is_a_file_is_named_offline_and_online(offline, tmp_path,
+                                                                 monkeypatch):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    msg = _unavailable(train=False, data_dir=afile)
+    assert f"{afile} is a file, not a folder" in msg and "put the files in" not in msg
+    monkeypatch.delenv("DEZERO_LIKE_OFFLINE")  # the local mirror below is never reached
+    msg = _unavailable(train=False, data_dir=afile, progress=False,
+                       mirrors=[(tmp_path / "mirror").as_uri() + "/"])
+    assert f"{afile} is a file, not a folder" in msg and "Not a directory" not in msg
+
+
+def test_a_data_folder_naming_the_mnist_folder_itself_says_set_the_parent(offline, tmp_path,
+                                                                        monkeypatch):
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    for name in (TEST_IMAGES, TEST_LABELS):
+        (folder / name).write_bytes(b"here")
+    monkeypatch.setenv("DEZERO_LIKE_DATA", str(folder))
+    msg = _unavailable(train=False)
+    assert f"are in {folder} itself" in msg
+    assert f"set DEZERO_LIKE_DATA (or data_dir=...) to the parent folder, {tmp_path}" in msg
+
+
+def test_a_partly_failed_download_names_only_the_files_still_missing(offline, tmp_path,
+                                                                    monkeypatch):
+    import hashlib
+
+    labels = b"pretend labels"
+
+    class Small(datasets.MNIST):  # a test-labels file whose published sum is this one's
+        FILES = {**datasets.MNIST.FILES, "test-labels": (
+            TEST_LABELS, hashlib.md5(labels).hexdigest(), len(labels))}
+
+    mirror = tmp_path / "mirror"  # holds the labels, not the images
+    mirror.mkdir()
+    (mirror / TEST_LABELS).write_bytes(labels)
+    monkeypatch.delenv("DEZERO_LIKE_OFFLINE")
+    with pytest.raises(datasets.MNISTUnavailableError) as info:
+        Small(train=False, data_dir=tmp_path / "data", mirrors=[mirror.as_uri() + "/"],
+              progress=False)
+    msg = str(info.value)
+    assert f": {TEST_IMAGES} is missing, and the download failed" in msg
+    assert TEST_LABELS not in msg  # it came: not missing, and no download of it failed
+    assert (tmp_path / "data" / "mnist" / TEST_LABELS).read_bytes() == labels

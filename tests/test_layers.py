@@ -160,10 +160,15 @@ def test_interrupted_save_keeps_the_old_file(tmp_path, monkeypatch):
     old.save_weights(path)
     before = path.read_bytes()
 
-    def fail(*args, **kwargs):
-        raise KeyboardInterrupt  # as if the user pressed Ctrl-C in the middle of writing
+    write_array = np.lib.format.write_array
+    written = []
 
-    monkeypatch.setattr(np, "savez", fail)
+    def fail(*args, **kwargs):  # the first array is written, then Ctrl-C
+        if written:
+            raise KeyboardInterrupt
+        written.append(write_array(*args, **kwargs))
+
+    monkeypatch.setattr(np.lib.format, "write_array", fail)
     with pytest.raises(KeyboardInterrupt):
         trained_mlp(1).save_weights(path)
     assert path.read_bytes() == before
@@ -344,3 +349,70 @@ def test_saving_into_a_missing_directory_names_the_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"directory .*such does not exist.*os.makedirs"):
         model.save_weights(target)
     assert not (tmp_path / "no").exists()
+
+
+def test_parameter_names_that_are_savez_arguments_are_saved(tmp_path):
+    """np.savez(f, **arrays) read a parameter named allow_pickle as its own flag (the
+    weight was left out) and one named file as a duplicate argument."""
+    class Odd(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.allow_pickle = Parameter(np.arange(3.0))
+            self.file = Parameter(np.ones((2, 2)))
+            self.w = Parameter(np.zeros(1))
+
+    Odd().save_weights(tmp_path / "odd.npz")
+    with np.load(tmp_path / "odd.npz") as f:
+        assert sorted(f.files) == ["allow_pickle", "file", "w"]
+    back = Odd()
+    back.allow_pickle.data = np.zeros(3)
+    back.load_weights(tmp_path / "odd.npz")
+    np.testing.assert_array_equal(back.allow_pickle.data, np.arange(3.0))
+
+
+def test_saving_to_a_directory_names_the_directory(tmp_path):
+    model = trained_mlp(0)
+    (tmp_path / "sub").mkdir()
+    for target in (tmp_path / "sub", str(tmp_path / "new") + "/"):
+        with pytest.raises(IsADirectoryError, match="names a directory.*model.npz"):
+            model.save_weights(target)
+    assert sorted(os.listdir(tmp_path)) == ["sub"]  # no temporary file left anywhere
+    assert os.listdir(tmp_path / "sub") == []
+
+
+def test_copying_a_recurrent_layer_mid_sequence_is_refused(tmp_path):
+    """A deep copy shared the graph behind h with the original: unchaining the copy's
+    state cut the original's. Like PyTorch, refuse; after reset_state() copying works."""
+    import copy
+    import pickle
+
+    import dezero_like.layers_conv as Lc
+
+    lstm = Lc.LSTM(4)
+    x = np.random.default_rng(0).random((2, 3))
+    lstm(x)
+    lstm(x)
+    for copier in (copy.deepcopy, pickle.dumps):
+        with pytest.raises(RuntimeError, match=r"keeps 'h'.*reset_state\(\).*copying"):
+            copier(lstm)
+    assert lstm.h.creator is not None
+    lstm.reset_state()
+    twin = pickle.loads(pickle.dumps(copy.deepcopy(lstm)))
+    np.testing.assert_array_equal(twin(x).data, lstm(x).data)
+
+
+def test_loading_a_batchnorm_before_its_first_call_checks_the_lengths(tmp_path):
+    import dezero_like.layers_conv as Lc
+
+    path = tmp_path / "bn.npz"
+    np.savez(path, avg_mean=np.zeros(3), avg_var=np.ones(5), gamma=np.ones((2, 2)),
+             beta=np.zeros(3))
+    bn = Lc.BatchNorm()
+    with pytest.raises(ValueError, match=r"avg_var has shape \(5,\), the model expects "
+                                         r"\(3,\).*gamma has shape \(2, 2\)"):
+        bn.load_weights(path)
+    assert bn.gamma.data is None
+    np.savez(path, avg_mean=np.zeros(3), avg_var=np.ones(3), gamma=np.ones(3), beta=np.zeros(3))
+    bn.load_weights(path)
+    assert bn(np.ones((2, 3))).shape == (2, 3)
+
