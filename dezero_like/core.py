@@ -23,6 +23,8 @@ shown in its step: 25 (function hooks), 30 (``create_graph``), 37
 
 import contextlib
 import heapq
+import math
+import numbers
 import operator
 import weakref
 
@@ -284,8 +286,8 @@ class Variable:
                  retain_graph=False, loss_scale=None):
         """Compute the gradient of this variable with respect to every leaf.
 
-        * ``gradient``: the seed dL/d(self). Default: the ``.grad`` of this output when one was
-          set (by hand, as in steps 6-9, or kept by ``retain_grad``), else ones.
+        * ``gradient``: the seed dL/d(self). Default: the ``.grad`` of this output when the user
+          set it (as in steps 6-9; not one an earlier ``retain_grad`` kept), else ones.
           With ``create_graph``, a Variable seed that requires grad is used as it is, so the
           gradients are functions of it too (its own gradient can be taken next).
         * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
@@ -304,7 +306,11 @@ class Variable:
             )
         if self.data is None:
             raise RuntimeError("backward() was called on a graph node that holds no data")
-        if gradient is None and self.grad is not None and self.creator is not None:
+        if loss_scale is not None and (isinstance(loss_scale, bool) or not isinstance(
+                loss_scale, numbers.Real) or not 0 < loss_scale < math.inf):
+            raise ValueError(f"loss_scale must be a finite number > 0, got {loss_scale!r}")
+        if gradient is None and self.grad is not None and self.creator is not None \
+                and _from_backward.get(self) is not self.grad:
             gradient = self.grad  # a seed set by hand: y.grad = ...; y.backward() (steps 6-9)
         seed = self._seed(gradient, loss_scale, create_graph)
         with using_config("enable_backprop", create_graph):
@@ -485,13 +491,17 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                 raise RuntimeError(
                     f"Trying to backward through {type(f).__name__} a second time, but its "
                     "saved data was freed after the first backward. Pass retain_graph=True "
-                    "to the first backward() call if you need to call backward twice."
+                    "to the first backward() call if you need to call backward twice. (An RNN "
+                    "trained on pieces of a sequence needs loss.unchain_backward() after each "
+                    "update instead: keeping the graph would make it grow without end.)"
                 )
             if retain_grad:  # hand the gradients to the outputs still alive
                 for ref, gy in zip(f.outputs, gys):
                     out = ref()
                     if out is not None:
                         out.grad = gy
+                        if gy is not None:  # a result, not a seed (step 67)
+                            _from_backward[out] = gy
             gxs = _backward_step(f, gys)
             for x, gx in zip(f.inputs, gxs):
                 if gx is None or not x.requires_grad:
@@ -578,8 +588,12 @@ def _accumulate_leaf(x, gx, loss_scale=None):
         x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
     else:
         if x.loss_scale != loss_scale:
-            _rescale_grad(x, loss_scale)
+            gx = _to_common_scale(x, gx, loss_scale)
         x.grad = _add_grads(x.grad, gx)
+    if _global_hooks:
+        for hook in _global_hooks:
+            if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
+                hook.leaf_postprocess(x)
 
 
 # --- step 23 ------------------------------------------------------------
@@ -1007,17 +1021,33 @@ def _hooks_for(f):
 
 
 # --- step 67 ------------------------------------------------------------
-def _rescale_grad(x, loss_scale):
-    """Bring the sum in ``x.grad`` to ``loss_scale`` (None: unscaled) before a term is added.
+# the gradients retain_grad kept, by variable: backward() takes an output's .grad for its seed
+# only when the user set it (steps 6-9), never when an earlier backward left it there
+_from_backward = weakref.WeakKeyDictionary()
 
-    A leaf's gradient is one sum with one scale: the optimizer divides all of it by
-    ``x.loss_scale``. Two backwards with different scales (or one unscaled) must not
-    simply add up.
+
+def _to_common_scale(x, gx, loss_scale):
+    """Bring ``x.grad`` and the new term ``gx`` to one scale, the larger; return the term.
+
+    A leaf's gradient is one sum with one scale, which the optimizer divides out. When two
+    backwards with different scales (or one unscaled) add into it, the side with the smaller
+    scale is multiplied up: scaling down would lose the small values loss scaling protects.
     """
-    ratio = (1.0 if loss_scale is None else float(loss_scale)) / (
-        1.0 if x.loss_scale is None else float(x.loss_scale))
-    x.grad = x.grad * ratio  # a Python float keeps the gradient's dtype
-    x.loss_scale = loss_scale
+    old = 1.0 if x.loss_scale is None else float(x.loss_scale)
+    new = 1.0 if loss_scale is None else float(loss_scale)
+    if new > old:
+        x.grad = _times(x.grad, new / old)
+        x.loss_scale = loss_scale
+        return gx
+    return _times(gx, old / new)
+
+
+def _times(g, factor):
+    """``g * factor``; float16 is multiplied in float32 (a factor above 65504 is inf in float16)."""
+    if g.data.dtype == np.float16 and g.creator is None:
+        return Variable((g.data.astype(np.float32) * factor).astype(np.float16),
+                        requires_grad=False)
+    return g * factor
 
 
 # --- step 70 ------------------------------------------------------------

@@ -31,8 +31,8 @@ class DataLoader:
 
     ``shuffle=True`` draws a new order at the start of every epoch, from
     ``np.random`` (so ``np.random.seed`` makes runs repeatable) or from its own
-    generator when ``seed`` (an int >= 0) is given; with ``shuffle=False`` the
-    order is always 0, 1, 2, ... and ``seed`` is not used. ``gpu=True`` (or
+    generator when ``seed`` (an int >= 0, or a NumPy ``Generator``) is given; with
+    ``shuffle=False`` the order is always 0, 1, 2, ... and ``seed`` is not used. ``gpu=True`` (or
     :meth:`to_gpu`) returns CuPy arrays. ``len(loader)`` is the number of
     batches per epoch. Unlabelled datasets give ``t = None``.
     """
@@ -44,9 +44,9 @@ class DataLoader:
         for name, flag in (("shuffle", shuffle), ("gpu", gpu)):
             if not isinstance(flag, (bool, np.bool_)):  # shuffle="no" would be true
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(
-                seed, (int, np.integer)) or seed < 0):
-            raise TypeError(f"seed must be None or an int >= 0, got {seed!r}")
+        if isinstance(seed, (bool, float, str, np.floating)) or (
+                isinstance(seed, (int, np.integer)) and seed < 0):
+            raise TypeError(f"seed must be None, an int >= 0 or a NumPy Generator, got {seed!r}")
         if len(dataset) == 0:
             raise ValueError("DataLoader got an empty dataset")
         self.dataset = dataset

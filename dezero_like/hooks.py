@@ -4,7 +4,8 @@
 
 """Function hooks: code that runs around every function's forward and backward.
 
-A hook is an object with four methods, all no-ops in :class:`FunctionHook`::
+A hook is an object with four methods (a fifth, ``leaf_postprocess``, comes in step 66), all
+no-ops in :class:`FunctionHook`::
 
     forward_preprocess(function, in_data)              # before forward
     forward_postprocess(function, in_data, out_data)   # after forward
@@ -90,6 +91,10 @@ class FunctionHook:
 
     def backward_postprocess(self, function, grad_outputs, grad_inputs):
         """Called after backward; ``grad_inputs`` has one entry (or None) per input."""
+
+    # (step 66)
+    def leaf_postprocess(self, variable):
+        """Called (on global hooks) after a backward added a gradient into a leaf's ``.grad``."""
 
 
 # --- step 65 ------------------------------------------------------------
@@ -338,7 +343,7 @@ class DebugHook(_NestingHook):
             if self._in_backward:
                 outer = self._backward_stack[-1]
                 context = (f" (inside the backward of {type(outer).__name__}, whose forward was "
-                           f"called at {getattr(outer, '_debug_location', 'an unknown location')})")
+                           f"called at {_where(outer)})")
             inputs = "; ".join(_summarise(f"input {i}", x) for i, x in enumerate(in_data))
             hint = self._hint(in_data)
             raise DebugError(
@@ -379,31 +384,16 @@ class DebugHook(_NestingHook):
                 f"input {k} at index {bad[0]} (forward called at {where}); "
                 f"output gradients had {gys}; inputs had {xs}{hint}"
             )
-        self._check_leaf_sums(function, grad_inputs)
 
-    @staticmethod
-    def _check_leaf_sums(function, grad_inputs):
-        """The ``.grad`` each leaf input is about to hold: its old sum plus this gradient."""
-        for k, (x, gx) in enumerate(zip(function.inputs, _datas(grad_inputs))):
-            if gx is None or x.creator is not None or not x.requires_grad or x.data is None:
-                continue
-            with np.errstate(over="ignore", invalid="ignore"):  # the check reports it
-                total = gx.astype(x.data.dtype) if x.data.dtype.kind in "fc" else gx
-                before = None if x.grad is None else x.grad.data
-                if before is not None:
-                    total = before + total
-            bad = _first_bad(total)
-            if bad is None:
-                continue
-            name = f" '{x.name}'" if x.name else ""
-            cause = ("its .grad held NaN/Inf before this backward (call cleargrad())"
-                     if _first_bad(before) is not None else
-                     "the sum (in the leaf's dtype) overflowed though each part was finite")
+    def leaf_postprocess(self, variable):
+        bad = _first_bad(variable.grad.data)
+        if bad is not None:
+            name = f" '{variable.name}'" if variable.name else ""
             raise DebugError(
-                f"the gradient of the leaf{name} {tuple(x.shape)} {x.data.dtype} (input {k} of "
-                f"{type(function).__name__}, forward called at {_where(function)}) would hold "
-                f"{bad[1]} at index {bad[0]} once this backward's part is added: {cause}"
-            )
+                f"the gradient of the leaf{name} {tuple(variable.shape)} "
+                f"{variable.grad.dtype} holds {bad[1]} at index {bad[0]} after a backward "
+                "added its part, though every gradient sent to it was finite: the sum "
+                "overflowed (or the .grad held NaN/Inf before this backward: cleargrad())")
 
     @staticmethod
     def _hint(arrays):
@@ -416,6 +406,7 @@ class DebugHook(_NestingHook):
 def debug_mode():
     """``with dezero_like.debug_mode():`` checks every result for NaN/Inf (see :class:`DebugHook`).
 
-    Costs one ``isfinite`` pass per array; use it to find a bug, not to train.
+    Costs an ``isfinite`` pass per array (two per gradient); use it to find a bug, not to
+    train.
     """
     return DebugHook()

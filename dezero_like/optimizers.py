@@ -12,6 +12,7 @@ freezing layers. (Step 67 adds loss scaling: ``update`` divides it out.)
 """
 
 import math
+import warnings
 import weakref
 
 import numpy as np
@@ -26,11 +27,18 @@ def _new_grad(data):
     return Variable(as_array(data), requires_grad=False)
 
 
-def _checked(owner, name, value, low=0.0, high=None):
-    """``value``, if it is a real number in ``[low, high)``; otherwise a clear error.
+def _warn_no_gradient():
+    warnings.warn(
+        "update(): no parameter has a gradient, so nothing changes. Call loss.backward() "
+        "before update(), and cleargrads() before backward() (not between backward() and "
+        "update())", RuntimeWarning, stacklevel=3)
+
+
+def _checked(owner, name, value, low=0.0, high=None, positive=False):
+    """``value``, if it is a finite real number in ``[low, high)`` (``> 0`` when ``positive``).
 
     A learning rate of ``"0.1"`` would fail inside ``update()``, and a negative one
-    would quietly climb the loss, so both are refused when the optimizer is made.
+    would quietly climb the loss, so both are refused at once.
     """
     if isinstance(value, np.ndarray) and value.ndim == 0:  # np.array(0.1) is a number too
         value = value[()]
@@ -41,14 +49,28 @@ def _checked(owner, name, value, low=0.0, high=None):
     if not (value >= low and (high is None or value < high)):  # nan fails both tests
         bounds = f">= {low}" if high is None else f"in [{low}, {high})"
         raise ValueError(f"{owner}: {name} must be {bounds}, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{owner}: {name} must be finite, got {value!r}")
+    if positive and value == 0:
+        raise ValueError(f"{owner}: {name} must be > 0, got {value!r}")
     return value
 
 
 class Optimizer:
     """Base class: ``setup(target)``, ``update()``, ``add_hook(f)``.
 
-    Subclasses write ``update_one(param)``, which changes ``param.data`` in place.
+    Subclasses write ``update_one(param)``, which changes ``param.data`` in place, and list
+    their settings in ``_settings`` (``{name: (low, high)}``): every assignment of a setting,
+    in ``__init__`` or later (``optimizer.lr = 0.01`` in a schedule), is checked.
     """
+
+    _settings = {}
+
+    def __setattr__(self, name, value):
+        bounds = type(self)._settings.get(name)
+        if bounds is not None:
+            value = _checked(type(self).__name__, name, value, *bounds)
+        object.__setattr__(self, name, value)
 
     def __init__(self):
         self.target = None
@@ -74,6 +96,10 @@ class Optimizer:
 
     def add_hook(self, f):
         """Call ``f(params)`` before every update (params: those with a gradient)."""
+        if isinstance(f, type) or not callable(f):
+            what = f"the class {f.__name__}" if isinstance(f, type) else repr(f)
+            raise TypeError(f"add_hook() needs a function of the parameters (or an object with "
+                            f"__call__), got {what}; pass an instance, e.g. WeightDecay(1e-4)")
         self.hooks.append(f)
         return self
 
@@ -83,6 +109,8 @@ class Optimizer:
         if self.target is None:
             raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
         params = [p for p in self.target.params() if p.grad is not None]
+        if not params:
+            _warn_no_gradient()
         for p in params:
             if p.loss_scale is not None:
                 # a new array: grads may be shared between parameters (never divide in place)
@@ -153,9 +181,11 @@ class Optimizer:
 class SGD(Optimizer):
     """Plain gradient descent: W <- W - lr * g."""
 
+    _settings = {"lr": (0.0, None)}
+
     def __init__(self, lr=0.01):
         super().__init__()
-        self.lr = _checked("SGD", "lr", lr)
+        self.lr = lr
 
     # (step 71)
     def update_one(self, param):
@@ -170,10 +200,12 @@ class SGD(Optimizer):
 class MomentumSGD(Optimizer):
     """v <- momentum * v - lr * g; W <- W + v (a ball rolling downhill keeps its speed)."""
 
+    _settings = {"lr": (0.0, None), "momentum": (0.0, 1.0)}
+
     def __init__(self, lr=0.01, momentum=0.9):
         super().__init__()
-        self.lr = _checked("MomentumSGD", "lr", lr)
-        self.momentum = _checked("MomentumSGD", "momentum", momentum)
+        self.lr = lr
+        self.momentum = momentum
 
     def update_one(self, param):
         v = self._state("v", param)
@@ -185,10 +217,12 @@ class MomentumSGD(Optimizer):
 class AdaGrad(Optimizer):
     """h <- h + g*g; W <- W - lr * g / (sqrt(h) + eps): often-moved weights slow down."""
 
+    _settings = {"lr": (0.0, None), "eps": (0.0, None)}
+
     def __init__(self, lr=0.001, eps=1e-8):
         super().__init__()
-        self.lr = _checked("AdaGrad", "lr", lr)
-        self.eps = _checked("AdaGrad", "eps", eps)
+        self.lr = lr
+        self.eps = eps
 
     def update_one(self, param):
         xp = cuda.get_array_module(param.data)
@@ -205,10 +239,12 @@ class AdaDelta(Optimizer):
     msdx <- rho msdx + (1-rho) dx^2;  W <- W - dx.
     """
 
+    _settings = {"rho": (0.0, 1.0), "eps": (0.0, None)}
+
     def __init__(self, rho=0.95, eps=1e-6):
         super().__init__()
-        self.rho = _checked("AdaDelta", "rho", rho, 0.0, 1.0)
-        self.eps = _checked("AdaDelta", "eps", eps)
+        self.rho = rho
+        self.eps = eps
 
     def update_one(self, param):
         xp = cuda.get_array_module(param.data)
@@ -232,13 +268,16 @@ class Adam(Optimizer):
     counts the updates of that parameter (as in PyTorch and Chainer).
     """
 
+    _settings = {"alpha": (0.0, None), "beta1": (0.0, 1.0), "beta2": (0.0, 1.0),
+                 "eps": (0.0, None)}
+
     def __init__(self, alpha=0.001, beta1=0.9, beta2=0.999, eps=1e-8):
         super().__init__()
         self.t = 0
-        self.alpha = _checked("Adam", "alpha", alpha)
-        self.beta1 = _checked("Adam", "beta1", beta1, 0.0, 1.0)
-        self.beta2 = _checked("Adam", "beta2", beta2, 0.0, 1.0)
-        self.eps = _checked("Adam", "eps", eps)
+        self.alpha = alpha
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.eps = eps
 
     def prepare(self):
         self.t += 1  # the number of update() calls
@@ -251,8 +290,13 @@ class Adam(Optimizer):
 
     @property
     def lr(self):
-        """The bias-corrected step size at the optimizer's step count ``t``."""
-        return self.lr_at(self.t)
+        """The bias-corrected step size of update ``t`` (of the first one, before any)."""
+        return self.lr_at(max(self.t, 1))
+
+    @lr.setter
+    def lr(self, value):
+        raise AttributeError("Adam's learning rate is alpha: set adam.alpha (adam.lr is alpha "
+                             "with the bias correction of step t, and is read only)")
 
     def update_one(self, param):
         xp = cuda.get_array_module(param.data)
@@ -282,7 +326,7 @@ class ClipGrad:
     """Scale all gradients down together when their global L2 norm exceeds ``max_norm``."""
 
     def __init__(self, max_norm):
-        self.max_norm = _checked("ClipGrad", "max_norm", max_norm)
+        self.max_norm = _checked("ClipGrad", "max_norm", max_norm, positive=True)
 
     def __call__(self, params):
         params = [p for p in params if p.grad is not None]

@@ -764,7 +764,8 @@ def _backward_step(f, gys):
 #| export dezero_like/hooks.py
 """Function hooks: code that runs around every function's forward and backward.
 
-A hook is an object with four methods, all no-ops in :class:`FunctionHook`::
+A hook is an object with four methods (a fifth, ``leaf_postprocess``, comes in step 66), all
+no-ops in :class:`FunctionHook`::
 
     forward_preprocess(function, in_data)              # before forward
     forward_postprocess(function, in_data, out_data)   # after forward

@@ -310,6 +310,7 @@ def _format_of(to_file):
 
 # %%
 #| export dezero_like/graph.py
+import os
 import tempfile
 from pathlib import Path
 
@@ -320,16 +321,22 @@ def render_dot(dot_text, to_file, renderer="auto"):
     fmt = _format_of(to_file)
     if to_file.parent != Path(""):
         to_file.parent.mkdir(parents=True, exist_ok=True)
-    to_file = to_file.resolve()  # absolute, so never read as an option (a file named "-g.png")
+    # absolute, so never read as an option (a file named "-g.png"); links are not followed
+    to_file = Path(os.path.abspath(to_file))
     dot_path = to_file.with_suffix(".dot")
     dot_path.write_text(dot_text, encoding="utf-8")
     try:
         name, program = find_renderer(renderer)
     except RendererNotFoundError as e:
         command = SYSTEM_PROGRAM if renderer == "auto" else renderer
+        if command == SYSTEM_PROGRAM or fmt != "pdf":  # only the fallback writes no PDF
+            finish = f"{command} -T{fmt} {dot_path} -o {to_file}"
+        else:  # graphviz-pure writes no PDF: plot_dot_graph converts its PNG
+            finish = (f"{command} -Tpng {dot_path} -o {to_file.with_suffix('.png')} (it writes "
+                      f"no {fmt.upper()}; run plot_dot_graph again to get one)")
         raise RendererNotFoundError(
             f"{e}\nThe graph's DOT source was saved to {dot_path}; once a renderer is "
-            f"installed: {command} -T{fmt} {dot_path} -o {to_file}"
+            f"installed: {finish}"
         ) from None
     if fmt in NATIVE_FORMATS[name]:
         _run(program, [f"-T{fmt}", str(dot_path), "-o", str(to_file)])
@@ -342,7 +349,11 @@ def render_dot(dot_text, to_file, renderer="auto"):
         svg = to_file.read_text(encoding="utf-8")
     else:  # made from the text (the .dot file may be overwritten by then) on first display
         def svg():
-            return _run(program, ["-Tsvg"], stdin=dot_text.encode("utf-8")).decode("utf-8")
+            try:
+                return _run(program, ["-Tsvg"], stdin=dot_text.encode("utf-8")).decode("utf-8")
+            except FileNotFoundError:  # the renderer went away: look again, or say how to fix
+                found = find_renderer(renderer)[1]
+                return _run(found, ["-Tsvg"], stdin=dot_text.encode("utf-8")).decode("utf-8")
     return GraphImage(to_file, dot_path, svg, name)
 
 

@@ -108,8 +108,9 @@ def as_cupy(x):
 # numbers (a string or a date would stack into an array too, one that no layer can use).
 #
 # The arguments are checked when the loader is made: `shuffle` and `gpu` must be `True` or
-# `False` (the string `"no"` is true), and `seed` an int >= 0. With `shuffle=False` the order is
-# always the same and a `seed` has nothing to do.
+# `False` (the string `"no"` is true), and `seed` an int >= 0 (or what `np.random.default_rng`
+# takes: a `Generator`, a `SeedSequence`), not `1.5`. With `shuffle=False` the order is always the
+# same and a `seed` has nothing to do.
 
 # %%
 #| export dezero_like/dataloaders.py
@@ -139,8 +140,8 @@ class DataLoader:
 
     ``shuffle=True`` draws a new order at the start of every epoch, from
     ``np.random`` (so ``np.random.seed`` makes runs repeatable) or from its own
-    generator when ``seed`` (an int >= 0) is given; with ``shuffle=False`` the
-    order is always 0, 1, 2, ... and ``seed`` is not used. ``gpu=True`` (or
+    generator when ``seed`` (an int >= 0, or a NumPy ``Generator``) is given; with
+    ``shuffle=False`` the order is always 0, 1, 2, ... and ``seed`` is not used. ``gpu=True`` (or
     :meth:`to_gpu`) returns CuPy arrays. ``len(loader)`` is the number of
     batches per epoch. Unlabelled datasets give ``t = None``.
     """
@@ -152,9 +153,9 @@ class DataLoader:
         for name, flag in (("shuffle", shuffle), ("gpu", gpu)):
             if not isinstance(flag, (bool, np.bool_)):  # shuffle="no" would be true
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(
-                seed, (int, np.integer)) or seed < 0):
-            raise TypeError(f"seed must be None or an int >= 0, got {seed!r}")
+        if isinstance(seed, (bool, float, str, np.floating)) or (
+                isinstance(seed, (int, np.integer)) and seed < 0):
+            raise TypeError(f"seed must be None, an int >= 0 or a NumPy Generator, got {seed!r}")
         if len(dataset) == 0:
             raise ValueError("DataLoader got an empty dataset")
         self.dataset = dataset

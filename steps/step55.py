@@ -416,10 +416,12 @@ except ValueError as e:
 #    `a.params()` and `b.params()` together. The self-check uses the models
 #    above.
 # 2. **Implement then test: the file format.** Write `save_arrays(layer, path)`,
-#    the heart of `save_weights`: `layer._flatten_params()` gives
-#    `{"l0/W": Parameter, ...}`; write each parameter's array under its key with
-#    `np.savez(path, ...)` (keyword arguments, one per key). The self-check
-#    loads your file with the package's `load_weights` into a fresh model.
+#    the core of `save_weights` without its temporary file: `layer._flatten_params()`
+#    gives `{"l0/W": Parameter, ...}`; write each parameter's array under its key with
+#    `np.savez(path, ...)` (keyword arguments, one per key: fine for these names,
+#    though not for a parameter named `file`, which is why the package writes with
+#    `_write_npz`). The self-check loads your file with the package's `load_weights`
+#    into a fresh model.
 
 # %%
 #| exercise

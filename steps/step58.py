@@ -751,7 +751,8 @@ class Conv2d(Layer):
                 f"{type(self).__name__} expects a batch of images (N, C, H, W), got shape "
                 f"{x.shape}; reshape flat inputs with x.reshape(N, C, H, W)"
             )
-        if x.shape[3] in (1, 3, 4) and x.shape[1] == x.shape[2] > x.shape[3]:  # (N, H, H, C)
+        H, W, C = x.shape[1:]  # as they would be in the mistaken (N, H, W, C)
+        if (C in (1, 3, 4) and H == W > C) or (C in (3, 4) and min(H, W) > 4 * C):
             warnings.warn(
                 f"{type(self).__name__} takes its {x.shape[1]} input channels from axis 1 of "
                 f"the first batch {x.shape}, whose last axis looks like colour channels; the "

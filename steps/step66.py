@@ -25,8 +25,9 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `Log`, `log`; `hooks` gains `DebugError`, `DebugHook`,
-# `debug_mode`.
+# In this step `functions` gains `Log`, `log`; `hooks` gains `FunctionHook.leaf_postprocess`,
+# `DebugError`, `DebugHook`, `debug_mode`; `core` changes `_accumulate_leaf` (it calls that
+# callback).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -167,13 +168,40 @@ def _summarise(label, a):
 # Some gradients are made by no function: when a variable is used twice, the backward loop *adds*
 # the two gradients it receives (step 18), and a leaf adds each new gradient to its `.grad`. Such
 # a sum can overflow (two float16 gradients of 40000 make `inf`) although every part was finite.
-# So the hook also checks what arrives at a function before its backward runs, and, for a leaf,
-# the sum its `.grad` is about to hold.
+# So the hook also checks what arrives at a function before its backward runs, and a leaf's
+# `.grad` after each addition: for that, hooks get a fifth callback, `leaf_postprocess(x)`, which
+# `_accumulate_leaf` calls on the global hooks (a leaf belongs to no function, so hooks attached
+# to one function do not see it).
+
+# %%
+#| export dezero_like/hooks.py FunctionHook
+def leaf_postprocess(self, variable):
+    """Called (on global hooks) after a backward added a gradient into a leaf's ``.grad``."""
+
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import _F, _add_grads, _global_hooks, _writeable
+
+
+def _accumulate_leaf(x, gx):
+    """Add ``gx`` to the gradient of the leaf ``x`` (in ``x``'s dtype, writable).
+
+    An integer or boolean leaf keeps its gradient's own dtype: rounding a
+    gradient to integers would turn 1/3 into 0. Global hooks see the new sum.
+    """
+    data = gx.data
+    if data.dtype != x.data.dtype and x.data.dtype.kind in "fc":
+        gx = _F().astype(gx, x.data.dtype)
+    elif not _writeable(data):
+        gx = _F().astype(gx, data.dtype, copy=True)
+    x.grad = gx if x.grad is None else _add_grads(x.grad, gx)
+    for hook in _global_hooks:
+        if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
+            hook.leaf_postprocess(x)
 
 # %%
 #| export dezero_like/hooks.py
-import numpy as np
-
 from dezero_like.hooks import _NestingHook, _datas
 
 
@@ -204,7 +232,7 @@ class DebugHook(_NestingHook):
             if self._in_backward:
                 outer = self._backward_stack[-1]
                 context = (f" (inside the backward of {type(outer).__name__}, whose forward was "
-                           f"called at {getattr(outer, '_debug_location', 'an unknown location')})")
+                           f"called at {_where(outer)})")
             inputs = "; ".join(_summarise(f"input {i}", x) for i, x in enumerate(in_data))
             hint = self._hint(in_data)
             raise DebugError(
@@ -245,31 +273,16 @@ class DebugHook(_NestingHook):
                 f"input {k} at index {bad[0]} (forward called at {where}); "
                 f"output gradients had {gys}; inputs had {xs}{hint}"
             )
-        self._check_leaf_sums(function, grad_inputs)
 
-    @staticmethod
-    def _check_leaf_sums(function, grad_inputs):
-        """The ``.grad`` each leaf input is about to hold: its old sum plus this gradient."""
-        for k, (x, gx) in enumerate(zip(function.inputs, _datas(grad_inputs))):
-            if gx is None or x.creator is not None or not x.requires_grad or x.data is None:
-                continue
-            with np.errstate(over="ignore", invalid="ignore"):  # the check reports it
-                total = gx.astype(x.data.dtype) if x.data.dtype.kind in "fc" else gx
-                before = None if x.grad is None else x.grad.data
-                if before is not None:
-                    total = before + total
-            bad = _first_bad(total)
-            if bad is None:
-                continue
-            name = f" '{x.name}'" if x.name else ""
-            cause = ("its .grad held NaN/Inf before this backward (call cleargrad())"
-                     if _first_bad(before) is not None else
-                     "the sum (in the leaf's dtype) overflowed though each part was finite")
+    def leaf_postprocess(self, variable):
+        bad = _first_bad(variable.grad.data)
+        if bad is not None:
+            name = f" '{variable.name}'" if variable.name else ""
             raise DebugError(
-                f"the gradient of the leaf{name} {tuple(x.shape)} {x.data.dtype} (input {k} of "
-                f"{type(function).__name__}, forward called at {_where(function)}) would hold "
-                f"{bad[1]} at index {bad[0]} once this backward's part is added: {cause}"
-            )
+                f"the gradient of the leaf{name} {tuple(variable.shape)} "
+                f"{variable.grad.dtype} holds {bad[1]} at index {bad[0]} after a backward "
+                "added its part, though every gradient sent to it was finite: the sum "
+                "overflowed (or the .grad held NaN/Inf before this backward: cleargrad())")
 
     @staticmethod
     def _hint(arrays):
@@ -288,7 +301,8 @@ class DebugHook(_NestingHook):
 def debug_mode():
     """``with dezero_like.debug_mode():`` checks every result for NaN/Inf (see :class:`DebugHook`).
 
-    Costs one ``isfinite`` pass per array; use it to find a bug, not to train.
+    Costs an ``isfinite`` pass per array (two per gradient); use it to find a bug, not to
+    train.
     """
     return DebugHook()
 
@@ -379,7 +393,8 @@ except DebugError as e:
 # %% [markdown]
 # ## What it costs
 #
-# Every array is scanned once more, and every call looks up the caller's line.
+# Every array is scanned once more (a gradient twice: as it leaves a backward and as it
+# reaches the next), and every call looks up the caller's line.
 # That is cheap next to big matrix products but not free, which is why debug
 # mode is a switch you turn on to hunt a bug, not a default:
 

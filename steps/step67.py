@@ -46,7 +46,8 @@ with np.errstate(over="ignore"):
 #
 # In this step `core` changes `Variable.__init__` (a `loss_scale` field), `Variable.cleargrad`
 # (it forgets the scale too), `Variable.backward` and `Variable._seed` (they gain `loss_scale`),
-# `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_rescale_grad`;
+# `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
+# `_times` and `_from_backward`;
 # `optimizers` changes `Optimizer.update` (it divides the scale out).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
@@ -63,12 +64,17 @@ with np.errstate(over="ignore"):
 # backward (which leave `loss_scale` at `None`) are left alone.
 #
 # A leaf's `.grad` is one sum with one scale. When two backwards add into it (gradient
-# accumulation over micro-batches) with different scales, or one with none, the sum so far is
-# first brought to the new scale (`_rescale_grad`); otherwise the optimizer would divide part of
-# the sum by the wrong number. `cleargrad` forgets the scale together with the gradient.
+# accumulation over micro-batches) with different scales, or one with none, the two parts are
+# first brought to one scale, the larger (`_to_common_scale`); otherwise the optimizer would
+# divide part of the sum by the wrong number. `cleargrad` forgets the scale together with the
+# gradient. A gradient that `retain_grad` kept on an output is a result: `backward` never takes
+# it for a hand-set seed (`_from_backward` remembers which gradients those are).
 
 # %%
 #| export dezero_like/core.py Variable
+import math
+import numbers
+
 from dezero_like import cuda
 from dezero_like.core import (
     _F,
@@ -108,8 +114,8 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
              retain_graph=False, loss_scale=None):
     """Compute the gradient of this variable with respect to every leaf.
 
-    * ``gradient``: the seed dL/d(self). Default: the ``.grad`` of this output when one was
-      set (by hand, as in steps 6-9, or kept by ``retain_grad``), else ones.
+    * ``gradient``: the seed dL/d(self). Default: the ``.grad`` of this output when the user
+      set it (as in steps 6-9; not one an earlier ``retain_grad`` kept), else ones.
       With ``create_graph``, a Variable seed that requires grad is used as it is, so the
       gradients are functions of it too (its own gradient can be taken next).
     * ``retain_grad``: also keep ``.grad`` on the intermediate variables.
@@ -128,7 +134,11 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
         )
     if self.data is None:
         raise RuntimeError("backward() was called on a graph node that holds no data")
-    if gradient is None and self.grad is not None and self.creator is not None:
+    if loss_scale is not None and (isinstance(loss_scale, bool) or not isinstance(
+            loss_scale, numbers.Real) or not 0 < loss_scale < math.inf):
+        raise ValueError(f"loss_scale must be a finite number > 0, got {loss_scale!r}")
+    if gradient is None and self.grad is not None and self.creator is not None \
+            and _from_backward.get(self) is not self.grad:
         gradient = self.grad  # a seed set by hand: y.grad = ...; y.backward() (steps 6-9)
     seed = self._seed(gradient, loss_scale, create_graph)
     with using_config("enable_backprop", create_graph):
@@ -188,8 +198,11 @@ def _seed(self, gradient, loss_scale=None, create_graph=False):
 #| export dezero_like/core.py
 import heapq
 import itertools
+import weakref
 
-from dezero_like.core import _F, _add_grads, _backward_step, _writeable
+import numpy as np
+
+from dezero_like.core import _F, Variable, _add_grads, _backward_step, _global_hooks, _writeable
 
 
 def _accumulate_leaf(x, gx, loss_scale=None):
@@ -208,21 +221,40 @@ def _accumulate_leaf(x, gx, loss_scale=None):
         x.loss_scale = loss_scale  # the scale of the sum that starts here (None: unscaled)
     else:
         if x.loss_scale != loss_scale:
-            _rescale_grad(x, loss_scale)
+            gx = _to_common_scale(x, gx, loss_scale)
         x.grad = _add_grads(x.grad, gx)
+    for hook in _global_hooks:
+        if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
+            hook.leaf_postprocess(x)
 
 
-def _rescale_grad(x, loss_scale):
-    """Bring the sum in ``x.grad`` to ``loss_scale`` (None: unscaled) before a term is added.
+# the gradients retain_grad kept, by variable: backward() takes an output's .grad for its seed
+# only when the user set it (steps 6-9), never when an earlier backward left it there
+_from_backward = weakref.WeakKeyDictionary()
 
-    A leaf's gradient is one sum with one scale: the optimizer divides all of it by
-    ``x.loss_scale``. Two backwards with different scales (or one unscaled) must not
-    simply add up.
+
+def _to_common_scale(x, gx, loss_scale):
+    """Bring ``x.grad`` and the new term ``gx`` to one scale, the larger; return the term.
+
+    A leaf's gradient is one sum with one scale, which the optimizer divides out. When two
+    backwards with different scales (or one unscaled) add into it, the side with the smaller
+    scale is multiplied up: scaling down would lose the small values loss scaling protects.
     """
-    ratio = (1.0 if loss_scale is None else float(loss_scale)) / (
-        1.0 if x.loss_scale is None else float(x.loss_scale))
-    x.grad = x.grad * ratio  # a Python float keeps the gradient's dtype
-    x.loss_scale = loss_scale
+    old = 1.0 if x.loss_scale is None else float(x.loss_scale)
+    new = 1.0 if loss_scale is None else float(loss_scale)
+    if new > old:
+        x.grad = _times(x.grad, new / old)
+        x.loss_scale = loss_scale
+        return gx
+    return _times(gx, old / new)
+
+
+def _times(g, factor):
+    """``g * factor``; float16 is multiplied in float32 (a factor above 65504 is inf in float16)."""
+    if g.data.dtype == np.float16 and g.creator is None:
+        return Variable((g.data.astype(np.float32) * factor).astype(np.float16),
+                        requires_grad=False)
+    return g * factor
 
 
 def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
@@ -269,6 +301,11 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                 out = ref()
                 if out is not None:
                     out.grad = None
+        else:  # kept gradients are results, never seeds for a later backward (below)
+            for ref in f.outputs:
+                out = ref()
+                if out is not None and out.grad is not None:
+                    _from_backward[out] = out.grad
         done.append(f)
     if not retain_graph:
         for f in done:
@@ -282,7 +319,7 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 # %%
 #| export dezero_like/optimizers.py Optimizer
-from dezero_like.optimizers import _new_grad, _wide
+from dezero_like.optimizers import _new_grad, _warn_no_gradient, _wide
 
 
 def update(self):
@@ -290,6 +327,8 @@ def update(self):
     if self.target is None:
         raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
     params = [p for p in self.target.params() if p.grad is not None]
+    if not params:
+        _warn_no_gradient()
     for p in params:
         if p.loss_scale is not None:
             # a new array: grads may be shared between parameters (never divide in place)

@@ -220,7 +220,7 @@ def backward_accumulate(self, *gys):
 import heapq
 import itertools
 
-from dezero_like.core import _accumulate_leaf, _add_grads, _backward_step
+from dezero_like.core import _accumulate_leaf, _add_grads, _backward_step, _from_backward
 
 
 def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
@@ -245,13 +245,17 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                 raise RuntimeError(
                     f"Trying to backward through {type(f).__name__} a second time, but its "
                     "saved data was freed after the first backward. Pass retain_graph=True "
-                    "to the first backward() call if you need to call backward twice."
+                    "to the first backward() call if you need to call backward twice. (An RNN "
+                    "trained on pieces of a sequence needs loss.unchain_backward() after each "
+                    "update instead: keeping the graph would make it grow without end.)"
                 )
             if retain_grad:  # hand the gradients to the outputs still alive
                 for ref, gy in zip(f.outputs, gys):
                     out = ref()
                     if out is not None:
                         out.grad = gy
+                        if gy is not None:  # a result, not a seed (step 67)
+                            _from_backward[out] = gy
             gxs = _backward_step(f, gys)
             for x, gx in zip(f.inputs, gxs):
                 if gx is None or not x.requires_grad:

@@ -157,7 +157,15 @@ def _as_node(self):
 #| export dezero_like/core.py
 import numpy as np
 
-from dezero_like.core import _F, Config, Variable, _rescale_grad, _writeable, as_array
+from dezero_like.core import (
+    _F,
+    Config,
+    Variable,
+    _global_hooks,
+    _to_common_scale,
+    _writeable,
+    as_array,
+)
 
 _new_object = object.__new__
 
@@ -238,8 +246,12 @@ def _accumulate_leaf(x, gx, loss_scale=None):
         x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
     else:
         if x.loss_scale != loss_scale:
-            _rescale_grad(x, loss_scale)
+            gx = _to_common_scale(x, gx, loss_scale)
         x.grad = _add_grads(x.grad, gx)
+    if _global_hooks:
+        for hook in _global_hooks:
+            if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
+                hook.leaf_postprocess(x)
 
 
 # %% [markdown]
@@ -431,6 +443,7 @@ from dezero_like.core import (
     _accumulate_leaf,
     _add_grads,
     _backward_stack,
+    _from_backward,
     _global_hooks,
     _hooks_for,
     _make_variable,
@@ -499,13 +512,17 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                 raise RuntimeError(
                     f"Trying to backward through {type(f).__name__} a second time, but its "
                     "saved data was freed after the first backward. Pass retain_graph=True "
-                    "to the first backward() call if you need to call backward twice."
+                    "to the first backward() call if you need to call backward twice. (An RNN "
+                    "trained on pieces of a sequence needs loss.unchain_backward() after each "
+                    "update instead: keeping the graph would make it grow without end.)"
                 )
             if retain_grad:  # hand the gradients to the outputs still alive
                 for ref, gy in zip(f.outputs, gys):
                     out = ref()
                     if out is not None:
                         out.grad = gy
+                        if gy is not None:  # a result, not a seed (step 67)
+                            _from_backward[out] = gy
             gxs = _backward_step(f, gys)
             for x, gx in zip(f.inputs, gxs):
                 if gx is None or not x.requires_grad:

@@ -912,3 +912,15 @@ def test_max_pooling_of_an_integer_image_with_padding_and_its_second_derivative(
     np.testing.assert_allclose(seconds[0], seconds[1], rtol=1e-12)
     assert np.abs(seconds[0]).sum() > 0
 
+
+
+def test_channels_last_images_that_are_not_square_are_warned_about():
+    import warnings
+
+    import dezero_like.layers_conv as Lc
+
+    with pytest.warns(UserWarning, match=r"x.transpose\(0, 3, 1, 2\)"):
+        Lc.Conv2d(8, 3, pad=1)(np.zeros((4, 32, 48, 3), np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Lc.Conv2d(8, 3, pad=1)(np.zeros((4, 16, 100, 1), np.float32))  # a 1-d signal: fine

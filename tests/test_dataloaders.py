@@ -153,9 +153,11 @@ def test_loader_arguments_are_checked_when_it_is_made():
     with pytest.raises(TypeError, match="gpu must be True or False"):
         DataLoader(Range(3), 2, gpu="no")
     for bad in (1.5, -1, True, "3"):
-        with pytest.raises(TypeError, match=r"seed must be None or an int >= 0"):
+        with pytest.raises(TypeError, match=r"seed must be None, an int >= 0 or a NumPy Generator"):
             DataLoader(Range(3), 2, seed=bad)
     assert DataLoader(Range(3), 2, shuffle=np.bool_(True), seed=np.int64(4)).shuffle is True
+    for good in (np.random.default_rng(0), np.random.SeedSequence(1)):  # what default_rng takes
+        assert len(list(DataLoader(Range(5), 2, seed=good))) == 3
     # without shuffling a seed has nothing to do: the order is 0, 1, 2, ... (documented)
     loader = DataLoader(Range(5), 2, shuffle=False, seed=3)
     assert [t.tolist() for _, t in loader] == [[0, 1], [2, 3], [4]]

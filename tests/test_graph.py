@@ -283,3 +283,39 @@ def test_missing_chosen_renderer_names_only_its_own_fix(tmp_path, monkeypatch):
     assert "pip install graphviz-pure-not-installed" in message
     assert "apt-get" not in message and "`dot`" not in message
     assert "graphviz-pure-not-installed -Tpng" in message  # the command that was asked for
+
+
+def test_missing_fallback_renderer_for_a_pdf_suggests_a_png(tmp_path, monkeypatch):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setattr(graph, "FALLBACK_PROGRAM", "graphviz-pure-not-installed")
+    _, _, y = small_graph()
+    with pytest.raises(graph.RendererNotFoundError) as info:
+        plot_dot_graph(y, to_file=tmp_path / "g.pdf", renderer=graph.FALLBACK_PROGRAM)
+    assert "-Tpng" in str(info.value) and "-Tpdf" not in str(info.value)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot on PATH")
+def test_a_symlinked_target_keeps_its_dot_file_beside_the_link(tmp_path):
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link.svg"
+    link.symlink_to(tmp_path / "real" / "graph.svg")
+    _, _, y = small_graph()
+    plot_dot_graph(y, to_file=link, renderer="dot")
+    assert (tmp_path / "link.dot").exists() and not (tmp_path / "real" / "graph.dot").exists()
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot on PATH")
+def test_the_display_svg_is_made_by_another_renderer_when_the_first_went_away(
+        tmp_path, monkeypatch):
+    wrapper_dir = tmp_path / "bin"
+    wrapper_dir.mkdir()
+    wrapper = wrapper_dir / "dot"
+    wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("dot")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper_dir}{os.pathsep}{os.environ['PATH']}")
+    _, _, y = small_graph()
+    image = plot_dot_graph(y, to_file=tmp_path / "g.png", renderer="dot")
+    wrapper.unlink()  # uninstalled between drawing and display
+    assert "<svg" in image._repr_svg_()

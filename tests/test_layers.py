@@ -284,10 +284,12 @@ def test_layers_in_a_list_are_not_registered_and_setup_says_so(tmp_path):
             super().__init__()
             self.blocks = [L.Linear(4), L.Linear(2)]  # not registered
 
+    with pytest.warns(UserWarning, match=r"Listed.blocks is a list holding layers.*Sequential"):
+        listed = Listed()
     with pytest.raises(ValueError, match="no parameters.*list or a dict"):
-        optimizers.SGD().setup(Listed())
+        optimizers.SGD().setup(listed)
     with pytest.raises(ValueError, match="no parameters"):
-        Listed().save_weights(tmp_path / "empty.npz")
+        listed.save_weights(tmp_path / "empty.npz")
     assert not (tmp_path / "empty.npz").exists()
     with pytest.raises(TypeError, match="the class MLP.*instance"):
         optimizers.SGD().setup(MLP)
@@ -415,4 +417,25 @@ def test_loading_a_batchnorm_before_its_first_call_checks_the_lengths(tmp_path):
     np.savez(path, avg_mean=np.zeros(3), avg_var=np.ones(3), gamma=np.ones(3), beta=np.zeros(3))
     bn.load_weights(path)
     assert bn(np.ones((2, 3))).shape == (2, 3)
+
+
+def test_a_list_of_layers_beside_a_registered_layer_is_warned_about():
+    """setup() only complains when a model has no parameters at all: a list of layers
+    beside one registered layer was trained in part, silently."""
+    class Mixed(Model):
+        def __init__(self):
+            super().__init__()
+            self.head = L.Linear(2)
+            self.blocks = {"a": L.Linear(8), "b": L.Linear(8)}
+
+    with pytest.warns(UserWarning, match="Mixed.blocks is a dict"):
+        Mixed()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        holder = L.Layer()
+        holder.sizes = [3, 4]  # a list of numbers is fine
+        holder.l0, holder.l1 = L.Linear(2), L.Linear(3)
+        holder.layers = [holder.l0, holder.l1]  # registered as attributes too: fine
 

@@ -9,7 +9,7 @@ import dezero_like as dz
 import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like import optimizers as O
-from dezero_like.core import Parameter
+from dezero_like.core import Parameter, Variable
 
 
 class Quadratic(L.Layer):
@@ -153,7 +153,8 @@ def test_loss_scale_divides_before_hooks():
                                     (2.0**-3, 8.0)])
 def test_gradients_accumulated_under_different_loss_scales_are_divided_right(scales):
     """Two backwards into one .grad (micro-batches) with different scales, or one unscaled:
-    the update is that of the plain sum (the sum was divided by the last scale only)."""
+    the update is that of the plain sum (the sum was divided by the last scale only); the
+    sum keeps the larger scale."""
     w0 = [1.0, 2.0]
     plain = Quadratic(w0)
     backward(plain.loss())
@@ -162,7 +163,7 @@ def test_gradients_accumulated_under_different_loss_scales_are_divided_right(sca
     model = Quadratic(w0)
     for s in scales:
         backward(model.loss(), loss_scale=s)
-    assert model.w.loss_scale == scales[-1]
+    assert model.w.loss_scale == max(scales, key=lambda s: 1.0 if s is None else s)  # the larger
     O.SGD(lr=0.1).setup(model).update()
     np.testing.assert_allclose(model.w.data, plain.w.data, rtol=1e-12)
 
@@ -308,3 +309,80 @@ def test_adam_corrects_each_parameter_for_its_own_number_of_updates(frozen_for):
         np.testing.assert_allclose(ours.u.data, u.detach().numpy(), rtol=1e-9)
         np.testing.assert_allclose(ours.v.data, v.detach().numpy(), rtol=1e-9)
     assert opt.t == 6
+
+
+def test_a_float16_sum_is_brought_to_the_larger_scale_without_overflow():
+    """The factor between two scales may exceed float16's range (2**14 / 0.25 = 65536):
+    the rescale is computed in float32, and the smaller-scaled side is scaled up."""
+    x = Variable(np.array([0.01], np.float16))
+    (x * 1.0).backward(loss_scale=0.25)
+    (x * 1.0).backward(loss_scale=2.0**14)
+    assert x.loss_scale == 2.0**14 and x.grad.dtype == np.float16
+    np.testing.assert_allclose(float(x.grad.data[0]) / x.loss_scale, 2.0, rtol=1e-3)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), "8", True])
+def test_a_loss_scale_that_is_not_a_positive_number_is_refused(bad):
+    x = Variable(np.array([1.0]))
+    with pytest.raises(ValueError, match="loss_scale must be a finite number > 0"):
+        (x * 2.0).backward(loss_scale=bad)
+    assert x.grad is None
+
+
+def test_a_gradient_kept_by_retain_grad_is_not_taken_for_a_seed():
+    """Only a y.grad set by hand seeds the next backward: one that retain_grad left there
+    was scaled once already, and would be scaled again."""
+    x = Variable(np.array([1.0, 2.0], np.float32))
+    y = F.sum(x * 3.0)
+    y.backward(retain_grad=True, retain_graph=True, loss_scale=8.0)
+    x.cleargrad()
+    y.backward(retain_graph=True, loss_scale=8.0)
+    np.testing.assert_allclose(x.grad.data / x.loss_scale, [3.0, 3.0])
+    a = Variable(np.array(2.0))
+    b = a * a
+    c = b * 10.0
+    c.backward(retain_grad=True, retain_graph=True)
+    a.cleargrad()
+    b.backward()
+    np.testing.assert_allclose(a.grad.data, 4.0)
+
+
+
+def test_settings_are_checked_when_changed_later_too():
+    """A schedule writes optimizer.lr = ...: a string or a negative value failed deep in
+    update() or quietly climbed the loss."""
+    sgd = O.SGD(lr=0.1)
+    sgd.lr = 0.05  # a schedule
+    assert sgd.lr == 0.05
+    with pytest.raises(TypeError, match="SGD: lr must be a number"):
+        sgd.lr = "0.01"
+    with pytest.raises(ValueError, match="SGD: lr must be >= 0"):
+        sgd.lr = -0.1
+    adam = O.Adam()
+    with pytest.raises(ValueError, match="Adam: alpha must be >= 0"):
+        adam.alpha = -1.0
+    with pytest.raises(AttributeError, match="set adam.alpha"):
+        adam.lr = 0.01
+    assert adam.lr == pytest.approx(adam.lr_at(1))  # before any update: the first one's
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: O.MomentumSGD(momentum=1.5), r"momentum must be in \[0.0, 1.0\)"),
+    (lambda: O.SGD(lr=float("inf")), "lr must be finite"),
+    (lambda: O.ClipGrad(0), "max_norm must be > 0"),
+    (lambda: O.SGD().add_hook(O.WeightDecay), "the class WeightDecay.*instance"),
+    (lambda: O.SGD().add_hook(1e-4), "add_hook.*got 0.0001"),
+])
+def test_settings_that_would_ruin_training_are_refused(make, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        make()
+
+
+def test_update_without_any_gradient_warns():
+    model = Quadratic([1.0, 2.0])
+    opt = O.SGD(lr=0.1).setup(model)
+    backward(model.loss())
+    model.cleargrads()  # cleargrads between backward and update: the classic slip
+    with pytest.warns(RuntimeWarning, match="no parameter has a gradient"):
+        opt.update()
+    np.testing.assert_array_equal(model.w.data, [1.0, 2.0])

@@ -278,3 +278,15 @@ def test_a_new_batch_size_needs_reset_state(make):
         layer(np.ones((1, 3), np.float32))
     layer.reset_state()
     assert layer(np.ones((1, 3), np.float32)).shape == (1, 5)
+
+
+def test_truncated_bptt_without_unchaining_names_unchain_backward():
+    """The second backward through the first piece's freed graph: retain_graph=True
+    (the usual advice) would make the graph grow without end; the fix is to unchain."""
+    layer = Lc.RNN(3)
+    xs = np.random.default_rng(0).random((4, 2, 2))
+    loss = F.sum(layer(xs[0]) * layer(xs[1]))
+    loss.backward()
+    loss = F.sum(layer(xs[2]))
+    with pytest.raises(RuntimeError, match=r"a second time.*retain_graph=True.*unchain_backward"):
+        loss.backward()
