@@ -306,11 +306,15 @@ class Variable:
             )
         if self.data is None:
             raise RuntimeError("backward() was called on a graph node that holds no data")
-        if loss_scale is not None and (isinstance(loss_scale, bool) or not isinstance(
-                loss_scale, numbers.Real) or not 0 < loss_scale < math.inf):
-            raise ValueError(f"loss_scale must be a finite number > 0, got {loss_scale!r}")
-        if gradient is None and self.grad is not None and self.creator is not None \
-                and _from_backward.get(self) is not self.grad:
+        if loss_scale is not None:
+            if _is_array(loss_scale) and loss_scale.ndim == 0:  # np.array(8.0) is a number too
+                loss_scale = loss_scale.item()
+            if isinstance(loss_scale, bool) or not isinstance(loss_scale, numbers.Real):
+                raise TypeError(f"loss_scale must be a number, got {loss_scale!r}")
+            if not 0 < loss_scale < math.inf:
+                raise ValueError(f"loss_scale must be a finite number > 0, got {loss_scale!r}")
+        if gradient is None and self.grad is not None and self.creator is not None and (
+                _from_backward.get(self, _dead)() is not self.grad):
             gradient = self.grad  # a seed set by hand: y.grad = ...; y.backward() (steps 6-9)
         seed = self._seed(gradient, loss_scale, create_graph)
         with using_config("enable_backprop", create_graph):
@@ -501,7 +505,7 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     if out is not None:
                         out.grad = gy
                         if gy is not None:  # a result, not a seed (step 67)
-                            _from_backward[out] = gy
+                            _from_backward[out] = weakref.ref(gy)
             gxs = _backward_step(f, gys)
             for x, gx in zip(f.inputs, gxs):
                 if gx is None or not x.requires_grad:
@@ -1021,9 +1025,14 @@ def _hooks_for(f):
 
 
 # --- step 67 ------------------------------------------------------------
-# the gradients retain_grad kept, by variable: backward() takes an output's .grad for its seed
-# only when the user set it (steps 6-9), never when an earlier backward left it there
+# the gradients retain_grad kept (weakly: a gradient's graph may lead back to its variable), by
+# variable: backward() takes an output's .grad for its seed only when the user set it (steps
+# 6-9), never when an earlier backward left it there
 _from_backward = weakref.WeakKeyDictionary()
+
+
+def _dead():
+    """What a dead weak reference returns: the default of ``_from_backward.get``."""
 
 
 def _to_common_scale(x, gx, loss_scale):

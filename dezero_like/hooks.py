@@ -49,7 +49,7 @@ from dezero_like import core, cuda
 
 # --- step 25 ------------------------------------------------------------
 class FunctionHook:
-    """Base class of function hooks: four no-op callbacks and ``with hook:`` support.
+    """Base class of function hooks: no-op callbacks and ``with hook:`` support.
 
     ``with hook:`` adds the hook to the global list (``dezero_like.core._global_hooks``)
     for the duration of the block; blocks nest (``with a: with b: ...`` runs both,
@@ -79,7 +79,7 @@ class FunctionHook:
     def __repr__(self):
         return f"<{self.name or type(self).__name__}>"
 
-    # ---- the four callbacks (override the ones you need) ----------------------
+    # ---- the callbacks (override the ones you need) --------------------------
     def forward_preprocess(self, function, in_data):
         """Called before ``function.forward(*in_data)``."""
 
@@ -391,9 +391,10 @@ class DebugHook(_NestingHook):
             name = f" '{variable.name}'" if variable.name else ""
             raise DebugError(
                 f"the gradient of the leaf{name} {tuple(variable.shape)} "
-                f"{variable.grad.dtype} holds {bad[1]} at index {bad[0]} after a backward "
-                "added its part, though every gradient sent to it was finite: the sum "
-                "overflowed (or the .grad held NaN/Inf before this backward: cleargrad())")
+                f"{variable.grad.dtype} holds {bad[1]} at index {bad[0]} after a backward added "
+                "its part. The gradients that functions sent to it were checked and finite, so "
+                "either their sum overflowed, or the .grad held NaN/Inf before this backward "
+                "(cleargrad()), or the seed given to backward() held it")
 
     @staticmethod
     def _hint(arrays):

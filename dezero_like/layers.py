@@ -13,7 +13,6 @@ NumPy ``.npz`` files, never with pickle.
 import io
 import os
 import tempfile
-import warnings
 import zipfile
 
 import numpy as np
@@ -25,23 +24,6 @@ from dezero_like.utils import forward_names, publish
 
 
 # --- step 45 ------------------------------------------------------------
-def _warn_unregistered(layer, name, value):
-    """Warn about a list, tuple or dict of layers or parameters that are not registered.
-
-    (The book's ``MLP`` keeps a list of layers that are also attributes: that is fine.)
-    """
-    if not isinstance(value, (list, tuple, dict)):
-        return
-    items = value.values() if isinstance(value, dict) else value
-    registered = {id(layer.__dict__[n]) for n in layer._names()}
-    if any(isinstance(v, (Layer, Parameter)) and id(v) not in registered for v in items):
-        warnings.warn(
-            f"{type(layer).__name__}.{name} is a {type(value).__name__} holding layers or "
-            "parameters: params() does not look inside it, so optimizers do not train them "
-            "and save_weights does not save them. Assign each to its own attribute "
-            "(self.l0 = ...), or use Sequential", stacklevel=3)
-
-
 class Layer:
     """Base class of layers and models.
 
@@ -70,15 +52,13 @@ class Layer:
                 names.append(name)
             if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
                 object.__setattr__(value, "_attr_name", name)  # for error messages
-        else:
-            if name in names:  # replaced by something that is not a parameter
-                if _is_array(value) and isinstance(self.__dict__.get(name), Parameter):
-                    # a plain array here would silently leave training and the saved weights
-                    raise TypeError(
-                        f"{type(self).__name__}.{name} is a Parameter; to set its values write "
-                        f"layer.{name}.data = array (or assign a new Parameter(array))")
-                names.remove(name)
-            _warn_unregistered(self, name, value)
+        elif name in names:  # replaced by something that is not a parameter
+            if _is_array(value) and isinstance(self.__dict__.get(name), Parameter):
+                # a plain array here would silently leave training and the saved weights
+                raise TypeError(
+                    f"{type(self).__name__}.{name} is a Parameter; to set its values write "
+                    f"layer.{name}.data = array (or assign a new Parameter(array))")
+            names.remove(name)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):

@@ -27,6 +27,29 @@ def _new_grad(data):
     return Variable(as_array(data), requires_grad=False)
 
 
+def _warn_unregistered(target):
+    """Warn about a list, tuple or dict in the model holding layers or parameters that
+    ``params()`` does not reach (a model training only part of itself, silently).
+
+    Checked in ``setup``, when the model is complete: a list of layers that are also
+    attributes (the book's ``MLP``) is fine.
+    """
+    layers = list(target._walk_layers()) if hasattr(target, "_walk_layers") else [target]
+    reached = {id(layer) for layer in layers} | {id(p) for p in target.params()}
+    for layer in layers:
+        for name, value in vars(layer).items():
+            if not isinstance(value, (list, tuple, dict)):
+                continue
+            items = value.values() if isinstance(value, dict) else value
+            if any((isinstance(v, Parameter) or hasattr(v, "_walk_layers")) and id(v) not in
+                   reached for v in items):
+                warnings.warn(
+                    f"{type(layer).__name__}.{name} is a {type(value).__name__} holding layers "
+                    "or parameters that params() does not reach: optimizers do not train them "
+                    "and save_weights does not save them. Assign each to its own attribute "
+                    "(self.l0 = ...), or use Sequential", stacklevel=3)
+
+
 def _warn_no_gradient():
     warnings.warn(
         "update(): no parameter has a gradient, so nothing changes. Call loss.backward() "
@@ -91,6 +114,7 @@ class Optimizer:
                 "change nothing. Layers kept in a list or a dict are not registered: assign "
                 "each to an attribute (self.l0 = L.Linear(...)), or use Sequential"
             )
+        _warn_unregistered(target)
         self.target = target
         return self
 

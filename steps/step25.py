@@ -802,7 +802,7 @@ from dezero_like import core
 
 
 class FunctionHook:
-    """Base class of function hooks: four no-op callbacks and ``with hook:`` support.
+    """Base class of function hooks: no-op callbacks and ``with hook:`` support.
 
     ``with hook:`` adds the hook to the global list (``dezero_like.core._global_hooks``)
     for the duration of the block; blocks nest (``with a: with b: ...`` runs both,
@@ -832,7 +832,7 @@ class FunctionHook:
     def __repr__(self):
         return f"<{self.name or type(self).__name__}>"
 
-    # ---- the four callbacks (override the ones you need) ----------------------
+    # ---- the callbacks (override the ones you need) --------------------------
     def forward_preprocess(self, function, in_data):
         """Called before ``function.forward(*in_data)``."""
 

@@ -45,9 +45,8 @@ class Parameter(Variable):
 # attribute adds the name to `_param_names`, in order, and assigning anything else under that
 # name removes it. `params()` walks the names, going into sub-layers, and yields a parameter
 # shared by two layers only once. `__init__` creates the list with `object.__setattr__`, which
-# bypasses the registering `__setattr__`. `params()` does not look inside lists, tuples or dicts,
-# so assigning one that holds layers (or parameters) not registered otherwise gets a warning: a
-# model written `self.blocks = [Linear(8), Linear(8)]` would train without those layers.
+# bypasses the registering `__setattr__`. `params()` does not look inside lists, tuples or dicts
+# (step 47's `setup` warns when one holds layers that are not registered otherwise).
 
 # %%
 #| export dezero_like/layers.py
@@ -59,27 +58,8 @@ sub-layer assigned to one of its attributes, so ``params()`` can walk them all
 NumPy ``.npz`` files, never with pickle.
 """
 
-import warnings
-
 from dezero_like import cuda
 from dezero_like.core import Parameter, _is_array
-
-
-def _warn_unregistered(layer, name, value):
-    """Warn about a list, tuple or dict of layers or parameters that are not registered.
-
-    (The book's ``MLP`` keeps a list of layers that are also attributes: that is fine.)
-    """
-    if not isinstance(value, (list, tuple, dict)):
-        return
-    items = value.values() if isinstance(value, dict) else value
-    registered = {id(layer.__dict__[n]) for n in layer._names()}
-    if any(isinstance(v, (Layer, Parameter)) and id(v) not in registered for v in items):
-        warnings.warn(
-            f"{type(layer).__name__}.{name} is a {type(value).__name__} holding layers or "
-            "parameters: params() does not look inside it, so optimizers do not train them "
-            "and save_weights does not save them. Assign each to its own attribute "
-            "(self.l0 = ...), or use Sequential", stacklevel=3)
 
 
 class Layer:
@@ -110,15 +90,13 @@ class Layer:
                 names.append(name)
             if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
                 object.__setattr__(value, "_attr_name", name)  # for error messages
-        else:
-            if name in names:  # replaced by something that is not a parameter
-                if _is_array(value) and isinstance(self.__dict__.get(name), Parameter):
-                    # a plain array here would silently leave training and the saved weights
-                    raise TypeError(
-                        f"{type(self).__name__}.{name} is a Parameter; to set its values write "
-                        f"layer.{name}.data = array (or assign a new Parameter(array))")
-                names.remove(name)
-            _warn_unregistered(self, name, value)
+        elif name in names:  # replaced by something that is not a parameter
+            if _is_array(value) and isinstance(self.__dict__.get(name), Parameter):
+                # a plain array here would silently leave training and the saved weights
+                raise TypeError(
+                    f"{type(self).__name__}.{name} is a Parameter; to set its values write "
+                    f"layer.{name}.data = array (or assign a new Parameter(array))")
+            names.remove(name)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):

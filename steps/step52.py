@@ -135,12 +135,25 @@ from dezero_like import cuda
 from dezero_like.core import Variable
 
 
+def _is_seed(seed):
+    """Whether ``np.random.default_rng`` takes ``seed`` (not a float such as 1.5, nor a bool)."""
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence,
+                                         np.random.BitGenerator)):
+        return True
+    if isinstance(seed, (list, tuple)):
+        return len(seed) > 0 and all(_is_seed(s) and s is not None and not isinstance(
+            s, (list, tuple, np.random.Generator, np.random.SeedSequence,
+                np.random.BitGenerator)) for s in seed)
+    return (isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
+            and seed >= 0)
+
+
 class DataLoader:
     """Iterate over ``dataset`` in mini-batches of ``batch_size`` examples.
 
     ``shuffle=True`` draws a new order at the start of every epoch, from
     ``np.random`` (so ``np.random.seed`` makes runs repeatable) or from its own
-    generator when ``seed`` (an int >= 0, or a NumPy ``Generator``) is given; with
+    generator when ``seed`` (an int >= 0, or a ``Generator``/``SeedSequence``) is given; with
     ``shuffle=False`` the order is always 0, 1, 2, ... and ``seed`` is not used. ``gpu=True`` (or
     :meth:`to_gpu`) returns CuPy arrays. ``len(loader)`` is the number of
     batches per epoch. Unlabelled datasets give ``t = None``.
@@ -153,9 +166,9 @@ class DataLoader:
         for name, flag in (("shuffle", shuffle), ("gpu", gpu)):
             if not isinstance(flag, (bool, np.bool_)):  # shuffle="no" would be true
                 raise TypeError(f"{name} must be True or False, got {flag!r}")
-        if isinstance(seed, (bool, float, str, np.floating)) or (
-                isinstance(seed, (int, np.integer)) and seed < 0):
-            raise TypeError(f"seed must be None, an int >= 0 or a NumPy Generator, got {seed!r}")
+        if not _is_seed(seed):
+            raise TypeError("seed must be None, an int >= 0 (or a list of them), or a NumPy "
+                            f"Generator or SeedSequence, got {seed!r}")
         if len(dataset) == 0:
             raise ValueError("DataLoader got an empty dataset")
         self.dataset = dataset

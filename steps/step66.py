@@ -280,9 +280,10 @@ class DebugHook(_NestingHook):
             name = f" '{variable.name}'" if variable.name else ""
             raise DebugError(
                 f"the gradient of the leaf{name} {tuple(variable.shape)} "
-                f"{variable.grad.dtype} holds {bad[1]} at index {bad[0]} after a backward "
-                "added its part, though every gradient sent to it was finite: the sum "
-                "overflowed (or the .grad held NaN/Inf before this backward: cleargrad())")
+                f"{variable.grad.dtype} holds {bad[1]} at index {bad[0]} after a backward added "
+                "its part. The gradients that functions sent to it were checked and finite, so "
+                "either their sum overflowed, or the .grad held NaN/Inf before this backward "
+                "(cleargrad()), or the seed given to backward() held it")
 
     @staticmethod
     def _hint(arrays):

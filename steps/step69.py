@@ -218,6 +218,7 @@ def backward_accumulate(self, *gys):
 # %%
 #| export dezero_like/core.py
 import heapq
+import weakref
 import itertools
 
 from dezero_like.core import _accumulate_leaf, _add_grads, _backward_step, _from_backward
@@ -255,7 +256,7 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     if out is not None:
                         out.grad = gy
                         if gy is not None:  # a result, not a seed (step 67)
-                            _from_backward[out] = gy
+                            _from_backward[out] = weakref.ref(gy)
             gxs = _backward_step(f, gys)
             for x, gx in zip(f.inputs, gxs):
                 if gx is None or not x.requires_grad:

@@ -153,8 +153,8 @@ def test_loss_scale_divides_before_hooks():
                                     (2.0**-3, 8.0)])
 def test_gradients_accumulated_under_different_loss_scales_are_divided_right(scales):
     """Two backwards into one .grad (micro-batches) with different scales, or one unscaled:
-    the update is that of the plain sum (the sum was divided by the last scale only); the
-    sum keeps the larger scale."""
+    the update is that of the plain sum (before, the whole sum was divided by the last
+    scale); the sum keeps the larger scale."""
     w0 = [1.0, 2.0]
     plain = Quadratic(w0)
     backward(plain.loss())
@@ -324,9 +324,11 @@ def test_a_float16_sum_is_brought_to_the_larger_scale_without_overflow():
 @pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), "8", True])
 def test_a_loss_scale_that_is_not_a_positive_number_is_refused(bad):
     x = Variable(np.array([1.0]))
-    with pytest.raises(ValueError, match="loss_scale must be a finite number > 0"):
+    with pytest.raises((TypeError, ValueError), match="loss_scale must be a"):
         (x * 2.0).backward(loss_scale=bad)
     assert x.grad is None
+    (x * 2.0).backward(loss_scale=np.array(8.0))  # a 0-d array is a number too
+    assert x.loss_scale == 8.0
 
 
 def test_a_gradient_kept_by_retain_grad_is_not_taken_for_a_seed():
