@@ -34,15 +34,18 @@ def _warn_unregistered(target):
     Checked in ``setup``, when the model is complete: a list of layers that are also
     attributes (the book's ``MLP``) is fine.
     """
-    layers = list(target._walk_layers()) if hasattr(target, "_walk_layers") else [target]
+    from dezero_like.layers import Layer  # here: layers is imported after optimizers
+
+    if not isinstance(target, Layer):  # another object with params() lists them itself
+        return
+    layers = list(target._walk_layers())
     reached = {id(layer) for layer in layers} | {id(p) for p in target.params()}
     for layer in layers:
         for name, value in vars(layer).items():
             if not isinstance(value, (list, tuple, dict)):
                 continue
             items = value.values() if isinstance(value, dict) else value
-            if any((isinstance(v, Parameter) or hasattr(v, "_walk_layers")) and id(v) not in
-                   reached for v in items):
+            if any(isinstance(v, (Layer, Parameter)) and id(v) not in reached for v in items):
                 warnings.warn(
                     f"{type(layer).__name__}.{name} is a {type(value).__name__} holding layers "
                     "or parameters that params() does not reach: optimizers do not train them "

@@ -445,7 +445,18 @@ def test_a_list_of_layers_beside_a_registered_layer_is_warned_about():
             self.body_layers = self.body.layers  # reached through a sub-layer
             self.tied = (self.l0.W,)  # a registered parameter
 
+    class Slotted:  # not a Layer: any object with params() can be set up
+        __slots__ = ("p",)
+
+        def __init__(self):
+            self.p = Parameter(np.zeros(2))
+
+        def params(self):
+            yield self.p
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model = Fine([L.Linear(2, in_size=3), L.Linear(1)])
+        model.kinds = [L.Linear, L.Layer]  # classes, not layers
         optimizers.SGD().setup(model)
+        optimizers.SGD().setup(Slotted())
