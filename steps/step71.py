@@ -619,9 +619,19 @@ def forward(self, x, t):
             f"softmax_cross_entropy expects logits of shape (N, C), got {x.shape}"
         )
     if t.dtype.kind not in "iu" or t.shape != (x.shape[0],):
+        N, C = x.shape
+        hint = ""  # the commonest causes, named
+        if t.shape == (N, 1):
+            hint = " (labels of shape (N, 1): flatten them with t.reshape(-1))"
+        elif t.shape == (N, C):
+            hint = " (these look like one-hot vectors: t.argmax(axis=1) gives the indices)"
+        elif t.shape == (C,) and N != C:
+            hint = f" (are the logits transposed? they must be (N, C), got ({N}, {C}))"
+        elif t.dtype.kind == "f" and t.shape == (N,):
+            hint = " (indices are integers: t.astype(int))"
         raise ValueError(
-            f"softmax_cross_entropy expects integer labels of shape ({x.shape[0]},), got "
-            f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
+            f"softmax_cross_entropy expects integer labels of shape ({N},), got "
+            f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors{hint}"
         )
     xp = cuda.get_array_module(x)
     apart = _on_two_devices(x, t)  # CuPy would copy the labels, then fail in backward

@@ -512,3 +512,15 @@ def test_accuracy_refuses_one_hot_labels_with_a_hint():
     assert float(F.accuracy(y, np.arange(3)).data) == 1.0
     with pytest.raises(ValueError, match=r"one label per row.*t.argmax\(axis=1\)"):
         F.accuracy(y, np.eye(3))
+
+
+@pytest.mark.parametrize("t, names", [
+    (np.zeros((5, 1), int), r"t\.reshape\(-1\)"),
+    (np.eye(5, 3), r"t\.argmax\(axis=1\)"),
+    (np.zeros(3, int), r"transposed"),
+    (np.zeros(5), r"t\.astype\(int\)"),
+])
+def test_softmax_cross_entropy_names_the_likely_label_mistake(t, names):
+    x = dz.Variable(np.zeros((5, 3)))
+    with pytest.raises(ValueError, match=r"pass class indices, not one-hot vectors.*" + names):
+        F.softmax_cross_entropy(x, t)
