@@ -1013,15 +1013,16 @@ def test_mode():
     return using_config("train", False)
 
 
-# --- step 65 ------------------------------------------------------------
-_backward_stack: list = []  # functions whose backward is running now, the innermost last
-
-
+# --- step 64 ------------------------------------------------------------
 def _hooks_for(f):
     """The global hooks, then ``f``'s own; a hook in both lists runs once."""
     if not f._hooks:
         return _global_hooks
     return _global_hooks + [h for h in f._hooks if all(h is not g for g in _global_hooks)]
+
+
+# --- step 65 ------------------------------------------------------------
+_backward_stack: list = []  # functions whose backward is running now, the innermost last
 
 
 # --- step 67 ------------------------------------------------------------

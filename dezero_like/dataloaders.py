@@ -28,15 +28,13 @@ from dezero_like.core import Variable
 # --- step 52 ------------------------------------------------------------
 def _is_seed(seed):
     """Whether ``np.random.default_rng`` takes ``seed`` (not a float such as 1.5, nor a bool)."""
-    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence,
-                                         np.random.BitGenerator)):
-        return True
+    def whole(s):  # an int >= 0
+        return isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)) and s >= 0
+
     if isinstance(seed, (list, tuple)):
-        return len(seed) > 0 and all(_is_seed(s) and s is not None and not isinstance(
-            s, (list, tuple, np.random.Generator, np.random.SeedSequence,
-                np.random.BitGenerator)) for s in seed)
-    return (isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_))
-            and seed >= 0)
+        return len(seed) > 0 and all(whole(s) for s in seed)
+    return seed is None or whole(seed) or isinstance(
+        seed, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator))
 
 
 class DataLoader:
@@ -147,7 +145,14 @@ class DataLoader:
 
         Refuses, naming the dataset, the example and the transform to look at, values of
         different shapes and values that are not numbers (None, strings, dates, dicts...).
+        The names are worked out only when something is wrong: this runs on every batch.
         """
+        try:
+            batch = np.stack([np.asarray(v) for v in values])
+        except ValueError as error:  # a ragged list ([[1, 2], [3]]), or two shapes
+            batch, failure = None, error
+        if batch is not None and batch.dtype.kind in "biufc":
+            return batch
         name = type(self.dataset).__name__
         transform = "transform" if what == "input" else "target_transform"
         hint = (f"a dataset and its {transform} must return NumPy arrays or numbers "
@@ -156,27 +161,25 @@ class DataLoader:
         for j, value in zip(indices, values):
             try:
                 arrays.append(np.asarray(value))
-            except ValueError as e:  # a ragged list: [[1, 2], [3]]
+            except ValueError as e:
                 raise ValueError(f"DataLoader: the {what} of {name}[{j}] is not an array of "
                                  f"one shape ({e}); {hint}") from None
-        shape = arrays[0].shape
-        for j, a in zip(indices, arrays):
-            if a.shape != shape:
-                raise ValueError(
-                    f"DataLoader: the {what}s of {name} have different shapes: {name}"
-                    f"[{indices[0]}] has {shape}, {name}[{j}] has {a.shape}, and a batch stacks "
-                    f"them into one array; make the dataset (or its {transform}) return one "
-                    "shape for every example, e.g. by cropping, padding or resizing")
-        batch = np.stack(arrays)
-        if batch.dtype.kind not in "biufc":  # None, a string, a date, a dict...
-            j, value, a = next((j, v, a) for j, v, a in zip(indices, values, arrays)
-                               if a.dtype.kind not in "biufc")
-            advice = ("; give classes as int labels (e.g. classes.index(name))"
-                      if what == "label" and a.dtype.kind in "US" else "")
-            raise TypeError(
-                f"DataLoader: the dataset's {what}s do not stack into a numeric array "
-                f"({name}[{j}] is a {type(value).__name__}, dtype {a.dtype}); {hint}{advice}")
-        return batch
+        if batch is None:
+            j, a = next(((j, a) for j, a in zip(indices, arrays) if a.shape != arrays[0].shape),
+                        (indices[0], arrays[0]))
+            raise ValueError(
+                f"DataLoader: the {what}s of {name} have different shapes: {name}"
+                f"[{indices[0]}] has {arrays[0].shape}, {name}[{j}] has {a.shape}, and a batch "
+                f"stacks them into one array; make the dataset (or its {transform}) return one "
+                f"shape for every example, e.g. by cropping, padding or resizing ({failure})"
+            ) from None
+        j, value, a = next((j, v, a) for j, v, a in zip(indices, values, arrays)
+                           if a.dtype.kind not in "biufc")  # None, a string, a date, a dict...
+        advice = ("; give classes as int labels (e.g. classes.index(name))"
+                  if what == "label" and a.dtype.kind in "US" else "")
+        raise TypeError(
+            f"DataLoader: the dataset's {what}s do not stack into a numeric array "
+            f"({name}[{j}] is a {type(value).__name__}, dtype {a.dtype}); {hint}{advice}")
 
     def next(self):
         """The next batch (the book's spelling of ``next(loader)``)."""

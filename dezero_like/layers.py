@@ -261,10 +261,11 @@ class Layer:
             if p.data is None:  # not created yet (a lazy layer): check what the layer knows
                 layer, name = owners[key]
                 expected, dtype = layer._lazy_shape(name), getattr(layer, "dtype", None)
-                if expected is not None and a.ndim == len(expected):  # a letter: the size the
-                    expected = tuple(shared.setdefault((id(layer), e), n)  # layer's first file
-                                     if isinstance(e, str) else e        # array gave it
-                                     for e, n in zip(expected, a.shape))
+                if expected is not None and a.ndim == len(expected):
+                    # a letter stands for the size the layer's first array in the file gave it
+                    expected = tuple(
+                        shared.setdefault((id(layer), e), n) if isinstance(e, str) else e
+                        for e, n in zip(expected, a.shape))
                 if expected is not None and (a.ndim != len(expected) or any(
                         e is not None and e != n for e, n in zip(expected, a.shape))):
                     parts = ["?" if e is None or isinstance(e, str) else str(e) for e in expected]

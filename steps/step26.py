@@ -329,7 +329,8 @@ def render_dot(dot_text, to_file, renderer="auto"):
         name, program = find_renderer(renderer)
     except RendererNotFoundError as e:
         command = SYSTEM_PROGRAM if renderer == "auto" else renderer
-        if command == SYSTEM_PROGRAM or fmt != "pdf":  # only the fallback writes no PDF
+        # a renderer not in the table (renamed): the formats every renderer writes
+        if fmt in NATIVE_FORMATS.get(command, set.intersection(*NATIVE_FORMATS.values())):
             finish = f"{command} -T{fmt} {dot_path} -o {to_file}"
         else:  # graphviz-pure writes no PDF: plot_dot_graph converts its PNG
             finish = (f"{command} -Tpng {dot_path} -o {to_file.with_suffix('.png')} (it writes "

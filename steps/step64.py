@@ -31,9 +31,9 @@ import dezero_like.functions as F
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` gains `Function.backward_accumulate` and `Function._duplicates`;
-# `Function.__call__` notes repeated inputs, and `_backward_step` calls `backward_accumulate` for
-# them.
+# In this step `core` gains `Function.backward_accumulate`, `Function._duplicates` and
+# `_hooks_for` (the global hooks, then the function's own, a hook in both once); `Function.__call__`
+# notes repeated inputs, and `_backward_step` calls `backward_accumulate` for them.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -57,6 +57,7 @@ from dezero_like.core import (
     _add_grads,
     _as_inputs,
     _global_hooks,
+    _hooks_for,
     as_array,
 )
 
@@ -70,7 +71,7 @@ def __call__(self, *inputs):
     record = Config.enable_backprop and True in needs
     if record:
         self.needs_input_grad = needs
-    hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
+    hooks = _hooks_for(self) if self._hooks else _global_hooks
     for hook in hooks:
         hook.forward_preprocess(self, xs)
     ys = self.forward(*xs)
@@ -119,9 +120,16 @@ def backward_accumulate(self, *gys):
 from dezero_like.core import Variable, _global_hooks, as_array
 
 
+def _hooks_for(f):
+    """The global hooks, then ``f``'s own; a hook in both lists runs once."""
+    if not f._hooks:
+        return _global_hooks
+    return _global_hooks + [h for h in f._hooks if all(h is not g for g in _global_hooks)]
+
+
 def _backward_step(f, gys):
     """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
-    hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
+    hooks = _hooks_for(f)
     for hook in hooks:
         hook.backward_preprocess(f, gys)
     if f._duplicates:  # the same variable in several slots, as in x * x

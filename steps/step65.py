@@ -27,7 +27,7 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` gains `Function.add_hook`, `Function.delete_hook`, `_hooks_for` and
+# In this step `core` gains `Function.add_hook`, `Function.delete_hook` and
 # `_backward_stack`, and changes `_backward_step` (it keeps that stack); `hooks` gains
 # `_NestingHook`, `TimerHook`, `PrintHook`.
 #
@@ -41,8 +41,8 @@
 # `Function.add_hook` attaches a hook to one function object only. It builds a new list instead of
 # appending, so a list shared with another function is never changed; `__call__` and the backward
 # step run these hooks after the global ones. Attaching the same hook twice is refused, and a hook
-# that is both global (`with hook:`) and attached runs once (`_hooks_for`): otherwise every call
-# would be reported twice. `delete_hook` detaches a hook again.
+# that is both global (`with hook:`) and attached runs once (step 64's `_hooks_for`): otherwise
+# every call would be reported twice. `delete_hook` detaches a hook again.
 
 # %%
 #| export dezero_like/core.py Function
@@ -72,16 +72,9 @@ def delete_hook(self, hook):
 
 # %%
 #| export dezero_like/core.py
-from dezero_like.core import Variable, _global_hooks, as_array
+from dezero_like.core import Variable, _hooks_for, as_array
 
 _backward_stack: list = []  # functions whose backward is running now, the innermost last
-
-
-def _hooks_for(f):
-    """The global hooks, then ``f``'s own; a hook in both lists runs once."""
-    if not f._hooks:
-        return _global_hooks
-    return _global_hooks + [h for h in f._hooks if all(h is not g for g in _global_hooks)]
 
 
 def _backward_step(f, gys):

@@ -121,6 +121,7 @@ from dezero_like.core import (
     _add_grads,
     _as_inputs,
     _global_hooks,
+    _hooks_for,
     as_array,
 )
 
@@ -134,7 +135,7 @@ def __call__(self, *inputs):
     record = Config.enable_backprop and True in needs
     if record:
         self.needs_input_grad = needs
-    hooks = _global_hooks + self._hooks if self._hooks else _global_hooks
+    hooks = _hooks_for(self) if self._hooks else _global_hooks
     for hook in hooks:
         hook.forward_preprocess(self, xs)
     ys = self.forward(*xs)
