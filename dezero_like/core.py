@@ -280,6 +280,8 @@ class Variable:
         """Forget the gradient and the loss scale it was made with."""
         self.grad = None
         self.loss_scale = None
+        if _from_backward:  # a gradient put back by hand after this is a seed again
+            _from_backward.pop(self, None)
 
     # (step 67)
     def backward(self, gradient=None, retain_grad=False, create_graph=False,

@@ -86,7 +86,9 @@ class Dataset:
     transform = target_transform = staticmethod(_identity)
 
     def __init__(self, train=True, transform=None, target_transform=None):
-        self.train = train
+        if not isinstance(train, (bool, np.bool_)):  # train="test" would be true: the wrong split
+            raise TypeError(f"train must be True or False, got {train!r}")
+        self.train = bool(train)
         self.transform = _identity if transform is None else transform
         self.target_transform = _identity if target_transform is None else target_transform
         if not callable(self.transform) or not callable(self.target_transform):
@@ -345,7 +347,7 @@ class MNIST(Dataset):
         if source not in self.SOURCES:
             raise ValueError(f"source must be one of {self.SOURCES}, got {source!r}")
         _check_n_train(n_train)
-        if download not in (None, True, False):
+        if download is not None and not isinstance(download, (bool, np.bool_)):
             raise TypeError(f"download must be None, True or False, got {download!r}")
         if transform is _DEFAULT:
             transform = _T.Compose([_T.Flatten(), _T.ToFloat(), _T.Normalize(0.0, 255.0)])

@@ -44,13 +44,22 @@ def _warn_unregistered(target):
         for name, value in vars(layer).items():
             if not isinstance(value, (list, tuple, dict)):
                 continue
-            items = value.values() if isinstance(value, dict) else value
-            if any(isinstance(v, (Layer, Parameter)) and id(v) not in reached for v in items):
+            if any(id(v) not in reached for v in _held(value, (Layer, Parameter))):
                 warnings.warn(
                     f"{type(layer).__name__}.{name} is a {type(value).__name__} holding layers "
                     "or parameters that params() does not reach: optimizers do not train them "
                     "and save_weights does not save them. Assign each to its own attribute "
                     "(self.l0 = ...), or use Sequential", stacklevel=3)
+
+
+def _held(container, kinds, depth=4):
+    """The ``kinds`` objects in a list, tuple or dict, and in those nested in it (to ``depth``)."""
+    items = container.values() if isinstance(container, dict) else container
+    for v in items:
+        if isinstance(v, kinds):
+            yield v
+        elif depth > 1 and isinstance(v, (list, tuple, dict)):
+            yield from _held(v, kinds, depth - 1)
 
 
 def _warn_no_gradient():

@@ -205,9 +205,17 @@ def _umask():
 
 
 def publish(tmp, path):
-    """Rename the finished temporary file ``tmp`` to ``path``, with a new file's usual mode."""
+    """Rename the finished temporary file ``tmp`` to ``path``.
+
+    The file keeps the mode of the one it replaces (a private 0600 file stays private),
+    and a new file gets the usual mode.
+    """
     try:
-        os.chmod(tmp, 0o666 & ~_umask())
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:  # no file there yet
+        mode = 0o666 & ~_umask()
+    try:
+        os.chmod(tmp, mode)
     except OSError:  # a file system without POSIX modes (FAT, some network drives)
         pass
     os.replace(tmp, path)

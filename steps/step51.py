@@ -243,7 +243,9 @@ class Dataset:
     transform = target_transform = staticmethod(_identity)
 
     def __init__(self, train=True, transform=None, target_transform=None):
-        self.train = train
+        if not isinstance(train, (bool, np.bool_)):  # train="test" would be true: the wrong split
+            raise TypeError(f"train must be True or False, got {train!r}")
+        self.train = bool(train)
         self.transform = _identity if transform is None else transform
         self.target_transform = _identity if target_transform is None else target_transform
         if not callable(self.transform) or not callable(self.target_transform):

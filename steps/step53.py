@@ -181,9 +181,17 @@ def _umask():
 
 
 def publish(tmp, path):
-    """Rename the finished temporary file ``tmp`` to ``path``, with a new file's usual mode."""
+    """Rename the finished temporary file ``tmp`` to ``path``.
+
+    The file keeps the mode of the one it replaces (a private 0600 file stays private),
+    and a new file gets the usual mode.
+    """
     try:
-        os.chmod(tmp, 0o666 & ~_umask())
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:  # no file there yet
+        mode = 0o666 & ~_umask()
+    try:
+        os.chmod(tmp, mode)
     except OSError:  # a file system without POSIX modes (FAT, some network drives)
         pass
     os.replace(tmp, path)
@@ -396,7 +404,7 @@ class MNIST(Dataset):
         if source not in self.SOURCES:
             raise ValueError(f"source must be one of {self.SOURCES}, got {source!r}")
         _check_n_train(n_train)
-        if download not in (None, True, False):
+        if download is not None and not isinstance(download, (bool, np.bool_)):
             raise TypeError(f"download must be None, True or False, got {download!r}")
         if transform is _DEFAULT:
             transform = _T.Compose([_T.Flatten(), _T.ToFloat(), _T.Normalize(0.0, 255.0)])

@@ -174,7 +174,8 @@ def save_weights(self, path):
         raise IsADirectoryError(
             f"cannot save weights to {path}: it names a directory; give a file name in it, "
             f"e.g. {os.path.join(path, 'model.npz')}")
-    directory = os.path.dirname(os.path.abspath(path))
+    target = os.path.realpath(path)  # through a symbolic link: the file it points to
+    directory = os.path.dirname(target)
     if not os.path.isdir(directory):
         raise FileNotFoundError(
             f"cannot save weights to {path}: the directory {directory} does not exist; "
@@ -185,7 +186,7 @@ def save_weights(self, path):
             _write_npz(f, arrays)
             f.flush()
             os.fsync(f.fileno())
-        publish(tmp, path)  # utils (step 53): the usual file mode, then the rename
+        publish(tmp, target)  # utils (step 53): the file's mode, then the rename
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)

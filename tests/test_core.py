@@ -116,6 +116,20 @@ def test_a_seed_set_by_hand_on_an_output_is_used():
     np.testing.assert_allclose(x.grad.data, [34.0, 304.0])
 
 
+def test_a_kept_gradient_put_back_after_cleargrad_is_a_seed():
+    """retain_grad's gradient is no seed; once cleared and set again by hand, it is one."""
+    x = Variable(np.array(2.0))
+    y = x * x
+    y.backward(retain_grad=True, retain_graph=True)
+    g = y.grad
+    y.cleargrad()
+    x.cleargrad()
+    g.data = np.array(5.0)
+    y.grad = g
+    y.backward()
+    assert float(x.grad.data) == 20.0  # 2x * 5, not 2x * 1
+
+
 def test_a_floating_seed_on_an_integer_output_is_not_rounded():
     x = Variable(np.array([1, 2, 3]))
     (x * 2).backward(gradient=np.full(3, 0.5))

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -484,6 +486,27 @@ def test_weights_files_get_the_usual_mode_and_a_text_file_is_not_called_a_pickle
     with pytest.raises(ValueError, match="it is not an .npz archive") as info:
         model.load_weights(text)
     assert "pickle" not in str(info.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or sys.platform == "win32",
+                    reason="symbolic links and POSIX modes")
+def test_saving_over_a_private_file_or_a_link_keeps_them(tmp_path):
+    """The save writes a new file and renames it over the old one: that must not reset a
+    0600 file to the usual mode, nor replace a symbolic link by a file."""
+    model = L.Linear(3, in_size=2)
+    (tmp_path / "runs").mkdir()
+    real = tmp_path / "runs" / "w.npz"
+    model.save_weights(real)
+    os.chmod(real, 0o600)
+    link = tmp_path / "latest.npz"
+    link.symlink_to(real)
+    model.W.data[...] = 7.0
+    model.save_weights(link)
+    assert link.is_symlink() and os.stat(real).st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in real.parent.iterdir()) == ["w.npz"]  # no temporary left
+    fresh = L.Linear(3, in_size=2)
+    fresh.load_weights(real)
+    assert (fresh.W.data == 7.0).all()
 
 
 def test_datasets_without_super_init_and_transforms_that_return_objects():

@@ -193,8 +193,15 @@ def test_mnist_n_train_and_download_are_checked_before_any_file(offline, tmp_pat
             datasets.mnist_train_test(data_dir=tmp_path, n_train=bad)
     with pytest.raises(ValueError, match="between 1 and 9,999"):
         datasets.mnist_train_test(data_dir=tmp_path, n_train=0)
-    with pytest.raises(TypeError, match="download must be None, True or False"):
-        datasets.MNIST(train=False, data_dir=tmp_path, download="no")
+    for bad in ("no", 1, 0):  # 1 and 0 too: the loaders' flags are True or False
+        with pytest.raises(TypeError, match="download must be None, True or False"):
+            datasets.MNIST(train=False, data_dir=tmp_path, download=bad)
+    for bad in ("test", 0, None):  # "test" is true: it gave the training split, silently
+        with pytest.raises(TypeError, match="train must be True or False"):
+            datasets.MNIST(train=bad, data_dir=tmp_path)
+        with pytest.raises(TypeError, match="train must be True or False"):
+            datasets.Spiral(train=bad)
+    assert len(datasets.Spiral(train=np.False_)) == 300
 
 
 def test_mnist_train_test_names_a_damaged_test_file_and_does_not_offer_the_split(offline,

@@ -434,6 +434,15 @@ def test_a_list_of_layers_beside_a_registered_layer_is_warned_about():
     with pytest.warns(UserWarning, match="Mixed.blocks is a dict holding layers"):
         optimizers.SGD().setup(Mixed())
 
+    class Nested(Model):  # layers one container deeper: a list of stages, each a list
+        def __init__(self):
+            super().__init__()
+            self.head = L.Linear(2)
+            self.stages = [[L.Linear(8)], {"skip": (L.Linear(8),)}]
+
+    with pytest.warns(UserWarning, match="Nested.stages is a list holding layers"):
+        optimizers.SGD().setup(Nested())
+
     class Fine(Model):
         def __init__(self, layers):
             super().__init__()
