@@ -907,7 +907,9 @@ class Div(Function):
         n0, n1 = self.needs_input_grad
         s0, s1 = self.shapes
         gx0 = _sum_to(gy / x1, s0) if n0 else None
-        gx1 = _sum_to(gy * (-x0 / x1**2), s1) if n1 else None
+        # -(x0 / x1) / x1, not -x0 / x1**2: the square of an integer x1 (or -x0 of an unsigned
+        # one) would wrap around before the division made it a float
+        gx1 = _sum_to(gy * (-(x0 / x1) / x1), s1) if n1 else None
         return gx0, gx1
 
 
@@ -934,6 +936,28 @@ class Pow(Function):
             return Variable(cuda.get_array_module(gy.data).zeros_like(gy.data),
                             requires_grad=False)
         return gy * (c * x ** (c - 1))
+
+
+class RPow(Function):
+    """y = c ** x for a constant base c; dy/dx = y * log(c), so the output is kept."""
+
+    def __init__(self, c):
+        if isinstance(c, Variable) or np.ndim(c) != 0:
+            raise TypeError(f"the base of ** must be a number here, got {type(c).__name__}")
+        self.c = c.item() if isinstance(c, np.ndarray) else c  # a number on any device
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        return self.c ** x
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        c = self.c
+        if c == 0:  # 0 ** x is 0 (1 at x = 0): gradient 0, as in PyTorch, not 0 * log(0) = nan
+            return Variable(cuda.get_array_module(gy.data).zeros_like(gy.data),
+                            requires_grad=False)
+        return gy * (y * (np.log(c) if c > 0 else np.nan))  # a negative base: nan, as PyTorch
 
 
 # --- step 70 ------------------------------------------------------------
@@ -972,6 +996,11 @@ def pow(x, c):  # noqa: A001 - the book's name
     return Pow(c)(x)
 
 
+def rpow(x, c):
+    """c ** x: 2 ** x calls x.__rpow__(2), that is rpow(x, 2)."""
+    return RPow(c)(x)
+
+
 def setup_variable():
     """Give Variable its operators (kept as a function, as in the book)."""
     Variable.__add__ = add
@@ -984,6 +1013,7 @@ def setup_variable():
     Variable.__truediv__ = div
     Variable.__rtruediv__ = rdiv
     Variable.__pow__ = pow
+    Variable.__rpow__ = rpow
 
 
 setup_variable()

@@ -57,8 +57,17 @@ def sigmoid_grad(gy, y):
 
 
 def sgd_update(param, grad, lr):
-    """``param -= lr * grad`` in place, in one kernel."""
-    _kernel("sgd")(grad, param.dtype.type(lr), param)
+    """``param -= lr * grad`` in place, in one kernel, as NumPy's ``-=`` would.
+
+    The gradient is cast to the parameter's dtype first (the kernel takes one dtype, and NumPy
+    casts the result into the parameter). A parameter that is not real floating point takes the
+    array path, as on the CPU: in the kernel ``lr`` would become the parameter's type
+    (``int(0.1) == 0``, no update at all), while ``-=`` refuses to cast a float into an integer.
+    """
+    if param.dtype.kind != "f":
+        param -= lr * grad
+        return
+    _kernel("sgd")(grad.astype(param.dtype, copy=False), param.dtype.type(lr), param)
 
 
 _RAW = r"""

@@ -183,9 +183,16 @@ class SumTo(Function):
         return broadcast_to(gy, self.x_shape)
 
 
+def _as_shape(shape):
+    """A shape as a tuple; one int is a 1-d shape, as NumPy takes it (``np.broadcast_to(x, 5)``)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        return (int(shape),)
+    return tuple(shape)
+
+
 def sum_to(x, shape):
     """Sum ``x`` down to ``shape``, a shape it was broadcast from (undoes broadcast_to)."""
-    shape = tuple(shape)
+    shape = _as_shape(shape)
     if x.shape == shape:
         return as_variable(x)
     if len(shape) > len(x.shape) or any(
@@ -214,7 +221,8 @@ class BroadcastTo(Function):
 
 
 def broadcast_to(x, shape):
-    if x.shape == tuple(shape):
+    shape = _as_shape(shape)
+    if x.shape == shape:
         return as_variable(x)
     return BroadcastTo(shape)(x)
 
@@ -527,6 +535,30 @@ def relu(x):
     return ReLU()(x)
 
 
+class LeakyReLU(Function):
+    """y = x where x > 0, else slope * x; dy/dx = 1 where x > 0, else slope (also at 0)."""
+
+    def __init__(self, slope=0.2):
+        self.slope = slope
+
+    def forward(self, x):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(x)
+        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        scale = xp.where(x > 0, dtype.type(1), dtype.type(self.slope))  # nan: slope * nan
+        if self.needs_input_grad:
+            self.scale = scale
+        return x * scale
+
+    def backward(self, gy):
+        return gy * self.scale
+
+
+def leaky_relu(x, slope=0.2):
+    """Leaky ReLU: x where x > 0, else ``slope * x``; see :class:`LeakyReLU`."""
+    return LeakyReLU(slope)(x)
+
+
 # --- step 48 ------------------------------------------------------------
 def _index_data(slices):
     """Replace Variables inside an index by their arrays."""
@@ -563,8 +595,62 @@ def _scatter_add(xp, target, slices, values):
     cupyx.scatter_add(target, slices, values)
 
 
+def _check_host_index(slices, shape):
+    """Raise NumPy's IndexError for an integer index on the host out of range of ``shape``.
+
+    Called for an array on the GPU only (NumPy checks its own indices). Index arrays on the
+    device, masks, slices, ``None`` and ``...`` are not checked: they only move the axis on.
+    """
+    parts = slices if isinstance(slices, tuple) else (slices,)
+    checks = []  # (the index as a NumPy integer array or None, how many axes it takes)
+    for part in parts:
+        if part is Ellipsis:
+            checks.append((None, None))  # as many axes as the others leave
+            continue
+        if part is None or isinstance(part, (bool, np.bool_)):  # a new axis, or a 0-d mask
+            checks.append((None, 0))
+            continue
+        if isinstance(part, (list, tuple)):
+            try:
+                part = np.asarray(part)
+            except (TypeError, ValueError):  # device arrays inside, ragged: CuPy decides
+                checks.append((None, 1))
+                continue
+        if isinstance(part, (int, np.integer)) or (
+                isinstance(part, np.ndarray) and part.dtype.kind in "iu"):
+            checks.append((np.asarray(part), 1))
+        elif getattr(part, "dtype", None) == np.bool_:  # a mask takes as many axes as it has
+            checks.append((None, part.ndim))
+        else:  # a slice, an index array on the device, or what CuPy will refuse itself
+            checks.append((None, 1))
+    # (no sum() or max() here: this module's own sum and max are differentiable functions)
+    ellipses = [n for _, n in checks].count(None)
+    if ellipses > 1:
+        return  # two Ellipses: CuPy raises its own IndexError
+    taken = 0
+    for _, n in checks:
+        taken += n or 0
+    axis = 0
+    for index, n in checks:
+        if n is None:
+            n = len(shape) - taken if len(shape) > taken else 0
+        elif index is not None and index.size and axis < len(shape):
+            size = shape[axis]
+            low, high = int(index.min()), int(index.max())  # host arrays: no device waited for
+            if low < -size or high >= size:
+                bad = low if low < -size else high
+                raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+        axis += n
+
+
 class GetItem(Function):
-    """y = x[slices]; the gradient is scattered back into zeros of x's shape (GetItemGrad)."""
+    """y = x[slices]; the gradient is scattered back into zeros of x's shape (GetItemGrad).
+
+    An integer index out of range raises NumPy's IndexError on either device when it is on the
+    host (a Python int, a list, a NumPy array). An index array already on the GPU (a CuPy array)
+    is not checked, since that would wait for the device: CuPy wraps such an index around
+    (``5`` on an axis of size 3 picks element 2, and the gradient goes back there).
+    """
 
     def __init__(self, slices):
         self.slices = slices
@@ -572,6 +658,8 @@ class GetItem(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.in_shape = x.shape
+        if not isinstance(x, np.ndarray):  # CuPy wraps a wrong index around: check it here
+            _check_host_index(self.slices, x.shape)
         return x[self.slices]
 
     def backward(self, gy):
@@ -642,6 +730,12 @@ def clip(x, x_min, x_max):
     return Clip(x_min, x_max)(x)
 
 
+def _float_logits(xp, x):
+    """``x`` as a floating array: integer logits in float64 (as ``exp`` computes them), and a
+    0-d input as a 0-d array (NumPy's arithmetic makes it a scalar, which ``out=`` refuses)."""
+    return xp.asarray(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+
+
 def _shifted_logsumexp(x, axis):
     """``(z, log(sum(exp(z))))`` with ``z = x - max(x)`` over ``axis`` (kept).
 
@@ -649,8 +743,9 @@ def _shifted_logsumexp(x, axis):
     1) and no cancellation (the max is never added back to be subtracted again).
     """
     xp = cuda.get_array_module(x)
-    z = x - x.max(axis=axis, keepdims=True)
-    log_s = xp.exp(z).sum(axis=axis, keepdims=True)
+    x = _float_logits(xp, x)
+    z = xp.asarray(x - x.max(axis=axis, keepdims=True))
+    log_s = xp.asarray(xp.exp(z).sum(axis=axis, keepdims=True))  # an array even for 0-d x
     xp.log(log_s, out=log_s)
     return z, log_s
 
@@ -669,7 +764,8 @@ class Softmax(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
-        y = x - x.max(axis=self.axis, keepdims=True)
+        x = _float_logits(xp, x)
+        y = xp.asarray(x - x.max(axis=self.axis, keepdims=True))
         xp.exp(y, out=y)
         y /= y.sum(axis=self.axis, keepdims=True)
         return y
@@ -804,6 +900,16 @@ def softmax_cross_entropy(x, t):
     return SoftmaxCrossEntropy()(x, t)
 
 
+def softmax_simple(x, axis=1):
+    """exp(x) / sum(exp(x)) along ``axis``, composed of exp, sum and division.
+
+    No shift by the maximum: logits above about 88 (float32) or 709 (float64) overflow to
+    nan. :func:`softmax` computes the same without overflow.
+    """
+    e = exp(as_variable(x))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
 # --- step 50 ------------------------------------------------------------
 def accuracy(y, t):
     """Fraction of rows of ``y`` (scores, (N, C)) whose argmax equals the label in ``t``.
@@ -858,17 +964,21 @@ def dropout(x, dropout_ratio=0.5):
 
 
 # --- step 57 ------------------------------------------------------------
-# average_pooling, batch_norm, col2im, conv2d, deconv2d, embed_id, im2col, pooling: written
-# in dezero_like/functions_conv.py (a later step), found here too, as in the book
+# average_pooling, batch_norm, col2im, conv2d, deconv2d, embed_id, im2col, pooling (and the
+# book's conv2d_simple, pooling_simple, batch_nrom): written in dezero_like/functions_conv.py
+# (this step and the next two), found here too, as in the book
 __getattr__ = forward_names(__name__, {
     "average_pooling": "dezero_like.functions_conv",
     "batch_norm": "dezero_like.functions_conv",
+    "batch_nrom": "dezero_like.functions_conv",
     "col2im": "dezero_like.functions_conv",
     "conv2d": "dezero_like.functions_conv",
+    "conv2d_simple": "dezero_like.functions_conv",
     "deconv2d": "dezero_like.functions_conv",
     "embed_id": "dezero_like.functions_conv",
     "im2col": "dezero_like.functions_conv",
     "pooling": "dezero_like.functions_conv",
+    "pooling_simple": "dezero_like.functions_conv",
 })
 
 
@@ -895,7 +1005,10 @@ class Max(Function):
             # where the extreme value sits; in a group holding a nan, y is nan: its nans
             mask = (x == y) | (x != x)
             count = mask.sum(axis=self.axis, keepdims=True)
-            self.share = mask.astype(y.dtype) / count.astype(y.dtype)  # ties share equally
+            if y.dtype.kind == "f" and y.dtype.itemsize >= 4:  # counts exact up to 2**24
+                self.share = mask.astype(y.dtype) / count.astype(y.dtype)  # ties share equally
+            else:  # in an integer, bool or float16 dtype the count would wrap or overflow
+                self.share = (mask / count).astype(y.dtype if y.dtype.kind == "f" else "f8")
         if not self.keepdims:
             y = y.reshape(_reduced_shape(x.shape, self.axis))
         return y
@@ -915,7 +1028,7 @@ def _reduced_shape(shape, axis):
     if axis is None:
         return ()
     axes = axis if isinstance(axis, tuple) else (axis,)
-    axes = {a % len(shape) for a in axes}
+    axes = {a % len(shape) for a in axes} if shape else set()  # NumPy takes axis 0 of a 0-d
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
@@ -950,6 +1063,18 @@ class Log(Function):
 
 def log(x):
     return Log()(x)
+
+
+def softmax_cross_entropy_simple(x, t):
+    """-mean log softmax_simple(x)[n, t_n], composed of earlier functions.
+
+    Probabilities are clipped to [1e-15, 1] before the log. :func:`softmax_cross_entropy`
+    is one function, exact for any logits.
+    """
+    x, t = as_variable(x), as_variable(t)
+    n = x.shape[0]
+    log_p = log(clip(softmax_simple(x), 1e-15, 1.0))
+    return -log_p[np.arange(n), t.data].sum() / n
 
 
 # --- step 71 ------------------------------------------------------------

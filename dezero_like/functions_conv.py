@@ -805,11 +805,19 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     return xhat * gamma + beta
 
 
+batch_nrom = batch_norm  # the book's DeZero spells it so: its readers' code keeps working
+
+
 def embed_id(x, W):
     """Rows of ``W (vocab, dim)`` picked by the integer ids ``x``: ``y = W[x]``.
 
     The gradient adds each output row's gradient into the row it came from
     (repeated ids accumulate) - exactly the backward of ``W[x]`` indexing.
+
+    An id outside ``[0, vocab)`` is an IndexError on the CPU. On a GPU nothing is read back
+    (that would wait for the device on every call): the row of such an id is NaN, and so is
+    its gradient, instead of the row CuPy's indexing would wrap the id around to. A table of
+    a dtype without NaN (integers) is checked as on the CPU, which waits for the device.
     """
     W = as_variable(W)
     if isinstance(x, Variable):
@@ -824,6 +832,10 @@ def embed_id(x, W):
     x = xp.asarray(x)  # a list of ids goes to W's device
     if x.dtype.kind not in "iu":
         raise TypeError(f"embed_id needs integer ids, got dtype {x.dtype}")
+    if xp is not np and W.dtype.kind in "fc":  # on a GPU: NaN rows, nothing read back
+        bad = (x < 0) | (x >= W.shape[0])
+        mask = xp.where(bad, W.dtype.type(np.nan), W.dtype.type(1))
+        return W[x] * mask.reshape(x.shape + (1,) * (W.ndim - 1))  # exact 1 * row elsewhere
     # one test, so that on a GPU one number comes back (the device is waited for once)
     if x.size and bool(((x < 0) | (x >= W.shape[0])).any()):
         raise IndexError(
@@ -831,6 +843,25 @@ def embed_id(x, W):
             f"max {int(x.max())}"
         )
     return W[x]
+
+
+def conv2d_simple(x, W, b=None, stride=1, pad=0):
+    """Convolution from differentiable parts: im2col, one matmul, reshape, transpose.
+
+    The same numbers as :func:`conv2d` (up to rounding), with a graph of four functions
+    instead of one and the column array kept for backward.
+    """
+    N, C, H, Wd = x.shape
+    OC, C, KH, KW = W.shape
+    (SH, SW), (PH, PW) = pair(stride), pair(pad)
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(Wd, KW, SW, PW)
+    col = im2col(x, (KH, KW), stride, pad, to_matrix=True)  # (N*OH*OW, C*KH*KW)
+    W_mat = W.reshape(OC, -1).T  # (C*KH*KW, OC)
+    y = F.matmul(col, W_mat)  # (N*OH*OW, OC)
+    if b is not None:
+        y = y + b
+    return y.reshape(N, OH, OW, OC).transpose(0, 3, 1, 2)
 
 
 # --- step 59 ------------------------------------------------------------
@@ -874,3 +905,17 @@ class AveragePoolingGrad(Function):
 def average_pooling(x, kernel_size, stride=None, pad=0):
     """Average pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``."""
     return AveragePooling(kernel_size, stride, pad)(x)
+
+
+def pooling_simple(x, kernel_size, stride=None, pad=0):
+    """Max pooling from im2col and F.max (pads with 0, so use it on non-negative maps)."""
+    N, C, H, W = x.shape
+    KH, KW = pair(kernel_size)
+    SH, SW = pair(kernel_size if stride is None else stride)
+    PH, PW = pair(pad)
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(W, KW, SW, PW)
+    col = im2col(x, (KH, KW), (SH, SW), pad, to_matrix=True)  # (N*OH*OW, C*KH*KW)
+    col = col.reshape(-1, KH * KW)  # one window of one channel per row
+    y = F.max(col, axis=1)
+    return y.reshape(N, OH, OW, C).transpose(0, 3, 1, 2)

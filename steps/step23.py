@@ -35,8 +35,8 @@
 # ### The package code of this step
 #
 # In this step `core` gains `Config`, `using_config`, `no_grad`, `as_array`, `as_variable`,
-# `Variable`, `Function`, `Add`, `Mul`, `Neg`, `Sub`, `Div`, `Pow`, `add`, `mul`, `neg`,
-# `sub`, `rsub`, `div`, `rdiv`, `pow`, `setup_variable`; `cuda` gains `is_cupy_array`,
+# `Variable`, `Function`, `Add`, `Mul`, `Neg`, `Sub`, `Div`, `Pow`, `RPow`, `add`, `mul`, `neg`,
+# `sub`, `rsub`, `div`, `rdiv`, `pow`, `rpow`, `setup_variable`; `cuda` gains `is_cupy_array`,
 # `get_array_module`, `as_numpy`; `utils` gains `array_equal`, `array_allclose`,
 # `numerical_grad`, `gradient_check`, `forward_names`; `functions` gains `add`, `sub`,
 # `rsub`, `mul`, `div`, `rdiv`, `neg`, `pow`, `Square`, `square`, `Exp`, `exp`, `Sin`,
@@ -649,6 +649,28 @@ class Pow(Function):
         return gy * (c * x ** (c - 1))
 
 
+class RPow(Function):
+    """y = c ** x for a constant base c; dy/dx = y * log(c), so the output is kept."""
+
+    def __init__(self, c):
+        if isinstance(c, Variable) or np.ndim(c) != 0:
+            raise TypeError(f"the base of ** must be a number here, got {type(c).__name__}")
+        self.c = c.item() if isinstance(c, np.ndarray) else c  # a number on any device
+
+    def forward(self, x):
+        self.retain_inputs(())
+        self.retain_outputs((0,))
+        return self.c ** x
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        c = self.c
+        if c == 0:  # 0 ** x is 0 (1 at x = 0): gradient 0, as in PyTorch, not 0 * log(0) = nan
+            return Variable(cuda.get_array_module(gy.data).zeros_like(gy.data),
+                            requires_grad=False)
+        return gy * (y * (np.log(c) if c > 0 else np.nan))  # a negative base: nan, as PyTorch
+
+
 # %% [markdown]
 # The wrappers and the operators, as in step 22. `rsub` and `rdiv` are the
 # reflected operators: `2.0 - x` calls `x.__rsub__(2.0)`, which computes `2.0 - x`.
@@ -687,6 +709,11 @@ def pow(x, c):  # noqa: A001 - the book's name
     return Pow(c)(x)
 
 
+def rpow(x, c):
+    """c ** x: 2 ** x calls x.__rpow__(2), that is rpow(x, 2)."""
+    return RPow(c)(x)
+
+
 def setup_variable():
     """Give Variable its operators (kept as a function, as in the book)."""
     Variable.__add__ = add
@@ -699,6 +726,7 @@ def setup_variable():
     Variable.__truediv__ = div
     Variable.__rtruediv__ = rdiv
     Variable.__pow__ = pow
+    Variable.__rpow__ = rpow
 
 
 setup_variable()
@@ -864,15 +892,11 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     so a failing test says what went wrong without a debugger.
     """
     x = as_variable(x)
-    if x.dtype.kind in "biu":  # integers (np.arange(6), say) are exact in float64
-        x = Variable(x.data.astype(np.float64))
-    elif x.dtype != np.float64:
-        raise TypeError(
-            f"gradient_check needs float64 input for a meaningful comparison, got {x.dtype}; "
-            "use x.astype(np.float64)"
-        )
-    else:
-        x = Variable(x.data.copy())
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"gradient_check needs real-valued input, got {x.dtype}")
+    # the check runs in float64, whatever x is (the book's DeZero does the same): in float32 a
+    # central difference keeps about 3 digits, too few to tell a right gradient from a wrong one
+    x = Variable(x.data.astype(np.float64))  # a copy: x itself is never touched
     num_grad = _host(numerical_grad(f, x, *args, **kwargs))  # NumPy, as bp_grad below
     y = f(x, *args, **kwargs)
     if isinstance(y, (list, tuple)):

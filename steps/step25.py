@@ -615,12 +615,20 @@ class SumTo(Function):
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like.core import as_variable
+
+
+def _as_shape(shape):
+    """A shape as a tuple; one int is a 1-d shape, as NumPy takes it (``np.broadcast_to(x, 5)``)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        return (int(shape),)
+    return tuple(shape)
 
 
 def sum_to(x, shape):
     """Sum ``x`` down to ``shape``, a shape it was broadcast from (undoes broadcast_to)."""
-    shape = tuple(shape)
+    shape = _as_shape(shape)
     if x.shape == shape:
         return as_variable(x)
     if len(shape) > len(x.shape) or any(
@@ -665,7 +673,8 @@ from dezero_like.core import as_variable
 
 
 def broadcast_to(x, shape):
-    if x.shape == tuple(shape):
+    shape = _as_shape(shape)
+    if x.shape == shape:
         return as_variable(x)
     return BroadcastTo(shape)(x)
 

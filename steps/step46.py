@@ -19,8 +19,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `ReLU`, `relu`; `models` gains `Model`, `MLP`,
-# `Sequential`.
+# In this step `functions` gains `ReLU`, `relu`, `LeakyReLU`, `leaky_relu`; `models` gains
+# `Model`, `MLP`, `Sequential`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -67,6 +67,46 @@ class ReLU(Function):
 def relu(x):
     """Rectified linear unit max(x, 0), elementwise; see :class:`ReLU`."""
     return ReLU()(x)
+
+
+# %% [markdown]
+# `LeakyReLU` lets a little gradient through where ReLU passes none: $y = x$ for $x > 0$ and
+# $y = a x$ elsewhere, with a small slope $a$. A unit whose inputs have all become negative still
+# learns. Forward computes the factor, 1 or $a$, once and keeps it: it is both what $x$ is
+# multiplied by and the derivative. (The book's DeZero has it with $a = 0.2$ by default;
+# PyTorch's `negative_slope` is 0.01.)
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class LeakyReLU(Function):
+    """y = x where x > 0, else slope * x; dy/dx = 1 where x > 0, else slope (also at 0)."""
+
+    def __init__(self, slope=0.2):
+        self.slope = slope
+
+    def forward(self, x):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(x)
+        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        scale = xp.where(x > 0, dtype.type(1), dtype.type(self.slope))  # nan: slope * nan
+        if self.needs_input_grad:
+            self.scale = scale
+        return x * scale
+
+    def backward(self, gy):
+        return gy * self.scale
+
+
+# %%
+#| export dezero_like/functions.py
+def leaky_relu(x, slope=0.2):
+    """Leaky ReLU: x where x > 0, else ``slope * x``; see :class:`LeakyReLU`."""
+    return LeakyReLU(slope)(x)
 
 
 # %% [markdown]

@@ -91,17 +91,85 @@ def _scatter_add(xp, target, slices, values):
 
 
 # %% [markdown]
-# `GetItem` is `x[slices]`. Backward needs only the input's shape, not its values, so it keeps no
-# input (`retain_inputs(())`) and remembers `in_shape`. The gradient is another function,
-# `GetItemGrad`, so that it can be differentiated again.
+# An integer index out of range is an `IndexError` in NumPy. CuPy does not check an index array:
+# its gather and its scatter both wrap the index around (`5` on an axis of 3 reads element 2), so
+# a wrong index would pick another element silently. `_check_host_index` does NumPy's check for
+# the parts of an index that are still on the host (Python integers, lists, NumPy arrays): they
+# are read where they are, and the device is not waited for. An index array already on the
+# device is not checked, as reading it back would mean waiting for the GPU.
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
+
+
+def _check_host_index(slices, shape):
+    """Raise NumPy's IndexError for an integer index on the host out of range of ``shape``.
+
+    Called for an array on the GPU only (NumPy checks its own indices). Index arrays on the
+    device, masks, slices, ``None`` and ``...`` are not checked: they only move the axis on.
+    """
+    parts = slices if isinstance(slices, tuple) else (slices,)
+    checks = []  # (the index as a NumPy integer array or None, how many axes it takes)
+    for part in parts:
+        if part is Ellipsis:
+            checks.append((None, None))  # as many axes as the others leave
+            continue
+        if part is None or isinstance(part, (bool, np.bool_)):  # a new axis, or a 0-d mask
+            checks.append((None, 0))
+            continue
+        if isinstance(part, (list, tuple)):
+            try:
+                part = np.asarray(part)
+            except (TypeError, ValueError):  # device arrays inside, ragged: CuPy decides
+                checks.append((None, 1))
+                continue
+        if isinstance(part, (int, np.integer)) or (
+                isinstance(part, np.ndarray) and part.dtype.kind in "iu"):
+            checks.append((np.asarray(part), 1))
+        elif getattr(part, "dtype", None) == np.bool_:  # a mask takes as many axes as it has
+            checks.append((None, part.ndim))
+        else:  # a slice, an index array on the device, or what CuPy will refuse itself
+            checks.append((None, 1))
+    # (no sum() or max() here: this module's own sum and max are differentiable functions)
+    ellipses = [n for _, n in checks].count(None)
+    if ellipses > 1:
+        return  # two Ellipses: CuPy raises its own IndexError
+    taken = 0
+    for _, n in checks:
+        taken += n or 0
+    axis = 0
+    for index, n in checks:
+        if n is None:
+            n = len(shape) - taken if len(shape) > taken else 0
+        elif index is not None and index.size and axis < len(shape):
+            size = shape[axis]
+            low, high = int(index.min()), int(index.max())  # host arrays: no device waited for
+            if low < -size or high >= size:
+                bad = low if low < -size else high
+                raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+        axis += n
+
+
+# %% [markdown]
+# `GetItem` is `x[slices]` (on a GPU, after `_check_host_index`). Backward needs only the input's
+# shape, not its values, so it keeps no input (`retain_inputs(())`) and remembers `in_shape`. The
+# gradient is another function, `GetItemGrad`, so that it can be differentiated again.
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
 from dezero_like.core import Function
 
 
 class GetItem(Function):
-    """y = x[slices]; the gradient is scattered back into zeros of x's shape (GetItemGrad)."""
+    """y = x[slices]; the gradient is scattered back into zeros of x's shape (GetItemGrad).
+
+    An integer index out of range raises NumPy's IndexError on either device when it is on the
+    host (a Python int, a list, a NumPy array). An index array already on the GPU (a CuPy array)
+    is not checked, since that would wait for the device: CuPy wraps such an index around
+    (``5`` on an axis of size 3 picks element 2, and the gradient goes back there).
+    """
 
     def __init__(self, slices):
         self.slices = slices
@@ -109,6 +177,8 @@ class GetItem(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.in_shape = x.shape
+        if not isinstance(x, np.ndarray):  # CuPy wraps a wrong index around: check it here
+            _check_host_index(self.slices, x.shape)
         return x[self.slices]
 
     def backward(self, gy):

@@ -24,7 +24,7 @@
 # ### The package code of this step
 #
 # In this step `functions` gains `Clip`, `clip`, `Softmax`, `softmax`, `LogSoftmax`,
-# `log_softmax`, `SoftmaxCrossEntropy`, `softmax_cross_entropy`.
+# `log_softmax`, `SoftmaxCrossEntropy`, `softmax_cross_entropy`, `softmax_simple`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -88,7 +88,14 @@ def clip(x, x_min, x_max):
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like import cuda
+
+
+def _float_logits(xp, x):
+    """``x`` as a floating array: integer logits in float64 (as ``exp`` computes them), and a
+    0-d input as a 0-d array (NumPy's arithmetic makes it a scalar, which ``out=`` refuses)."""
+    return xp.asarray(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
 
 
 def _shifted_logsumexp(x, axis):
@@ -98,8 +105,9 @@ def _shifted_logsumexp(x, axis):
     1) and no cancellation (the max is never added back to be subtracted again).
     """
     xp = cuda.get_array_module(x)
-    z = x - x.max(axis=axis, keepdims=True)
-    log_s = xp.exp(z).sum(axis=axis, keepdims=True)
+    x = _float_logits(xp, x)
+    z = xp.asarray(x - x.max(axis=axis, keepdims=True))
+    log_s = xp.asarray(xp.exp(z).sum(axis=axis, keepdims=True))  # an array even for 0-d x
     xp.log(log_s, out=log_s)
     return z, log_s
 
@@ -130,7 +138,8 @@ class Softmax(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
-        y = x - x.max(axis=self.axis, keepdims=True)
+        x = _float_logits(xp, x)
+        y = xp.asarray(x - x.max(axis=self.axis, keepdims=True))
         xp.exp(y, out=y)
         y /= y.sum(axis=self.axis, keepdims=True)
         return y
@@ -286,6 +295,39 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns about the overflow
     print("naive softmax:", naive_softmax(logits))
 print("F.softmax:    ", F.softmax(dz.Variable(logits)).data)
+
+# %% [markdown]
+# ## Softmax composed of earlier functions
+#
+# Softmax could be written without a new `Function`, from `exp`, `sum` and division; the book's
+# DeZero keeps that version as `softmax_simple`. It is differentiable as it stands, since every
+# piece is. But it builds a graph of three nodes where `softmax` builds one, and its `exp` is not
+# shifted, so it inherits the overflow shown above. (The book's composed loss,
+# `softmax_cross_entropy_simple`, also needs `log`, which arrives in step 66.)
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import as_variable
+from dezero_like.functions import exp
+
+
+def softmax_simple(x, axis=1):
+    """exp(x) / sum(exp(x)) along ``axis``, composed of exp, sum and division.
+
+    No shift by the maximum: logits above about 88 (float32) or 709 (float64) overflow to
+    nan. :func:`softmax` computes the same without overflow.
+    """
+    e = exp(as_variable(x))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# %%
+moderate = dz.Variable(np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.2]]))
+print("softmax_simple == F.softmax:", np.allclose(softmax_simple(moderate).data,
+                                                   F.softmax(moderate).data))
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)
+    print("softmax_simple of the large logits:", softmax_simple(dz.Variable(logits)).data)
 
 # %% [markdown]
 # ## The gradient of softmax cross entropy

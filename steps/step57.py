@@ -34,17 +34,21 @@
 from dezero_like.utils import forward_names
 
 
-# average_pooling, batch_norm, col2im, conv2d, deconv2d, embed_id, im2col, pooling: written
-# in dezero_like/functions_conv.py (a later step), found here too, as in the book
+# average_pooling, batch_norm, col2im, conv2d, deconv2d, embed_id, im2col, pooling (and the
+# book's conv2d_simple, pooling_simple, batch_nrom): written in dezero_like/functions_conv.py
+# (this step and the next two), found here too, as in the book
 __getattr__ = forward_names(__name__, {
     "average_pooling": "dezero_like.functions_conv",
     "batch_norm": "dezero_like.functions_conv",
+    "batch_nrom": "dezero_like.functions_conv",
     "col2im": "dezero_like.functions_conv",
     "conv2d": "dezero_like.functions_conv",
+    "conv2d_simple": "dezero_like.functions_conv",
     "deconv2d": "dezero_like.functions_conv",
     "embed_id": "dezero_like.functions_conv",
     "im2col": "dezero_like.functions_conv",
     "pooling": "dezero_like.functions_conv",
+    "pooling_simple": "dezero_like.functions_conv",
 })
 
 

@@ -31,8 +31,8 @@
 #
 # In this step `functions_conv` gains `im2col_array`, `Im2col`, `im2col`, `Col2im`,
 # `col2im`, `Pooling`, `PoolingGrad`, `Pooling2DWithIndexes`, `pooling`, `max_pooling`,
-# `batch_norm`, `embed_id`; `layers_conv` gains `Conv2d`, `Deconv2d`, `BatchNorm`,
-# `EmbedID`.
+# `batch_norm` (with the book's spelling `batch_nrom`), `embed_id`, `conv2d_simple`;
+# `layers_conv` gains `Conv2d`, `Deconv2d`, `BatchNorm`, `EmbedID`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -606,11 +606,19 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     return xhat * gamma + beta
 
 
+batch_nrom = batch_norm  # the book's DeZero spells it so: its readers' code keeps working
+
+
 # %% [markdown]
-# `embed_id` checks that the ids are integers in range, on the device of `W`, and returns `W[x]`:
-# the indexing of step 48 already has the right gradient, rows added into the rows they came
-# from, repeated ids accumulating. The range check matters most on a GPU, where CuPy's indexing
-# wraps an id that is too large around to another row instead of failing.
+# `embed_id` checks that the ids are integers on the device of `W`, and returns `W[x]`: the
+# indexing of step 48 already has the right gradient, rows added into the rows they came from,
+# repeated ids accumulating. The range of the ids matters most on a GPU, where CuPy's indexing
+# wraps an id out of range around to another row instead of failing. On the CPU such an id is an
+# `IndexError`. On a GPU, checking would mean reading a value back, and so waiting for the device
+# on every forward (an RNN language model would wait once per time step); instead the row of a
+# wrong id comes out as NaN, never as another row, and its gradient is NaN too, so the loss shows
+# the mistake the next time it is read (step 71 treats a wrong label of `softmax_cross_entropy` on
+# a GPU the same way).
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -624,6 +632,11 @@ def embed_id(x, W):
 
     The gradient adds each output row's gradient into the row it came from
     (repeated ids accumulate) - exactly the backward of ``W[x]`` indexing.
+
+    An id outside ``[0, vocab)`` is an IndexError on the CPU. On a GPU nothing is read back
+    (that would wait for the device on every call): the row of such an id is NaN, and so is
+    its gradient, instead of the row CuPy's indexing would wrap the id around to. A table of
+    a dtype without NaN (integers) is checked as on the CPU, which waits for the device.
     """
     W = as_variable(W)
     if isinstance(x, Variable):
@@ -638,6 +651,10 @@ def embed_id(x, W):
     x = xp.asarray(x)  # a list of ids goes to W's device
     if x.dtype.kind not in "iu":
         raise TypeError(f"embed_id needs integer ids, got dtype {x.dtype}")
+    if xp is not np and W.dtype.kind in "fc":  # on a GPU: NaN rows, nothing read back
+        bad = (x < 0) | (x >= W.shape[0])
+        mask = xp.where(bad, W.dtype.type(np.nan), W.dtype.type(1))
+        return W[x] * mask.reshape(x.shape + (1,) * (W.ndim - 1))  # exact 1 * row elsewhere
     # one test, so that on a GPU one number comes back (the device is waited for once)
     if x.size and bool(((x < 0) | (x >= W.shape[0])).any()):
         raise IndexError(
@@ -958,13 +975,23 @@ save_figure(fig, out_dir / "im2col_windows.png")
 # convolution can already be trained:
 
 # %%
+#| export dezero_like/functions_conv.py
+from dezero_like import functions as F
+from dezero_like.functions_conv import get_conv_outsize, im2col, pair
+
+
 def conv2d_simple(x, W, b=None, stride=1, pad=0):
-    """Convolution from differentiable parts: im2col, one matmul, reshape, transpose."""
+    """Convolution from differentiable parts: im2col, one matmul, reshape, transpose.
+
+    The same numbers as :func:`conv2d` (up to rounding), with a graph of four functions
+    instead of one and the column array kept for backward.
+    """
     N, C, H, Wd = x.shape
     OC, C, KH, KW = W.shape
-    OH = Fc.get_conv_outsize(H, KH, stride, pad)
-    OW = Fc.get_conv_outsize(Wd, KW, stride, pad)
-    col = Fc.im2col(x, (KH, KW), stride, pad, to_matrix=True)  # (N*OH*OW, C*KH*KW)
+    (SH, SW), (PH, PW) = pair(stride), pair(pad)
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(Wd, KW, SW, PW)
+    col = im2col(x, (KH, KW), stride, pad, to_matrix=True)  # (N*OH*OW, C*KH*KW)
     W_mat = W.reshape(OC, -1).T  # (C*KH*KW, OC)
     y = F.matmul(col, W_mat)  # (N*OH*OW, OC)
     if b is not None:

@@ -20,7 +20,7 @@
 # ### The package code of this step
 #
 # In this step `functions` gains `Max`, `Min`, `max`, `min`; `functions_conv` gains
-# `AveragePooling`, `AveragePoolingGrad`, `average_pooling`.
+# `AveragePooling`, `AveragePoolingGrad`, `average_pooling`, `pooling_simple`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -73,7 +73,10 @@ class Max(Function):
             # where the extreme value sits; in a group holding a nan, y is nan: its nans
             mask = (x == y) | (x != x)
             count = mask.sum(axis=self.axis, keepdims=True)
-            self.share = mask.astype(y.dtype) / count.astype(y.dtype)  # ties share equally
+            if y.dtype.kind == "f" and y.dtype.itemsize >= 4:  # counts exact up to 2**24
+                self.share = mask.astype(y.dtype) / count.astype(y.dtype)  # ties share equally
+            else:  # in an integer, bool or float16 dtype the count would wrap or overflow
+                self.share = (mask / count).astype(y.dtype if y.dtype.kind == "f" else "f8")
         if not self.keepdims:
             y = y.reshape(_reduced_shape(x.shape, self.axis))
         return y
@@ -106,7 +109,7 @@ def _reduced_shape(shape, axis):
     if axis is None:
         return ()
     axes = axis if isinstance(axis, tuple) else (axis,)
-    axes = {a % len(shape) for a in axes}
+    axes = {a % len(shape) for a in axes} if shape else set()  # NumPy takes axis 0 of a 0-d
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
@@ -225,19 +228,26 @@ print("3x3 windows, stride 1:", Fc.pooling(x, 3, stride=1).shape)
 # Built from differentiable functions, this version trains as it is:
 
 # %%
+#| export dezero_like/functions_conv.py
+from dezero_like import functions as F
+from dezero_like.functions_conv import get_conv_outsize, im2col, pair
+
+
 def pooling_simple(x, kernel_size, stride=None, pad=0):
     """Max pooling from im2col and F.max (pads with 0, so use it on non-negative maps)."""
     N, C, H, W = x.shape
-    KH, KW = Fc.pair(kernel_size)
-    SH, SW = Fc.pair(kernel_size if stride is None else stride)
-    OH = Fc.get_conv_outsize(H, KH, SH, pad)
-    OW = Fc.get_conv_outsize(W, KW, SW, pad)
-    col = Fc.im2col(x, (KH, KW), (SH, SW), pad, to_matrix=True)  # (N*OH*OW, C*KH*KW)
+    KH, KW = pair(kernel_size)
+    SH, SW = pair(kernel_size if stride is None else stride)
+    PH, PW = pair(pad)
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(W, KW, SW, PW)
+    col = im2col(x, (KH, KW), (SH, SW), pad, to_matrix=True)  # (N*OH*OW, C*KH*KW)
     col = col.reshape(-1, KH * KW)  # one window of one channel per row
     y = F.max(col, axis=1)
     return y.reshape(N, OH, OW, C).transpose(0, 3, 1, 2)
 
 
+# %%
 rng = np.random.default_rng(0)
 maps = np.abs(rng.standard_normal((2, 3, 6, 6)))
 print("pooling_simple == Fc.pooling:",

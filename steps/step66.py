@@ -25,9 +25,9 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `Log`, `log`; `hooks` gains `FunctionHook.leaf_postprocess`,
-# `DebugError`, `DebugHook`, `debug_mode`; `core` changes `_accumulate_leaf` (it calls that
-# callback).
+# In this step `functions` gains `Log`, `log`, `softmax_cross_entropy_simple`; `hooks` gains
+# `FunctionHook.leaf_postprocess`, `DebugError`, `DebugHook`, `debug_mode`; `core` changes
+# `_accumulate_leaf` (it calls that callback).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -62,6 +62,33 @@ class Log(Function):
 #| export dezero_like/functions.py
 def log(x):
     return Log()(x)
+
+
+# %% [markdown]
+# With `log`, the book's composed loss can be written too: `softmax_cross_entropy_simple`, the
+# mean of $-\log p_{t_n}$ from step 49's `softmax_simple`, `clip`, `log` and indexing. The `clip`
+# to $[10^{-15}, 1]$ is there for this step's subject: a probability that underflows to 0 would
+# make `log` give `-inf` and backward divide by 0. Clipped, the loss stops at
+# $-\log 10^{-15} \approx 34.5$ with a gradient of 0 there. Step 49's `softmax_cross_entropy`
+# needs neither trick, and builds one node where this one builds nine.
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like.core import as_variable
+from dezero_like.functions import clip, log, softmax_simple
+
+
+def softmax_cross_entropy_simple(x, t):
+    """-mean log softmax_simple(x)[n, t_n], composed of earlier functions.
+
+    Probabilities are clipped to [1e-15, 1] before the log. :func:`softmax_cross_entropy`
+    is one function, exact for any logits.
+    """
+    x, t = as_variable(x), as_variable(t)
+    n = x.shape[0]
+    log_p = log(clip(softmax_simple(x), 1e-15, 1.0))
+    return -log_p[np.arange(n), t.data].sum() / n
 
 
 # %% [markdown]

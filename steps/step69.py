@@ -363,7 +363,9 @@ class Div(Function):
         n0, n1 = self.needs_input_grad
         s0, s1 = self.shapes
         gx0 = _sum_to(gy / x1, s0) if n0 else None
-        gx1 = _sum_to(gy * (-x0 / x1**2), s1) if n1 else None
+        # -(x0 / x1) / x1, not -x0 / x1**2: the square of an integer x1 (or -x0 of an unsigned
+        # one) would wrap around before the division made it a float
+        gx1 = _sum_to(gy * (-(x0 / x1) / x1), s1) if n1 else None
         return gx0, gx1
 
 

@@ -154,8 +154,17 @@ def sigmoid_grad(gy, y):
 
 
 def sgd_update(param, grad, lr):
-    """``param -= lr * grad`` in place, in one kernel."""
-    _kernel("sgd")(grad, param.dtype.type(lr), param)
+    """``param -= lr * grad`` in place, in one kernel, as NumPy's ``-=`` would.
+
+    The gradient is cast to the parameter's dtype first (the kernel takes one dtype, and NumPy
+    casts the result into the parameter). A parameter that is not real floating point takes the
+    array path, as on the CPU: in the kernel ``lr`` would become the parameter's type
+    (``int(0.1) == 0``, no update at all), while ``-=`` refuses to cast a float into an integer.
+    """
+    if param.dtype.kind != "f":
+        param -= lr * grad
+        return
+    _kernel("sgd")(grad.astype(param.dtype, copy=False), param.dtype.type(lr), param)
 # %% [markdown]
 # Softmax cross entropy is not elementwise: each row needs its maximum and its
 # sum. Written with array operations, the forward pass is about ten launches
@@ -690,7 +699,10 @@ def backward(self, gy):
 
 # %% [markdown]
 # `SGD.update_one` on a GPU does `w -= lr * g` in one kernel that writes into the parameter's
-# array; `lr` is passed in the parameter's dtype.
+# array; `lr` is passed in the parameter's dtype, and so is the gradient (cast first when its
+# dtype differs, as NumPy's `-=` casts). A parameter that is not real floating point (integers)
+# takes `-=` on the GPU too, which refuses a float update as on the CPU: in the kernel, `lr` would
+# become `int(0.1) == 0` and nothing would change.
 
 # %%
 #| export dezero_like/optimizers.py SGD

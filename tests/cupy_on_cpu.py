@@ -66,6 +66,20 @@ def _unwrap(obj, allow_numpy=False, where="argument"):
     return obj
 
 
+def _check_ufunc(ufunc, method, inputs):
+    """What CuPy's ufuncs refuse: a list or tuple operand (``a + [1, 2]``: CuPy converts no
+    sequence), and ``reduce``/``accumulate`` of any ufunc but add and multiply (CuPy 14
+    has them as sum/prod and cumsum/cumprod only; ``reduceat`` is add's alone)."""
+    operands = (inputs[0], *inputs[2:]) if method == "at" else inputs  # at's 2nd: indices
+    for x in operands if method != "outer" else ():  # outer makes arrays of its operands
+        if isinstance(x, (list, tuple)):
+            raise TypeError(f"Unsupported type {type(x)}")
+    supported = {"reduce": ("add", "multiply"), "accumulate": ("add", "multiply"),
+                 "reduceat": ("add",)}.get(method)
+    if supported is not None and ufunc.__name__ not in supported:
+        raise NotImplementedError(f"`cupy_{ufunc.__name__}.{method}` is not supported yet")
+
+
 def _wrap(obj):
     if isinstance(obj, _np.ndarray) and not isinstance(obj, ndarray):
         return ndarray._from(obj)
@@ -97,6 +111,7 @@ class ndarray:
                         "`.get()` to construct a NumPy array explicitly.")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        _check_ufunc(ufunc, method, inputs)
         LAUNCHES[ufunc.__name__ + ("" if method == "__call__" else "." + method)] += 1
         args = [_unwrap(x) for x in inputs]
         out = kwargs.get("out")
@@ -137,6 +152,11 @@ class ndarray:
     @property
     def T(self):
         return ndarray._from(self._a.T)
+
+    @property
+    def flags(self):  # CuPy's flags: no ``writeable`` (every CuPy array can be written)
+        flags = self._a.flags
+        return Flags(flags.c_contiguous, flags.f_contiguous, flags.owndata)
 
     @property
     def device(self):
@@ -196,7 +216,8 @@ class ndarray:
         if isinstance(value, _np.ndarray) and value.ndim and not fancy:
             raise ValueError("non-scalar numpy.ndarray cannot be used for fill")  # as CuPy
         LAUNCHES["setitem"] += 1
-        self._a[_unwrap(key, allow_numpy=True)] = _unwrap(value, allow_numpy=True)
+        key = _wrapped_around(_unwrap(key, allow_numpy=True), self._a.shape)
+        self._a[key] = _unwrap(value, allow_numpy=True)
 
     def __copy__(self):
         return ndarray._from(self._a.copy())
@@ -210,10 +231,50 @@ class ndarray:
     __hash__ = None
 
 
+class Flags:
+    """``cupy.ndarray.flags`` (cupy/_core/flags.pyx): three flags, read-only."""
+
+    def __init__(self, c_contiguous, f_contiguous, owndata):
+        self._c_contiguous, self._f_contiguous, self._owndata = (c_contiguous, f_contiguous,
+                                                                 owndata)
+
+    c_contiguous = property(lambda self: self._c_contiguous)
+    f_contiguous = property(lambda self: self._f_contiguous)
+    owndata = property(lambda self: self._owndata)
+    fnc = property(lambda self: self.f_contiguous and not self.c_contiguous)
+    forc = property(lambda self: self.f_contiguous or self.c_contiguous)
+
+    def __getitem__(self, name):
+        names = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+                 "OWNDATA": "owndata"}
+        if name not in names:
+            raise KeyError(f"{name} is not defined for cupy.ndarray.flags")
+        return getattr(self, names[name])
+
+    def __repr__(self):
+        return "\n".join(f"  {name} : {self[name]}"
+                         for name in ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA"))
+
+
+def _as_index_array(part):
+    """A list index as CuPy takes it: converted to an array (integer or boolean)."""
+    if not isinstance(part, (list, tuple)):
+        return part
+    try:
+        array = _np.asarray(part)
+    except (TypeError, ValueError):
+        return part
+    if array.size == 0:
+        return array.astype(_np.int32)  # an empty list is an empty integer index (as CuPy)
+    return array if array.dtype.kind in "iub" else part
+
+
 def _wrapped_around(key, shape):
-    """``key`` with its integer index arrays taken modulo their axis' length: CuPy's
-    indexing wraps an out-of-range index around instead of raising IndexError."""
-    parts = key if isinstance(key, tuple) else (key,)
+    """``key`` with its integer index arrays (and lists, which CuPy makes arrays) taken
+    modulo their axis' length: CuPy's gather (``take``) and scatter kernels (assignment,
+    ``add.at``) wrap an out-of-range index around, ``i % n`` then ``+ n`` if negative,
+    instead of raising IndexError. A Python int is checked, as CuPy checks it."""
+    parts = tuple(_as_index_array(p) for p in (key if isinstance(key, tuple) else (key,)))
     def axes(p):
         return p.ndim if isinstance(p, _np.ndarray) and p.dtype == bool else 1
 
@@ -691,6 +752,7 @@ class _Ufunc:
         self.__name__ = ufunc.__name__
 
     def _run(self, method, arrays, args, kwargs):
+        _check_ufunc(self._ufunc, method, arrays if method != "at" else args)
         outs = kwargs.get("out")
         outs = () if outs is None else outs if isinstance(outs, tuple) else (outs,)
         for a in (*arrays, *outs):
@@ -709,6 +771,8 @@ class _Ufunc:
         if self._ufunc is _np.add and _np.dtype(a.dtype).name not in _ADD_AT_DTYPES:
             raise TypeError("cupy.add.at only supports int32, int64, float16, float32, "
                             "float64, uint32, uint64 as data type")  # atomicAdd's types
+        # CuPy's scatter kernel wraps an index array around as its gather does
+        indices = _wrapped_around(_unwrap(indices, allow_numpy=True), a.shape)
         parts = indices if isinstance(indices, tuple) else (indices,)
         parts = tuple(ndarray._from(p) if isinstance(p, _np.ndarray) else p for p in parts)
         indices = parts if isinstance(indices, tuple) else parts[0]
@@ -720,6 +784,9 @@ class _Ufunc:
 
     def accumulate(self, a, *args, **kwargs):
         return self._run("accumulate", (a,), (a, *args), kwargs)
+
+    def reduceat(self, a, indices, *args, **kwargs):
+        return self._run("reduceat", (a,), (a, indices, *args), kwargs)
 
     def outer(self, a, b, **kwargs):
         return self._run("outer", (a, b), (a, b), kwargs)

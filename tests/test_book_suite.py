@@ -58,3 +58,25 @@ def test_the_books_own_tests_pass():
     result = subprocess.run([sys.executable, str(TOOL), folder],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_gpu_tests_are_left_out_without_a_usable_gpu(tmp_path):
+    """CuPy installed on a machine without a GPU used to run the book's GPU tests (73 errors)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("book_tests_tool", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "gpu" / "gpu_test_sum.py").write_text("import cupy\n")
+    (tmp_path / "test_sum.py").write_text("import dezero\n")
+    chosen, left_out = tool.select(tmp_path)
+    from dezero_like import cuda
+
+    if cuda.gpu_available():
+        assert len(chosen) == 2
+    else:
+        assert [p.name for p in chosen] == ["test_sum.py"]
+        assert [(p.name, "GPU" in why) for p, why in left_out] == [("gpu_test_sum.py", True)]
+    for test in tool.KNOWN_DIFFERENCES:  # each names one test of a file of the book
+        assert test.count("::") == 2 and test.split("::")[0].startswith("test_")

@@ -168,8 +168,13 @@ def test_book_helpers_follow_numpy_semantics():
     assert not array_allclose(np.ones(3), np.ones(2))  # cannot broadcast: False, no error
     assert not array_equal(np.ones(1), np.ones(()))  # np.array_equal compares shapes
     assert gradient_check(F.sin, np.arange(3))  # integers are cast to float64
-    with pytest.raises(TypeError, match="float64"):
-        gradient_check(F.sin, np.ones(3, np.float32))
+    x32 = np.linspace(0.1, 2, 5, dtype=np.float32)
+    assert gradient_check(F.sin, x32)  # and float32 (the book's tests pass float32 input)
+    assert x32.dtype == np.float32  # the caller's array is left alone
+    with pytest.raises(AssertionError, match="worst element"):  # still a real check: the
+        gradient_check(lambda v: dz.Variable(v.data ** 3) + v, x32)  # cube is off the graph
+    with pytest.raises(TypeError, match="real-valued"):
+        gradient_check(F.sin, np.ones(3, np.complex128))
     assert F.add is dz.core.add and F.mul(2.0, dz.Variable(np.array(3.0))).data == 6.0
 
 
@@ -856,3 +861,68 @@ def test_int_and_round_of_a_one_element_variable_as_for_a_tensors_item():
     assert int(dz.Variable(np.array([7.9]))) == 7 and float(dz.Variable(np.array([[0.5]]))) == 0.5
     with pytest.raises((TypeError, ValueError)):
         round(dz.Variable(np.ones(3)), 2)
+
+
+# ---- edge inputs of a second PyTorch sweep -------------------------------------------------
+
+
+def test_an_integer_divisor_gets_its_gradient_without_wrapping_around():
+    """-x0 / x1**2 squared an int32 50000 (and negated a uint8) before dividing: a flipped
+    sign, -inf, 255. The gradient is now -(x0 / x1) / x1, a float from the first division."""
+    for data, expected in (
+        (np.array([1, 200, 50000], np.int32), [-1.0, -2.5e-05, -4e-10]),
+        (np.array([1, 16], np.uint8), [-1.0, -1 / 256]),
+        (np.array([1, 2], np.uint8), [-1.0, -0.25]),
+    ):
+        x = dz.Variable(data)
+        F.sum(1.0 / x).backward()
+        np.testing.assert_allclose(x.grad.data, expected, rtol=1e-12)
+
+
+def test_max_ties_share_the_gradient_in_every_dtype():
+    """The tie count was cast to x's dtype: 256 uint8 ties made it 0 (grad inf), 200 int8 ties
+    -56, three bools True (each got 1), 70000 float16 ties inf (each got 0)."""
+    for data in (np.ones(256, np.uint8), np.ones(200, np.int8), np.ones(3, bool),
+                 np.zeros(70000, np.float16)):
+        x = dz.Variable(data)
+        F.max(x).backward()
+        assert x.grad.dtype == (np.float16 if data.dtype == np.float16 else np.float64)
+        rtol = 1e-2 if data.dtype == np.float16 else 1e-12  # 1/70000 is subnormal in float16
+        np.testing.assert_allclose(x.grad.data.astype(np.float64), 1 / data.size, rtol=rtol)
+
+
+def test_zero_d_inputs_and_int_shapes_as_numpy_takes_them():
+    x = dz.Variable(np.array(3.0))
+    for axis in (0, -1, None, ()):  # np.max(np.array(3.0), axis=0) is 3.0
+        assert F.max(x, axis=axis).data == 3.0 and F.min(x, axis=axis).shape == ()
+    for f, value in ((F.softmax, 1.0), (F.log_softmax, 0.0)):
+        x = dz.Variable(np.array(3.0))
+        y = f(x, axis=None)  # out= of a NumPy scalar raised TypeError
+        y.backward()
+        assert float(y.data) == value and float(x.grad.data) == 0.0
+    logits = np.array([[1, 2, 3], [-128, 127, 0]], np.int8)  # exp's output cast to int8 raised
+    e = np.exp(logits - logits.max(1, keepdims=True).astype(float))
+    expected = e / e.sum(1, keepdims=True)
+    np.testing.assert_allclose(F.softmax(logits).data, expected)
+    x = dz.Variable(logits.astype(np.int64))
+    F.softmax_cross_entropy(x, np.array([0, 1])).backward()  # backward raised the same
+    assert x.grad.dtype == np.float64
+    v = dz.Variable(np.array([2.0]))
+    y = F.broadcast_to(v, 5)  # an int shape, as np.broadcast_to takes it
+    y.backward(gradient=np.ones(5))
+    assert y.shape == (5,) and float(v.grad.data[0]) == 5.0
+    assert F.sum_to(dz.Variable(np.ones(4)), 1).data.tolist() == [4.0]
+
+
+def test_a_number_to_the_power_of_a_variable():
+    """2 ** x raised TypeError (no __rpow__); the gradient is y * log(c), 0 for c = 0."""
+    x = dz.Variable(np.array([-1.0, 0.0, 3.0]))
+    y = 2 ** x
+    y.backward(gradient=np.ones(3))
+    np.testing.assert_array_equal(y.data, [0.5, 1.0, 8.0])  # exact: c ** x, not exp(x log c)
+    np.testing.assert_allclose(x.grad.data, y.data * np.log(2))
+    z = dz.Variable(np.array([0.0, 2.0]))
+    (0.0 ** z).backward(gradient=np.ones(2))
+    assert z.grad.data.tolist() == [0.0, 0.0]
+    with pytest.raises(TypeError, match="base of \\*\\*"):
+        np.ones(2) ** dz.Variable(np.ones(2))

@@ -43,8 +43,8 @@ needs_compiler = pytest.mark.skipif(
 # CPU tests must pass too with a CuPy that imports and sees a device
 GPU_TEST_FILES = ["tests/test_gpu.py", "tests/test_cuda.py", "tests/test_conv.py",
                   "tests/test_functions.py", "tests/test_layers.py", "tests/test_dataloaders.py",
-                  "tests/test_stage6.py", "tests/steps/test_step54.py",
-                  "tests/steps/test_step71.py"]
+                  "tests/test_stage6.py", "tests/test_book_suite.py",
+                  "tests/steps/test_step54.py", "tests/steps/test_step71.py"]
 # what may skip there: the tests of what a machine without a GPU is told
 CPU_ONLY_SKIPS = ("without a GPU is told", "CPU-only error message", "CPU-only machine is told")
 
@@ -151,3 +151,47 @@ def test_a_training_step_looks_up_no_kernel_once_they_are_built(
     looked_up.clear()
     step()
     assert looked_up == []
+
+
+def test_the_emulator_has_cupys_flags_and_refuses_lists_and_reductions_as_cupy_does():
+    """What real CuPy 14 refuses, the emulator refuses, so that CI catches it: ``flags`` has
+    only c_contiguous, f_contiguous and owndata (cupy/_core/flags.pyx: no ``writeable``), a
+    list is no operand (``a + [1, 2]``), and ufuncs reduce and accumulate only as add and
+    multiply (cupy/_core/_kernel.pyx)."""
+    from dezero_like import core
+
+    emulator = _load_emulator()
+    a = emulator.asarray(np.arange(3.0))
+    assert (a.flags.c_contiguous, a.flags.f_contiguous, a.flags["OWNDATA"]) == (True, True, True)
+    assert not hasattr(a.flags, "writeable") and not a[1:].flags.owndata
+    with pytest.raises(KeyError, match="WRITEABLE is not defined for cupy.ndarray.flags"):
+        a.flags["WRITEABLE"]
+    # core._writeable falls back on the strides: a broadcast view (stride 0) is read-only
+    assert core._writeable(a) and not core._writeable(emulator.broadcast_to(a, (2, 3)))
+    for operation in (lambda: a + [1, 2, 3], lambda: [1, 2, 3] * a, lambda: a - (1, 2, 3),
+                      lambda: emulator.add(a, [1, 2, 3]), lambda: np.maximum(a, [0, 0, 0])):
+        with pytest.raises(TypeError, match="Unsupported type"):
+            operation()
+    assert float(emulator.add.reduce(a)) == 3.0 and float(np.multiply.reduce(a + 1)) == 6.0
+    np.testing.assert_array_equal(emulator.add.accumulate(a).get(), [0, 1, 3])
+    for operation in (lambda: emulator.maximum.reduce(a), lambda: np.minimum.reduce(a),
+                      lambda: emulator.subtract.accumulate(a), lambda: np.logical_or.reduce(a)):
+        with pytest.raises(NotImplementedError, match="is not supported yet"):
+            operation()
+
+
+def test_the_emulator_wraps_an_index_array_around_in_gathers_and_scatters_as_cupy_does():
+    """CuPy's take and its scatter kernels (assignment, ``add.at``) take an index array
+    modulo the axis' length (``i % n``, then ``+ n`` if negative); a Python int is checked."""
+    emulator = _load_emulator()
+    a = emulator.asarray(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(a[:, emulator.asarray([4, -4])].get(), [[1, 2], [4, 5]])
+    np.testing.assert_array_equal(a[[3, -3]].get(), a[[1, 1]].get())  # a list: an array in CuPy
+    with pytest.raises(IndexError):
+        a[2]
+    z = emulator.zeros((2, 3))
+    emulator.add.at(z, (slice(None), emulator.asarray([4, -4, 0, 3])), 1.0)
+    emulator.add.at(z, (np.array([2]), np.array([5])), 10.0)  # NumPy indices: copied, wrapped
+    np.testing.assert_array_equal(z.get(), [[2, 1, 11], [2, 1, 1]])
+    z[emulator.asarray([-3]), [7]] = -1.0
+    assert float(z[1, 1]) == -1.0

@@ -28,7 +28,7 @@ import dezero_like.functions as F
 import dezero_like.layers as L
 import dezero_like.layers_conv as Lc
 from dezero_like import cuda, optimizers
-from dezero_like.models import MLP
+from dezero_like.models import MLP, Model
 
 pytestmark = pytest.mark.gpu
 
@@ -332,16 +332,63 @@ def test_a_backward_seed_on_the_other_device_is_refused():
 
 
 @needs_gpu
-def test_embed_id_on_the_gpu_refuses_ids_out_of_range_and_on_the_cpu():
-    """CuPy's indexing wraps an id that is too large around to another row: embed_id checks
-    the range itself (one device-to-host read), and refuses NumPy ids for a CuPy W."""
+@pytest.mark.parametrize("bad", [4, 7, -1, -5])
+def test_embed_id_on_the_gpu_gives_nan_rows_for_ids_out_of_range_and_refuses_cpu_ids(bad):
+    """CuPy's indexing wraps an id out of range around to another row: embed_id on a GPU reads
+    nothing back (that would wait for the device), and gives NaN for that row instead, and a
+    NaN gradient; the other rows are exact. NumPy ids for a CuPy W are refused."""
     W = dz.Variable(cuda.as_cupy(np.arange(12.0).reshape(4, 3)))
-    with pytest.raises(IndexError, match=r"ids must be in \[0, 4\)"):
-        F.embed_id(cuda.as_cupy(np.array([0, 4])), W)
+    y = F.embed_id(cuda.as_cupy(np.array([[0, bad], [2, 1]])), W)
+    out = cuda.as_numpy(y.data)
+    assert np.isnan(out[0, 1]).all()  # never W[bad % 4], the row CuPy would wrap to
+    np.testing.assert_array_equal(out[[0, 1, 1], [0, 0, 1]], [[0, 1, 2], [6, 7, 8], [3, 4, 5]])
+    F.sum(y * cuda.as_cupy(np.ones((2, 2, 3)))).backward()
+    grad = cuda.as_numpy(W.grad.data)
+    assert np.isnan(grad[bad % 4]).all()  # the wrapped row learns nothing but NaN
+    for row in {0, 1, 2, 3} - {bad % 4}:  # the rows of ids 0, 2, 1 (and 3, unused)
+        np.testing.assert_array_equal(grad[row], [float(row != 3)] * 3)
+    with pytest.raises(IndexError, match=r"ids must be in \[0, 4\)"):  # the CPU: an error
+        F.embed_id(np.array([0, bad]), dz.Variable(np.arange(12.0).reshape(4, 3)))
     with pytest.raises(TypeError, match="ids are on the CPU but W is on the GPU"):
         F.embed_id(np.array([0, 1]), W)
     y = F.embed_id([3, 0], W)  # a list goes to W's device
     np.testing.assert_array_equal(cuda.as_numpy(y.data), [[9, 10, 11], [0, 1, 2]])
+
+
+@needs_gpu
+@pytest.mark.parametrize("index", [5, -6, [0, 5], np.array([1, -7]), (slice(None), [3]),
+                                   (Ellipsis, np.array([[0], [3]])), (None, 0, [1, 2, 9]),
+                                   (np.array([True, False, True, True, False]), 3)])
+def test_an_index_out_of_range_on_the_host_is_an_index_error_on_the_gpu_as_in_numpy(index):
+    """CuPy's gather and scatter wrap an index array around (5 on an axis of 5 is 0):
+    get_item checks an index that is still on the host (an int, a list, a NumPy array)
+    before indexing, with NumPy's message, and waits for nothing."""
+    import cupy
+
+    x = np.arange(15.0).reshape(5, 3)
+    with pytest.raises(IndexError) as on_cpu:
+        F.get_item(dz.Variable(x), index)
+    with pytest.raises(IndexError) as on_gpu:
+        F.get_item(dz.Variable(cupy.asarray(x)), index)
+    if "out of bounds" in str(on_cpu.value):  # (a too long mask is NumPy's own error)
+        assert str(on_gpu.value) == str(on_cpu.value)
+
+
+@needs_gpu
+def test_indices_in_range_on_the_host_index_a_gpu_array_as_numpy_does():
+    import cupy
+
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for index in (-1, (1, -3), [1, -2], (slice(None), [2, 0, 2]), (Ellipsis, [3, -4]),
+                  (None, 1, np.array([[0], [2]]), slice(1, 3)), np.array([True, False]),
+                  (0, [], slice(None)), (..., None, 3)):
+        v = dz.Variable(cupy.asarray(x))
+        y = F.get_item(v, index)
+        np.testing.assert_array_equal(cuda.as_numpy(y.data), x[index])
+        F.sum(y).backward()
+        expected = np.zeros_like(x)
+        np.add.at(expected, index, 1.0)
+        np.testing.assert_array_equal(cuda.as_numpy(v.grad.data), expected)
 
 
 @needs_gpu
@@ -355,6 +402,34 @@ def test_sgd_updates_float16_parameters_in_one_kernel_as_on_the_cpu():
         out.append(cuda.as_numpy(p.data))
     assert out[1].dtype == np.float16
     np.testing.assert_allclose(out[1], out[0], rtol=1e-3, atol=1e-3)
+
+
+@needs_gpu
+def test_sgd_on_the_gpu_casts_the_gradient_to_the_parameter_and_refuses_what_numpy_refuses():
+    """The kernel takes one dtype: a float64 gradient of a float32 parameter is cast, as
+    NumPy's ``-=`` casts. An integer parameter takes ``-=`` on the GPU too: in the kernel the
+    learning rate would become int(0.1) == 0 and nothing would be updated."""
+    w = np.linspace(-1, 1, 6, dtype=np.float32)
+    g = np.linspace(0.5, 2, 6)  # float64
+    cases = [(w, g, 0.1), (np.arange(6), np.ones(6, int), 1), (np.arange(6), np.ones(6, int), 0.1),
+             (np.arange(6), np.ones(6), 0.1), (w.astype(np.float16), g.astype(np.float32), 0.1)]
+    for w0, g0, lr in cases:
+        out = []
+        for device in (np.asarray, cuda.as_cupy):
+            p = dz.Parameter(device(w0.copy()))
+            p.grad = dz.Variable(device(g0))
+            try:
+                optimizers.SGD(lr=lr).update_one(p)
+            except TypeError:  # NumPy's UFuncTypeError is one: a float into an integer
+                out.append("TypeError")
+                continue
+            out.append(cuda.as_numpy(p.data))
+        assert type(out[1]) is type(out[0]), (w0.dtype, g0.dtype, lr, out)
+        if isinstance(out[0], np.ndarray):
+            assert out[1].dtype == w0.dtype, (w0.dtype, g0.dtype, lr)
+            np.testing.assert_allclose(out[1], out[0], rtol=1e-3, atol=1e-3)
+        else:
+            assert out[1] == out[0] == "TypeError", (w0.dtype, g0.dtype, lr, out)
 
 
 @needs_gpu
@@ -390,7 +465,8 @@ def _training_step(kind):
     ``mlp``: the book's MLP with sigmoid (fused kernels); ``cnn``: SimpleConvNet on 28x28
     images (im2col, kept columns, the bias step, pooling, deconv); ``loss_scale``: the MLP
     with a scaled loss (mixed-precision training's seed and the optimizer's unscaling);
-    ``clip_grad``: the MLP with gradient clipping (its norm stays on the device).
+    ``clip_grad``: the MLP with gradient clipping (its norm stays on the device); ``embed``:
+    EmbedID then Linear on integer ids (a language model's first layer: embed_id).
     """
     import cupy
 
@@ -401,6 +477,9 @@ def _training_step(kind):
     if kind == "cnn":
         x = cupy.asarray(rng.normal(size=(16, 1, 28, 28)).astype(np.float32))
         model = SimpleConvNet(channels=(4, 8), hidden_size=20)
+    elif kind == "embed":  # ids in: embed_id's range check must not read the ids back
+        x = cupy.asarray(rng.integers(0, 50, size=64))
+        model = _EmbedModel()
     else:
         x = cupy.asarray(rng.normal(size=(64, 20)).astype(np.float32))
         model = MLP((30, 10), activation=F.sigmoid)
@@ -424,7 +503,17 @@ def _training_step(kind):
     return step
 
 
-STEP_KINDS = ["mlp", "cnn", "loss_scale", "clip_grad"]
+class _EmbedModel(Model):
+    def __init__(self):
+        super().__init__()
+        self.embed = Lc.EmbedID(50, 16)
+        self.out = L.Linear(10)
+
+    def forward(self, ids):
+        return self.out(F.tanh(self.embed(ids)))
+
+
+STEP_KINDS = ["mlp", "cnn", "loss_scale", "clip_grad", "embed"]
 
 
 @needs_gpu

@@ -118,6 +118,7 @@ CASES = [
     Case("neg", ((3,),), lambda a: -a, lambda a: -a),
     Case("pow3", ((3, 4),), lambda a: a**3, lambda a: a**3),
     Case("pow_half", ((3, 4),), lambda a: a**0.5, lambda a: a**0.5, "positive"),
+    Case("rpow", ((3, 4),), lambda a: 2.5**a, lambda a: 2.5**a),
     Case("pow0_at_zero", ((4,),), lambda a: (a * 0.0) ** 0 * a, lambda a: (a * 0.0) ** 0 * a),
     Case("F.add", ((2, 3), (2, 3)), F.add, torch.add),
     # elementwise
@@ -129,6 +130,7 @@ CASES = [
     Case("tanh", ((3, 4),), F.tanh, torch.tanh),
     Case("sigmoid", ((3, 4),), F.sigmoid, torch.sigmoid, "spread"),
     Case("relu", ((3, 4),), F.relu, torch.relu, "spread"),
+    Case("leaky_relu", ((3, 4),), F.leaky_relu, lambda a: tF.leaky_relu(a, 0.2), "spread"),
     Case("clip", ((3, 4),), lambda a: F.clip(a, -0.55, 0.45),
          lambda a: torch.clamp(a, -0.55, 0.45), "spread"),
     # shapes
@@ -174,6 +176,16 @@ CASES = [
     Case("softmax_cross_entropy", ((4, 3),), lambda a: F.softmax_cross_entropy(a, LABELS),
          lambda a: tF.cross_entropy(a, torch.tensor(LABELS))),
     Case("mean_squared_error", ((4, 3), (4, 3)), F.mean_squared_error, _mse),
+    # the book's versions composed of earlier functions
+    Case("softmax_simple", ((4, 3),), F.softmax_simple, lambda a: torch.softmax(a, 1)),
+    Case("softmax_cross_entropy_simple", ((4, 3),),
+         lambda a: F.softmax_cross_entropy_simple(a, LABELS),
+         lambda a: tF.cross_entropy(a, torch.tensor(LABELS))),
+    Case("conv2d_simple", ((2, 3, 6, 6), (4, 3, 3, 3), (4,)),
+         lambda x, W, b: F.conv2d_simple(x, W, b, stride=2, pad=1),
+         lambda x, W, b: tF.conv2d(x, W, b, stride=2, padding=1)),
+    Case("pooling_simple", ((2, 2, 4, 6),), lambda x: F.pooling_simple(x, 2, 2),
+         lambda x: _pool(x, 2), "spread"),
     # convolution, pooling, normalisation, embedding
     Case("conv2d", ((2, 3, 6, 6), (4, 3, 3, 3), (4,)),
          lambda x, W, b: F.conv2d(x, W, b, stride=2, pad=1),
@@ -312,6 +324,7 @@ def test_every_public_differentiable_function_has_an_oracle_case():
         "astype",  # changes the dtype on purpose: tests/test_types.py
         "sub", "mul", "div", "neg", "pow",  # the operators' cases cover them
         "GetItem", "GetItemGrad",  # classes behind get_item
+        "batch_nrom",  # the book's spelling: batch_norm itself (test_batch_nrom_is_batch_norm)
     }
     covered = " ".join(c.name for c in CASES).lower()
     # F's functions: those written in functions.py, core's arithmetic under its plain
@@ -330,6 +343,11 @@ def test_every_public_differentiable_function_has_an_oracle_case():
         if name not in not_differentiable_or_random and name.lower() not in covered
     ]
     assert not missing, f"functions without an oracle case: {missing}"
+
+
+def test_batch_nrom_is_batch_norm():
+    """The book's DeZero names it F.batch_nrom; its readers' code finds the same function."""
+    assert F.batch_nrom is F.batch_norm
 
 
 # --------------------------------------------------------------------------- #
@@ -360,6 +378,7 @@ EDGE_CASES = {
     "pooling_3x2": (EDGE_MAP, lambda x: F.pooling(x, (2, 3), (2, 3)),
                     lambda x: tF.max_pool2d(x, (2, 3), (2, 3))),
     "relu": (EDGE_VECTOR, F.relu, torch.relu),
+    "leaky_relu": (EDGE_VECTOR, lambda x: F.leaky_relu(x, 0.01), tF.leaky_relu),
     "clip": (EDGE_VECTOR, lambda x: F.clip(x, 0.0, 2.0), lambda x: torch.clamp(x, 0.0, 2.0)),
     "clip_upper_only": (EDGE_VECTOR, lambda x: F.clip(x, None, 2.0),
                         lambda x: torch.clamp(x, None, 2.0)),

@@ -59,16 +59,43 @@ def _has(module):
     return importlib.util.find_spec(module) is not None
 
 
+# Book tests that check a behaviour dezero_like deliberately does not have: left out by name,
+# with the reason printed, so that everything else must pass.
+KNOWN_DIFFERENCES = {
+    "test_sum.py::TestSumTo::test_backward3":
+        "asks sum_to for shape (10,) from an input of shape (10, 20, 20), which (10,) does not "
+        "broadcast to; DeZero quietly returns shape (20,), dezero_like refuses (NumPy's rule)",
+    "test_batchnorm.py::TestBatchNorm::test_forward2":
+        "batch_norm in training on a batch of one: the variance is 0, so the output is beta "
+        "whatever x is; dezero_like refuses, as PyTorch does",
+    **{f"test_conv2d.py::TestConv2d::test_forward{i}":
+       "compares conv2d with Chainer's bit for bit; dezero_like adds the products in another "
+       "order, so float32 results can differ in the last bit (tests/test_oracle.py compares "
+       "conv2d with PyTorch to a tolerance)" for i in (1, 3, 4)},
+}
+
+
+def _gpu():
+    """Whether CuPy is installed and sees a GPU (the book's GPU tests need both)."""
+    if not _has("cupy"):
+        return False
+    from dezero_like import cuda
+
+    return cuda.gpu_available()
+
+
 def select(folder):
     """The book's test files that can run here, and the ones left out with why."""
     folder = Path(folder)
     chosen, left_out = [], []
+    gpu = None
     for path in sorted(folder.rglob("*test*.py")):
         text = path.read_text(encoding="utf-8")
         if "import chainer" in text and not _has("chainer"):
             left_out.append((path, "imports Chainer (the book's oracle), which is not installed"))
-        elif "gpu" in path.parts and not _has("cupy"):
-            left_out.append((path, "a GPU test, and CuPy is not installed"))
+        elif "gpu" in path.relative_to(folder).parts and not (gpu := _gpu() if gpu is None
+                                                               else gpu):
+            left_out.append((path, "a GPU test, and no GPU with CuPy is usable here"))
         else:
             chosen.append(path)
     return chosen, left_out
@@ -87,6 +114,12 @@ def main(argv=None):
     chosen, left_out = select(args.folder)
     for path, why in left_out:
         print(f"left out {path.name}: {why}")
+    chosen_names = {path.name for path in chosen}
+    deselect = []
+    for test, why in KNOWN_DIFFERENCES.items():
+        if test.split("::")[0] in chosen_names:
+            print(f"left out {test}: a known difference: {why}")
+            deselect += ["--deselect", test]
     if not chosen:
         print("no test file of the book can run here", file=sys.stderr)
         return 2
@@ -94,7 +127,7 @@ def main(argv=None):
     command = [
         sys.executable, "-m", "pytest", "-p", "book_tests", "-p", "no:cacheprovider",
         "--rootdir", str(args.folder), "-o", "addopts=", "-q",
-        *map(str, chosen), *args.pytest_args,
+        *map(str, chosen), *deselect, *args.pytest_args,
     ]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tools), env.get("PYTHONPATH", "")]))
