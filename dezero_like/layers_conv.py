@@ -156,7 +156,7 @@ class BatchNorm(Layer):
         if x.ndim < 2:
             raise ValueError(
                 f"BatchNorm normalises each channel (axis 1) over a batch, got input of shape "
-                f"{tuple(x.shape)}; pass a batch of shape (N, C) or (N, C, H, W)")
+                f"{tuple(x.shape)}; pass a batch of shape (N, C), (N, C, L) or (N, C, H, W)")
         if self.avg_mean.data is None:
             xp = self._creation_xp(x)
             C = x.shape[1]

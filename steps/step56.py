@@ -65,14 +65,15 @@ def dropout(x, dropout_ratio=0.5):
     the same mask.
     """
     x = as_variable(x)
-    if not 0.0 <= dropout_ratio < 1.0:
-        raise ValueError(f"dropout_ratio must be in [0, 1), got {dropout_ratio}")
+    if not 0.0 <= dropout_ratio <= 1.0:
+        raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
     if not Config.train:
         return x
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
     scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")
-    scale *= 1.0 / (1.0 - dropout_ratio)
+    if dropout_ratio < 1.0:  # at 1 every element is dropped: all zeros, as in PyTorch
+        scale *= 1.0 / (1.0 - dropout_ratio)
     return x * scale
 
 

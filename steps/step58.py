@@ -532,13 +532,13 @@ max_pooling = pooling
 
 
 def _bn_axes(x):
-    if x.ndim == 2:
-        return (0,), (1, x.shape[1])
-    if x.ndim == 4:
-        return (0, 2, 3), (1, x.shape[1], 1, 1)
-    raise ValueError(
-        f"batch_norm expects (N, C) or (N, C, H, W) input, got shape {tuple(x.shape)}"
-    )
+    """The axes batch norm averages over (all but the channel axis 1), and the shape that
+    lines a per-channel array up with ``x``: (N, C), (N, C, L), (N, C, H, W), ..."""
+    if x.ndim < 2:
+        raise ValueError(
+            f"batch_norm expects (N, C) input, or (N, C, ...) such as (N, C, H, W), got shape "
+            f"{tuple(x.shape)}")
+    return (0,) + tuple(range(2, x.ndim)), (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
 # %% [markdown]
@@ -560,7 +560,8 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
 
     In training (``Config.train``), $\mu$ and $\sigma^2$ are the batch's mean
-    and (biased) variance per channel (axis 1; also over H and W for images),
+    and (biased) variance per channel (axis 1; also over the axes after it, H and W for
+    images, L for sequences),
     and the running statistics ``mean`` and ``var`` (arrays, updated in place)
     move towards them: ``mean = decay*mean + (1-decay)*mu`` (the running variance
     uses the unbiased estimate). In test mode the running statistics are used
@@ -862,7 +863,7 @@ class BatchNorm(Layer):
         if x.ndim < 2:
             raise ValueError(
                 f"BatchNorm normalises each channel (axis 1) over a batch, got input of shape "
-                f"{tuple(x.shape)}; pass a batch of shape (N, C) or (N, C, H, W)")
+                f"{tuple(x.shape)}; pass a batch of shape (N, C), (N, C, L) or (N, C, H, W)")
         if self.avg_mean.data is None:
             xp = self._creation_xp(x)
             C = x.shape[1]

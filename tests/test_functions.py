@@ -294,8 +294,13 @@ def test_dropout_train_and_test_mode(rng):
     with dz.test_mode():
         v = dz.Variable(x)
         assert F.dropout(v, 0.3) is v
-    with pytest.raises(ValueError, match="dropout_ratio"):
-        F.dropout(v, 1.0)
+    for bad in (1.5, -0.1):
+        with pytest.raises(ValueError, match="dropout_ratio"):
+            F.dropout(v, bad)
+    v = dz.Variable(x)
+    y = F.dropout(v, 1.0)  # everything dropped: zeros and a zero gradient, as in PyTorch
+    y.backward(gradient=np.ones_like(x))
+    assert not y.data.any() and not v.grad.data.any()
 
 
 def test_accuracy_is_a_constant_variable():

@@ -205,6 +205,9 @@ CASES = [
     Case("batch_norm_2d", ((6, 3), (3,), (3,)),
          lambda x, g, b: F.batch_norm(x, g, b, np.zeros(3, x.dtype), np.ones(3, x.dtype)),
          _bn, tol32=1e-3),
+    Case("batch_norm_3d", ((4, 3, 5), (3,), (3,)),  # sequences (N, C, L): BatchNorm1d
+         lambda x, g, b: F.batch_norm(x, g, b, np.zeros(3, x.dtype), np.ones(3, x.dtype)),
+         _bn, tol32=1e-3),
     Case("batch_norm_4d", ((4, 2, 3, 3), (2,), (2,)),
          lambda x, g, b: F.batch_norm(x, g, b, np.zeros(2, x.dtype), np.ones(2, x.dtype)),
          _bn, tol32=1e-3),
