@@ -709,7 +709,8 @@ class Clip(Function):
         x_min = -float("inf") if x_min is None else x_min
         x_max = float("inf") if x_max is None else x_max
         crossed = x_min > x_max  # a bool, or an array of them for array bounds
-        if crossed is True or (crossed is not False and crossed.any()):
+        # (bounds on a GPU are not compared: reading the answer would wait for the device)
+        if crossed is True or (isinstance(crossed, (np.ndarray, np.bool_)) and crossed.any()):
             raise ValueError(f"clip needs x_min <= x_max, got x_min={x_min}, x_max={x_max}")
         self.x_min = x_min
         self.x_max = x_max
@@ -717,9 +718,12 @@ class Clip(Function):
     def forward(self, x):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
+        lo, hi = self.x_min, self.x_max
+        if xp is not np:  # NumPy array bounds go to the GPU with x (numbers stay numbers)
+            lo, hi = (xp.asarray(b) if isinstance(b, np.ndarray) else b for b in (lo, hi))
         if self.needs_input_grad:
-            self.mask = (x >= self.x_min) & (x <= self.x_max)
-        return xp.clip(x, self.x_min, self.x_max)
+            self.mask = (x >= lo) & (x <= hi)
+        return xp.clip(x, lo, hi)
 
     def backward(self, gy):
         return gy * self.mask

@@ -36,10 +36,13 @@
 # `Clip` limits `x` to `[x_min, x_max]`; the derivative is 1 inside the interval and 0 outside.
 # The bounds may be numbers or arrays (one bound per element, broadcast as NumPy does).
 # Backward needs only that mask, not `x`, so forward keeps no input and computes the mask, only
-# when a gradient will be needed (`needs_input_grad`).
+# when a gradient will be needed (`needs_input_grad`). On a GPU, NumPy array bounds are moved to
+# the device with `x`; bounds already on the GPU are not checked for `x_min <= x_max`, since
+# reading the answer back would make the host wait for the device.
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
 
@@ -54,7 +57,8 @@ class Clip(Function):
         x_min = -float("inf") if x_min is None else x_min
         x_max = float("inf") if x_max is None else x_max
         crossed = x_min > x_max  # a bool, or an array of them for array bounds
-        if crossed is True or (crossed is not False and crossed.any()):
+        # (bounds on a GPU are not compared: reading the answer would wait for the device)
+        if crossed is True or (isinstance(crossed, (np.ndarray, np.bool_)) and crossed.any()):
             raise ValueError(f"clip needs x_min <= x_max, got x_min={x_min}, x_max={x_max}")
         self.x_min = x_min
         self.x_max = x_max
@@ -62,9 +66,12 @@ class Clip(Function):
     def forward(self, x):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
+        lo, hi = self.x_min, self.x_max
+        if xp is not np:  # NumPy array bounds go to the GPU with x (numbers stay numbers)
+            lo, hi = (xp.asarray(b) if isinstance(b, np.ndarray) else b for b in (lo, hi))
         if self.needs_input_grad:
-            self.mask = (x >= self.x_min) & (x <= self.x_max)
-        return xp.clip(x, self.x_min, self.x_max)
+            self.mask = (x >= lo) & (x <= hi)
+        return xp.clip(x, lo, hi)
 
     def backward(self, gy):
         return gy * self.mask

@@ -704,3 +704,26 @@ def test_gpu_helpers_numerical_grad_accuracy_and_drawing_take_gpu_arrays():
     assert "data 5" in get_dot_graph(y, values=True)  # the value, copied to the host
     known = [g for _, grads in record_backward(y).frames for g in grads.values()]
     assert known and all(isinstance(g, np.ndarray) for g in known)  # host copies of the grads
+
+
+@needs_gpu
+def test_clip_takes_numpy_and_gpu_array_bounds_without_waiting_for_the_device(monkeypatch):
+    """NumPy bounds with GPU data failed inside CuPy; GPU bounds were compared on the host
+    (x_min > x_max read back: a wait for the device on every call)."""
+    import cupy
+
+    x = np.linspace(-2.0, 2.0, 12).reshape(3, 4)
+    lo, hi = np.full(4, -1.0), np.array([0.5, 1.0, 1.5, 2.0])
+    cpu = dz.Variable(x)
+    F.sum(F.clip(cpu, lo, hi) * 2.0).backward()
+    for bounds in ((lo, hi), (cupy.asarray(lo), cupy.asarray(hi))):
+        gpu = dz.Variable(cupy.asarray(x))
+        waits = []
+        monkeypatch.setattr(cupy.ndarray, "__bool__",
+                            lambda self: waits.append("__bool__") or bool(self.get()))
+        y = F.clip(gpu, *bounds)
+        monkeypatch.undo()
+        F.sum(y * 2.0).backward()
+        assert waits == []
+        np.testing.assert_array_equal(cuda.as_numpy(y.data), F.clip(x, lo, hi).data)
+        np.testing.assert_array_equal(cuda.as_numpy(gpu.grad.data), cpu.grad.data)
