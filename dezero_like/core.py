@@ -280,7 +280,7 @@ class Variable:
         """Forget the gradient and the loss scale it was made with."""
         self.grad = None
         self.loss_scale = None
-        if _from_backward:  # a gradient put back by hand after this is a seed again
+        if _from_backward.data:  # (usually empty) a gradient put back after this is a seed again
             _from_backward.pop(self, None)
 
     # (step 67)
@@ -944,7 +944,7 @@ class RPow(Function):
     def __init__(self, c):
         if isinstance(c, Variable) or np.ndim(c) != 0:
             raise TypeError(f"the base of ** must be a number here, got {type(c).__name__}")
-        self.c = c.item() if isinstance(c, np.ndarray) else c  # a number on any device
+        self.c = c[()] if isinstance(c, np.ndarray) else c  # a NumPy scalar works on a GPU
 
     def forward(self, x):
         self.retain_inputs(())
@@ -954,9 +954,9 @@ class RPow(Function):
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
         c = self.c
-        if c == 0:  # 0 ** x is 0 (1 at x = 0): gradient 0, as in PyTorch, not 0 * log(0) = nan
-            return Variable(cuda.get_array_module(gy.data).zeros_like(gy.data),
-                            requires_grad=False)
+        if c == 0:  # y is 0, 1 or inf: the gradient is 0 for x >= 0 and -inf where y = inf
+            xp = cuda.get_array_module(gy.data)
+            return gy * xp.where(xp.isinf(y.data), -np.inf, 0.0).astype(y.dtype)
         return gy * (y * (np.log(c) if c > 0 else np.nan))  # a negative base: nan, as PyTorch
 
 

@@ -38,6 +38,14 @@ from dezero_like.utils import forward_names, publish
 
 
 # --- step 50 ------------------------------------------------------------
+def _split(train):
+    """``train`` as a bool; anything but True or False is refused (``train="test"`` is true, so
+    it would quietly give the training split)."""
+    if not isinstance(train, (bool, np.bool_)):
+        raise TypeError(f"train must be True or False, got {train!r}")
+    return bool(train)
+
+
 def get_spiral(train=True, seed=None, num_data=100, num_class=3):
     """Points on ``num_class`` spiral arms, ``num_data`` per arm, and their class.
 
@@ -48,7 +56,7 @@ def get_spiral(train=True, seed=None, num_data=100, num_class=3):
     state is not touched. Returns ``x`` (N, 2) float32 and ``t`` (N,) int64.
     """
     if seed is None:
-        seed = 1984 if train else 2020
+        seed = 1984 if _split(train) else 2020
     rng = np.random.default_rng(seed)
     rate = np.arange(num_data) / num_data
     xs, ts = [], []
@@ -86,9 +94,7 @@ class Dataset:
     transform = target_transform = staticmethod(_identity)
 
     def __init__(self, train=True, transform=None, target_transform=None):
-        if not isinstance(train, (bool, np.bool_)):  # train="test" would be true: the wrong split
-            raise TypeError(f"train must be True or False, got {train!r}")
-        self.train = bool(train)
+        self.train = _split(train)
         self.transform = _identity if transform is None else transform
         self.target_transform = _identity if target_transform is None else target_transform
         if not callable(self.transform) or not callable(self.target_transform):
@@ -349,6 +355,7 @@ class MNIST(Dataset):
         _check_n_train(n_train)
         if download is not None and not isinstance(download, (bool, np.bool_)):
             raise TypeError(f"download must be None, True or False, got {download!r}")
+        download = None if download is None else bool(download)  # np.False_ is not False
         if transform is _DEFAULT:
             transform = _T.Compose([_T.Flatten(), _T.ToFloat(), _T.Normalize(0.0, 255.0)])
         self.source = source
@@ -397,7 +404,7 @@ class MNIST(Dataset):
     @classmethod
     def available(cls, train=True, data_dir=None):
         """True when the files of a split are cached and intact (no network used)."""
-        keys = ("train-images", "train-labels") if train else ("test-images", "test-labels")
+        keys = ("train-images", "train-labels") if _split(train) else ("test-images", "test-labels")
         missing, bad = cls._check_files(keys, data_root(data_dir) / "mnist")
         return not missing and not bad
 

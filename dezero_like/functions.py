@@ -10,6 +10,8 @@ plus a lowercase wrapper. The docstring gives the formula and its derivative.
 Every function works on NumPy and CuPy arrays through the same code.
 """
 
+import numbers
+
 import numpy as np
 
 from dezero_like import core, cuda, utils
@@ -539,6 +541,8 @@ class LeakyReLU(Function):
     """y = x where x > 0, else slope * x; dy/dx = 1 where x > 0, else slope (also at 0)."""
 
     def __init__(self, slope=0.2):
+        if isinstance(slope, bool) or not isinstance(slope, numbers.Real):
+            raise TypeError(f"leaky_relu's slope must be a number, got {type(slope).__name__}")
         self.slope = slope
 
     def forward(self, x):
@@ -602,6 +606,8 @@ def _check_host_index(slices, shape):
     device, masks, slices, ``None`` and ``...`` are not checked: they only move the axis on.
     """
     parts = slices if isinstance(slices, tuple) else (slices,)
+    if all(type(part) in (int, slice) or part is None or part is Ellipsis for part in parts):
+        return  # basic indexing (x[3], x[:, 1:]): CuPy checks it itself
     checks = []  # (the index as a NumPy integer array or None, how many axes it takes)
     for part in parts:
         if part is Ellipsis:
@@ -735,8 +741,10 @@ def clip(x, x_min, x_max):
 
 
 def _float_logits(xp, x):
-    """``x`` as a floating array: integer logits in float64 (as ``exp`` computes them), and a
-    0-d input as a 0-d array (NumPy's arithmetic makes it a scalar, which ``out=`` refuses)."""
+    """``x`` as a floating array: integer or bool logits in float64, and a 0-d input as a 0-d
+    array (NumPy's arithmetic makes it a scalar, which ``out=`` refuses)."""
+    if x.dtype.kind == "f" and x.ndim:  # the usual case: as it is
+        return x
     return xp.asarray(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
 
 
@@ -748,8 +756,10 @@ def _shifted_logsumexp(x, axis):
     """
     xp = cuda.get_array_module(x)
     x = _float_logits(xp, x)
-    z = xp.asarray(x - x.max(axis=axis, keepdims=True))
-    log_s = xp.asarray(xp.exp(z).sum(axis=axis, keepdims=True))  # an array even for 0-d x
+    z = x - x.max(axis=axis, keepdims=True)
+    log_s = xp.exp(z).sum(axis=axis, keepdims=True)
+    if not z.ndim:  # NumPy returns scalars for a 0-d array, which out= refuses
+        z, log_s = xp.asarray(z), xp.asarray(log_s)
     xp.log(log_s, out=log_s)
     return z, log_s
 
@@ -769,7 +779,9 @@ class Softmax(Function):
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
         x = _float_logits(xp, x)
-        y = xp.asarray(x - x.max(axis=self.axis, keepdims=True))
+        y = x - x.max(axis=self.axis, keepdims=True)
+        if not y.ndim:  # NumPy returns a scalar for a 0-d array, which out= refuses
+            y = xp.asarray(y)
         xp.exp(y, out=y)
         y /= y.sum(axis=self.axis, keepdims=True)
         return y
@@ -1079,7 +1091,8 @@ def softmax_cross_entropy_simple(x, t):
     x, t = as_variable(x), as_variable(t)
     n = x.shape[0]
     log_p = log(clip(softmax_simple(x), 1e-15, 1.0))
-    return -log_p[np.arange(n), t.data].sum() / n
+    rows = cuda.get_array_module(x.data).arange(n)  # on x's device: no copy to a GPU
+    return -log_p[rows, t.data].sum() / n
 
 
 # --- step 71 ------------------------------------------------------------

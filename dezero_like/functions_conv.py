@@ -849,8 +849,8 @@ def embed_id(x, W):
 def conv2d_simple(x, W, b=None, stride=1, pad=0):
     """Convolution from differentiable parts: im2col, one matmul, reshape, transpose.
 
-    The same numbers as :func:`conv2d` (up to rounding), with a graph of four functions
-    instead of one and the column array kept for backward.
+    The same numbers as :func:`conv2d` (up to rounding), with a graph of seven functions
+    (six without a bias) instead of one, and the column array kept for backward.
     """
     N, C, H, Wd = x.shape
     OC, C, KH, KW = W.shape

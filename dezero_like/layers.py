@@ -220,6 +220,9 @@ class Layer:
                 f"cannot save weights to {path}: it names a directory; give a file name in it, "
                 f"e.g. {os.path.join(path, 'model.npz')}")
         target = os.path.realpath(path)  # through a symbolic link: the file it points to
+        if os.path.exists(target) and not os.path.isfile(target):  # a device, a pipe, a socket
+            raise ValueError(f"cannot save weights to {path}: {target} exists and is not a regular "
+                             "file; give the name of a new or an ordinary file")
         directory = os.path.dirname(target)
         if not os.path.isdir(directory):
             raise FileNotFoundError(

@@ -9,6 +9,7 @@ is tested: central differences in float64 against the framework's backward.
 """
 
 import os
+import stat
 
 import numpy as np
 
@@ -207,9 +208,11 @@ def publish(tmp, path):
     and a new file gets the usual mode.
     """
     try:
-        mode = os.stat(path).st_mode & 0o7777
+        old = os.stat(path)
     except OSError:  # no file there yet
-        mode = 0o666 & ~_umask()
+        old = None
+    # only a regular file's permission bits are kept (never setuid/setgid/sticky, nor a device's)
+    mode = old.st_mode & 0o777 if old and stat.S_ISREG(old.st_mode) else 0o666 & ~_umask()
     try:
         os.chmod(tmp, mode)
     except OSError:  # a file system without POSIX modes (FAT, some network drives)

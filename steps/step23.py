@@ -20,7 +20,7 @@
 #
 # * `core.py`: `Variable`, `Function`, the backward loop, `Config`, `no_grad`,
 #   and the arithmetic behind the operators (`Add`, `Mul`, `Sub`, `Div`, `Pow`,
-#   `Neg`);
+#   `RPow`, `Neg`);
 # * `functions.py`: the other differentiable functions (`square`, `exp`,
 #   `sin`, ..., later `matmul`, `softmax`, ...);
 # * `utils.py`: helpers: numerical gradients, `gradient_check`, array
@@ -649,13 +649,27 @@ class Pow(Function):
         return gy * (c * x ** (c - 1))
 
 
+
+# %% [markdown]
+# One operator is new: `2 ** x`, a number raised to a Variable. Python first asks the number
+# (`int.__pow__` knows nothing of Variables), then calls `x.__rpow__(2)`. Its function is
+# `RPow`, $y = c^x$, with $dy/dx = c^x \log c = y \log c$: like `Exp` in `functions`, it keeps its
+# output rather than its input. At base 0 the output is 0, 1 or infinite, and the gradient is
+# taken as PyTorch does: 0 where $x \ge 0$, $-\infty$ where $x < 0$; a negative base gives `nan`.
+
+# %%
+#| export dezero_like/core.py
+import numpy as np
+from dezero_like import cuda
+
+
 class RPow(Function):
     """y = c ** x for a constant base c; dy/dx = y * log(c), so the output is kept."""
 
     def __init__(self, c):
         if isinstance(c, Variable) or np.ndim(c) != 0:
             raise TypeError(f"the base of ** must be a number here, got {type(c).__name__}")
-        self.c = c.item() if isinstance(c, np.ndarray) else c  # a number on any device
+        self.c = c[()] if isinstance(c, np.ndarray) else c  # a NumPy scalar works on a GPU
 
     def forward(self, x):
         self.retain_inputs(())
@@ -665,15 +679,15 @@ class RPow(Function):
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
         c = self.c
-        if c == 0:  # 0 ** x is 0 (1 at x = 0): gradient 0, as in PyTorch, not 0 * log(0) = nan
-            return Variable(cuda.get_array_module(gy.data).zeros_like(gy.data),
-                            requires_grad=False)
+        if c == 0:  # y is 0, 1 or inf: the gradient is 0 for x >= 0 and -inf where y = inf
+            xp = cuda.get_array_module(gy.data)
+            return gy * xp.where(xp.isinf(y.data), -np.inf, 0.0).astype(y.dtype)
         return gy * (y * (np.log(c) if c > 0 else np.nan))  # a negative base: nan, as PyTorch
 
 
 # %% [markdown]
-# The wrappers and the operators, as in step 22. `rsub` and `rdiv` are the
-# reflected operators: `2.0 - x` calls `x.__rsub__(2.0)`, which computes `2.0 - x`.
+# The wrappers and the operators, as in step 22, with `rpow` added. `rsub`, `rdiv` and `rpow`
+# are the reflected operators: `2.0 - x` calls `x.__rsub__(2.0)`, which computes `2.0 - x`.
 
 # %%
 #| export dezero_like/core.py

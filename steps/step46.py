@@ -78,6 +78,8 @@ def relu(x):
 
 # %%
 #| export dezero_like/functions.py
+import numbers
+
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
@@ -87,6 +89,8 @@ class LeakyReLU(Function):
     """y = x where x > 0, else slope * x; dy/dx = 1 where x > 0, else slope (also at 0)."""
 
     def __init__(self, slope=0.2):
+        if isinstance(slope, bool) or not isinstance(slope, numbers.Real):
+            raise TypeError(f"leaky_relu's slope must be a number, got {type(slope).__name__}")
         self.slope = slope
 
     def forward(self, x):

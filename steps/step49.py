@@ -100,8 +100,10 @@ from dezero_like import cuda
 
 
 def _float_logits(xp, x):
-    """``x`` as a floating array: integer logits in float64 (as ``exp`` computes them), and a
-    0-d input as a 0-d array (NumPy's arithmetic makes it a scalar, which ``out=`` refuses)."""
+    """``x`` as a floating array: integer or bool logits in float64, and a 0-d input as a 0-d
+    array (NumPy's arithmetic makes it a scalar, which ``out=`` refuses)."""
+    if x.dtype.kind == "f" and x.ndim:  # the usual case: as it is
+        return x
     return xp.asarray(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
 
 
@@ -113,8 +115,10 @@ def _shifted_logsumexp(x, axis):
     """
     xp = cuda.get_array_module(x)
     x = _float_logits(xp, x)
-    z = xp.asarray(x - x.max(axis=axis, keepdims=True))
-    log_s = xp.asarray(xp.exp(z).sum(axis=axis, keepdims=True))  # an array even for 0-d x
+    z = x - x.max(axis=axis, keepdims=True)
+    log_s = xp.exp(z).sum(axis=axis, keepdims=True)
+    if not z.ndim:  # NumPy returns scalars for a 0-d array, which out= refuses
+        z, log_s = xp.asarray(z), xp.asarray(log_s)
     xp.log(log_s, out=log_s)
     return z, log_s
 
@@ -146,7 +150,9 @@ class Softmax(Function):
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
         x = _float_logits(xp, x)
-        y = xp.asarray(x - x.max(axis=self.axis, keepdims=True))
+        y = x - x.max(axis=self.axis, keepdims=True)
+        if not y.ndim:  # NumPy returns a scalar for a 0-d array, which out= refuses
+            y = xp.asarray(y)
         xp.exp(y, out=y)
         y /= y.sum(axis=self.axis, keepdims=True)
         return y

@@ -103,6 +103,14 @@ falls back to that split otherwise, saying so in its ``note``.
 import numpy as np
 
 
+def _split(train):
+    """``train`` as a bool; anything but True or False is refused (``train="test"`` is true, so
+    it would quietly give the training split)."""
+    if not isinstance(train, (bool, np.bool_)):
+        raise TypeError(f"train must be True or False, got {train!r}")
+    return bool(train)
+
+
 def get_spiral(train=True, seed=None, num_data=100, num_class=3):
     """Points on ``num_class`` spiral arms, ``num_data`` per arm, and their class.
 
@@ -113,7 +121,7 @@ def get_spiral(train=True, seed=None, num_data=100, num_class=3):
     state is not touched. Returns ``x`` (N, 2) float32 and ``t`` (N,) int64.
     """
     if seed is None:
-        seed = 1984 if train else 2020
+        seed = 1984 if _split(train) else 2020
     rng = np.random.default_rng(seed)
     rate = np.arange(num_data) / num_data
     xs, ts = [], []

@@ -225,6 +225,7 @@ def _identity(x):
 # %%
 #| export dezero_like/datasets.py
 import numpy as np
+from dezero_like.datasets import _split
 
 
 class Dataset:
@@ -243,9 +244,7 @@ class Dataset:
     transform = target_transform = staticmethod(_identity)
 
     def __init__(self, train=True, transform=None, target_transform=None):
-        if not isinstance(train, (bool, np.bool_)):  # train="test" would be true: the wrong split
-            raise TypeError(f"train must be True or False, got {train!r}")
-        self.train = bool(train)
+        self.train = _split(train)
         self.transform = _identity if transform is None else transform
         self.target_transform = _identity if target_transform is None else target_transform
         if not callable(self.transform) or not callable(self.target_transform):

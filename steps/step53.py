@@ -158,12 +158,14 @@ _download = download  # MNIST's `download` argument shadows the function's name
 # %% [markdown]
 # `tempfile.mkstemp` makes its file readable by its owner only (mode 0600), where `open` would
 # give the usual mode (0644 with the common umask 022). `publish` gives the finished temporary
-# file that usual mode (where the file system has modes) and renames it over the real name;
+# file that usual mode, or the permissions of the regular file it replaces (a private 0600 file
+# stays private), where the file system has modes, and renames it over the real name;
 # `save_weights` (step 55) uses it too.
 
 # %%
 #| export dezero_like/utils.py
 import os
+import stat
 
 
 def _umask():
@@ -187,9 +189,11 @@ def publish(tmp, path):
     and a new file gets the usual mode.
     """
     try:
-        mode = os.stat(path).st_mode & 0o7777
+        old = os.stat(path)
     except OSError:  # no file there yet
-        mode = 0o666 & ~_umask()
+        old = None
+    # only a regular file's permission bits are kept (never setuid/setgid/sticky, nor a device's)
+    mode = old.st_mode & 0o777 if old and stat.S_ISREG(old.st_mode) else 0o666 & ~_umask()
     try:
         os.chmod(tmp, mode)
     except OSError:  # a file system without POSIX modes (FAT, some network drives)
@@ -362,7 +366,7 @@ import os
 from pathlib import Path
 import numpy as np
 from dezero_like import transforms as _T
-from dezero_like.datasets import Dataset
+from dezero_like.datasets import Dataset, _split
 
 
 class MNIST(Dataset):
@@ -406,6 +410,7 @@ class MNIST(Dataset):
         _check_n_train(n_train)
         if download is not None and not isinstance(download, (bool, np.bool_)):
             raise TypeError(f"download must be None, True or False, got {download!r}")
+        download = None if download is None else bool(download)  # np.False_ is not False
         if transform is _DEFAULT:
             transform = _T.Compose([_T.Flatten(), _T.ToFloat(), _T.Normalize(0.0, 255.0)])
         self.source = source
@@ -454,7 +459,7 @@ class MNIST(Dataset):
     @classmethod
     def available(cls, train=True, data_dir=None):
         """True when the files of a split are cached and intact (no network used)."""
-        keys = ("train-images", "train-labels") if train else ("test-images", "test-labels")
+        keys = ("train-images", "train-labels") if _split(train) else ("test-images", "test-labels")
         missing, bad = cls._check_files(keys, data_root(data_dir) / "mnist")
         return not missing and not bad
 

@@ -74,7 +74,7 @@ def log(x):
 
 # %%
 #| export dezero_like/functions.py
-import numpy as np
+from dezero_like import cuda
 from dezero_like.core import as_variable
 from dezero_like.functions import clip, log, softmax_simple
 
@@ -88,7 +88,8 @@ def softmax_cross_entropy_simple(x, t):
     x, t = as_variable(x), as_variable(t)
     n = x.shape[0]
     log_p = log(clip(softmax_simple(x), 1e-15, 1.0))
-    return -log_p[np.arange(n), t.data].sum() / n
+    rows = cuda.get_array_module(x.data).arange(n)  # on x's device: no copy to a GPU
+    return -log_p[rows, t.data].sum() / n
 
 
 # %% [markdown]

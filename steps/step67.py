@@ -108,7 +108,7 @@ def cleargrad(self):
     """Forget the gradient and the loss scale it was made with."""
     self.grad = None
     self.loss_scale = None
-    if _from_backward:  # a gradient put back by hand after this is a seed again
+    if _from_backward.data:  # (usually empty) a gradient put back after this is a seed again
         _from_backward.pop(self, None)
 
 

@@ -161,8 +161,8 @@ def sgd_update(param, grad, lr):
     array path, as on the CPU: in the kernel ``lr`` would become the parameter's type
     (``int(0.1) == 0``, no update at all), while ``-=`` refuses to cast a float into an integer.
     """
-    if param.dtype.kind != "f":
-        param -= lr * grad
+    if param.dtype.kind != "f" or grad.dtype.kind not in "biuf":
+        param -= lr * grad  # refused as in NumPy: a float into integers, complex into reals
         return
     _kernel("sgd")(grad.astype(param.dtype, copy=False), param.dtype.type(lr), param)
 # %% [markdown]

@@ -493,8 +493,8 @@ def test_weights_files_get_the_usual_mode_and_a_text_file_is_not_called_a_pickle
     assert "pickle" not in str(info.value)
 
 
-@pytest.mark.skipif(not hasattr(os, "symlink") or sys.platform == "win32",
-                    reason="symbolic links and POSIX modes")
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or sys.platform == "win32",
+                    reason="symbolic links, named pipes and POSIX modes")
 def test_saving_over_a_private_file_or_a_link_keeps_them(tmp_path):
     """The save writes a new file and renames it over the old one: that must not reset a
     0600 file to the usual mode, nor replace a symbolic link by a file."""
@@ -512,6 +512,16 @@ def test_saving_over_a_private_file_or_a_link_keeps_them(tmp_path):
     fresh = L.Linear(3, in_size=2)
     fresh.load_weights(real)
     assert (fresh.W.data == 7.0).all()
+    os.chmod(real, 0o4777)  # setuid and world-writable: never carried over to the new file
+    model.save_weights(real)
+    assert os.stat(real).st_mode & 0o7777 == 0o777  # the permission bits only
+    fifo = tmp_path / "pipe.npz"  # not a regular file (a device through a link as root was
+    os.mkfifo(fifo)  # replaced by the weights file: /dev/null became a file)
+    (tmp_path / "to_pipe.npz").symlink_to(fifo)
+    for target in (fifo, tmp_path / "to_pipe.npz"):
+        with pytest.raises(ValueError, match="not a regular file"):
+            model.save_weights(target)
+    assert fifo.is_fifo()
 
 
 def test_datasets_without_super_init_and_transforms_that_return_objects():
@@ -926,3 +936,19 @@ def test_a_number_to_the_power_of_a_variable():
     assert z.grad.data.tolist() == [0.0, 0.0]
     with pytest.raises(TypeError, match="base of \\*\\*"):
         np.ones(2) ** dz.Variable(np.ones(2))
+
+
+def test_rpow_at_base_zero_and_leaky_relu_slope_follow_pytorch():
+    """0 ** x has gradient 0 where x >= 0 and -inf where x < 0 (torch's rule); a slope that is
+    not a number (a Variable would silently not be learned) is refused."""
+    x = dz.Variable(np.array([-1.0, 0.0, 2.0]))
+    with np.errstate(divide="ignore"):
+        y = 0.0 ** x
+    y.backward(gradient=np.ones(3))
+    assert y.data.tolist() == [np.inf, 1.0, 0.0] and x.grad.data.tolist() == [-np.inf, 0.0, 0.0]
+    x32 = dz.Variable(np.array([1.5], np.float32))
+    assert (np.array(2.5) ** x32).dtype == np.float64  # a 0-d array is no weak scalar (NumPy)
+    assert (2.5 ** x32).dtype == np.float32
+    for bad in (dz.Variable(np.array(0.1)), np.array([0.1, 0.2]), "0.1", True):
+        with pytest.raises(TypeError, match="slope must be a number"):
+            F.leaky_relu(np.ones(2), bad)

@@ -202,6 +202,18 @@ def test_mnist_n_train_and_download_are_checked_before_any_file(offline, tmp_pat
         with pytest.raises(TypeError, match="train must be True or False"):
             datasets.Spiral(train=bad)
     assert len(datasets.Spiral(train=np.False_)) == 300
+    for call in (lambda: datasets.get_spiral("test"),
+                 lambda: datasets.MNIST.available(train="test", data_dir=tmp_path)):
+        with pytest.raises(TypeError, match="train must be True or False"):
+            call()
+
+
+def test_mnist_download_false_as_a_numpy_bool_disables_downloads(tmp_path, monkeypatch):
+    """np.False_ passed the check but not ``download is False``: it downloaded anyway."""
+    monkeypatch.delenv("DEZERO_LIKE_OFFLINE", raising=False)
+    with pytest.raises(Exception, match=r"downloads are disabled \(download=False\)"):
+        datasets.MNIST(train=False, data_dir=tmp_path, download=np.False_,
+                       mirrors=["http://127.0.0.1:9/"])
 
 
 def test_mnist_train_test_names_a_damaged_test_file_and_does_not_offer_the_split(offline,

@@ -412,7 +412,8 @@ def test_sgd_on_the_gpu_casts_the_gradient_to_the_parameter_and_refuses_what_num
     w = np.linspace(-1, 1, 6, dtype=np.float32)
     g = np.linspace(0.5, 2, 6)  # float64
     cases = [(w, g, 0.1), (np.arange(6), np.ones(6, int), 1), (np.arange(6), np.ones(6, int), 0.1),
-             (np.arange(6), np.ones(6), 0.1), (w.astype(np.float16), g.astype(np.float32), 0.1)]
+             (np.arange(6), np.ones(6), 0.1), (w.astype(np.float16), g.astype(np.float32), 0.1),
+             (w, g.astype(np.complex64), 0.1)]  # complex into reals: refused, never truncated
     for w0, g0, lr in cases:
         out = []
         for device in (np.asarray, cuda.as_cupy):
@@ -716,11 +717,15 @@ def test_clip_takes_numpy_and_gpu_array_bounds_without_waiting_for_the_device(mo
     lo, hi = np.full(4, -1.0), np.array([0.5, 1.0, 1.5, 2.0])
     cpu = dz.Variable(x)
     F.sum(F.clip(cpu, lo, hi) * 2.0).backward()
+    waits = []
+
+    def counted_bool(self):
+        waits.append("__bool__")
+        return bool(self.get())
+
     for bounds in ((lo, hi), (cupy.asarray(lo), cupy.asarray(hi))):
         gpu = dz.Variable(cupy.asarray(x))
-        waits = []
-        monkeypatch.setattr(cupy.ndarray, "__bool__",
-                            lambda self: waits.append("__bool__") or bool(self.get()))
+        monkeypatch.setattr(cupy.ndarray, "__bool__", counted_bool)
         y = F.clip(gpu, *bounds)
         monkeypatch.undo()
         F.sum(y * 2.0).backward()
