@@ -439,7 +439,8 @@ class Variable:
         """Cut every link of the graph behind this variable.
 
         Used by truncated backprop through time: after the cut, backward stops
-        here and the old graph can be freed.
+        here and the old graph can be freed. The graph itself is cut (unlike
+        PyTorch's ``detach``), so call it after ``backward()``, not before.
         """
         funcs = [self.creator] if self.creator is not None else []
         self.unchain()

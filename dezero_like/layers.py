@@ -299,6 +299,14 @@ class Layer:
                 a = cuda.as_cupy(a)  # the parameter lives on the GPU: keep it there
             p.data = a
 
+    # (step 61)
+    def reset_state(self):
+        """Forget the kept state of every sub-layer that has one (an RNN's h, an LSTM's h, c)."""
+        for name in self._names():
+            obj = self.__dict__[name]
+            if isinstance(obj, Layer):
+                obj.reset_state()
+
 
 class Linear(Layer):
     """Fully connected layer: y = x @ W + b.

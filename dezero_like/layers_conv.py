@@ -187,7 +187,14 @@ class EmbedID(Layer):
 
 # --- step 61 ------------------------------------------------------------
 def _check_batch(layer, x, h):
-    """Refuse an input whose batch size differs from that of the kept state ``h``."""
+    """Refuse an input that is not one time step ``(N, in_size)``, or whose batch size differs
+    from that of the kept state ``h``."""
+    shape = tuple(getattr(x, "shape", ()))
+    if len(shape) != 2:
+        raise ValueError(
+            f"{layer} takes one time step of a batch, shape (N, in_size), got shape {shape}; "
+            "feed a sequence (N, T, in_size) one step at a time (x[:, t]), and a single value "
+            "as x.reshape(1, 1)")
     if h is not None and len(x) != len(h):
         raise ValueError(
             f"{layer}: the input has a batch of {len(x)} but the kept state has {len(h)} "

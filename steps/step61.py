@@ -16,8 +16,9 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` gains `Variable.unchain`, `Variable.unchain_backward`; `layers_conv`
-# gains `RNN`; `datasets_seq` gains `get_sin_curve`, `SinCurve`.
+# In this step `core` gains `Variable.unchain`, `Variable.unchain_backward`; `layers` gains
+# `Layer.reset_state`; `layers_conv` gains `RNN`; `datasets_seq` gains `get_sin_curve`,
+# `SinCurve`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -30,6 +31,10 @@
 # variable. `unchain_backward` walks the graph behind it, function by function (`seen` visits each
 # once), and unchains every variable it meets, outputs included; once nothing refers to the old
 # functions, Python can free them and the arrays they keep.
+#
+# This is not PyTorch's `h.detach()`, which makes a new, cut-off variable and leaves the graph as
+# it is. `unchain_backward` cuts the graph itself, so it belongs **after** `loss.backward()`: cut
+# before, and the backward stops at the cut, leaving the recurrent weights without gradients.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -42,7 +47,8 @@ def unchain_backward(self):
     """Cut every link of the graph behind this variable.
 
     Used by truncated backprop through time: after the cut, backward stops
-    here and the old graph can be freed.
+    here and the old graph can be freed. The graph itself is cut (unlike
+    PyTorch's ``detach``), so call it after ``backward()``, not before.
     """
     funcs = [self.creator] if self.creator is not None else []
     self.unchain()
@@ -86,7 +92,9 @@ __getattr__ = forward_names(__name__, {
 # The kept state has one row per sequence of the batch. An input with another number of rows
 # would broadcast against it without any error: a state of 30 rows and one new sequence give 30
 # outputs. `_check_batch` refuses that and says to call `reset_state()` (after training on batches
-# of 30, before predicting one sequence; or before a last, smaller batch).
+# of 30, before predicting one sequence; or before a last, smaller batch). It also refuses what is
+# not one time step of a batch, shape `(N, in_size)`: a whole sequence `(N, T, in_size)` is fed
+# one step at a time, `x[:, t]`.
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -95,12 +103,40 @@ from dezero_like.layers import Layer, Linear
 
 
 def _check_batch(layer, x, h):
-    """Refuse an input whose batch size differs from that of the kept state ``h``."""
+    """Refuse an input that is not one time step ``(N, in_size)``, or whose batch size differs
+    from that of the kept state ``h``."""
+    shape = tuple(getattr(x, "shape", ()))
+    if len(shape) != 2:
+        raise ValueError(
+            f"{layer} takes one time step of a batch, shape (N, in_size), got shape {shape}; "
+            "feed a sequence (N, T, in_size) one step at a time (x[:, t]), and a single value "
+            "as x.reshape(1, 1)")
     if h is not None and len(x) != len(h):
         raise ValueError(
             f"{layer}: the input has a batch of {len(x)} but the kept state has {len(h)} "
             "rows; call reset_state() when the batch size changes (a new set of sequences, "
             "a last smaller batch, or one sequence to predict after training on batches)")
+
+
+# %% [markdown]
+# A model made of layers that keep a state (a `Sequential` holding an LSTM, say) is reset as a
+# whole: `Layer.reset_state` asks each sub-layer to reset, and a layer with a state of its own,
+# such as `RNN` below, replaces it with one that forgets that state.
+
+# %%
+#| export dezero_like/layers.py Layer
+def reset_state(self):
+    """Forget the kept state of every sub-layer that has one (an RNN's h, an LSTM's h, c)."""
+    for name in self._names():
+        obj = self.__dict__[name]
+        if isinstance(obj, Layer):
+            obj.reset_state()
+
+
+# %%
+#| export dezero_like/layers_conv.py
+import dezero_like.functions as F
+from dezero_like.layers import Layer, Linear
 
 
 class RNN(Layer):

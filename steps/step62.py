@@ -112,6 +112,8 @@ class LSTM(Layer):
 
 # %%
 #| export dezero_like/datasets_seq.py
+import warnings
+
 import numpy as np
 from dezero_like.dataloaders import DataLoader
 
@@ -125,7 +127,8 @@ class SeqDataLoader(DataLoader):
     batches, so each stream advances one time step per batch and the hidden
     state a model carries from batch to batch belongs to the same stream.
     With ``batch_size=1`` this is simply the series in order. Nothing is
-    shuffled.
+    shuffled. The last ``L % batch_size`` steps belong to no stream and are not
+    used; a warning says so when that is more than a tenth of the series.
     """
 
     def __init__(self, dataset, batch_size, gpu=False):
@@ -136,6 +139,13 @@ class SeqDataLoader(DataLoader):
                 f"SeqDataLoader: batch_size {batch_size} is larger than the series "
                 f"({self.data_size} steps); every stream needs at least one step"
             )
+        dropped = self.data_size - self.jump * self.batch_size
+        if dropped * 10 > self.data_size:
+            warnings.warn(
+                f"SeqDataLoader: {self.batch_size} streams of {self.jump} steps use "
+                f"{self.data_size - dropped} of the {self.data_size} steps; the last {dropped} "
+                "are never seen. Choose a batch_size that divides the series (or a smaller one)",
+                stacklevel=2)
         self.max_iter = self.jump
 
     def reset(self):

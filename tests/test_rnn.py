@@ -290,3 +290,35 @@ def test_truncated_bptt_without_unchaining_names_unchain_backward():
     loss = F.sum(layer(xs[2]))
     with pytest.raises(RuntimeError, match=r"a second time.*retain_graph=True.*unchain_backward"):
         loss.backward()
+
+
+@pytest.mark.parametrize("make", [lambda: Lc.RNN(5, in_size=1), lambda: Lc.LSTM(5, in_size=1)])
+def test_anything_but_one_time_step_of_a_batch_is_refused_with_the_shape(make):
+    """A number after the first step failed in len() ("has no len()"); a whole sequence
+    (N, T, I) was told to flatten images."""
+    layer = make()
+    layer(np.ones((2, 1), np.float32))
+    for bad in (np.float32(1.0), 1.0, np.ones(2), np.ones((2, 4, 1))):
+        with pytest.raises(ValueError, match=r"one time step of a batch, shape \(N, in_size\)"):
+            layer(bad)
+
+
+def test_a_whole_model_resets_the_state_of_its_recurrent_layers():
+    from dezero_like.models import Sequential
+
+    model = Sequential(Lc.LSTM(4), L.Linear(1))
+    first = model(np.ones((2, 1), np.float32)).data.copy()
+    model(np.ones((2, 1), np.float32))
+    model.reset_state()  # AttributeError before: only RNN and LSTM had it
+    np.testing.assert_array_equal(model(np.ones((2, 1), np.float32)).data, first)
+
+
+def test_a_seq_data_loader_that_drops_much_of_the_series_warns():
+    series = SinCurve(train=True)  # 999 steps
+    with pytest.warns(UserWarning, match="use 500 of the 999 steps; the last 499"):
+        SeqDataLoader(series, batch_size=500)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(SeqDataLoader(series, batch_size=10)) == 99  # 9 dropped: no warning
