@@ -15,7 +15,15 @@ import numbers
 import numpy as np
 
 from dezero_like import core, cuda, utils
-from dezero_like.core import Config, Function, Variable, _on_two_devices, as_variable
+from dezero_like.core import (
+    Config,
+    Function,
+    Variable,
+    _global_hooks,
+    _make_variable,
+    _on_two_devices,
+    as_variable,
+)
 from dezero_like.cuda_kernels import RAW_DTYPES
 from dezero_like.utils import forward_names
 
@@ -434,6 +442,8 @@ class Linear(Function):
     def backward(self, gy):
         needs = self.needs_input_grad
         x, W = self.inputs[0], self.inputs[1]
+        if not Config.enable_backprop and not _global_hooks:  # a plain backward (step 70)
+            return self._backward_arrays(gy.data, x, W, needs)
         gx = matmul(gy, W.T) if needs[0] else None
         gW = matmul(x.T, gy) if needs[1] else None
         if len(needs) == 2:
@@ -446,6 +456,25 @@ class Linear(Function):
 
             return gx, gW, Variable(cuda_kernels.sum_rows(gy.data))  # one launch (step 71)
         return gx, gW, sum_to(gy, self.b_shape)
+
+    # (step 71)
+    def _backward_arrays(self, g, x, W, needs):
+        """``backward`` from the arrays, when nothing records or watches: no Function objects."""
+        gx = _make_variable(g @ W.data.T, False) if needs[0] else None
+        gW = _make_variable(x.data.T @ g, False) if needs[1] else None
+        if len(needs) == 2:
+            return gx, gW
+        if not needs[2]:
+            return gx, gW, None
+        if len(self.b_shape) != 1:
+            gb = utils.sum_to(g, self.b_shape)
+        elif _raw_gpu(g) and g.flags.c_contiguous:
+            from dezero_like import cuda_kernels
+
+            gb = cuda_kernels.sum_rows(g)  # one launch (step 71)
+        else:
+            gb = g.sum(axis=0)
+        return gx, gW, _make_variable(gb, False)
 
 
 def linear(x, W, b=None):

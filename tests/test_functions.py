@@ -203,6 +203,39 @@ def test_linear_keeps_only_what_backward_reads(rng):
     assert x.grad.shape == (4, 3)
 
 
+@pytest.mark.parametrize("bias", ["1-d", "0-d", "none", "constant"])
+def test_linears_plain_backward_makes_no_functions_and_the_same_numbers(bias, rng, monkeypatch):
+    """A plain backward computes linear's gradients from the arrays (five Function objects per
+    layer before); create_graph and hooks still see the functions. The numbers are equal."""
+    x, W = rng.normal(size=(4, 3)), rng.normal(size=(3, 2))
+    b = {"1-d": rng.normal(size=2), "0-d": np.array(0.5), "none": None,
+         "constant": dz.Variable(rng.normal(size=2), requires_grad=False)}[bias]
+    seed = rng.normal(size=(4, 2))
+    grads = {}
+    calls = []
+    original = dz.Function.__call__
+
+    def counted(self, *inputs):
+        calls.append(type(self).__name__)
+        return original(self, *inputs)
+
+    for mode in ("plain", "graph"):
+        vs = [dz.Variable(x), dz.Variable(W)] + ([] if b is None else [
+            b if isinstance(b, dz.Variable) else dz.Variable(b)])
+        y = F.linear(*vs)
+        calls.clear()
+        monkeypatch.setattr(dz.Function, "__call__", counted)
+        y.backward(gradient=seed, create_graph=(mode == "graph"))
+        monkeypatch.undo()
+        assert (calls == []) == (mode == "plain"), calls
+        grads[mode] = [None if v.grad is None else v.grad.data for v in vs]
+    for plain, graph in zip(grads["plain"], grads["graph"]):
+        assert (plain is None) == (graph is None)
+        if plain is not None:
+            assert plain.dtype == graph.dtype and plain.shape == graph.shape
+            np.testing.assert_array_equal(plain, graph)
+
+
 def test_flatten(rng):
     x = rng.normal(size=(2, 3, 4))
     assert F.flatten(dz.Variable(x)).shape == (2, 12)
