@@ -102,15 +102,21 @@ import dezero_like.functions as F
 from dezero_like.layers import Layer, Linear
 
 
-def _check_batch(layer, x, h):
-    """Refuse an input that is not one time step ``(N, in_size)``, or whose batch size differs
-    from that of the kept state ``h``."""
+def _check_batch(layer, x, h, x2h=None):
+    """Refuse an input that is not one time step ``(N, in_size)`` (of the ``in_size`` of the
+    input layer ``x2h``, once known), or whose batch size differs from that of the state ``h``."""
     shape = tuple(getattr(x, "shape", ()))
     if len(shape) != 2:
         raise ValueError(
             f"{layer} takes one time step of a batch, shape (N, in_size), got shape {shape}; "
             "feed a sequence (N, T, in_size) one step at a time (x[:, t]), and a single value "
             "as x.reshape(1, 1)")
+    if x2h is not None and x2h.in_size is not None and shape[1] != x2h.in_size:
+        raise ValueError(
+            f"{layer} was made for inputs of {x2h.in_size} features, got {shape[1]}. If you "
+            f"used PyTorch's order (input_size, hidden_size): the arguments here are "
+            f"{layer}(hidden_size, in_size=...), so write {layer}({x2h.in_size}, "
+            f"in_size={shape[1]})")
     if h is not None and len(x) != len(h):
         raise ValueError(
             f"{layer}: the input has a batch of {len(x)} but the kept state has {len(h)} "
@@ -158,7 +164,7 @@ class RNN(Layer):
         self.h = None
 
     def forward(self, x):
-        _check_batch("RNN", x, self.h)
+        _check_batch("RNN", x, self.h, self.x2h)
         if self.h is None:
             h_new = F.tanh(self.x2h(x))
         else:

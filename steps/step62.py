@@ -87,7 +87,7 @@ class LSTM(Layer):
         self.c = None
 
     def forward(self, x):
-        _check_batch("LSTM", x, self.h)  # the kept h and c have one row per sequence
+        _check_batch("LSTM", x, self.h, self.x2f)  # the kept h and c have one row per sequence
         if self.h is None:
             f = F.sigmoid(self.x2f(x))
             i = F.sigmoid(self.x2i(x))

@@ -322,3 +322,14 @@ def test_a_seq_data_loader_that_drops_much_of_the_series_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(SeqDataLoader(series, batch_size=10)) == 99  # 9 dropped: no warning
+
+
+@pytest.mark.parametrize("make", [Lc.RNN, Lc.LSTM])
+def test_pytorchs_argument_order_is_translated(make):
+    """nn.LSTM(1, 20) is LSTM(20, in_size=1) here: the Linear's shape error did not say so."""
+    layer = make(1, 20)  # meant: 1 input feature, 20 hidden units
+    name = make.__name__
+    with pytest.raises(ValueError, match=rf"made for inputs of 20 features, got 1.*"
+                                         rf"write {name}\(20, in_size=1\)"):
+        layer(np.ones((3, 1), np.float32))
+    assert make(20, in_size=1)(np.ones((3, 1), np.float32)).shape == (3, 20)
