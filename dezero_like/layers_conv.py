@@ -189,6 +189,8 @@ class EmbedID(Layer):
 def _check_batch(layer, x, h, x2h=None):
     """Refuse an input that is not one time step ``(N, in_size)`` (of the ``in_size`` of the
     input layer ``x2h``, once known), or whose batch size differs from that of the state ``h``."""
+    if isinstance(x, (list, tuple)):
+        x = as_variable(x)  # refuses a list, saying how to make an array of it
     shape = tuple(getattr(x, "shape", ()))
     if len(shape) != 2:
         raise ValueError(
@@ -196,11 +198,13 @@ def _check_batch(layer, x, h, x2h=None):
             "feed a sequence (N, T, in_size) one step at a time (x[:, t]), and a single value "
             "as x.reshape(1, 1)")
     if x2h is not None and x2h.in_size is not None and shape[1] != x2h.in_size:
+        swapped = x2h.out_size == shape[1]  # LSTM(1, 20) fed 1 feature: PyTorch's order
         raise ValueError(
-            f"{layer} was made for inputs of {x2h.in_size} features, got {shape[1]}. If you "
-            f"used PyTorch's order (input_size, hidden_size): the arguments here are "
-            f"{layer}(hidden_size, in_size=...), so write {layer}({x2h.in_size}, "
-            f"in_size={shape[1]})")
+            f"{layer} was made for inputs of {x2h.in_size} features (its in_size, or its first "
+            f"input's width), got {shape[1]}" + (
+                f". The arguments here are {layer}(hidden_size, in_size=...), not PyTorch's "
+                f"(input_size, hidden_size): write {layer}({x2h.in_size}, in_size={shape[1]})"
+                if swapped else ""))
     if h is not None and len(x) != len(h):
         raise ValueError(
             f"{layer}: the input has a batch of {len(x)} but the kept state has {len(h)} "

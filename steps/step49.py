@@ -56,8 +56,9 @@ class Clip(Function):
         # an open side is an infinite bound, as in np.clip and torch.clamp
         x_min = -float("inf") if x_min is None else x_min
         x_max = float("inf") if x_max is None else x_max
-        crossed = x_min > x_max  # a bool, or an array of them for array bounds
-        # (bounds on a GPU are not compared: reading the answer would wait for the device)
+        # a bool, or an array of them for array bounds; bounds on a GPU are not compared (reading
+        # the answer would wait for the device; one NumPy bound against one CuPy bound fails)
+        crossed = None if cuda.is_cupy_array(x_min) or cuda.is_cupy_array(x_max) else x_min > x_max
         if crossed is True or (isinstance(crossed, (np.ndarray, np.bool_)) and crossed.any()):
             raise ValueError(f"clip needs x_min <= x_max, got x_min={x_min}, x_max={x_max}")
         self.x_min = x_min

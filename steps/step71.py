@@ -510,7 +510,8 @@ def _raw_gpu(a):
 # (two transposes, two `matmul`s, a `sum_to`), each a few microseconds of Python around one
 # launch, which is what a GPU step at batch 100 is made of; the numbers are the same. And when `b`
 # is 1-d and `gy` is a contiguous CuPy matrix, the bias's gradient, `gy` summed over the rows,
-# comes from `sum_rows` in one launch. With `create_graph=True` or a hook, the functions run.
+# comes from `sum_rows` in one launch. With `create_graph=True` or a global hook (`with hook:`),
+# the functions run. (A hook attached to the `Linear` itself sees the `Linear`, as before.)
 
 # %%
 #| export dezero_like/functions.py Linear

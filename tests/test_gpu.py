@@ -723,7 +723,7 @@ def test_clip_takes_numpy_and_gpu_array_bounds_without_waiting_for_the_device(mo
         waits.append("__bool__")
         return bool(self.get())
 
-    for bounds in ((lo, hi), (cupy.asarray(lo), cupy.asarray(hi))):
+    for bounds in ((lo, hi), (cupy.asarray(lo), cupy.asarray(hi)), (lo, cupy.asarray(hi))):
         gpu = dz.Variable(cupy.asarray(x))
         monkeypatch.setattr(cupy.ndarray, "__bool__", counted_bool)
         y = F.clip(gpu, *bounds)

@@ -329,7 +329,11 @@ def test_pytorchs_argument_order_is_translated(make):
     """nn.LSTM(1, 20) is LSTM(20, in_size=1) here: the Linear's shape error did not say so."""
     layer = make(1, 20)  # meant: 1 input feature, 20 hidden units
     name = make.__name__
-    with pytest.raises(ValueError, match=rf"made for inputs of 20 features, got 1.*"
+    with pytest.raises(ValueError, match=rf"made for inputs of 20 features .*, got 1.*"
                                          rf"write {name}\(20, in_size=1\)"):
         layer(np.ones((3, 1), np.float32))
     assert make(20, in_size=1)(np.ones((3, 1), np.float32)).shape == (3, 20)
+    with pytest.raises(ValueError, match=r"inputs of 8 features .*got 10$"):
+        make(16, in_size=8)(np.ones((2, 10)))  # not a swap: no advice to change the sizes
+    with pytest.raises(TypeError, match="wrap lists with np.array"):
+        make(3)([[1.0]])
