@@ -786,6 +786,8 @@ def _shifted_logsumexp(x, axis):
     """
     xp = cuda.get_array_module(x)
     x = _float_logits(xp, x)
+    if not x.size:  # a class axis of length 0: log(sum of nothing) is -inf; max would refuse
+        return x, xp.full(x.sum(axis=axis, keepdims=True).shape, -np.inf, dtype=x.dtype)
     z = x - x.max(axis=axis, keepdims=True)
     log_s = xp.exp(z).sum(axis=axis, keepdims=True)
     if not z.ndim:  # NumPy returns scalars for a 0-d array, which out= refuses
@@ -809,6 +811,8 @@ class Softmax(Function):
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
         x = _float_logits(xp, x)
+        if not x.size:  # nothing to normalise (a class axis of length 0): max would refuse
+            return x.copy()
         y = x - x.max(axis=self.axis, keepdims=True)
         if not y.ndim:  # NumPy returns a scalar for a 0-d array, which out= refuses
             y = xp.asarray(y)

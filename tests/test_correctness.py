@@ -924,6 +924,16 @@ def test_zero_d_inputs_and_int_shapes_as_numpy_takes_them():
     assert F.sum_to(dz.Variable(np.ones(4)), 1).data.tolist() == [4.0]
 
 
+def test_softmax_over_an_empty_axis_is_empty_as_in_pytorch():
+    """A class axis of length 0 raised NumPy's 'zero-size array to reduction' error."""
+    for shape in ((3, 0), (0, 3)):
+        for f in (F.softmax, F.log_softmax):
+            x = dz.Variable(np.zeros(shape))
+            y = f(x)
+            y.backward(gradient=np.zeros(shape))
+            assert y.shape == x.grad.shape == shape
+
+
 def test_a_number_to_the_power_of_a_variable():
     """2 ** x raised TypeError (no __rpow__); the gradient is y * log(c), 0 for c = 0."""
     x = dz.Variable(np.array([-1.0, 0.0, 3.0]))
