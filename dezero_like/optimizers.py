@@ -42,7 +42,7 @@ def _warn_unregistered(target):
     reached = {id(layer) for layer in layers} | {id(p) for p in target.params()}
     for layer in layers:
         for name, value in vars(layer).items():
-            if not isinstance(value, (list, tuple, dict)):
+            if not isinstance(value, _CONTAINERS):
                 continue
             if any(id(v) not in reached for v in _held(value, (Layer, Parameter))):
                 warnings.warn(
@@ -52,13 +52,17 @@ def _warn_unregistered(target):
                     "(self.l0 = ...), or use Sequential", stacklevel=3)
 
 
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
 def _held(container, kinds, depth=4):
-    """The ``kinds`` objects in a list, tuple or dict, and in those nested in it (to ``depth``)."""
-    items = container.values() if isinstance(container, dict) else container
+    """The ``kinds`` objects in a list, tuple, dict (keys and values) or set, and in those
+    nested in it (to ``depth``)."""
+    items = [*container, *container.values()] if isinstance(container, dict) else container
     for v in items:
         if isinstance(v, kinds):
             yield v
-        elif depth > 1 and isinstance(v, (list, tuple, dict)):
+        elif depth > 1 and isinstance(v, _CONTAINERS):
             yield from _held(v, kinds, depth - 1)
 
 

@@ -59,7 +59,7 @@ NumPy ``.npz`` files, never with pickle.
 """
 
 from dezero_like import cuda
-from dezero_like.core import Parameter, _is_array
+from dezero_like.core import Parameter, Variable, _is_array
 
 
 class Layer:
@@ -91,8 +91,10 @@ class Layer:
             if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
                 object.__setattr__(value, "_attr_name", name)  # for error messages
         elif name in names:  # replaced by something that is not a parameter
-            if _is_array(value) and isinstance(self.__dict__.get(name), Parameter):
-                # a plain array here would silently leave training and the saved weights
+            if isinstance(self.__dict__.get(name), Parameter) and (
+                    _is_array(value) or hasattr(value, "__array__")) and not isinstance(
+                    value, Variable):  # a Variable is allowed (a gradient check swaps one in)
+                # an array (or a torch tensor) here would silently leave training and the weights
                 raise TypeError(
                     f"{type(self).__name__}.{name} is a Parameter; to set its values write "
                     f"layer.{name}.data = array (or assign a new Parameter(array))")

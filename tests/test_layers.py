@@ -275,6 +275,15 @@ def test_assigning_an_array_to_a_parameter_is_refused():
     layer.W.data = np.ones((2, 2), np.float32)  # the way to set its values
     assert [p.name for p in layer.params()] == ["W", "b"]
 
+    class ArrayLike:  # a torch tensor, say: it has __array__ and slipped in
+        def __array__(self, dtype=None, copy=None):
+            return np.ones((2, 2))
+
+    with pytest.raises(TypeError, match=r"Linear.W is a Parameter"):
+        layer.W = ArrayLike()
+    layer.W = dz.Variable(np.ones((2, 2)))  # a Variable may stand in (gradient checks do this)
+    layer.b = None  # and None drops the bias
+
 
 def test_layers_in_a_list_are_not_registered_and_setup_says_so(tmp_path):
     from dezero_like import optimizers
@@ -442,6 +451,15 @@ def test_a_list_of_layers_beside_a_registered_layer_is_warned_about():
 
     with pytest.warns(UserWarning, match="Nested.stages is a list holding layers"):
         optimizers.SGD().setup(Nested())
+
+    class InASet(Model):
+        def __init__(self):
+            super().__init__()
+            self.head = L.Linear(2)
+            self.heads = {L.Linear(3)}
+
+    with pytest.warns(UserWarning, match="InASet.heads is a set holding layers"):
+        optimizers.SGD().setup(InASet())
 
     class Fine(Model):
         def __init__(self, layers):
