@@ -23,6 +23,7 @@ import numpy as np
 
 from dezero_like import cuda
 from dezero_like.core import Variable
+from dezero_like.datasets import _flag
 
 
 # --- step 52 ------------------------------------------------------------
@@ -52,9 +53,7 @@ class DataLoader:
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
                 or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        for name, flag in (("shuffle", shuffle), ("gpu", gpu)):
-            if not isinstance(flag, (bool, np.bool_)):  # shuffle="no" would be true
-                raise TypeError(f"{name} must be True or False, got {flag!r}")
+        shuffle, gpu = _flag("shuffle", shuffle), _flag("gpu", gpu)
         if not _is_seed(seed):
             raise TypeError("seed must be None, an int >= 0 (or a list of them), or a NumPy "
                             f"Generator or SeedSequence, got {seed!r}")
@@ -62,7 +61,7 @@ class DataLoader:
             raise ValueError("DataLoader got an empty dataset")
         self.dataset = dataset
         self.batch_size = int(batch_size)
-        self.shuffle = bool(shuffle)
+        self.shuffle = shuffle
         self.data_size = len(dataset)
         self.max_iter = math.ceil(self.data_size / self.batch_size)
         self.gpu = False

@@ -38,12 +38,14 @@ from dezero_like.utils import forward_names, publish
 
 
 # --- step 50 ------------------------------------------------------------
-def _split(train):
-    """``train`` as a bool; anything but True or False is refused (``train="test"`` is true, so
-    it would quietly give the training split)."""
-    if not isinstance(train, (bool, np.bool_)):
-        raise TypeError(f"train must be True or False, got {train!r}")
-    return bool(train)
+def _flag(name, value, none=False):
+    """The argument ``name`` as a bool; anything but True or False (or None, when ``none``) is
+    refused: ``train="test"`` or ``shuffle="no"`` would be true, and quietly do the opposite."""
+    if none and value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be {'None, ' if none else ''}True or False, got {value!r}")
+    return bool(value)
 
 
 def get_spiral(train=True, seed=None, num_data=100, num_class=3):
@@ -56,7 +58,7 @@ def get_spiral(train=True, seed=None, num_data=100, num_class=3):
     state is not touched. Returns ``x`` (N, 2) float32 and ``t`` (N,) int64.
     """
     if seed is None:
-        seed = 1984 if _split(train) else 2020
+        seed = 1984 if _flag("train", train) else 2020
     rng = np.random.default_rng(seed)
     rate = np.arange(num_data) / num_data
     xs, ts = [], []
@@ -94,7 +96,7 @@ class Dataset:
     transform = target_transform = staticmethod(_identity)
 
     def __init__(self, train=True, transform=None, target_transform=None):
-        self.train = _split(train)
+        self.train = _flag("train", train)
         self.transform = _identity if transform is None else transform
         self.target_transform = _identity if target_transform is None else target_transform
         if not callable(self.transform) or not callable(self.target_transform):
@@ -353,9 +355,7 @@ class MNIST(Dataset):
         if source not in self.SOURCES:
             raise ValueError(f"source must be one of {self.SOURCES}, got {source!r}")
         _check_n_train(n_train)
-        if download is not None and not isinstance(download, (bool, np.bool_)):
-            raise TypeError(f"download must be None, True or False, got {download!r}")
-        download = None if download is None else bool(download)  # np.False_ is not False
+        download = _flag("download", download, none=True)  # np.False_ must act as False
         if transform is _DEFAULT:
             transform = _T.Compose([_T.Flatten(), _T.ToFloat(), _T.Normalize(0.0, 255.0)])
         self.source = source
@@ -404,7 +404,8 @@ class MNIST(Dataset):
     @classmethod
     def available(cls, train=True, data_dir=None):
         """True when the files of a split are cached and intact (no network used)."""
-        keys = ("train-images", "train-labels") if _split(train) else ("test-images", "test-labels")
+        keys = (("train-images", "train-labels") if _flag("train", train)
+                else ("test-images", "test-labels"))
         missing, bad = cls._check_files(keys, data_root(data_dir) / "mnist")
         return not missing and not bad
 

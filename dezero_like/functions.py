@@ -450,11 +450,6 @@ class Linear(Function):
             return gx, gW
         if not needs[2]:
             return gx, gW, None
-        if (len(self.b_shape) == 1 and _fusable(gy, gy.data) and _raw_gpu(gy.data)
-                and gy.data.flags.c_contiguous):
-            from dezero_like import cuda_kernels
-
-            return gx, gW, Variable(cuda_kernels.sum_rows(gy.data))  # one launch (step 71)
         return gx, gW, sum_to(gy, self.b_shape)
 
     # (step 71)
@@ -770,12 +765,16 @@ def clip(x, x_min, x_max):
     return Clip(x_min, x_max)(x)
 
 
-def _float_logits(xp, x):
-    """``x`` as a floating array: integer or bool logits in float64, and a 0-d input as a 0-d
-    array (NumPy's arithmetic makes it a scalar, which ``out=`` refuses)."""
-    if x.dtype.kind == "f" and x.ndim:  # the usual case: as it is
-        return x
-    return xp.asarray(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+def _minus_max(xp, x, axis):
+    """``x - max(x)`` over ``axis`` (kept), as a new floating array: integer or bool logits in
+    float64, a 0-d input as a 0-d array (NumPy's arithmetic makes it a scalar, which ``out=``
+    refuses), and an empty class axis left empty (``max`` would refuse it)."""
+    if x.dtype.kind != "f" or not x.ndim:
+        x = xp.asarray(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+    if not x.size:
+        return x.copy()
+    z = x - x.max(axis=axis, keepdims=True)
+    return z if z.ndim else xp.asarray(z)
 
 
 def _shifted_logsumexp(x, axis):
@@ -785,15 +784,10 @@ def _shifted_logsumexp(x, axis):
     1) and no cancellation (the max is never added back to be subtracted again).
     """
     xp = cuda.get_array_module(x)
-    x = _float_logits(xp, x)
-    if not x.size:  # a class axis of length 0: log(sum of nothing) is -inf; max would refuse
-        return x, xp.full(x.sum(axis=axis, keepdims=True).shape, -np.inf, dtype=x.dtype)
-    z = x - x.max(axis=axis, keepdims=True)
-    log_s = xp.exp(z).sum(axis=axis, keepdims=True)
-    if not z.ndim:  # NumPy returns scalars for a 0-d array, which out= refuses
-        z, log_s = xp.asarray(z), xp.asarray(log_s)
-    xp.log(log_s, out=log_s)
-    return z, log_s
+    z = _minus_max(xp, x, axis)
+    if not z.size:  # a class axis of length 0: the log of an empty sum is -inf
+        return z, xp.full(z.sum(axis=axis, keepdims=True).shape, -np.inf, dtype=z.dtype)
+    return z, xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
 
 
 class Softmax(Function):
@@ -810,12 +804,7 @@ class Softmax(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
-        x = _float_logits(xp, x)
-        if not x.size:  # nothing to normalise (a class axis of length 0): max would refuse
-            return x.copy()
-        y = x - x.max(axis=self.axis, keepdims=True)
-        if not y.ndim:  # NumPy returns a scalar for a 0-d array, which out= refuses
-            y = xp.asarray(y)
+        y = _minus_max(xp, x, self.axis)
         xp.exp(y, out=y)
         y /= y.sum(axis=self.axis, keepdims=True)
         return y

@@ -103,12 +103,14 @@ falls back to that split otherwise, saying so in its ``note``.
 import numpy as np
 
 
-def _split(train):
-    """``train`` as a bool; anything but True or False is refused (``train="test"`` is true, so
-    it would quietly give the training split)."""
-    if not isinstance(train, (bool, np.bool_)):
-        raise TypeError(f"train must be True or False, got {train!r}")
-    return bool(train)
+def _flag(name, value, none=False):
+    """The argument ``name`` as a bool; anything but True or False (or None, when ``none``) is
+    refused: ``train="test"`` or ``shuffle="no"`` would be true, and quietly do the opposite."""
+    if none and value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be {'None, ' if none else ''}True or False, got {value!r}")
+    return bool(value)
 
 
 def get_spiral(train=True, seed=None, num_data=100, num_class=3):
@@ -121,7 +123,7 @@ def get_spiral(train=True, seed=None, num_data=100, num_class=3):
     state is not touched. Returns ``x`` (N, 2) float32 and ``t`` (N,) int64.
     """
     if seed is None:
-        seed = 1984 if _split(train) else 2020
+        seed = 1984 if _flag("train", train) else 2020
     rng = np.random.default_rng(seed)
     rate = np.arange(num_data) / num_data
     xs, ts = [], []

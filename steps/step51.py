@@ -225,7 +225,7 @@ def _identity(x):
 # %%
 #| export dezero_like/datasets.py
 import numpy as np
-from dezero_like.datasets import _split
+from dezero_like.datasets import _flag
 
 
 class Dataset:
@@ -244,7 +244,7 @@ class Dataset:
     transform = target_transform = staticmethod(_identity)
 
     def __init__(self, train=True, transform=None, target_transform=None):
-        self.train = _split(train)
+        self.train = _flag("train", train)
         self.transform = _identity if transform is None else transform
         self.target_transform = _identity if target_transform is None else target_transform
         if not callable(self.transform) or not callable(self.target_transform):

@@ -366,7 +366,7 @@ import os
 from pathlib import Path
 import numpy as np
 from dezero_like import transforms as _T
-from dezero_like.datasets import Dataset, _split
+from dezero_like.datasets import Dataset, _flag
 
 
 class MNIST(Dataset):
@@ -408,9 +408,7 @@ class MNIST(Dataset):
         if source not in self.SOURCES:
             raise ValueError(f"source must be one of {self.SOURCES}, got {source!r}")
         _check_n_train(n_train)
-        if download is not None and not isinstance(download, (bool, np.bool_)):
-            raise TypeError(f"download must be None, True or False, got {download!r}")
-        download = None if download is None else bool(download)  # np.False_ is not False
+        download = _flag("download", download, none=True)  # np.False_ must act as False
         if transform is _DEFAULT:
             transform = _T.Compose([_T.Flatten(), _T.ToFloat(), _T.Normalize(0.0, 255.0)])
         self.source = source
@@ -459,7 +457,8 @@ class MNIST(Dataset):
     @classmethod
     def available(cls, train=True, data_dir=None):
         """True when the files of a split are cached and intact (no network used)."""
-        keys = ("train-images", "train-labels") if _split(train) else ("test-images", "test-labels")
+        keys = (("train-images", "train-labels") if _flag("train", train)
+                else ("test-images", "test-labels"))
         missing, bad = cls._check_files(keys, data_root(data_dir) / "mnist")
         return not missing and not bad
 

@@ -508,15 +508,16 @@ def _raw_gpu(a):
 # watches (a plain `backward()`), it works on the arrays: two matrix products and the bias's sum,
 # wrapped as Variables at the end. Through the functions it would make five Function objects
 # (two transposes, two `matmul`s, a `sum_to`), each a few microseconds of Python around one
-# launch, which is what a GPU step at batch 100 is made of; the numbers are the same. And when `b`
-# is 1-d and `gy` is a contiguous CuPy matrix, the bias's gradient, `gy` summed over the rows,
-# comes from `sum_rows` in one launch. With `create_graph=True` or a global hook (`with hook:`),
-# the functions run. (A hook attached to the `Linear` itself sees the `Linear`, as before.)
+# launch, which is what a GPU step at batch 100 is made of; the numbers are the same. On that path,
+# when `b` is 1-d and `gy` is a contiguous CuPy matrix, the bias's gradient, `gy` summed over the
+# rows, comes from `sum_rows` in one launch. With `create_graph=True` or a global hook (`with
+# hook:`), step 44's functions run, so the hook sees each of them. (A hook attached to the
+# `Linear` itself sees the `Linear`, as before.)
 
 # %%
 #| export dezero_like/functions.py Linear
 from dezero_like import utils
-from dezero_like.core import Config, Variable, _global_hooks, _make_variable
+from dezero_like.core import Config, _global_hooks, _make_variable
 from dezero_like.functions import matmul, sum_to
 
 
@@ -550,11 +551,6 @@ def backward(self, gy):
         return gx, gW
     if not needs[2]:
         return gx, gW, None
-    if (len(self.b_shape) == 1 and _fusable(gy, gy.data) and _raw_gpu(gy.data)
-            and gy.data.flags.c_contiguous):
-        from dezero_like import cuda_kernels
-
-        return gx, gW, Variable(cuda_kernels.sum_rows(gy.data))  # one launch (step 71)
     return gx, gW, sum_to(gy, self.b_shape)
 
 
@@ -919,7 +915,7 @@ def forward(self, gy):
 import inspect  # noqa: E402
 
 for method in (F.Sigmoid.forward, F.Sigmoid.backward, F.ReLU.forward, F.Linear.backward,
-               optimizers.SGD.update_one):
+               F.Linear._backward_arrays, optimizers.SGD.update_one):
     lines = inspect.getsource(method).splitlines()
     print("\n".join(ln for ln in lines if "cuda_kernels" in ln or "_fusable" in ln
                     or ln.lstrip().startswith("def ")))
