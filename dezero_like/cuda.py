@@ -76,9 +76,23 @@ def require_gpu():
     """Return the cupy module, or raise a clear error saying how to get one."""
     cupy = _cupy()
     if cupy is None:
-        reason = "CuPy is not installed" if "cupy" not in sys.modules else "no CUDA GPU is visible"
-        raise RuntimeError(f"A GPU was requested but {reason}. {_GPU_HELP}")
+        raise RuntimeError(f"A GPU was requested but {_why_no_cupy()}. {_GPU_HELP}")
     return cupy
+
+
+def _why_no_cupy():
+    """Why ``_cupy()`` found nothing: not installed, failing to import, or no device."""
+    if "cupy" in sys.modules:
+        return "no CUDA GPU is visible"
+    try:
+        import cupy  # noqa: F401
+    except ModuleNotFoundError as e:
+        if e.name == "cupy":
+            return "CuPy is not installed"
+        return f"CuPy is installed but does not import ({e})"
+    except Exception as e:  # a CUDA library that fails to load
+        return f"CuPy is installed but does not import ({type(e).__name__}: {e})"
+    return "no CUDA GPU is visible"
 
 
 def as_cupy(x):

@@ -64,9 +64,9 @@ def _cupy():
 
 
 # %% [markdown]
-# `require_gpu` turns that `None` into an error that says which of the two cases happened (CuPy
-# absent, or present but with no GPU) and how to fix it. `as_cupy` copies an array, or a
-# Variable's data, to the GPU through it.
+# `require_gpu` turns that `None` into an error that says which case happened (CuPy not
+# installed, installed but failing to import, or imported but with no GPU) and how to fix it.
+# `as_cupy` copies an array, or a Variable's data, to the GPU through it.
 
 # %%
 #| export dezero_like/cuda.py
@@ -77,9 +77,23 @@ def require_gpu():
     """Return the cupy module, or raise a clear error saying how to get one."""
     cupy = _cupy()
     if cupy is None:
-        reason = "CuPy is not installed" if "cupy" not in sys.modules else "no CUDA GPU is visible"
-        raise RuntimeError(f"A GPU was requested but {reason}. {_GPU_HELP}")
+        raise RuntimeError(f"A GPU was requested but {_why_no_cupy()}. {_GPU_HELP}")
     return cupy
+
+
+def _why_no_cupy():
+    """Why ``_cupy()`` found nothing: not installed, failing to import, or no device."""
+    if "cupy" in sys.modules:
+        return "no CUDA GPU is visible"
+    try:
+        import cupy  # noqa: F401
+    except ModuleNotFoundError as e:
+        if e.name == "cupy":
+            return "CuPy is not installed"
+        return f"CuPy is installed but does not import ({e})"
+    except Exception as e:  # a CUDA library that fails to load
+        return f"CuPy is installed but does not import ({type(e).__name__}: {e})"
+    return "no CUDA GPU is visible"
 
 
 def as_cupy(x):
@@ -95,8 +109,9 @@ def as_cupy(x):
 # %% [markdown]
 # `DataLoader` cuts a Dataset into mini-batches. `reset` draws the order of one epoch. Each
 # `for` loop is exactly one epoch: `__iter__` returns a new generator, so two loops over one
-# loader keep their own places: zipped loops read the same order, and a loop nested inside
-# another starts an epoch of its own with a new order (as PyTorch's loaders do). The next order
+# loader keep their own places: a loop nested inside another starts an epoch of its own with a
+# new order, as in PyTorch, while zipped loops read the same order here (in PyTorch each
+# `iter()` of a shuffling loader draws its own order). The next order
 # is drawn when an epoch ends, and when a loop starts after one was left half way (the book's
 # loader would resume the unfinished epoch); `np.random.seed` makes the batches repeatable.
 # The book's `next(loader)` still works: `__next__` keeps the place in the loader itself and

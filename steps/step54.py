@@ -87,11 +87,11 @@ def __getattr__(name):
 
 
 # %% [markdown]
-# A layer moves to a device by moving each of its parameters, and every other Variable it keeps,
-# in itself and in every sub-layer, so a whole model moves with one call. Kept state that still
-# has a graph behind it (an LSTM's `h` in the middle of a sequence, step 61) is refused: its
-# graph would stay behind, and backward would mix the devices. `to_gpu` checks for a GPU first,
-# so a failed call leaves the model as it was. It also remembers the device, in every layer: a
+# A layer moves to a device by moving each of its parameters, and every other Variable it keeps, in
+# itself and in every sub-layer, so a whole model moves with one call. Kept state that still has a
+# graph behind it (an RNN's or LSTM's `h` in the middle of a sequence, steps 61-62) is refused: its
+# graph would stay behind, and backward would mix the devices. `to_gpu` checks for a GPU first, so a
+# failed call leaves the model as it was. It also remembers the device, in every layer: a
 # lazy layer creates its weight from the first input, on that input's device, and after
 # `model.to_gpu()` a first batch left on the CPU would otherwise create `W` on the CPU next to a
 # bias on the GPU.

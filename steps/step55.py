@@ -92,8 +92,8 @@ def _read_npz(path):
 # (`l0/W`) by walking the registered names, so a file's keys match the model's structure.
 # `save_weights` writes to a temporary file and renames it over `path`, as `download` does.
 # `__getstate__` is what `copy.deepcopy` and `pickle` read: a model whose kept state still has a
-# graph behind it (an LSTM mid-sequence, step 61) is refused, as PyTorch refuses to deep-copy a
-# tensor that has a graph, since the copy's graph would be the original's.
+# graph behind it (an RNN or LSTM mid-sequence, steps 61-62) is refused, as PyTorch refuses to
+# deep-copy a tensor that has a graph, since the copy's graph would be the original's.
 # `load_weights` checks every name, shape and dtype before it assigns anything: a file that does
 # not fit raises one error listing all the problems and leaves the model unchanged. A parameter on
 # the GPU gets its array copied there.

@@ -11,8 +11,8 @@
 # probability $p$, independently. No unit can rely on one particular other
 # unit being present, so the network has to spread what it learns over many
 # units, and it cannot build the fragile, very specific combinations that
-# memorising noise needs. One way to see it: every mini-batch trains a
-# different random "thinned" sub-network, all sharing the same weights.
+# memorising noise needs. One way to see it: every example of every mini-batch
+# trains its own random "thinned" sub-network, all sharing the same weights.
 #
 # At test time we want one deterministic prediction, so dropout is switched
 # off. That raises a question of scale, answered below, and it means the
@@ -141,8 +141,11 @@ print("after the block, Config.train:", dz.Config.train)
 # ## The gradient goes through the same mask
 #
 # Dropout is a multiplication by a constant mask, so its derivative is that
-# mask (times the scale): a dropped unit gets no gradient, so its incoming
-# weights are not updated by this mini-batch.
+# mask (times the scale). The mask is drawn per element, so per example: for
+# an example where a unit was dropped, no gradient flows back through it, and
+# that example adds nothing to the unit's incoming weights. Other examples of
+# the batch, where the unit was kept, still do (and an optimizer with momentum,
+# like Adam, moves the weights even on a step whose gradient is zero).
 
 # %%
 np.random.seed(0)

@@ -1047,7 +1047,8 @@ print("package conv2d == direct loops:", np.allclose(y_pkg.data, ref))
 #   directly (`_per_image`, step 57);
 # * it keeps `col` for the weight gradient, which needs the same columns, when
 #   they fit in `Fc.Conv2d.keep_col_bytes` (64 MiB): one im2col fewer per
-#   backward, for $K_H K_W$ times the input's memory until backward is done;
+#   backward, for about $K_H K_W / S^2$ times the input's memory (stride $S$) until
+#   backward is done;
 # * its backward is written with two other differentiable functions instead
 #   of tracing back through a big `col`:
 #   * $\partial L/\partial x$ is a **transposed convolution**, `deconv2d(gy, W)`:

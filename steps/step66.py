@@ -194,7 +194,7 @@ def _summarise(label, a):
 # function that raised it only passed on a bad value made earlier.
 #
 # Some gradients are made by no function: when a variable is used twice, the backward loop *adds*
-# the two gradients it receives (step 18), and a leaf adds each new gradient to its `.grad`. Such
+# the two gradients it receives (step 14), and a leaf adds each new gradient to its `.grad`. Such
 # a sum can overflow (two float16 gradients of 40000 make `inf`) although every part was finite.
 # So the hook also checks what arrives at a function before its backward runs, and a leaf's
 # `.grad` after each addition: for that, hooks get a fifth callback, `leaf_postprocess(x)`, which

@@ -429,8 +429,11 @@ print("weighted by slice size:    ", f"{np.abs(weighted['l0/W'] - whole['l0/W'])
 # the workers' memories, counting what each worker sends:
 
 # %%
-def ring_allreduce(arrays):
-    """Sum ``arrays`` (one per worker) with the ring algorithm; return (results, bytes sent)."""
+def ring_allreduce(arrays, rounds=None):
+    """Sum ``arrays`` (one per worker) with the ring algorithm; return (results, bytes sent).
+
+    ``rounds``, a list, receives after each round the chunks every worker holds and the
+    (worker, chunk) pairs that were just written (for the picture below)."""
     p = len(arrays)
     chunks = [np.array_split(a.astype(float), p) for a in arrays]
     sent = [0] * p
@@ -439,12 +442,18 @@ def ring_allreduce(arrays):
         for k, c, data in outgoing:
             chunks[(k + 1) % p][c] += data
             sent[k] += data.nbytes
+        if rounds is not None:
+            rounds.append(([[c.copy() for c in w] for w in chunks],
+                           [((k + 1) % p, c) for k, c, _ in outgoing]))
     for step in range(p - 1):  # all-gather: worker k owns the sum of chunk k + 1
         outgoing = [(k, (k + 1 - step) % p, chunks[k][(k + 1 - step) % p].copy())
                     for k in range(p)]
         for k, c, data in outgoing:
             chunks[(k + 1) % p][c] = data
             sent[k] += data.nbytes
+        if rounds is not None:
+            rounds.append(([[c.copy() for c in w] for w in chunks],
+                           [((k + 1) % p, c) for k, c, _ in outgoing]))
     return [np.concatenate(c) for c in chunks], sent
 
 
@@ -456,6 +465,37 @@ print("every worker holds the sum:", all(np.allclose(r, total) for r in results)
 print("bytes sent per worker:     ", sent)
 print("cost model 2(p-1)/p * N:   ", D.ring_allreduce_bytes(arrays[0].nbytes, p))
 print("naive, busiest worker:     ", D.naive_allreduce_bytes(arrays[0].nbytes, p))
+
+# %% [markdown]
+# The rounds are easier to follow as a picture. Give worker $k$ the number
+# $2^k$ in every chunk: a sum of such numbers says, bit by bit, whose data it
+# holds, so counting its bits counts the workers already added into that copy
+# of the chunk. Each panel below is the ring after one round: a row per worker,
+# a column per chunk, the count in each cell (4 is the complete sum), and a
+# frame around each cell that was just written. In the three reduce-scatter
+# rounds the counts climb along a diagonal until each worker holds one complete
+# chunk; in the three all-gather rounds the complete chunks are copied round.
+
+# %%
+rounds = []
+ring_allreduce([np.full(p, 2.0**k) for k in range(p)], rounds)
+fig, axes = plt.subplots(1, len(rounds), figsize=(2.1 * len(rounds), 2.6))
+for r, (ax, (held, written)) in enumerate(zip(axes, rounds)):
+    counts = np.array([[bin(int(chunk[0])).count("1") for chunk in w] for w in held])
+    ax.imshow(counts, cmap="Blues", vmin=0, vmax=p)
+    for (k, c), n in np.ndenumerate(counts):
+        ax.text(c, k, n, ha="center", va="center", color="white" if 2 * n > p else "black")
+    for k, c in written:
+        ax.add_patch(plt.Rectangle((c - 0.5, k - 0.5), 1, 1, fill=False, lw=2.5, ec="tab:red"))
+    phase = "reduce-scatter" if r < p - 1 else "all-gather"
+    ax.set_title(f"round {r + 1}\n{phase}", fontsize=9)
+    ax.set_xticks(range(p), [f"c{c}" for c in range(p)], fontsize=8)
+    ax.set_yticks(range(p), [f"w{k}" for k in range(p)] if r == 0 else [], fontsize=8)
+fig.suptitle("ring all-reduce, 4 workers (rows) x 4 chunks (columns): how many workers' "
+             "data each copy sums", fontsize=10)
+fig.tight_layout()
+plt.show()
+assert (counts == p).all(), "after the last round every worker should hold every complete chunk"
 
 # %% [markdown]
 # The count matches the cost model exactly. For the MNIST MLP of step 54

@@ -2,9 +2,10 @@
 # # Step 74: Training the MNIST MLP on two processes
 #
 # Everything is in place: step 72 showed that averaged half-batch gradients
-# are the whole batch's gradient, step 73 built the communicator, the
-# gradient-averaging hook and the sharded loader. Now the MNIST MLP of step 53
-# trains with them, the way a real data-parallel job does:
+# are the whole batch's gradient and wrote the communicator, the
+# gradient-averaging hook and the sharded loader, and step 73 ran them on MPI
+# processes. Now the MNIST MLP of step 53 trains with them, the way a real
+# data-parallel job does:
 #
 #     mpiexec -n 2 python train.py
 #
@@ -82,7 +83,7 @@ TRAIN = textwrap.dedent("""
 def train(n, folder):
     """Run the training script on ``n`` processes; return (its output, the final weights).
 
-    ``D.run_program`` (step 73) starts it with mpiexec, one BLAS thread per process.
+    ``D.run_program`` (step 72) starts it with mpiexec, one BLAS thread per process.
     """
     weights = os.path.join(folder, f"w{n}.npz")
     out = D.run_program(TRAIN, n, args=[weights])

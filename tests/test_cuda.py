@@ -75,6 +75,41 @@ def test_require_gpu_without_gpu():
         cuda.require_gpu()
 
 
+@pytest.mark.parametrize("cupy_init, reason", [
+    (None, "CuPy is not installed"),
+    ("raise ImportError('libcudart.so.12: cannot open shared object file')",
+     "CuPy is installed but does not import (ImportError: libcudart.so.12: cannot open "
+     "shared object"),
+    ("raise OSError('CUDA driver library not found')",
+     "CuPy is installed but does not import (OSError: CUDA driver library not found)"),
+    ("import cupy_backends_missing", "CuPy is installed but does not import (No module named "
+     "'cupy_backends_missing')"),
+])
+def test_require_gpu_says_whether_cupy_is_missing_or_fails_to_import(tmp_path, cupy_init, reason):
+    """A CuPy whose CUDA libraries fail to load is not "not installed": the message says which."""
+    import subprocess
+    import sys
+
+    if cupy_init is not None:  # a package named cupy that fails on import, first on the path
+        (tmp_path / "cupy").mkdir()
+        (tmp_path / "cupy" / "__init__.py").write_text(cupy_init + "\n")
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "import builtins\n"
+            "if sys.argv[2] == 'absent':\n"  # hide an installed CuPy: as on a machine without
+            "    real = builtins.__import__\n"
+            "    def no_cupy(name, *a, **k):\n"
+            "        if name == 'cupy' or name.startswith('cupy.'):\n"
+            "            raise ModuleNotFoundError(\"No module named 'cupy'\", name='cupy')\n"
+            "        return real(name, *a, **k)\n"
+            "    builtins.__import__ = no_cupy\n"
+            "from dezero_like import cuda\n"
+            "try:\n    cuda.require_gpu()\nexcept RuntimeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path),
+                          "absent" if cupy_init is None else "broken"],
+                         capture_output=True, text=True, check=True).stdout
+    assert f"A GPU was requested but {reason}" in out, out
+
+
 # --------------------------------------------------------------------------- #
 # One MLP training step, written once, run on either device
 # --------------------------------------------------------------------------- #
