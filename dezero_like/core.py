@@ -51,6 +51,8 @@ def using_config(name, value):
     """Set ``Config.<name>`` to ``value`` inside a ``with`` block, then restore it."""
     if not hasattr(Config, name):
         raise AttributeError(f"Config has no setting named {name!r}; known: enable_backprop, train")
+    if not isinstance(value, (bool, int, np.bool_, np.integer)):  # "False" would be true
+        raise TypeError(f"Config.{name} is True or False, got {value!r}")
     old = getattr(Config, name)
     setattr(Config, name, value)
     try:
@@ -235,6 +237,24 @@ class Variable:
 
     def __len__(self):
         return len(self.data)
+
+    def __eq__(self, other):
+        # The identity test, as in the book's DeZero (so `x in some_list` works). Against an
+        # array or a number it would be False for every element-by-element reading: refused.
+        if isinstance(other, Variable):
+            return self is other
+        if _is_array(other) or isinstance(other, (int, float, complex, np.generic)):
+            raise TypeError(
+                "== and != on a Variable compare the objects, not their elements: against an "
+                "array or a number they would always give False (or True). Compare the "
+                "arrays: v.data == other (F.accuracy compares predictions with labels)")
+        return NotImplemented
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = object.__hash__  # defining __eq__ would otherwise make Variables unhashable
 
     def __bool__(self):
         # NumPy's rule (one element: its truth; more: an error). Without this, bool() would
@@ -515,6 +535,9 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     continue
                 if type(gx) is not Variable and not isinstance(gx, Variable):
                     gx = _make_variable(as_array(gx), False)  # backward returned an array
+                data = x.data  # None for a stand-in (step 69)
+                if data is not None and gx.data.shape != data.shape:
+                    _check_grads(f, gxs)  # raises: a gradient of the wrong shape (step 41)
                 c = x.creator
                 if c is None:
                     _accumulate_leaf(x, gx, loss_scale)
@@ -558,13 +581,32 @@ def _backward_step(f, gys):
     else:
         gxs = _call_backward(f, gys)
     if len(gxs) != len(f.inputs):
-        raise RuntimeError(
-            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
-            f"for {len(f.inputs)} inputs"
-        )
+        _check_grads(f, gxs)  # raises: a gradient too many or too few
     return gxs
 
 
+# --- step 41 ------------------------------------------------------------
+def _check_grads(f, gxs):
+    """Refuse a backward that returns a gradient too many or too few, or of the wrong shape."""
+    inputs = f.inputs
+    if len(gxs) != len(inputs):
+        raise RuntimeError(
+            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
+            f"for {len(inputs)} inputs"
+        )
+    for i, gx in enumerate(gxs):
+        if gx is not None:
+            data = inputs[i].data
+            if data is not None and getattr(gx, "shape", ()) != data.shape:
+                raise RuntimeError(
+                    f"{type(f).__name__}.backward returned a gradient of shape "
+                    f"{getattr(gx, 'shape', ())} for input {i}, which has shape {data.shape}: "
+                    "each gradient must have its input's shape. An input that forward "
+                    "broadcast gets its gradient summed back: F.sum_to(gx, x.shape) (step 40)"
+                )
+
+
+# --- step 70 ------------------------------------------------------------
 def _add_grads(a, b):
     """a + b for two gradients, as a new object (never ``+=``: see step 15).
 
@@ -1034,10 +1076,28 @@ def _writeable(data):
 
 
 # --- step 45 ------------------------------------------------------------
+def _refuse_in_place(op):
+    """A method for ``p op= value`` on a Parameter that raises, saying how to update ``p.data``."""
+    def method(self, other):
+        raise TypeError(
+            f"p {op} ... on a Parameter p would only rebind the name p to a new Variable; the "
+            f"weights would not change. Update the array in place: p.data {op} ..., e.g. "
+            "p.data -= lr * p.grad.data (or use an optimizer)")
+    return method
+
+
 class Parameter(Variable):
     """A Variable that a Layer owns and an optimizer updates."""
 
     __slots__ = ()
+
+    __iadd__ = _refuse_in_place("+=")
+
+    __isub__ = _refuse_in_place("-=")
+
+    __imul__ = _refuse_in_place("*=")
+
+    __itruediv__ = _refuse_in_place("/=")
 
 
 # --- step 56 ------------------------------------------------------------

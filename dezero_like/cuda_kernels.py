@@ -179,8 +179,8 @@ def sum_rows(g):
 
 
 def softmax_cross_entropy_grad(p, t, gy):
-    n, c = p.shape
-    return _kernel("softmax_ce_grad")(p, t, gy, c, p.dtype.type(1 / n))
+    n, c = p.shape  # an empty batch (n = 0) has no element to scale: 1 / max(n, 1)
+    return _kernel("softmax_ce_grad")(p, t, gy, c, p.dtype.type(1 / max(n, 1)))
 
 
 _CONV_RAW = r"""

@@ -104,6 +104,11 @@ class Dataset:
         self.data = None
         self.label = None
         self.prepare()
+        labelled = self.data is not None and self.label is not None
+        if labelled and len(self.data) != len(self.label):
+            raise ValueError(
+                f"{type(self).__name__}.prepare() set {len(self.data)} examples in data but "
+                f"{len(self.label)} labels; data and label need one entry per example")
 
     def prepare(self):
         """Load or generate ``self.data`` and ``self.label`` (override this)."""

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from dezero_like.dataloaders import DataLoader
-from dezero_like.datasets import Dataset
+from dezero_like.datasets import Dataset, _flag
 
 
 # --- step 61 ------------------------------------------------------------
@@ -39,7 +39,7 @@ def get_sin_curve(train=True, num_data=1000, periods=2, noise=0.05, seed=None):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
     s = np.linspace(0, 2 * np.pi * periods, num_data)
-    if train:
+    if _flag("train", train):  # train="False" would be true
         rng = np.random.default_rng(2019 if seed is None else seed)
         y = np.sin(s) + rng.uniform(-noise, noise, size=num_data)
     else:

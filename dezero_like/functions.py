@@ -498,7 +498,7 @@ class Sigmoid(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
-        if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
+        if x.dtype.kind not in "fc":  # integers, booleans: in float64 (not float16)
             x = x.astype(np.float64)
         if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
             return self.forward(x.astype(np.float32)).astype(np.float16)

@@ -351,7 +351,8 @@ class Linear(Layer):
         if self.W.data is None:
             x = as_variable(x)  # a list gets as_variable's clear error, not an AttributeError
             if x.ndim != 2:
-                raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}")
+                raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}; "
+                                 + _batch_hint(x.shape))
             self.in_size = x.shape[1]
             xp = self._creation_xp(x)
             self._init_W(xp)
@@ -360,10 +361,8 @@ class Linear(Layer):
         try:
             return F.linear(x, self.W, self.b)
         except ValueError as e:  # F.linear checks the shapes; say which layer it was
-            raise ValueError(
-                f"{self._describe()}: {e}; check the output size of the layer before it, or "
-                "flatten images first (F.flatten(x))"
-            ) from None
+            shape = x.shape if hasattr(x, "shape") else np.shape(x)
+            raise ValueError(f"{self._describe()}: {e}; {_batch_hint(shape)}") from None
 
     # (step 55)
     def _lazy_shape(self, name):
@@ -373,6 +372,15 @@ class Linear(Layer):
     def _took_shape(self, name, shape):
         if name == "W":
             self.in_size = shape[0]
+
+
+def _batch_hint(shape):
+    """What to do with an input of ``shape`` that a Linear layer cannot take."""
+    if len(shape) < 2:  # one example, not a batch
+        return "for a single example, make a batch of one: x.reshape(1, -1)"
+    if len(shape) > 2:  # images (N, C, H, W)
+        return "flatten each example first: F.flatten(x), or x.reshape(len(x), -1)"
+    return "check the output size of the layer before it (or the width of the data)"
 
 
 # --- step 54 ------------------------------------------------------------

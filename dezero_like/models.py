@@ -4,6 +4,8 @@
 
 """Models: layers that are whole networks, ``from dezero_like.models import MLP``."""
 
+import numpy as np
+
 import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like.core import Function
@@ -51,18 +53,30 @@ class MLP(Model):
 
     def __init__(self, fc_output_sizes, activation=F.sigmoid):
         super().__init__()
+        if not isinstance(fc_output_sizes, (tuple, list)) or not fc_output_sizes or not all(
+                isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+                for n in fc_output_sizes):
+            raise TypeError(
+                "MLP: fc_output_sizes must be a non-empty tuple or list of ints, the output size "
+                f"of each layer, got {fc_output_sizes!r}; e.g. MLP((10, 1)) is Linear(10) -> "
+                "Linear(1), and MLP((10,)) one layer")
         _check_step("MLP's activation", activation)
         self.activation = activation
-        self.layers = []
+        self._order = []  # the attribute names of the layers, in order
         for i, out_size in enumerate(fc_output_sizes):
-            layer = L.Linear(out_size)
-            setattr(self, f"l{i}", layer)
-            self.layers.append(layer)
+            setattr(self, f"l{i}", L.Linear(out_size))
+            self._order.append(f"l{i}")
+
+    @property
+    def layers(self):
+        """The layers in order, read from their attributes (a replaced one included)."""
+        return [getattr(self, name) for name in self._order]
 
     def forward(self, x):
-        for layer in self.layers[:-1]:
+        *hidden, last = self.layers
+        for layer in hidden:
             x = self.activation(layer(x))
-        return self.layers[-1](x)
+        return last(x)
 
 
 class Sequential(Model):
@@ -70,12 +84,18 @@ class Sequential(Model):
 
     def __init__(self, *layers):
         super().__init__()
-        self.layers = []
+        self._order = []  # a layer's attribute name, or a plain function itself
         for i, layer in enumerate(layers):
             _check_step(f"Sequential item {i}", layer)
             if isinstance(layer, Layer):
                 setattr(self, f"l{i}", layer)
-            self.layers.append(layer)
+                layer = f"l{i}"
+            self._order.append(layer)
+
+    @property
+    def layers(self):
+        """The items in order, each layer read from its attribute (a replaced one included)."""
+        return [getattr(self, f) if isinstance(f, str) else f for f in self._order]
 
     def forward(self, x):
         for layer in self.layers:

@@ -11,9 +11,11 @@ parameters with gradients before the update: weight decay, gradient clipping,
 freezing layers. (Step 67 adds loss scaling: ``update`` divides it out.)
 """
 
+import inspect
 import math
 import warnings
 import weakref
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -32,7 +34,7 @@ def _warn_unregistered(target):
     ``params()`` does not reach (a model training only part of itself, silently).
 
     Checked in ``setup``, when the model is complete: a list of layers that are also
-    attributes (the book's ``MLP``) is fine.
+    attributes (the book's ``MLP`` kept one) is fine.
     """
     from dezero_like.layers import Layer  # here: layers is imported after optimizers
 
@@ -95,6 +97,35 @@ def _checked(owner, name, value, low=0.0, high=None, positive=False):
     return value
 
 
+def _refuse_torch_style(cls, args, kwargs):
+    """Refuse ``cls(model.params(), lr=0.1)`` and ``Adam(lr=...)``, saying what to write here."""
+    first = args[0] if args else None
+    given_params = hasattr(first, "params") or isinstance(
+        first, (Variable, Iterator, list, tuple, dict, set))
+    if not given_params and "lr" not in kwargs:
+        return
+    signature = inspect.signature(cls.__init__).parameters
+    names = [n for n, p in signature.items() if n != "self" and p.kind == p.POSITIONAL_OR_KEYWORD]
+    settings = dict(kwargs)
+    if "lr" in settings and "lr" not in signature and "alpha" in names:
+        settings["alpha"] = settings.pop("lr")  # Adam
+    shown = ", ".join([*map(repr, args[1:] if given_params else args),
+                       *(f"{k}={v!r}" for k, v in settings.items())])
+    if not shown and names and signature[names[0]].default is not inspect.Parameter.empty:
+        shown = f"{names[0]}={signature[names[0]].default!r}"  # SGD(lr=0.01): the default
+    if given_params:
+        raise TypeError(
+            f"{cls.__name__}(...) takes the settings only, not the model or its parameters: "
+            f"write {cls.__name__}({shown}).setup(model), then optimizer.update() after each "
+            "backward (PyTorch's optimizers take model.parameters(); here setup takes the model)")
+    if "lr" in signature or any(p.kind == p.VAR_KEYWORD for p in signature.values()):
+        return
+    if "alpha" in names:
+        raise TypeError(f"{cls.__name__}'s learning rate is alpha: write {cls.__name__}({shown})")
+    raise TypeError(f"{cls.__name__} has no learning rate (lr); its settings are "
+                    f"{', '.join(names) or 'none'}")
+
+
 class Optimizer:
     """Base class: ``setup(target)``, ``update()``, ``add_hook(f)``.
 
@@ -110,6 +141,10 @@ class Optimizer:
         if bounds is not None:
             value = _checked(type(self).__name__, name, value, *bounds)
         object.__setattr__(self, name, value)
+
+    def __new__(cls, *args, **kwargs):  # before __init__ binds (and rejects) the arguments
+        _refuse_torch_style(cls, args, kwargs)
+        return super().__new__(cls)
 
     def __init__(self):
         self.target = None

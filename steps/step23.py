@@ -89,12 +89,16 @@ class Config:
 #| export dezero_like/core.py
 import contextlib
 
+import numpy as np
+
 
 @contextlib.contextmanager
 def using_config(name, value):
     """Set ``Config.<name>`` to ``value`` inside a ``with`` block, then restore it."""
     if not hasattr(Config, name):
         raise AttributeError(f"Config has no setting named {name!r}; known: enable_backprop, train")
+    if not isinstance(value, (bool, int, np.bool_, np.integer)):  # "False" would be true
+        raise TypeError(f"Config.{name} is True or False, got {value!r}")
     old = getattr(Config, name)
     setattr(Config, name, value)
     try:
@@ -216,7 +220,9 @@ def _as_inputs(inputs):
 #
 # The class of step 22, with two main changes (it also gains the conversions
 # `__array__`, `__bool__`, `__float__`, `__int__`, `__round__`, `item` and
-# `__format__`, and `backward` always seeds with ones):
+# `__format__`; `==` stays the identity test, and refuses an array or a number,
+# where it would compare objects, not elements; `backward` always seeds with
+# ones):
 #
 # * **`requires_grad`.** A Variable the user creates requires a gradient. A
 #   constant made from a number (the `2.0` in `x * 2.0`) does not, and neither
@@ -303,6 +309,24 @@ class Variable:
 
     def __len__(self):
         return len(self.data)
+
+    def __eq__(self, other):
+        # The identity test, as in the book's DeZero (so `x in some_list` works). Against an
+        # array or a number it would be False for every element-by-element reading: refused.
+        if isinstance(other, Variable):
+            return self is other
+        if _is_array(other) or isinstance(other, (int, float, complex, np.generic)):
+            raise TypeError(
+                "== and != on a Variable compare the objects, not their elements: against an "
+                "array or a number they would always give False (or True). Compare the "
+                "arrays: v.data == other (F.accuracy compares predictions with labels)")
+        return NotImplemented
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = object.__hash__  # defining __eq__ would otherwise make Variables unhashable
 
     def __bool__(self):
         # NumPy's rule (one element: its truth; more: an error). Without this, bool() would
@@ -425,13 +449,18 @@ def _backward_step(f, gys):
     gxs = f.backward(*gys)
     if type(gxs) is not tuple:
         gxs = (gxs,)
+    _check_grads(f, gxs)
+    return tuple(gx if gx is None or isinstance(gx, Variable)
+                 else Variable(as_array(gx), requires_grad=False) for gx in gxs)
+
+
+def _check_grads(f, gxs):
+    """Refuse a backward that returns a gradient too many or too few."""
     if len(gxs) != len(f.inputs):
         raise RuntimeError(
             f"{type(f).__name__}.backward returned {len(gxs)} gradients "
             f"for {len(f.inputs)} inputs"
         )
-    return tuple(gx if gx is None or isinstance(gx, Variable)
-                 else Variable(as_array(gx), requires_grad=False) for gx in gxs)
 
 
 def _add_grads(a, b):
@@ -1167,17 +1196,18 @@ for module in (dz.core, F, utils, dz.cuda):
 # %% [markdown]
 # ## The same framework, grown up
 #
-# The package's `core.py` is the final design of the curriculum, so it does a
-# little more than our step-22 snapshot. Three differences show up right away:
+# The package's `core.py` starts from our step-22 snapshot but already does a
+# little more. Two differences show up right away:
 #
 # * `x.grad` is a `Variable`, not an ndarray. That lets a later step
 #   differentiate a gradient again (double backprop, steps 30-32); read the
 #   array with `x.grad.data`.
 # * Constants such as the `2.0` in `2.0 - x` do not require a gradient, so no
 #   gradient is computed for them.
-# * After `backward()` the graph releases what it saved, and a second
-#   `backward()` through the same graph is an error unless you ask to keep it
-#   (step 37).
+#
+# (A third arrives in step 37: from then on `backward()` frees what the
+# functions saved, and a second `backward()` through the same graph is an error
+# unless you ask to keep it with `retain_graph=True`.)
 #
 # The results are the same. Here is the table of step 22, now computed by the
 # package:

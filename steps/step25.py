@@ -15,7 +15,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` gains `Variable.reshape`; `utils` gains `sum_to`,
+# In this step `core` gains `Variable.reshape`, `_global_hooks` and `Function._hooks`, and
+# changes `Function.__call__` and `_backward_step` (they call the hooks); `utils` gains `sum_to`,
 # `reshape_sum_backward`; `graph` gains `MAX_SHOWN_ELEMENTS`, `function_inputs`,
 # `function_outputs`, `format_array`, `node_value`, `node_grad`, `graph_functions`,
 # `get_dot_graph`, `keep_values_for_drawing`; `functions` gains `Tanh`, `tanh`, `Reshape`,
@@ -743,6 +744,9 @@ def __call__(self, *inputs):
 
 # %%
 #| export dezero_like/core.py
+from dezero_like.core import _check_grads
+
+
 def _backward_step(f, gys):
     """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
     hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
@@ -753,11 +757,7 @@ def _backward_step(f, gys):
         gxs = (gxs,)
     for hook in hooks:
         hook.backward_postprocess(f, gys, gxs)
-    if len(gxs) != len(f.inputs):
-        raise RuntimeError(
-            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
-            f"for {len(f.inputs)} inputs"
-        )
+    _check_grads(f, gxs)
     return tuple(gx if gx is None or isinstance(gx, Variable)
                  else Variable(as_array(gx), requires_grad=False) for gx in gxs)
 
@@ -909,16 +909,16 @@ print(hand_written)
 #
 # * **Node identity.** A leaf variable (one you made yourself) is identified by
 #   the object. An intermediate result is identified by *where it was made*:
-#   the pair (creator function, output index). The reason is memory: a function
-#   that does not need an input's data keeps only a data-less stand-in of it
-#   (step 69 explains why), so one intermediate value may exist as several Python
+#   the pair (creator function, output index). The reason is memory: from step
+#   69 on, a function that does not need an input's data keeps only a data-less
+#   stand-in of it, so one intermediate value may exist as several Python
 #   objects. They all share the same creator and index, so they become one node.
 # * **Labels.** With `verbose=True` a label shows the variable's name, shape and
-#   dtype. A stand-in has no data, so an intermediate variable that you no
-#   longer hold is drawn without a shape. An unnamed 0-d node that still has
-#   its data shows its value: grey for a constant (`requires_grad=False`),
-#   orange for a kept intermediate (in the Matyas graph below, the orange 0.48
-#   is `0.48 * x` at x = 1, the grey one the constant).
+#   dtype. A stand-in (step 69) has no data, so there an intermediate variable
+#   that you no longer hold is drawn without a shape. An unnamed 0-d node that
+#   still has its data shows its value: grey for a constant
+#   (`requires_grad=False`), orange for a kept intermediate (in the Matyas graph
+#   below, the orange 0.48 is `0.48 * x` at x = 1, the grey one the constant).
 #
 # Let us describe the Matyas function of step 24,
 # $z = 0.26(x^2 + y^2) - 0.48xy$, after naming the variables:

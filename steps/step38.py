@@ -16,7 +16,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `AsType`, `astype`.
+# In this step `functions` gains `AsType`, `astype`; `core` changes `Variable.backward` (it gains
+# `gradient=`) and `_accumulate_leaf`, and gains `_writeable` and `Variable._seed`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the

@@ -16,6 +16,18 @@
 # `b` has shape (3,). Our `Add`, `Mul`, ... remember both input shapes in
 # forward and call `sum_to` in backward whenever a shape differs.
 
+# %% [markdown]
+# ### The package code of this step
+#
+# In this step `core` changes `_check_grads`: besides the number of gradients, it checks each
+# gradient's shape against its input's.
+#
+# A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
+# the package. `python tools/export.py write` copies these cells, step by step, into the
+# modules of `dezero_like` (a later step that writes the same name replaces it), so what you
+# read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
+# defines its names in this script too; the rest of the step uses them through the package.
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -61,21 +73,21 @@ def draw_grid(ax, values, x, y, title, color):
     ax.text(x + values.shape[1] / 2, y + 0.3, title, ha="center", fontsize=9)
 
 
-fig, (ax_f, ax_b) = plt.subplots(1, 2, figsize=(10, 3))
+fig, (ax_f, ax_b) = plt.subplots(1, 2, figsize=(11, 3))
 draw_grid(ax_f, x1.data, 0, 2, "x1 (3,)", "#cde")
-ax_f.annotate("", (4.2, 1), (3.2, 1.5), arrowprops={"arrowstyle": "->"})
-ax_f.text(3.7, 2.3, "broadcast_to", ha="center", fontsize=8)
-draw_grid(ax_f, np.broadcast_to(x1.data, (2, 3)), 4.5, 2, "copies (2, 3)", "#cde")
-ax_f.text(8, 1, "+", fontsize=14, va="center")
-draw_grid(ax_f, x0.data, 8.7, 2, "x0 (2, 3)", "#eee")
+ax_f.annotate("", (5.9, 1), (3.3, 1.5), arrowprops={"arrowstyle": "->"})
+ax_f.text(4.6, 1.75, "broadcast_to", ha="center", fontsize=8)
+draw_grid(ax_f, np.broadcast_to(x1.data, (2, 3)), 6.2, 2, "copies (2, 3)", "#cde")
+ax_f.text(9.65, 1, "+", fontsize=14, va="center")
+draw_grid(ax_f, x0.data, 10.4, 2, "x0 (2, 3)", "#eee")
 ax_f.set_title("forward: one row used twice")
 draw_grid(ax_b, np.ones_like(y.data), 0, 2, "gy (2, 3), the seed", "#fdc")
-ax_b.annotate("", (4.2, 1), (3.2, 1), arrowprops={"arrowstyle": "->"})
-ax_b.text(3.7, 1.3, "sum_to", ha="center", fontsize=8)
-draw_grid(ax_b, x1.grad.data, 4.5, 1.5, "x1.grad (3,)", "#fdc")
+ax_b.annotate("", (5.9, 1), (3.3, 1), arrowprops={"arrowstyle": "->"})
+ax_b.text(4.6, 1.2, "sum_to", ha="center", fontsize=8)
+draw_grid(ax_b, x1.grad.data, 6.2, 1.5, "x1.grad (3,)", "#fdc")
 ax_b.set_title("backward: the copies' gradients add up")
 for ax in (ax_f, ax_b):
-    ax.set_xlim(-0.3, 12)
+    ax.set_xlim(-0.3, 13.7)
     ax.set_ylim(-0.5, 2.8)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -111,6 +123,58 @@ for s0, s1 in pairs:
     ok1 = gradient_check(lambda q, a=a: dz.Variable(a) * q + q, b)
     print(f"{str(s0):>10} with {str(s1):>7}: grads {u.grad.shape}, {v.grad.shape}; "
           f"checks {ok0 and ok1}")
+
+# %% [markdown]
+# ## The core checks every gradient's shape
+#
+# Forgetting the `sum_to` in a Function of your own is an easy mistake, and
+# NumPy does not catch it: a (2, 3) gradient for a (3,) input broadcasts again
+# in the next addition, and a later `sum_to` folds it back into the right
+# shape with the wrong numbers. PyTorch refuses such a gradient as soon as a
+# backward returns it. From this step on our core does too: `_check_grads`,
+# which since step 23 refuses a backward that returns a gradient too many or
+# too few, now also compares each gradient's shape with its input's. (From
+# step 69 on, an input that the package's own backward does not read is kept
+# as a stand-in without data; the check skips those.)
+
+# %%
+#| export dezero_like/core.py
+def _check_grads(f, gxs):
+    """Refuse a backward that returns a gradient too many or too few, or of the wrong shape."""
+    inputs = f.inputs
+    if len(gxs) != len(inputs):
+        raise RuntimeError(
+            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
+            f"for {len(inputs)} inputs"
+        )
+    for i, gx in enumerate(gxs):
+        if gx is not None:
+            data = inputs[i].data
+            if data is not None and getattr(gx, "shape", ()) != data.shape:
+                raise RuntimeError(
+                    f"{type(f).__name__}.backward returned a gradient of shape "
+                    f"{getattr(gx, 'shape', ())} for input {i}, which has shape {data.shape}: "
+                    "each gradient must have its input's shape. An input that forward "
+                    "broadcast gets its gradient summed back: F.sum_to(gx, x.shape) (step 40)"
+                )
+
+
+# %%
+class ForgetsSumTo(dz.Function):  # Mul without the sum_to of its backward
+    def forward(self, a, b):
+        return a * b
+
+    def backward(self, gy):
+        a, b = self.inputs
+        return gy * b, gy * a  # (2, 3) gradients, also for the (3,) input
+
+
+try:
+    F.sum(ForgetsSumTo()(x0, x1) + x1).backward()
+except RuntimeError as e:
+    print("refused:", e)
+else:
+    raise AssertionError("the core should refuse a gradient of the wrong shape")
 
 # %% [markdown]
 # ## Exercise 1: the gradient of a bias

@@ -24,7 +24,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `MatMul`, `matmul`.
+# In this step `functions` gains `MatMul`, `matmul`; `core` gains `Variable.__matmul__` and
+# `Variable.__rmatmul__` (the `@` operator).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -201,12 +202,15 @@ print("numerical agrees:", np.allclose(num_x, x.grad.data), np.allclose(num_W, W
 # ## Only what backward needs
 #
 # $g_x$ needs `W` and $g_W$ needs `x`. If `W` is a constant (no gradient
-# wanted) and `x` is an intermediate result, `MatMul` does not keep `x`'s array
-# for backward: the graph keeps a stand-in node without data in its place.
-# With large batches that saves real memory; step 69 returns to this idea.
-# Below, `h` is an intermediate result, multiplied once by a `W` that wants a
-# gradient and once by a constant copy of it; we look at what each `MatMul`
-# kept of `h`:
+# wanted), backward never reads `x`, and `MatMul.forward` says so with
+# `retain_inputs` (step 23). At this step that is only recorded: every input is
+# still kept. From step 69 on the package acts on it: when `x` is an
+# intermediate result, the graph keeps a stand-in node without data in its
+# place, which with large batches saves real memory. Below, `h` is an
+# intermediate result, multiplied once by a `W` that wants a gradient and once
+# by a constant copy of it; we look at what each `MatMul` kept of `h` (with the
+# finished package, as in the notebook, the constant's `MatMul` keeps no array;
+# with the package as it stood at this step, both keep it):
 
 # %%
 x2 = dz.Variable(rng.normal(size=(5, 3)))

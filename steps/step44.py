@@ -109,8 +109,9 @@ def linear(x, W, b=None):
 # array, step by step in place (`out=`); for very negative $x$, `exp` overflows to inf and the
 # result is the right limit 0, so that warning is switched off. A 0-d input goes through as a
 # 1-element array, because `out=` cannot write into the scalar NumPy would return, and an integer
-# input is converted to float64 first, the dtype `np.exp` gives integers (an integer array could
-# not hold the results in place).
+# input is converted to float64 first (the dtype `np.exp` gives int32 and int64; NumPy would give
+# float16 for int8 or bool, which loses digits), since an integer array could not hold the
+# results in place.
 
 # %%
 #| export dezero_like/functions.py
@@ -137,7 +138,7 @@ class Sigmoid(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
-        if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
+        if x.dtype.kind not in "fc":  # integers, booleans: in float64 (not float16)
             x = x.astype(np.float64)
         if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
             return self.forward(x.astype(np.float32)).astype(np.float16)

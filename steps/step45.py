@@ -27,11 +27,25 @@
 # %% [markdown]
 # `Parameter` adds nothing to `Variable`: it computes, differentiates and prints the same way.
 # Only its type differs, and that type is what a layer looks for to tell its weights from other
-# values.
+# values. One thing is refused: PyTorch's manual update `for p in model.params(): p -= lr * p.grad`.
+# A Variable has no in-place arithmetic, so Python would compute `p - lr * p.grad` and bind the
+# *name* `p` to that new Variable, leaving the weights unchanged. A Parameter's `-=`, `+=`, `*=`
+# and `/=` raise a TypeError that says to write `p.data -= lr * p.grad.data` instead. (A plain
+# Variable keeps them: `total_loss += loss` is meant to rebind.)
 
 # %%
 #| export dezero_like/core.py
 from dezero_like.core import Variable
+
+
+def _refuse_in_place(op):
+    """A method for ``p op= value`` on a Parameter that raises, saying how to update ``p.data``."""
+    def method(self, other):
+        raise TypeError(
+            f"p {op} ... on a Parameter p would only rebind the name p to a new Variable; the "
+            f"weights would not change. Update the array in place: p.data {op} ..., e.g. "
+            "p.data -= lr * p.grad.data (or use an optimizer)")
+    return method
 
 
 class Parameter(Variable):
@@ -39,14 +53,21 @@ class Parameter(Variable):
 
     __slots__ = ()
 
+    __iadd__ = _refuse_in_place("+=")
+    __isub__ = _refuse_in_place("-=")
+    __imul__ = _refuse_in_place("*=")
+    __itruediv__ = _refuse_in_place("/=")
+
 
 # %% [markdown]
 # `Layer` registers parameters in `__setattr__`: assigning a `Parameter` or a `Layer` to an
-# attribute adds the name to `_param_names`, in order, and assigning anything else under that
-# name removes it. `params()` walks the names, going into sub-layers, and yields a parameter
-# shared by two layers only once. `__init__` creates the list with `object.__setattr__`, which
-# bypasses the registering `__setattr__`. `params()` does not look inside lists, tuples or dicts
-# (step 47's `setup` warns when one holds layers that are not registered otherwise).
+# attribute adds the name to `_param_names`, in order, and assigning something else under that
+# name (`l.W = None`, another object) removes it; an array assigned over a Parameter is refused,
+# with the fix `l.W.data = array`, since the array would silently stop being trained and saved.
+# `params()` walks the names, going into sub-layers, and yields a parameter shared by two layers
+# only once. `__init__` creates the list with `object.__setattr__`, which bypasses the
+# registering `__setattr__`. `params()` does not look inside lists, tuples or dicts (step 47's
+# `setup` warns when one holds layers that are not registered otherwise).
 
 # %%
 #| export dezero_like/layers.py
@@ -166,7 +187,9 @@ class Layer:
 # Without `in_size`, `W` is registered with no data and filled on the first call from the
 # input's width; `_init_W` sets `W.data`, so the registered Parameter stays the same object. The
 # scale $\sqrt{1/n_{in}}$ keeps the outputs about as large as the inputs. A shape error from
-# `F.linear` is raised again with the layer's name.
+# `F.linear` is raised again with the layer's name and a hint from `_batch_hint`: one example of
+# shape `(4,)` is made a batch of one, `x.reshape(1, -1)`; images `(N, C, H, W)` are flattened
+# first (`F.flatten(x)`).
 
 # %%
 #| export dezero_like/layers.py
@@ -217,7 +240,8 @@ class Linear(Layer):
         if self.W.data is None:
             x = as_variable(x)  # a list gets as_variable's clear error, not an AttributeError
             if x.ndim != 2:
-                raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}")
+                raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}; "
+                                 + _batch_hint(x.shape))
             self.in_size = x.shape[1]
             xp = self._creation_xp(x)
             self._init_W(xp)
@@ -226,10 +250,17 @@ class Linear(Layer):
         try:
             return F.linear(x, self.W, self.b)
         except ValueError as e:  # F.linear checks the shapes; say which layer it was
-            raise ValueError(
-                f"{self._describe()}: {e}; check the output size of the layer before it, or "
-                "flatten images first (F.flatten(x))"
-            ) from None
+            shape = x.shape if hasattr(x, "shape") else np.shape(x)
+            raise ValueError(f"{self._describe()}: {e}; {_batch_hint(shape)}") from None
+
+
+def _batch_hint(shape):
+    """What to do with an input of ``shape`` that a Linear layer cannot take."""
+    if len(shape) < 2:  # one example, not a batch
+        return "for a single example, make a batch of one: x.reshape(1, -1)"
+    if len(shape) > 2:  # images (N, C, H, W)
+        return "flatten each example first: F.flatten(x), or x.reshape(len(x), -1)"
+    return "check the output size of the layer before it (or the width of the data)"
 
 
 # %% [markdown]

@@ -138,8 +138,11 @@ class Model(Layer):
 
 # %% [markdown]
 # `MLP` builds one `Linear` layer per output size, with `activation` between them (not after the
-# last). Each layer is registered by assigning it to an attribute, `l0`, `l1`, ... (`setattr`);
-# the list `self.layers` only keeps the order for `forward`, since a list is not registered. The
+# last). Each layer is registered by assigning it to an attribute, `l0`, `l1`, ... (`setattr`),
+# and `forward` reads the layers back from those attributes (`layers` is a property listing them
+# in order). So a layer replaced later, `model.l1 = L.Linear(2)` (a new head to fine-tune), is the
+# one that runs, trains and is saved: a list of layers kept aside would still hold the old one.
+# `MLP(10)` is refused at once: the sizes are a tuple, `MLP((10,))` or `MLP((10, 1))`. The
 # activation is a plain function and has no parameters. It is checked when the model is made:
 # PyTorch's habit `activation=nn.ReLU` translates to the class `F.ReLU`, which would fail only
 # at the first forward ("ReLU() takes no arguments"), and an object `F.ReLU()` is one node of
@@ -148,6 +151,8 @@ class Model(Layer):
 
 # %%
 #| export dezero_like/models.py
+import numpy as np
+
 import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like.core import Function
@@ -181,25 +186,38 @@ class MLP(Model):
 
     def __init__(self, fc_output_sizes, activation=F.sigmoid):
         super().__init__()
+        if not isinstance(fc_output_sizes, (tuple, list)) or not fc_output_sizes or not all(
+                isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+                for n in fc_output_sizes):
+            raise TypeError(
+                "MLP: fc_output_sizes must be a non-empty tuple or list of ints, the output size "
+                f"of each layer, got {fc_output_sizes!r}; e.g. MLP((10, 1)) is Linear(10) -> "
+                "Linear(1), and MLP((10,)) one layer")
         _check_step("MLP's activation", activation)
         self.activation = activation
-        self.layers = []
+        self._order = []  # the attribute names of the layers, in order
         for i, out_size in enumerate(fc_output_sizes):
-            layer = L.Linear(out_size)
-            setattr(self, f"l{i}", layer)
-            self.layers.append(layer)
+            setattr(self, f"l{i}", L.Linear(out_size))
+            self._order.append(f"l{i}")
+
+    @property
+    def layers(self):
+        """The layers in order, read from their attributes (a replaced one included)."""
+        return [getattr(self, name) for name in self._order]
 
     def forward(self, x):
-        for layer in self.layers[:-1]:
+        *hidden, last = self.layers
+        for layer in hidden:
             x = self.activation(layer(x))
-        return self.layers[-1](x)
+        return last(x)
 
 
 # %% [markdown]
 # `Sequential` applies its items in order. An item may be a layer or a plain function such as
-# `F.relu`; only layers are registered (as `l0`, `l1`, ... by position). An item that cannot
-# be called, a class, or a Function object is refused at once, as for `MLP`, with its position
-# in the message.
+# `F.relu`; only layers are registered (as `l0`, `l1`, ... by position), and `forward` reads
+# them back from there, as `MLP` does (`_order` keeps a layer's name, a function itself). An
+# item that cannot be called, a class, or a Function object is refused at once, as for `MLP`,
+# with its position in the message.
 
 # %%
 #| export dezero_like/models.py
@@ -211,12 +229,18 @@ class Sequential(Model):
 
     def __init__(self, *layers):
         super().__init__()
-        self.layers = []
+        self._order = []  # a layer's attribute name, or a plain function itself
         for i, layer in enumerate(layers):
             _check_step(f"Sequential item {i}", layer)
             if isinstance(layer, Layer):
                 setattr(self, f"l{i}", layer)
-            self.layers.append(layer)
+                layer = f"l{i}"
+            self._order.append(layer)
+
+    @property
+    def layers(self):
+        """The items in order, each layer read from its attribute (a replaced one included)."""
+        return [getattr(self, f) if isinstance(f, str) else f for f in self._order]
 
     def forward(self, x):
         for layer in self.layers:

@@ -24,7 +24,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `GetItem`, `GetItemGrad`, `get_item`.
+# In this step `functions` gains `GetItem`, `GetItemGrad`, `get_item`; `core` gains
+# `Variable.__getitem__` (`x[...]`).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the

@@ -220,7 +220,8 @@ def _identity(x):
 # `Dataset` is the base class. Its constructor calls `prepare`, which a subclass writes to fill
 # `data` and `label`. `ds[i]` returns one `(x, t)` pair, with the transforms applied at that
 # moment; the stored arrays never change. Only an integer index is accepted: batches are the job
-# of a DataLoader.
+# of a DataLoader. After `prepare`, data and label must have the same length: otherwise the extra
+# labels would be dropped silently, or extra data fail with an IndexError in some later batch.
 
 # %%
 #| export dezero_like/datasets.py
@@ -252,6 +253,11 @@ class Dataset:
         self.data = None
         self.label = None
         self.prepare()
+        labelled = self.data is not None and self.label is not None
+        if labelled and len(self.data) != len(self.label):
+            raise ValueError(
+                f"{type(self).__name__}.prepare() set {len(self.data)} examples in data but "
+                f"{len(self.label)} labels; data and label need one entry per example")
 
     def prepare(self):
         """Load or generate ``self.data`` and ``self.label`` (override this)."""

@@ -180,7 +180,8 @@ class RNN(Layer):
 # `get_sin_curve` returns pairs `(x[i], x[i+1])`: the target is the next value of the series,
 # obtained by slicing one array twice. The training curve is a noisy sine drawn from its own
 # generator; the test curve is a clean cosine. Its arguments are checked first, so that
-# `num_data=100.0` or `"100"` is refused with their name, not with an error from inside NumPy.
+# `num_data=100.0` or `"100"` is refused with their name, not with an error from inside NumPy, and
+# `train="False"` (a true string) by step 50's `_flag`, as in `get_spiral`.
 
 # %%
 #| export dezero_like/datasets_seq.py
@@ -196,6 +197,7 @@ stream: row ``i`` of batch ``k+1`` follows row ``i`` of batch ``k`` in time.
 import numbers
 
 import numpy as np
+from dezero_like.datasets import _flag
 
 
 def get_sin_curve(train=True, num_data=1000, periods=2, noise=0.05, seed=None):
@@ -216,7 +218,7 @@ def get_sin_curve(train=True, num_data=1000, periods=2, noise=0.05, seed=None):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
     s = np.linspace(0, 2 * np.pi * periods, num_data)
-    if train:
+    if _flag("train", train):  # train="False" would be true
         rng = np.random.default_rng(2019 if seed is None else seed)
         y = np.sin(s) + rng.uniform(-noise, noise, size=num_data)
     else:

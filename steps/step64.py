@@ -117,7 +117,7 @@ def backward_accumulate(self, *gys):
 
 # %%
 #| export dezero_like/core.py
-from dezero_like.core import Variable, _global_hooks, as_array
+from dezero_like.core import Variable, _check_grads, _global_hooks, as_array
 
 
 def _hooks_for(f):
@@ -140,11 +140,7 @@ def _backward_step(f, gys):
             gxs = (gxs,)
     for hook in hooks:
         hook.backward_postprocess(f, gys, gxs)
-    if len(gxs) != len(f.inputs):
-        raise RuntimeError(
-            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
-            f"for {len(f.inputs)} inputs"
-        )
+    _check_grads(f, gxs)
     return tuple(gx if gx is None or isinstance(gx, Variable)
                  else Variable(as_array(gx), requires_grad=False) for gx in gxs)
 

@@ -72,7 +72,7 @@ def delete_hook(self, hook):
 
 # %%
 #| export dezero_like/core.py
-from dezero_like.core import Variable, _hooks_for, as_array
+from dezero_like.core import Variable, _check_grads, _hooks_for, as_array
 
 _backward_stack: list = []  # functions whose backward is running now, the innermost last
 
@@ -94,11 +94,7 @@ def _backward_step(f, gys):
         _backward_stack.pop()
     for hook in hooks:
         hook.backward_postprocess(f, gys, gxs)
-    if len(gxs) != len(f.inputs):
-        raise RuntimeError(
-            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
-            f"for {len(f.inputs)} inputs"
-        )
+    _check_grads(f, gxs)
     return tuple(gx if gx is None or isinstance(gx, Variable)
                  else Variable(as_array(gx), requires_grad=False) for gx in gxs)
 

@@ -433,7 +433,10 @@ def get_retained_outputs(self):
 # The backward loop. It is step 69's, with the queue kept in two places: `nxt`
 # holds the one function waiting, and the heap is used only once a second one
 # waits. A gradient that a backward returned as an array is wrapped here, and
-# `_backward_step` no longer builds a new tuple.
+# `_backward_step` no longer builds a new tuple. The checks of `_check_grads`
+# (step 41) moved where they cost least: `_backward_step` compares only the
+# number of gradients, and the loop, which holds each gradient anyway, compares
+# its shape with its input's; `_check_grads` runs only to raise its error.
 
 # %%
 #| export dezero_like/core.py
@@ -444,6 +447,7 @@ from dezero_like.core import (
     _accumulate_leaf,
     _add_grads,
     _backward_stack,
+    _check_grads,
     _from_backward,
     _global_hooks,
     _hooks_for,
@@ -467,10 +471,7 @@ def _backward_step(f, gys):
     else:
         gxs = _call_backward(f, gys)
     if len(gxs) != len(f.inputs):
-        raise RuntimeError(
-            f"{type(f).__name__}.backward returned {len(gxs)} gradients "
-            f"for {len(f.inputs)} inputs"
-        )
+        _check_grads(f, gxs)  # raises: a gradient too many or too few
     return gxs
 
 
@@ -530,6 +531,9 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     continue
                 if type(gx) is not Variable and not isinstance(gx, Variable):
                     gx = _make_variable(as_array(gx), False)  # backward returned an array
+                data = x.data  # None for a stand-in (step 69)
+                if data is not None and gx.data.shape != data.shape:
+                    _check_grads(f, gxs)  # raises: a gradient of the wrong shape (step 41)
                 c = x.creator
                 if c is None:
                     _accumulate_leaf(x, gx, loss_scale)

@@ -289,8 +289,8 @@ def sum_rows(g):
 
 
 def softmax_cross_entropy_grad(p, t, gy):
-    n, c = p.shape
-    return _kernel("softmax_ce_grad")(p, t, gy, c, p.dtype.type(1 / n))
+    n, c = p.shape  # an empty batch (n = 0) has no element to scale: 1 / max(n, 1)
+    return _kernel("softmax_ce_grad")(p, t, gy, c, p.dtype.type(1 / max(n, 1)))
 # %% [markdown]
 # ## Convolutions: one launch where im2col made a dozen
 #
@@ -595,7 +595,7 @@ def forward(self, x):
     self.retain_inputs(())
     self.retain_outputs((0,))
     xp = cuda.get_array_module(x)
-    if x.dtype.kind not in "fc":  # integers, booleans: in float64, as np.exp(x) would be
+    if x.dtype.kind not in "fc":  # integers, booleans: in float64 (not float16)
         x = x.astype(np.float64)
     if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
         return self.forward(x.astype(np.float32)).astype(np.float16)

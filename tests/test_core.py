@@ -261,6 +261,32 @@ def test_backward_of_wrong_arity_is_reported():
         Bad()(x).backward()
 
 
+def test_a_backward_that_returns_a_gradient_of_the_wrong_shape_is_refused():
+    """A flattened or forgotten-sum_to gradient broadcast silently into wrong numbers before:
+    (3,) and (3, 1) gradients added up to (3, 3), and Mul's sum_to folded that back to (3, 1)."""
+    class Square(Function):
+        def __init__(self, bad):
+            self.bad = bad
+
+        def forward(self, x):
+            return x ** 2
+
+        def backward(self, gy):
+            (x,) = self.inputs
+            gx = 2 * x * gy
+            return gx.reshape(-1) if self.bad == "flat" else F.sum(gx) if self.bad else gx
+
+    x = Variable(np.array([[1.0], [2.0], [3.0]]))
+    F.sum(Square(None)(x * 1.0) + x * 1.0).backward()
+    np.testing.assert_array_equal(x.grad.data, [[3.0], [5.0], [7.0]])
+    for bad, shape in (("flat", r"\(3,\)"), ("sum", r"\(\)")):
+        for through in (lambda v: v * 1.0, lambda v: v):  # an intermediate input, then a leaf
+            x = Variable(np.array([[1.0], [2.0], [3.0]]))
+            with pytest.raises(RuntimeError, match=rf"Square.backward returned a gradient of "
+                               rf"shape {shape} for input 0, which has shape \(3, 1\).*sum_to"):
+                F.sum(Square(bad)(through(x)) + through(x)).backward()
+
+
 def test_multi_output_function_and_unused_output():
     class Split(Function):
         def forward(self, x):
@@ -406,3 +432,34 @@ def test_gradients_kept_by_retain_grad_are_not_held_after_their_graph_dies():
         del x, z
     gc.collect()
     assert len(core._from_backward) == 0
+
+
+def test_comparing_a_variable_with_an_array_or_a_number_is_refused_not_always_false():
+    """``pred == t`` with ``t`` a Variable was the identity test: always False, an accuracy of 0
+    with no error. Between Variables it stays the identity test, so ``in`` and dicts work."""
+    t = Variable(np.array([0, 1, 2]))
+    pred = np.array([0, 1, 2])
+    for compare in (lambda: pred == t, lambda: t == pred, lambda: t != pred, lambda: t == 1,
+                    lambda: np.float64(1.0) != t):
+        with pytest.raises(TypeError, match=r"compare the objects.*v\.data == other"):
+            compare()
+    other = Variable(np.array([0, 1, 2]))
+    assert t == t and t != other and not (t == other)
+    assert t in [other, t] and [other, t].index(t) == 1
+    assert {t: 1, other: 2}[t] == 1
+    assert t != None and t != "t"  # noqa: E711 - the comparison itself is under test
+
+
+def test_using_config_takes_true_or_false_only():
+    """using_config("train", "False") stored a true string: dropout stayed on in 'test mode'."""
+    for value in ("False", None, 0.0):
+        with pytest.raises(TypeError, match=r"Config.train is True or False, got"):
+            with dz.using_config("train", value):
+                pass
+    assert dz.Config.train is True
+    with dz.using_config("train", np.False_):
+        assert not dz.Config.train
+    x = Variable(np.array(2.0))
+    y = x * x
+    with pytest.raises(TypeError, match="Config.enable_backprop is True or False, got 'no'"):
+        y.backward(create_graph="no")

@@ -258,6 +258,19 @@ def test_sigmoid_takes_on_the_gpu_every_dtype_it_takes_on_the_cpu(dtype):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_cross_entropy_of_an_empty_batch_is_nan_with_an_empty_gradient(dtype):
+    """As on the CPU (and in PyTorch): the mean over no rows is NaN, and backward gives a (0, C)
+    gradient; the fused gradient kernel used to divide by the batch size in Python first."""
+    for device in (np.asarray, cuda.as_cupy):
+        x = dz.Variable(device(np.zeros((0, 3), dtype)))
+        loss = F.softmax_cross_entropy(x, device(np.zeros(0, np.int64)))
+        assert np.isnan(float(loss.data))
+        loss.backward()
+        assert x.grad.shape == (0, 3) and x.grad.dtype == dtype
+
+
+@needs_gpu
 def test_labels_on_the_other_device_than_the_logits_are_refused_at_once():
     """A learner who moves the model but not the labels gets a clear error in forward, not
     a hidden copy and then CuPy's failure inside the fused backward."""
