@@ -323,8 +323,10 @@ class Variable:
             raise RuntimeError(
                 "backward() was called on a variable that does not require grad: it was made "
                 "under no_grad(), or from inputs with requires_grad=False, or it is a gradient "
-                "that does not depend on the inputs (relu's or a linear function's is constant, "
-                "so the next derivative is 0)"
+                "from a backward() without create_graph=True (pass create_graph=True to the first "
+                "backward to differentiate its gradients again, step 30), or a gradient that does "
+                "not depend on the inputs (relu's or a linear function's is constant, so the next "
+                "derivative is 0)"
             )
         if self.data is None:
             raise RuntimeError("backward() was called on a graph node that holds no data")

@@ -337,3 +337,58 @@ def max_pool_tiles_grad(gy, win, x_shape, kernel_size):
     _launch("pool_tiles_grad", gy.dtype, (cupy.ascontiguousarray(gy), win, gx), gx.size,
             H, W, KH, KW, H // KH, W // KW)
     return gx
+
+
+SGD_SLOTS = 8  # parameters updated by one launch of sgd_many
+
+
+_SGD_SLICE = r"""
+// w[i] -= lr * g[i] for i < n. Every thread of the grid takes the elements i, i + stride,
+// i + 2 stride, ..., so one launch covers arrays of any size.
+template <typename T>
+__device__ void sgd_slice(T* w, const T* g, long long n, T lr) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        w[i] -= lr * g[i];
+}
+"""
+
+
+def _sgd_many_source(slots=SGD_SLOTS):
+    """CUDA C of ``sgd_many_f32`` and ``sgd_many_f64``: ``sgd_slice`` for ``slots`` triples."""
+    kernels = []
+    for ctype, suffix in (("float", "f32"), ("double", "f64")):
+        args = ", ".join(f"{ctype}* w{k}, const {ctype}* g{k}, long long n{k}"
+                         for k in range(slots))
+        calls = " ".join(f"sgd_slice(w{k}, g{k}, n{k}, lr);" for k in range(slots))
+        kernels.append(f"__global__ void sgd_many_{suffix}({args}, {ctype} lr) {{ {calls} }}")
+    return _SGD_SLICE + 'extern "C" {\n' + "\n".join(kernels) + "\n}\n"
+
+
+_SGD_RAW = _sgd_many_source()
+
+
+def sgd_update_many(pairs, lr):
+    """``w -= lr * g`` for every ``(w, g)`` of ``pairs``, ``SGD_SLOTS`` pairs per launch.
+
+    Each ``w`` is a C-contiguous float32 or float64 array (``RAW_DTYPES``), none twice, and
+    each ``g`` a C-contiguous array of ``w``'s shape, cast to ``w``'s dtype first (as
+    ``sgd_update`` casts). Parameters of each dtype go in launches of their own."""
+    import cupy
+
+    groups = {}
+    for w, g in pairs:
+        groups.setdefault(w.dtype, []).append((w, g.astype(w.dtype, copy=False)))
+    threads = 256
+    for dtype, group in groups.items():
+        kernel = _raw("sgd_many", dtype, _SGD_RAW)
+        for start in range(0, len(group), SGD_SLOTS):
+            chunk = group[start:start + SGD_SLOTS]
+            largest = max(w.size for w, _ in chunk)
+            blocks = min(max((largest + threads - 1) // threads, 1), 1024)  # then the stride
+            args = []
+            for w, g in chunk:
+                args += (w, g, cupy.int64(w.size))
+            for _ in range(SGD_SLOTS - len(chunk)):  # an empty slot: size 0, never read
+                args += (chunk[0][0], chunk[0][0], cupy.int64(0))
+            kernel((blocks,), (threads,), (*args, dtype.type(lr)))

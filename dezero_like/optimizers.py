@@ -196,9 +196,7 @@ class Optimizer:
         for f in self.hooks:
             f(params)
         self.prepare()
-        for p in params:
-            if p.grad is not None:  # a hook (FreezeParam) may have removed it
-                self.update_one(p)
+        self.update_all([p for p in params if p.grad is not None])  # a hook may remove a grad
 
     def prepare(self):
         """Once per update, before the parameters (Adam counts its steps here)."""
@@ -252,6 +250,12 @@ class Optimizer:
         for param, state in pairs:
             self._param_state(param).update(state)
 
+    # (step 67)
+    def update_all(self, params):
+        """``update_one`` for each parameter; a method may update them together (SGD, step 71)."""
+        for p in params:
+            self.update_one(p)
+
 
 class SGD(Optimizer):
     """Plain gradient descent: W <- W - lr * g."""
@@ -270,6 +274,27 @@ class SGD(Optimizer):
             cuda_kernels.sgd_update(param.data, param.grad.data, self.lr)
         else:
             param.data -= self.lr * param.grad.data
+
+    # (step 71)
+    def update_all(self, params):
+        if type(self).update_one is not SGD.update_one:  # a subclass with its own rule
+            return Optimizer.update_all(self, params)
+        from dezero_like import cuda_kernels
+
+        batch, seen, rest = [], set(), []
+        for p in params:
+            w, g = p.data, p.grad.data
+            if (cuda.is_cupy_array(w) and w.dtype.name in cuda_kernels.RAW_DTYPES
+                    and cuda.is_cupy_array(g) and g.shape == w.shape and g.dtype.kind in "biuf"
+                    and w.flags.c_contiguous and g.flags.c_contiguous and id(w) not in seen):
+                seen.add(id(w))
+                batch.append((w, g))
+            else:
+                rest.append(p)
+        if batch:
+            cuda_kernels.sgd_update_many(batch, self.lr)  # one launch per 8 parameters
+        for p in rest:
+            self.update_one(p)
 
 
 class MomentumSGD(Optimizer):

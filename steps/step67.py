@@ -48,7 +48,8 @@ with np.errstate(over="ignore"):
 # (it forgets the scale too), `Variable.backward` and `Variable._seed` (they gain `loss_scale`),
 # `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
 # `_times` and `_from_backward`;
-# `optimizers` changes `Optimizer.update` (it divides the scale out).
+# `optimizers` changes `Optimizer.update` (it divides the scale out) and gains
+# `Optimizer.update_all`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -131,8 +132,10 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
         raise RuntimeError(
             "backward() was called on a variable that does not require grad: it was made "
             "under no_grad(), or from inputs with requires_grad=False, or it is a gradient "
-            "that does not depend on the inputs (relu's or a linear function's is constant, "
-            "so the next derivative is 0)"
+            "from a backward() without create_graph=True (pass create_graph=True to the first "
+            "backward to differentiate its gradients again, step 30), or a gradient that does "
+            "not depend on the inputs (relu's or a linear function's is constant, so the next "
+            "derivative is 0)"
         )
     if self.data is None:
         raise RuntimeError("backward() was called on a graph node that holds no data")
@@ -326,7 +329,10 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 # %% [markdown]
 # In `Optimizer.update`, the division by the scale makes a new gradient with `_new_grad` rather
 # than dividing in place: a gradient array may be shared by several parameters, and would then be
-# divided more than once. `loss_scale` is reset to `None` once it has been used.
+# divided more than once. `loss_scale` is reset to `None` once it has been used. The last line
+# hands every parameter that still has a gradient (a hook, `FreezeParam`, may have removed some)
+# to `update_all`, which calls `update_one` on each: one place where an optimizer may instead
+# update them all together, as SGD does on a GPU in step 71.
 
 # %%
 #| export dezero_like/optimizers.py Optimizer
@@ -350,9 +356,13 @@ def update(self):
     for f in self.hooks:
         f(params)
     self.prepare()
+    self.update_all([p for p in params if p.grad is not None])  # a hook may remove a grad
+
+
+def update_all(self, params):
+    """``update_one`` for each parameter; a method may update them together (SGD, step 71)."""
     for p in params:
-        if p.grad is not None:  # a hook (FreezeParam) may have removed it
-            self.update_one(p)
+        self.update_one(p)
 
 
 # %% [markdown]

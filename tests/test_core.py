@@ -463,3 +463,16 @@ def test_using_config_takes_true_or_false_only():
     y = x * x
     with pytest.raises(TypeError, match="Config.enable_backprop is True or False, got 'no'"):
         y.backward(create_graph="no")
+
+
+def test_differentiating_a_gradient_of_a_plain_backward_says_create_graph():
+    x = Variable(np.array(2.0))
+    (x ** 3).backward()
+    with pytest.raises(RuntimeError, match=r"without create_graph=True \(pass create_graph"):
+        x.grad.backward()
+    x.cleargrad()
+    (x ** 3).backward(create_graph=True)
+    gx = x.grad
+    x.cleargrad()
+    gx.backward()
+    assert float(x.grad.data) == 12.0

@@ -405,6 +405,46 @@ def test_indices_in_range_on_the_host_index_a_gpu_array_as_numpy_does():
 
 
 @needs_gpu
+def test_sgd_updates_many_parameters_in_few_launches_as_on_the_cpu():
+    """SGD.update_all on a GPU: eight float32 parameters per launch of one kernel, float64 in
+    its own, and the rest (float16, integers, a strided parameter or gradient, a gradient of
+    another shape, an array in two Parameters) one by one, as update_one does them."""
+    import cupy
+
+    rng = np.random.default_rng(0)
+    f32 = [(rng.normal(size=shape).astype(np.float32), rng.normal(size=shape))  # float64 grads
+           for shape in [(3, 4), (4,), (), (5, 2, 3), (7,), (2, 2), (1,), (6,), (3,), (9, 2)]]
+    f64 = [(rng.normal(size=(4, 3)), rng.normal(size=(4, 3))) for _ in range(2)]
+    others = [(rng.normal(size=4).astype(np.float16), rng.normal(size=4).astype(np.float16)),
+              (np.arange(4), np.ones(4, int)),  # integers: -= with lr 1, as NumPy
+              (rng.normal(size=(3, 4)).astype(np.float32).T, rng.normal(size=(4, 3))),
+              (rng.normal(size=(3, 4)), rng.normal(size=(4, 3)).T),
+              (rng.normal(size=(2, 3)), rng.normal(size=3))]  # broadcast, as NumPy's -=
+    shared = rng.normal(size=5).astype(np.float32)
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        model = Model()
+        pairs = [*f32, *f64, *others, (shared, np.ones(5)), (shared, np.ones(5))]
+        arrays = {}
+        for i, (w, g) in enumerate(pairs):
+            data = arrays.setdefault(id(w), device(w.copy()))  # the shared array: one object
+            setattr(model, f"p{i}", dz.Parameter(data))
+            getattr(model, f"p{i}").grad = dz.Variable(device(g))
+        optimizer = optimizers.SGD(lr=1).setup(model)  # 1: integer parameters too
+        launches = getattr(cupy, "LAUNCHES", None)
+        if launches is not None and device is not np.asarray:
+            launches.clear()
+        optimizer.update()
+        if launches is not None and device is not np.asarray:
+            assert launches["sgd_many_f32"] == 2 and launches["sgd_many_f64"] == 1, launches
+        results.append([cuda.as_numpy(getattr(model, f"p{i}").data) for i in range(len(pairs))])
+    for i, (cpu, gpu) in enumerate(zip(*results)):
+        assert cpu.dtype == gpu.dtype and cpu.shape == gpu.shape, i
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-3 if cpu.dtype == np.float16 else 1e-6,
+                                   atol=1e-6, err_msg=f"parameter {i}")  # float64 g cast first
+
+
+@needs_gpu
 def test_sgd_updates_float16_parameters_in_one_kernel_as_on_the_cpu():
     w = np.linspace(-1, 1, 8, dtype=np.float16)
     out = []

@@ -182,7 +182,7 @@ ELEMENTWISE = {**cuda_kernels._SPECS, "step71 TANH_GRAD": _step71_exercise_kerne
 
 @needs_nvrtc
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("module", ["_RAW", "_CONV_RAW"])
+@pytest.mark.parametrize("module", ["_RAW", "_CONV_RAW", "_SGD_RAW"])
 def test_the_hand_written_kernels_compile(module, arch):
     _assert_compiles(getattr(cuda_kernels, module), _options(arch), f"cuda_kernels.{module}")
 
