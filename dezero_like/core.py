@@ -26,6 +26,7 @@ import heapq
 import math
 import numbers
 import operator
+import warnings
 import weakref
 
 import numpy as np
@@ -51,7 +52,7 @@ def using_config(name, value):
     """Set ``Config.<name>`` to ``value`` inside a ``with`` block, then restore it."""
     if not hasattr(Config, name):
         raise AttributeError(f"Config has no setting named {name!r}; known: enable_backprop, train")
-    if not isinstance(value, (bool, int, np.bool_, np.integer)):  # "False" would be true
+    if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):  # "False" is true
         raise TypeError(f"Config.{name} is True or False, got {value!r}")
     old = getattr(Config, name)
     setattr(Config, name, value)
@@ -240,15 +241,16 @@ class Variable:
 
     def __eq__(self, other):
         # The identity test, as in the book's DeZero (so `x in some_list` works). Against an
-        # array or a number it would be False for every element-by-element reading: refused.
-        if isinstance(other, Variable):
-            return self is other
-        if _is_array(other) or isinstance(other, (int, float, complex, np.generic)):
-            raise TypeError(
+        # array or a number it is False whatever the elements: a warning says so (not an
+        # error: `x in [an_array, x]` compares them too, and must still work).
+        if not isinstance(other, Variable) and (
+                _is_array(other) or isinstance(other, (int, float, complex, np.generic))):
+            warnings.warn(
                 "== and != on a Variable compare the objects, not their elements: against an "
-                "array or a number they would always give False (or True). Compare the "
-                "arrays: v.data == other (F.accuracy compares predictions with labels)")
-        return NotImplemented
+                "array or a number they always give False (or True). Compare the arrays: "
+                "v.data == other (F.accuracy compares predictions with labels)",
+                RuntimeWarning, stacklevel=2)
+        return self is other
 
     def __ne__(self, other):
         equal = self.__eq__(other)
@@ -597,7 +599,7 @@ def _check_grads(f, gxs):
             f"for {len(inputs)} inputs"
         )
     for i, gx in enumerate(gxs):
-        if gx is not None:
+        if gx is not None and inputs[i].requires_grad:  # a constant's gradient is dropped
             data = inputs[i].data
             if data is not None and getattr(gx, "shape", ()) != data.shape:
                 raise RuntimeError(
@@ -1101,11 +1103,49 @@ class Parameter(Variable):
 
     __itruediv__ = _refuse_in_place("/=")
 
+    __ipow__ = _refuse_in_place("**=")
+
+    __imatmul__ = _refuse_in_place("@=")
+
 
 # --- step 56 ------------------------------------------------------------
 def test_mode():
     """Run code in test mode (dropout becomes the identity)."""
     return using_config("train", False)
+
+
+# --- step 63 ------------------------------------------------------------
+class _PyTorchName:
+    """A name PyTorch has and this class has not: reading it raises, saying what to write."""
+
+    def __init__(self, name, fix):
+        self.name, self.fix = name, fix
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self  # the class's own attribute, for help() and introspection
+        raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}: "
+                             f"that is PyTorch's name; here write {self.fix}")
+
+
+def _pytorch_names(cls, **fixes):
+    """Give ``cls`` a :class:`_PyTorchName` for each ``name=fix`` (a name ``cls`` lacks)."""
+    for name, fix in fixes.items():
+        setattr(cls, name, _PyTorchName(name, fix))
+
+
+_pytorch_names(
+    Variable,
+    numpy="x.data, the NumPy array (on a GPU: cuda.as_numpy(x.data))",
+    detach="Variable(x.data, requires_grad=False), a constant sharing x's array (or, after "
+           "backward(), x.unchain_backward() to cut the graph behind x itself)",
+    view="x.reshape(...)", permute="x.transpose(...)", dim="x.ndim", numel="x.size",
+    zero_="x.cleargrad() to clear a gradient (PyTorch's x.grad.zero_()), or x.data[...] = 0",
+    zero_grad="x.cleargrad() (model.cleargrads() for a whole model)",
+    requires_grad_="x.requires_grad = True (or False): an attribute here",
+    cuda="x.to_gpu(), which moves x itself", cpu="x.to_cpu(), which moves x itself",
+    to="x.to_gpu() or x.to_cpu(), which move x itself",
+)
 
 
 # --- step 64 ------------------------------------------------------------

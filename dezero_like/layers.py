@@ -19,7 +19,7 @@ import numpy as np
 
 import dezero_like.functions as F
 from dezero_like import cuda
-from dezero_like.core import Parameter, Variable, _is_array, as_variable
+from dezero_like.core import Parameter, Variable, _is_array, _pytorch_names, as_variable
 from dezero_like.utils import forward_names, publish
 
 
@@ -444,3 +444,18 @@ __getattr__ = forward_names(__name__, {
     "LSTM": "dezero_like.layers_conv",
     "RNN": "dezero_like.layers_conv",
 })
+
+
+# --- step 63 ------------------------------------------------------------
+_pytorch_names(
+    Layer,
+    zero_grad="model.cleargrads()",
+    parameters="model.params(); an optimizer takes the model itself: SGD(lr=0.1).setup(model)",
+    eval="with dz.test_mode(): around the evaluation (dropout and BatchNorm read the mode)",
+    train="nothing: training is the default mode (evaluate inside with dz.test_mode():)",
+    state_dict="model.save_weights(path), which writes the parameters to an .npz file",
+    load_state_dict="model.load_weights(path), for a file that save_weights wrote",
+    cuda="model.to_gpu(), which moves the model itself",
+    cpu="model.to_cpu(), which moves the model itself",
+    to="model.to_gpu() or model.to_cpu(), which move the model itself",
+)

@@ -44,6 +44,30 @@ def _check_step(what, f):
                         "function such as F.relu, or a layer")
 
 
+def _set_layers(model, items):
+    """``model.layers = items``: register each Layer as ``l0``, ``l1``, ... by position, and keep
+    the order in ``_order`` (a layer's attribute name, a plain function itself)."""
+    from dezero_like.layers import Layer
+
+    for name in model.__dict__.get("_order", ()):  # the layers of a list assigned before
+        if isinstance(name, str):
+            setattr(model, name, None)  # unregistered
+    order = []
+    for i, item in enumerate(items):
+        if isinstance(item, Layer):
+            setattr(model, f"l{i}", item)
+            item = f"l{i}"
+        order.append(item)
+    model._order = order
+
+
+def _get_layers(model):
+    """The items in order, each layer read from its attribute, so a layer replaced there
+    (``model.l1 = L.Linear(2)``) is the one that runs; a tuple, since editing a copy would
+    change nothing: assign ``model.layers = [...]`` instead."""
+    return tuple(getattr(model, f) if isinstance(f, str) else f for f in model._order)
+
+
 class MLP(Model):
     """Multi-layer perceptron: Linear layers with ``activation`` between them.
 
@@ -53,24 +77,19 @@ class MLP(Model):
 
     def __init__(self, fc_output_sizes, activation=F.sigmoid):
         super().__init__()
-        if not isinstance(fc_output_sizes, (tuple, list)) or not fc_output_sizes or not all(
-                isinstance(n, (int, np.integer)) and not isinstance(n, bool)
-                for n in fc_output_sizes):
+        sizes = list(fc_output_sizes) if isinstance(fc_output_sizes, (tuple, list, range,
+                                                                      np.ndarray)) else []
+        if not sizes or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+                                for n in sizes):
             raise TypeError(
                 "MLP: fc_output_sizes must be a non-empty tuple or list of ints, the output size "
                 f"of each layer, got {fc_output_sizes!r}; e.g. MLP((10, 1)) is Linear(10) -> "
                 "Linear(1), and MLP((10,)) one layer")
         _check_step("MLP's activation", activation)
         self.activation = activation
-        self._order = []  # the attribute names of the layers, in order
-        for i, out_size in enumerate(fc_output_sizes):
-            setattr(self, f"l{i}", L.Linear(out_size))
-            self._order.append(f"l{i}")
+        self.layers = [L.Linear(int(n)) for n in sizes]  # registered as l0, l1, ...
 
-    @property
-    def layers(self):
-        """The layers in order, read from their attributes (a replaced one included)."""
-        return [getattr(self, name) for name in self._order]
+    layers = property(_get_layers, _set_layers, doc="The layers in order, from their attributes")
 
     def forward(self, x):
         *hidden, last = self.layers
@@ -84,18 +103,12 @@ class Sequential(Model):
 
     def __init__(self, *layers):
         super().__init__()
-        self._order = []  # a layer's attribute name, or a plain function itself
         for i, layer in enumerate(layers):
             _check_step(f"Sequential item {i}", layer)
-            if isinstance(layer, Layer):
-                setattr(self, f"l{i}", layer)
-                layer = f"l{i}"
-            self._order.append(layer)
+        self.layers = layers  # each layer registered as l0, l1, ... by position
 
-    @property
-    def layers(self):
-        """The items in order, each layer read from its attribute (a replaced one included)."""
-        return [getattr(self, f) if isinstance(f, str) else f for f in self._order]
+    layers = property(_get_layers, _set_layers, doc="The items in order, layers from their "
+                      "attributes")
 
     def forward(self, x):
         for layer in self.layers:

@@ -15,12 +15,12 @@ import inspect
 import math
 import warnings
 import weakref
-from collections.abc import Iterator
+from types import GeneratorType
 
 import numpy as np
 
 from dezero_like import cuda
-from dezero_like.core import Parameter, Variable, as_array
+from dezero_like.core import Parameter, Variable, _pytorch_names, as_array
 
 
 # --- step 47 ------------------------------------------------------------
@@ -31,7 +31,8 @@ def _new_grad(data):
 
 def _warn_unregistered(target):
     """Warn about a list, tuple or dict in the model holding layers or parameters that
-    ``params()`` does not reach (a model training only part of itself, silently).
+    ``params()`` does not reach, and about a weight kept as a plain Variable (a model training
+    only part of itself, silently).
 
     Checked in ``setup``, when the model is complete: a list of layers that are also
     attributes (the book's ``MLP`` kept one) is fine.
@@ -44,6 +45,12 @@ def _warn_unregistered(target):
     reached = {id(layer) for layer in layers} | {id(p) for p in target.params()}
     for layer in layers:
         for name, value in vars(layer).items():
+            if _plain_weight(value):
+                warnings.warn(
+                    f"{type(layer).__name__}.{name} is a Variable, not a Parameter, so params() "
+                    "does not see it: optimizers do not train it and save_weights does not save "
+                    f"it. Write self.{name} = dz.Parameter(...) (or Variable(..., "
+                    "requires_grad=False) for a constant)", stacklevel=3)
             if not isinstance(value, _CONTAINERS):
                 continue
             if any(id(v) not in reached for v in _held(value, (Layer, Parameter))):
@@ -52,6 +59,14 @@ def _warn_unregistered(target):
                     "or parameters that params() does not reach: optimizers do not train them "
                     "and save_weights does not save them. Assign each to its own attribute "
                     "(self.l0 = ...), or use Sequential", stacklevel=3)
+
+
+def _plain_weight(value):
+    """A Variable that looks like a forgotten Parameter: a leaf that requires grad and holds
+    floats (not a layer's state, such as an RNN's h: None at setup, or computed by a graph)."""
+    return (isinstance(value, Variable) and not isinstance(value, Parameter)
+            and value.creator is None and value.requires_grad and value.data is not None
+            and value.data.dtype.kind in "fc")
 
 
 _CONTAINERS = (list, tuple, dict, set, frozenset)
@@ -100,28 +115,40 @@ def _checked(owner, name, value, low=0.0, high=None, positive=False):
 def _refuse_torch_style(cls, args, kwargs):
     """Refuse ``cls(model.params(), lr=0.1)`` and ``Adam(lr=...)``, saying what to write here."""
     first = args[0] if args else None
-    given_params = hasattr(first, "params") or isinstance(
-        first, (Variable, Iterator, list, tuple, dict, set))
+    items = first.values() if isinstance(first, dict) else \
+        first if isinstance(first, (list, tuple, set)) else ()
+    given_params = hasattr(first, "params") or isinstance(first, GeneratorType) or any(
+        isinstance(v, Variable) or (isinstance(v, dict) and "params" in v) for v in items)
     if not given_params and "lr" not in kwargs:
         return
     signature = inspect.signature(cls.__init__).parameters
     names = [n for n, p in signature.items() if n != "self" and p.kind == p.POSITIONAL_OR_KEYWORD]
-    settings = dict(kwargs)
-    if "lr" in settings and "lr" not in signature and "alpha" in names:
-        settings["alpha"] = settings.pop("lr")  # Adam
+    if not given_params and ("lr" in signature or any(p.kind == p.VAR_KEYWORD
+                                                      for p in signature.values())):
+        return
+    settings, left_out = {}, []
+    for name, value in kwargs.items():
+        if name == "lr" and "lr" not in signature and "alpha" in names:
+            settings["alpha"] = value  # Adam
+        elif name in names:
+            settings[name] = value
+        else:
+            left_out.append(name)  # momentum=, betas=, weight_decay=: PyTorch's settings
     shown = ", ".join([*map(repr, args[1:] if given_params else args),
                        *(f"{k}={v!r}" for k, v in settings.items())])
     if not shown and names and signature[names[0]].default is not inspect.Parameter.empty:
         shown = f"{names[0]}={signature[names[0]].default!r}"  # SGD(lr=0.01): the default
+    note = (f" ({', '.join(left_out)}: not a setting of {cls.__name__}, whose settings are "
+            f"{', '.join(names) or 'none'})") if left_out else ""
     if given_params:
         raise TypeError(
             f"{cls.__name__}(...) takes the settings only, not the model or its parameters: "
             f"write {cls.__name__}({shown}).setup(model), then optimizer.update() after each "
-            "backward (PyTorch's optimizers take model.parameters(); here setup takes the model)")
-    if "lr" in signature or any(p.kind == p.VAR_KEYWORD for p in signature.values()):
-        return
+            f"backward (PyTorch's optimizers take model.parameters(); here setup takes the "
+            f"model){note}")
     if "alpha" in names:
-        raise TypeError(f"{cls.__name__}'s learning rate is alpha: write {cls.__name__}({shown})")
+        raise TypeError(f"{cls.__name__}'s learning rate is alpha: write {cls.__name__}({shown})"
+                        + note)
     raise TypeError(f"{cls.__name__} has no learning rate (lr); its settings are "
                     f"{', '.join(names) or 'none'}")
 
@@ -281,16 +308,22 @@ class SGD(Optimizer):
             return Optimizer.update_all(self, params)
         from dezero_like import cuda_kernels
 
-        batch, seen, rest = [], set(), []
+        spans, rest = [], []
         for p in params:
             w, g = p.data, p.grad.data
             if (cuda.is_cupy_array(w) and w.dtype.name in cuda_kernels.RAW_DTYPES
                     and cuda.is_cupy_array(g) and g.shape == w.shape and g.dtype.kind in "biuf"
-                    and w.flags.c_contiguous and g.flags.c_contiguous and id(w) not in seen):
-                seen.add(id(w))
-                batch.append((w, g))
+                    and w.flags.c_contiguous and g.flags.c_contiguous):
+                spans.append((w.data.ptr, w.data.ptr + w.nbytes, len(spans), p))
             else:
                 rest.append(p)
+        batch, end = [], 0
+        for start, stop, _, p in sorted(spans):  # by address: memory shared with the one before?
+            if start < end:
+                rest.append(p)  # updated on its own, after the launch
+            else:
+                batch.append((p.data, p.grad.data))
+                end = max(end, stop)
         if batch:
             cuda_kernels.sgd_update_many(batch, self.lr)  # one launch per 8 parameters
         for p in rest:
@@ -463,3 +496,11 @@ class FreezeParam:
     def __call__(self, params):
         for p in self.frozen:
             p.grad = None
+
+
+# --- step 63 ------------------------------------------------------------
+_pytorch_names(
+    Optimizer,
+    zero_grad="model.cleargrads() (optimizer.target.cleargrads()): the gradients are the model's",
+    step="optimizer.update()",
+)

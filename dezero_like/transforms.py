@@ -17,6 +17,8 @@ Every transform is an object with ``__call__(x)`` and a readable ``repr``, so a
 pipeline prints as what it does.
 """
 
+import warnings
+
 import numpy as np
 
 
@@ -65,6 +67,8 @@ class Normalize:
     def __call__(self, x):
         mean, std = self.mean, self.std
         if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
+            if _within_one(std) and _within_one(mean) and x.size and x.max() > 1:
+                _warn_unscaled(x, mean, std)  # statistics of [0, 1] data on raw pixels
             x = x.astype(np.float64)  # uint8 - 128 would wrap around
         if isinstance(x, np.ndarray) and x.dtype.kind == "f":
             # statistics given as arrays, lists or NumPy scalars (data.mean() is np.float64)
@@ -77,6 +81,22 @@ class Normalize:
 
     def __repr__(self):
         return f"Normalize(mean={self.mean!r}, std={self.std!r})"
+
+
+def _within_one(stat):
+    """True when every value of ``stat`` (a number, a list or an array) is in [-1, 1]."""
+    if type(stat) in (int, float):  # the usual case, without NumPy's overhead
+        return -1 <= stat <= 1
+    return bool(np.all(np.abs(np.asarray(stat)) <= 1))
+
+
+def _warn_unscaled(x, mean, std):
+    """Statistics of [0, 1] data (torchvision's MNIST 0.1307, 0.3081) on raw integer pixels."""
+    warnings.warn(
+        f"Normalize(mean={mean!r}, std={std!r}) got integer data up to {x.max()}, but its mean "
+        "and std are those of data scaled to [0, 1] (torchvision's ToTensor divides by 255 "
+        "first): the result is far off. Scale first: Compose([ToFloat(), Normalize(0, 255), "
+        f"Normalize({mean!r}, {std!r})])", stacklevel=3)
 
 
 def _per_channel(stat, x):

@@ -97,7 +97,7 @@ def using_config(name, value):
     """Set ``Config.<name>`` to ``value`` inside a ``with`` block, then restore it."""
     if not hasattr(Config, name):
         raise AttributeError(f"Config has no setting named {name!r}; known: enable_backprop, train")
-    if not isinstance(value, (bool, int, np.bool_, np.integer)):  # "False" would be true
+    if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):  # "False" is true
         raise TypeError(f"Config.{name} is True or False, got {value!r}")
     old = getattr(Config, name)
     setattr(Config, name, value)
@@ -220,9 +220,9 @@ def _as_inputs(inputs):
 #
 # The class of step 22, with two main changes (it also gains the conversions
 # `__array__`, `__bool__`, `__float__`, `__int__`, `__round__`, `item` and
-# `__format__`; `==` stays the identity test, and refuses an array or a number,
-# where it would compare objects, not elements; `backward` always seeds with
-# ones):
+# `__format__`; `==` stays the identity test, and warns when it meets an array
+# or a number, where it compares objects, not elements; `backward` always seeds
+# with ones):
 #
 # * **`requires_grad`.** A Variable the user creates requires a gradient. A
 #   constant made from a number (the `2.0` in `x * 2.0`) does not, and neither
@@ -238,6 +238,9 @@ def _as_inputs(inputs):
 
 # %%
 #| export dezero_like/core.py
+import warnings
+
+
 class Variable:
     """A box around an array that remembers how it was computed.
 
@@ -312,15 +315,16 @@ class Variable:
 
     def __eq__(self, other):
         # The identity test, as in the book's DeZero (so `x in some_list` works). Against an
-        # array or a number it would be False for every element-by-element reading: refused.
-        if isinstance(other, Variable):
-            return self is other
-        if _is_array(other) or isinstance(other, (int, float, complex, np.generic)):
-            raise TypeError(
+        # array or a number it is False whatever the elements: a warning says so (not an
+        # error: `x in [an_array, x]` compares them too, and must still work).
+        if not isinstance(other, Variable) and (
+                _is_array(other) or isinstance(other, (int, float, complex, np.generic))):
+            warnings.warn(
                 "== and != on a Variable compare the objects, not their elements: against an "
-                "array or a number they would always give False (or True). Compare the "
-                "arrays: v.data == other (F.accuracy compares predictions with labels)")
-        return NotImplemented
+                "array or a number they always give False (or True). Compare the arrays: "
+                "v.data == other (F.accuracy compares predictions with labels)",
+                RuntimeWarning, stacklevel=2)
+        return self is other
 
     def __ne__(self, other):
         equal = self.__eq__(other)

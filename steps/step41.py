@@ -133,7 +133,8 @@ for s0, s1 in pairs:
 # shape with the wrong numbers. PyTorch refuses such a gradient as soon as a
 # backward returns it. From this step on our core does too: `_check_grads`,
 # which since step 23 refuses a backward that returns a gradient too many or
-# too few, now also compares each gradient's shape with its input's. (From
+# too few, now also compares each gradient's shape with its input's (a constant's
+# gradient is thrown away, so it is not checked). (From
 # step 69 on, an input that the package's own backward does not read is kept
 # as a stand-in without data; the check skips those.)
 
@@ -148,7 +149,7 @@ def _check_grads(f, gxs):
             f"for {len(inputs)} inputs"
         )
     for i, gx in enumerate(gxs):
-        if gx is not None:
+        if gx is not None and inputs[i].requires_grad:  # a constant's gradient is dropped
             data = inputs[i].data
             if data is not None and getattr(gx, "shape", ()) != data.shape:
                 raise RuntimeError(

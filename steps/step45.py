@@ -29,9 +29,9 @@
 # Only its type differs, and that type is what a layer looks for to tell its weights from other
 # values. One thing is refused: PyTorch's manual update `for p in model.params(): p -= lr * p.grad`.
 # A Variable has no in-place arithmetic, so Python would compute `p - lr * p.grad` and bind the
-# *name* `p` to that new Variable, leaving the weights unchanged. A Parameter's `-=`, `+=`, `*=`
-# and `/=` raise a TypeError that says to write `p.data -= lr * p.grad.data` instead. (A plain
-# Variable keeps them: `total_loss += loss` is meant to rebind.)
+# *name* `p` to that new Variable, leaving the weights unchanged. A Parameter's `-=`, `+=`, `*=`,
+# `/=`, `**=` and `@=` raise a TypeError that says to write `p.data -= lr * p.grad.data` instead.
+# (A plain Variable keeps them: `total_loss += loss` is meant to rebind.)
 
 # %%
 #| export dezero_like/core.py
@@ -57,6 +57,8 @@ class Parameter(Variable):
     __isub__ = _refuse_in_place("-=")
     __imul__ = _refuse_in_place("*=")
     __itruediv__ = _refuse_in_place("/=")
+    __ipow__ = _refuse_in_place("**=")
+    __imatmul__ = _refuse_in_place("@=")
 
 
 # %% [markdown]
@@ -67,7 +69,9 @@ class Parameter(Variable):
 # `params()` walks the names, going into sub-layers, and yields a parameter shared by two layers
 # only once. `__init__` creates the list with `object.__setattr__`, which bypasses the
 # registering `__setattr__`. `params()` does not look inside lists, tuples or dicts (step 47's
-# `setup` warns when one holds layers that are not registered otherwise).
+# `setup` warns when one holds layers that are not registered otherwise, and when a weight is a
+# plain Variable). PyTorch's `model.parameters()` and `model.zero_grad()` are `params()` and
+# `cleargrads()` here (step 63 makes PyTorch's names say what to write).
 
 # %%
 #| export dezero_like/layers.py

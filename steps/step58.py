@@ -699,7 +699,8 @@ def _to_device_of(param, x):
 # inputs each output sums over. Only the output channels and the kernel size are taken by
 # position; `stride`, `pad` and the rest go by name, because `Conv2d(1, 16, 3)`, PyTorch's
 # order (in, out, kernel), would otherwise build one output channel with a 16x16 kernel. A
-# first batch shaped like channels-last images, `(N, H, H, 3)`, gets a warning.
+# first batch shaped like channels-last images, `(N, H, H, 3)`, gets a warning
+# (`_warn_channels_last`, which `BatchNorm` calls too).
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -710,6 +711,18 @@ import dezero_like.functions_conv as Fc
 from dezero_like import cuda
 from dezero_like.core import Parameter, as_variable
 from dezero_like.layers import Layer
+
+
+def _warn_channels_last(layer, x, stacklevel):
+    """Warn when a first batch of 4-d images looks channels-last, (N, H, W, C)."""
+    if x.ndim != 4:
+        return
+    H, W, C = x.shape[1:]  # as they would be in the mistaken (N, H, W, C)
+    if (C in (1, 3, 4) and H == W > C) or (C in (3, 4) and min(H, W) > 4 * C):
+        warnings.warn(
+            f"{type(layer).__name__} takes its {x.shape[1]} channels from axis 1 of the first "
+            f"batch {x.shape}, whose last axis looks like colour channels; the layout here is "
+            "(N, C, H, W): x.transpose(0, 3, 1, 2) if they are", stacklevel=stacklevel + 1)
 
 
 class Conv2d(Layer):
@@ -769,13 +782,7 @@ class Conv2d(Layer):
                 f"{type(self).__name__} expects a batch of images (N, C, H, W), got shape "
                 f"{x.shape}; reshape flat inputs with x.reshape(N, C, H, W)"
             )
-        H, W, C = x.shape[1:]  # as they would be in the mistaken (N, H, W, C)
-        if (C in (1, 3, 4) and H == W > C) or (C in (3, 4) and min(H, W) > 4 * C):
-            warnings.warn(
-                f"{type(self).__name__} takes its {x.shape[1]} input channels from axis 1 of "
-                f"the first batch {x.shape}, whose last axis looks like colour channels; the "
-                "layout here is (N, C, H, W): x.transpose(0, 3, 1, 2) if they are",
-                stacklevel=4)  # the caller of the layer
+        _warn_channels_last(self, x, stacklevel=4)  # 4: the caller of the layer
         self.in_channels = x.shape[1]
         self._init_W(self._creation_xp(x))  # on x's device, which must be the layer's
         _to_device_of(self.b, x)
@@ -825,7 +832,8 @@ class Deconv2d(Conv2d):
 # carry them; they never receive a gradient, so optimizers skip them. All four arrays are made on
 # the first call, when the number of channels is known (weights loaded before it must give all four
 # the same length: `_lazy_shape`). The running statistics are passed as `.data`, the arrays
-# `batch_norm` updates in place.
+# `batch_norm` updates in place. Images with their channels last, `(N, H, W, C)`, would be
+# normalised per row; a first batch that looks like that gets `Conv2d`'s warning.
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -865,6 +873,7 @@ class BatchNorm(Layer):
                 f"BatchNorm normalises each channel (axis 1) over a batch, got input of shape "
                 f"{tuple(x.shape)}; pass a batch of shape (N, C), (N, C, L) or (N, C, H, W)")
         if self.avg_mean.data is None:
+            _warn_channels_last(self, x, stacklevel=3)  # (N, H, W, C) would give H channels
             xp = self._creation_xp(x)
             C = x.shape[1]
             # integer input (uint8 pixels) is normalised in float64, as batch_norm computes it

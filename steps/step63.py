@@ -21,7 +21,8 @@ import dezero_like.functions as F
 # ### The package code of this step
 #
 # In this step `core` changes `Variable.backward`: it refuses a variable that does not require
-# grad.
+# grad; `core` also gains `_PyTorchName` and `_pytorch_names`, with which `Variable`, `Layer` and
+# `Optimizer` answer PyTorch's names (`x.numpy()`, `model.zero_grad()`) with what to write here.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -59,6 +60,84 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False, retain_
     seed = self._seed(gradient)
     with using_config("enable_backprop", create_graph):
         _backprop(self, seed, retain_grad, retain_graph or create_graph)
+
+
+# %% [markdown]
+# Habits from PyTorch meet names that do not exist here: `x.numpy()`, `x.view(2, 3)`,
+# `model.zero_grad()`, `optimizer.step()`. Python would say only "object has no attribute". A
+# `_PyTorchName` on the class says what to write instead. It is a descriptor (the object behind
+# an attribute of a class) that raises an `AttributeError` when it is read, so `hasattr` still
+# answers False, an instance attribute of the same name (`self.step = 0`) or a subclass's own
+# method still wins, and no other attribute is touched. (A `__getattr__` would do it too, but
+# on CPython 3.11 its mere presence slows every attribute read of the class: a Variable's
+# `x.data` in the backward loop.) `x.size()` stays NumPy's property `x.size`.
+
+# %%
+#| export dezero_like/core.py
+class _PyTorchName:
+    """A name PyTorch has and this class has not: reading it raises, saying what to write."""
+
+    def __init__(self, name, fix):
+        self.name, self.fix = name, fix
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self  # the class's own attribute, for help() and introspection
+        raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}: "
+                             f"that is PyTorch's name; here write {self.fix}")
+
+
+def _pytorch_names(cls, **fixes):
+    """Give ``cls`` a :class:`_PyTorchName` for each ``name=fix`` (a name ``cls`` lacks)."""
+    for name, fix in fixes.items():
+        setattr(cls, name, _PyTorchName(name, fix))
+
+
+# %%
+#| export dezero_like/core.py
+from dezero_like.core import Variable
+
+_pytorch_names(
+    Variable,
+    numpy="x.data, the NumPy array (on a GPU: cuda.as_numpy(x.data))",
+    detach="Variable(x.data, requires_grad=False), a constant sharing x's array (or, after "
+           "backward(), x.unchain_backward() to cut the graph behind x itself)",
+    view="x.reshape(...)", permute="x.transpose(...)", dim="x.ndim", numel="x.size",
+    zero_="x.cleargrad() to clear a gradient (PyTorch's x.grad.zero_()), or x.data[...] = 0",
+    zero_grad="x.cleargrad() (model.cleargrads() for a whole model)",
+    requires_grad_="x.requires_grad = True (or False): an attribute here",
+    cuda="x.to_gpu(), which moves x itself", cpu="x.to_cpu(), which moves x itself",
+    to="x.to_gpu() or x.to_cpu(), which move x itself",
+)
+
+# %%
+#| export dezero_like/layers.py
+from dezero_like.core import _pytorch_names
+from dezero_like.layers import Layer
+
+_pytorch_names(
+    Layer,
+    zero_grad="model.cleargrads()",
+    parameters="model.params(); an optimizer takes the model itself: SGD(lr=0.1).setup(model)",
+    eval="with dz.test_mode(): around the evaluation (dropout and BatchNorm read the mode)",
+    train="nothing: training is the default mode (evaluate inside with dz.test_mode():)",
+    state_dict="model.save_weights(path), which writes the parameters to an .npz file",
+    load_state_dict="model.load_weights(path), for a file that save_weights wrote",
+    cuda="model.to_gpu(), which moves the model itself",
+    cpu="model.to_cpu(), which moves the model itself",
+    to="model.to_gpu() or model.to_cpu(), which move the model itself",
+)
+
+# %%
+#| export dezero_like/optimizers.py
+from dezero_like.core import _pytorch_names
+from dezero_like.optimizers import Optimizer
+
+_pytorch_names(
+    Optimizer,
+    zero_grad="model.cleargrads() (optimizer.target.cleargrads()): the gradients are the model's",
+    step="optimizer.update()",
+)
 
 
 # %% [markdown]
@@ -133,6 +212,23 @@ if torch is not None:
         print("PyTorch says:", e)
     ty.backward(gradient=torch.tensor([1.0, 0.0, -1.0]))
     print("PyTorch with the seed:", tx.grad.numpy())
+
+# %% [markdown]
+# Other PyTorch habits meet names that do not exist here. The package code of this step made
+# them errors that say what to write instead (`hasattr(x, "numpy")` is still False):
+
+# %%
+from dezero_like.models import MLP
+from dezero_like.optimizers import SGD
+
+model = MLP((3, 1))
+optimizer = SGD(lr=0.1).setup(model)
+for obj, name in [(x, "numpy"), (x, "view"), (model, "zero_grad"), (model, "eval"),
+                  (optimizer, "step")]:
+    try:
+        getattr(obj, name)
+    except AttributeError as e:
+        print(e)
 
 # %% [markdown]
 # ## `requires_grad=False`: constants

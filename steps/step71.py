@@ -809,8 +809,9 @@ def sgd_update_many(pairs, lr):
 # %% [markdown]
 # `SGD.update_all` (the method step 67 calls with every parameter that has a gradient) hands
 # the GPU parameters that fit the kernel to `sgd_update_many`: real floating point, contiguous,
-# a gradient of the same shape, and not the same array as another slot (two threads would then
-# write one element at once). The rest, and every parameter on the CPU, take `update_one`. A
+# a gradient of the same shape, and no memory shared with another slot (two views of one array:
+# two threads would write one element at once; sorting the arrays by address finds them). The
+# rest, and every parameter on the CPU, take `update_one`, after the launch. A
 # subclass that writes its own `update_one` keeps it: the batched path is used only when the
 # rule is SGD's own.
 
@@ -825,16 +826,22 @@ def update_all(self, params):
         return Optimizer.update_all(self, params)
     from dezero_like import cuda_kernels
 
-    batch, seen, rest = [], set(), []
+    spans, rest = [], []
     for p in params:
         w, g = p.data, p.grad.data
         if (cuda.is_cupy_array(w) and w.dtype.name in cuda_kernels.RAW_DTYPES
                 and cuda.is_cupy_array(g) and g.shape == w.shape and g.dtype.kind in "biuf"
-                and w.flags.c_contiguous and g.flags.c_contiguous and id(w) not in seen):
-            seen.add(id(w))
-            batch.append((w, g))
+                and w.flags.c_contiguous and g.flags.c_contiguous):
+            spans.append((w.data.ptr, w.data.ptr + w.nbytes, len(spans), p))
         else:
             rest.append(p)
+    batch, end = [], 0
+    for start, stop, _, p in sorted(spans):  # by address: memory shared with the one before?
+        if start < end:
+            rest.append(p)  # updated on its own, after the launch
+        else:
+            batch.append((p.data, p.grad.data))
+            end = max(end, stop)
     if batch:
         cuda_kernels.sgd_update_many(batch, self.lr)  # one launch per 8 parameters
     for p in rest:

@@ -162,6 +162,10 @@ class ndarray:
     def device(self):
         return cuda.Device(0)
 
+    @property
+    def data(self):  # CuPy's MemoryPointer: ``.ptr`` is the address of the first element
+        return types.SimpleNamespace(ptr=self._a.__array_interface__["data"][0])
+
     def item(self):
         WAITS["item"] += 1
         return self._a.item()
@@ -712,18 +716,21 @@ class ElementwiseKernel:
         shape = _np.broadcast_shapes(*shapes) if shapes else ()
         outs = list(args[n_in:]) + [ndarray._from(_np.empty(shape, dtype_of(typ)))
                                     for typ, _, _ in self.outs[len(args) - n_in:]]
-        keep, decls, reads, cargs = [], [], [], []
+        keep, decls, reads, cargs, copy_back = [], [], [], [], []
         for k, ((typ, name, raw), a) in enumerate(zip(self.ins + self.outs,
                                                       list(args[:n_in]) + outs)):
             c = _C_NAMES[dtype_of(typ).name]
             if raw:
                 buf = _np.ascontiguousarray(a._a)
                 decls.append(f"{c}* {name}")
-            elif k >= n_in:  # an output: written in place
+            elif k >= n_in:  # an output: written in place (a strided one through a copy)
                 buf = a._a
-                if buf.shape != shape or not buf.flags.c_contiguous:
-                    raise ValueError(f"{self.name}: output {name} must be C-contiguous of "
-                                     f"shape {shape}, got {buf.shape}")
+                if buf.shape != shape:
+                    raise ValueError(f"{self.name}: output {name} must have the shape "
+                                     f"{shape}, got {buf.shape}")
+                if not buf.flags.c_contiguous:
+                    buf = _np.ascontiguousarray(buf)
+                    copy_back.append((a._a, buf))
                 decls.append(f"{c}* _raw_{name}")
                 reads.append(f"{c} &{name} = _raw_{name}[i];")
             else:
@@ -740,6 +747,8 @@ class ElementwiseKernel:
                   f"{' '.join(reads)} {self.operation}; }}\n}}\n")
         lib = self._libs.get(source) or self._libs.setdefault(source, _build(source))
         lib.emu_elementwise(ctypes.c_longlong(int(_np.prod(shape))), *cargs)
+        for target, buf in copy_back:
+            target[...] = buf
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 

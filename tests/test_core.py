@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
+import warnings
 import weakref
 
 import numpy as np
@@ -434,25 +435,31 @@ def test_gradients_kept_by_retain_grad_are_not_held_after_their_graph_dies():
     assert len(core._from_backward) == 0
 
 
-def test_comparing_a_variable_with_an_array_or_a_number_is_refused_not_always_false():
-    """``pred == t`` with ``t`` a Variable was the identity test: always False, an accuracy of 0
-    with no error. Between Variables it stays the identity test, so ``in`` and dicts work."""
+def test_comparing_a_variable_with_an_array_or_a_number_warns_that_it_compares_objects():
+    """``pred == t`` with ``t`` a Variable is the identity test: always False, an accuracy of 0.
+    It warns; between Variables it stays the identity test, so ``in`` and dicts work, also
+    for a list that holds arrays beside Variables (NumPy hands ``a == v`` to the Variable)."""
     t = Variable(np.array([0, 1, 2]))
     pred = np.array([0, 1, 2])
-    for compare in (lambda: pred == t, lambda: t == pred, lambda: t != pred, lambda: t == 1,
-                    lambda: np.float64(1.0) != t):
-        with pytest.raises(TypeError, match=r"compare the objects.*v\.data == other"):
-            compare()
+    for compare, expected in ((lambda: pred == t, False), (lambda: t == pred, False),
+                              (lambda: t != pred, True), (lambda: t == 1, False),
+                              (lambda: np.float64(1.0) != t, True)):
+        with pytest.warns(RuntimeWarning, match=r"compare the objects.*v\.data == other"):
+            assert compare() is expected
     other = Variable(np.array([0, 1, 2]))
-    assert t == t and t != other and not (t == other)
-    assert t in [other, t] and [other, t].index(t) == 1
-    assert {t: 1, other: 2}[t] == 1
-    assert t != None and t != "t"  # noqa: E711 - the comparison itself is under test
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning between Variables
+        assert t == t and t != other and not (t == other)
+        assert t in [other, t] and [other, t].index(t) == 1
+        assert {t: 1, other: 2}[t] == 1
+        assert t != None and t != "t"  # noqa: E711 - the comparison itself is under test
+    with pytest.warns(RuntimeWarning):
+        assert t in [pred, t] and [pred, 1, t].index(t) == 2
 
 
 def test_using_config_takes_true_or_false_only():
     """using_config("train", "False") stored a true string: dropout stayed on in 'test mode'."""
-    for value in ("False", None, 0.0):
+    for value in ("False", None, 2, 0.5):
         with pytest.raises(TypeError, match=r"Config.train is True or False, got"):
             with dz.using_config("train", value):
                 pass
@@ -476,3 +483,19 @@ def test_differentiating_a_gradient_of_a_plain_backward_says_create_graph():
     x.cleargrad()
     gx.backward()
     assert float(x.grad.data) == 12.0
+
+
+def test_a_constant_inputs_gradient_is_dropped_unchecked_as_in_step_70s_loop():
+    class ScaleBy(Function):
+        def forward(self, x, c):
+            return x * c
+
+        def backward(self, gy):
+            x, c = self.inputs
+            return gy * c, F.sum(gy * x)  # a 0-d "gradient" for the (3,) constant: ignored
+
+    x = Variable(np.array([1.0, 2.0, 3.0]))
+    c = Variable(np.array([2.0, 2.0, 2.0]), requires_grad=False)
+    F.sum(ScaleBy()(x, c)).backward()
+    np.testing.assert_array_equal(x.grad.data, [2.0, 2.0, 2.0])
+    assert c.grad is None

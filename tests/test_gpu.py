@@ -405,11 +405,11 @@ def test_indices_in_range_on_the_host_index_a_gpu_array_as_numpy_does():
 
 
 @needs_gpu
-def test_sgd_updates_many_parameters_in_few_launches_as_on_the_cpu():
+def test_sgd_updates_many_parameters_in_few_launches_as_on_the_cpu(monkeypatch):
     """SGD.update_all on a GPU: eight float32 parameters per launch of one kernel, float64 in
     its own, and the rest (float16, integers, a strided parameter or gradient, a gradient of
-    another shape, an array in two Parameters) one by one, as update_one does them."""
-    import cupy
+    another shape, memory shared with another parameter) one by one, as update_one does."""
+    from dezero_like import cuda_kernels
 
     rng = np.random.default_rng(0)
     f32 = [(rng.normal(size=shape).astype(np.float32), rng.normal(size=shape))  # float64 grads
@@ -417,27 +417,30 @@ def test_sgd_updates_many_parameters_in_few_launches_as_on_the_cpu():
     f64 = [(rng.normal(size=(4, 3)), rng.normal(size=(4, 3))) for _ in range(2)]
     others = [(rng.normal(size=4).astype(np.float16), rng.normal(size=4).astype(np.float16)),
               (np.arange(4), np.ones(4, int)),  # integers: -= with lr 1, as NumPy
-              (rng.normal(size=(3, 4)).astype(np.float32).T, rng.normal(size=(4, 3))),
+              (rng.normal(size=(3, 4)).astype(np.float32).T, rng.normal(size=(4, 3))),  # copied C
               (rng.normal(size=(3, 4)), rng.normal(size=(4, 3)).T),
               (rng.normal(size=(2, 3)), rng.normal(size=3))]  # broadcast, as NumPy's -=
-    shared = rng.normal(size=5).astype(np.float32)
+    shared = rng.normal(size=8).astype(np.float32)
+    launches = []
+    real = cuda_kernels.sgd_update_many
+    monkeypatch.setattr(cuda_kernels, "sgd_update_many", lambda pairs, lr: (
+        launches.append(sorted(w.dtype.name for w, _ in pairs)), real(pairs, lr)))
     results = []
     for device in (np.asarray, cuda.as_cupy):
         model = Model()
-        pairs = [*f32, *f64, *others, (shared, np.ones(5)), (shared, np.ones(5))]
-        arrays = {}
-        for i, (w, g) in enumerate(pairs):
-            data = arrays.setdefault(id(w), device(w.copy()))  # the shared array: one object
-            setattr(model, f"p{i}", dz.Parameter(data))
-            getattr(model, f"p{i}").grad = dz.Variable(device(g))
-        optimizer = optimizers.SGD(lr=1).setup(model)  # 1: integer parameters too
-        launches = getattr(cupy, "LAUNCHES", None)
-        if launches is not None and device is not np.asarray:
-            launches.clear()
-        optimizer.update()
-        if launches is not None and device is not np.asarray:
-            assert launches["sgd_many_f32"] == 2 and launches["sgd_many_f64"] == 1, launches
-        results.append([cuda.as_numpy(getattr(model, f"p{i}").data) for i in range(len(pairs))])
+        base = device(shared.copy())
+        params = [dz.Parameter(device(w.copy())) for w, _ in [*f32, *f64, *others]]
+        params += [dz.Parameter(base), dz.Parameter(base), dz.Parameter(base[:6]),
+                   dz.Parameter(base[2:]),  # one array twice, and two views that overlap it
+                   dz.Parameter(device(np.arange(24, dtype=np.float32).reshape(4, 6))[:, ::2])]
+        grads = [g for _, g in [*f32, *f64, *others]] + [np.ones(8), np.ones(8), np.ones(6),
+                                                         np.ones(6), np.ones((4, 3))]
+        for i, (p, g) in enumerate(zip(params, grads)):
+            setattr(model, f"p{i}", p)
+            p.grad = dz.Variable(device(g))
+        optimizers.SGD(lr=1).setup(model).update()  # lr 1: integer parameters too
+        results.append([cuda.as_numpy(p.data) for p in params])
+    assert launches == [["float32"] * 12 + ["float64"] * 2], launches  # one view of base
     for i, (cpu, gpu) in enumerate(zip(*results)):
         assert cpu.dtype == gpu.dtype and cpu.shape == gpu.shape, i
         np.testing.assert_allclose(gpu, cpu, rtol=1e-3 if cpu.dtype == np.float16 else 1e-6,

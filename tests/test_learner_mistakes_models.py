@@ -138,7 +138,7 @@ def test_linear_width_mismatch_hint_names_the_layer_before():
 
 
 # ---- step 45: in-place arithmetic on a Parameter --------------------------------------------
-@pytest.mark.parametrize("op", ["-=", "+=", "*=", "/="])
+@pytest.mark.parametrize("op", ["-=", "+=", "*=", "/=", "**=", "@="])
 def test_parameter_in_place_arithmetic_is_refused(op):
     p = dz.Parameter(np.ones(2))
     before = p
@@ -195,3 +195,38 @@ def test_book_optimizer_signatures_still_work():
     assert O.AdaGrad(0.3).lr == 0.3 and O.AdaDelta(0.9).rho == 0.9
     with pytest.raises(TypeError, match="lr must be a number"):
         O.SGD("0.1")
+
+
+def test_optimizer_subclasses_taking_a_list_still_work_and_torch_settings_are_named():
+    class Schedule(O.SGD):
+        def __init__(self, lrs):
+            super().__init__(lrs[0])
+            self.lrs = lrs
+
+    assert Schedule([0.1, 0.01]).lr == 0.1
+    model = MLP((3, 1))
+    model(np.ones((2, 2)))
+    with pytest.raises(TypeError, match=r"write SGD\(lr=0\.1\)\.setup\(model\).*\(momentum: "
+                       r"not a setting of SGD"):
+        O.SGD(model.params(), lr=0.1, momentum=0.9)
+    with pytest.raises(TypeError, match=r"write SGD\(lr=0\.1\)\.setup"):
+        O.SGD([{"params": list(model.params())}], lr=0.1)  # PyTorch's parameter groups
+
+
+def test_mlp_takes_any_sequence_of_sizes_and_layers_is_a_read_only_view_that_can_be_assigned():
+    x = np.ones((4, 5))
+    assert MLP(range(3, 5))(x).shape == (4, 4)
+    assert MLP(np.array([10, 1]))(x).shape == (4, 1)
+    seq = Sequential(L.Linear(3), F.relu, L.Linear(2))
+    with pytest.raises(AttributeError):
+        seq.layers.append(L.Linear(7))  # a tuple: editing a copy would change nothing
+
+    class Custom(Sequential):
+        def __init__(self):
+            super().__init__()
+            self.layers = [L.Linear(3), F.relu, L.Linear(2)]  # the book's style still works
+
+    model = Custom()
+    assert model(x).shape == (4, 2) and len(list(model.params())) == 4
+    model.layers = [L.Linear(7)]  # the old layers are unregistered
+    assert model(x).shape == (4, 7) and len(list(model.params())) == 2

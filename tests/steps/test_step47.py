@@ -51,3 +51,39 @@ def test_bias_correction_ratio_and_pictures(load_step):
         assert f"wrote {path}" in step.output
     assert set(step.histories) == {"SGD", "MomentumSGD", "Adam"}
     assert all(len(h) == 1000 for h in step.histories.values())
+
+
+def test_setup_warns_about_a_weight_kept_as_a_plain_variable():
+    import warnings
+
+    import dezero_like as dz
+    import dezero_like.layers as L
+
+    class Affine(L.Layer):
+        def __init__(self):
+            super().__init__()
+            np.random.seed(0)
+            self.W = dz.Variable(np.random.randn(3, 2))  # should be a Parameter
+            self.b = dz.Parameter(np.zeros(2))
+
+        def forward(self, x):
+            return x @ self.W + self.b
+
+    with pytest.warns(UserWarning, match=r"Affine\.W is a Variable, not a Parameter, so params\(\) "
+                      r"does not see it.*self\.W = dz\.Parameter\(\.\.\.\)") as caught:
+        optimizers.SGD().setup(Affine())
+    assert caught[0].filename == __file__  # points at the setup() call
+
+    class Stateful(L.Layer):  # what a layer may keep without a warning
+        def __init__(self):
+            super().__init__()
+            self.l1 = L.Linear(2, in_size=3)
+            self.h = None  # an RNN's state before the first call
+            self.made = dz.Variable(np.ones(2)) * 2.0  # computed by a graph
+            self.constant = dz.Variable(np.ones(2), requires_grad=False)
+            self.ids = dz.Variable(np.arange(3))  # integers
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        optimizers.SGD().setup(Stateful())
+        optimizers.SGD().setup(dz.models.MLP((3, 1)))

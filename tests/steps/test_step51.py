@@ -43,3 +43,26 @@ def test_demo_output(load_step):
     assert "stored data unchanged: True" in out
     assert "batch: (5, 2)" in out
     assert "self-check passed" in out
+
+
+def test_normalize_warns_when_unit_statistics_meet_raw_integer_pixels():
+    import warnings
+
+    import pytest
+
+    from dezero_like import transforms as T
+
+    image = np.random.default_rng(0).integers(0, 256, (28, 28), dtype=np.uint8)
+    image[0, 0] = 255
+    with pytest.warns(UserWarning, match=r"Normalize\(mean=0\.1307, std=0\.3081\) got integer "
+                      r"data up to 255.*scaled to \[0, 1\].*Compose\(\[ToFloat\(\), "
+                      r"Normalize\(0, 255\), Normalize\(0\.1307, 0\.3081\)\]\)") as caught:
+        T.Normalize(0.1307, 0.3081)(image)
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fixed = T.Compose([T.ToFloat(), T.Normalize(0, 255), T.Normalize(0.1307, 0.3081)])
+        assert fixed(image).max() < 3  # (1 - 0.1307) / 0.3081 = 2.82
+        T.Normalize(0.0, 255.0)(image)  # raw pixels with raw statistics
+        T.Normalize(128, 64)(image)
+        T.Normalize(0.5, 0.5)(np.array([0, 1, 1, 0]))  # integer data already in [0, 1]

@@ -64,3 +64,20 @@ def test_demo_output(load_step):
     assert "same gradients (x, W, b): True" in out
     assert "same result: True" in out
     assert "self-check passed" in out
+
+
+def test_batchnorm_warns_about_channels_last_images_as_conv2d_does(rng):
+    import warnings
+
+    import dezero_like.layers_conv as Lc
+
+    nhwc = rng.standard_normal((4, 28, 28, 1)).astype(np.float32)  # MNIST, channels last
+    for layer in (Lc.BatchNorm(), Lc.Conv2d(8, 3, pad=1)):
+        with pytest.warns(UserWarning, match=rf"{type(layer).__name__} takes its 28 channels "
+                          r"from axis 1.*\(N, C, H, W\): x\.transpose\(0, 3, 1, 2\)") as caught:
+            layer(nhwc)
+        assert caught[0].filename == __file__  # points at the call of the layer
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for shape in [(4, 1, 28, 28), (4, 16, 14, 14), (4, 3, 32, 32), (8, 20), (8, 4, 50)]:
+            Lc.BatchNorm()(rng.standard_normal(shape))

@@ -89,3 +89,13 @@ def test_exercise_jacobian(load_step):
     J = step.jacobian(lambda x: F.sin(x) * F.sum(x), a)
     expected = np.diag(np.cos(a) * a.sum()) + np.sin(a)[:, None]
     np.testing.assert_allclose(J, expected)
+
+
+def test_pytorch_names_say_what_to_write(load_step):
+    out = load_step(63).output
+    assert ("'Variable' object has no attribute 'numpy': that is PyTorch's name; here write "
+            "x.data") in out
+    assert "'MLP' object has no attribute 'zero_grad': that is PyTorch's name; here write " \
+           "model.cleargrads()" in out
+    assert "'SGD' object has no attribute 'step': that is PyTorch's name; here write " \
+           "optimizer.update()" in out

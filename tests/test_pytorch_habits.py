@@ -1,0 +1,126 @@
+"""PyTorch's names on a Variable, a Layer or an Optimizer say what to write here (step 63).
+
+They stay AttributeErrors (``hasattr`` answers False, as before), and copying and
+pickling, which probe for ``__deepcopy__`` or ``__setstate__``, work as they did.
+"""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.layers as L
+from dezero_like import optimizers
+from dezero_like.models import MLP
+
+VARIABLE_HINTS = {
+    "numpy": r"x\.data", "detach": r"Variable\(x\.data, requires_grad=False\)",
+    "view": r"x\.reshape", "permute": r"x\.transpose", "dim": r"x\.ndim", "numel": r"x\.size",
+    "zero_": r"x\.cleargrad\(\)", "zero_grad": r"x\.cleargrad\(\)",
+    "requires_grad_": r"x\.requires_grad = ", "cuda": r"x\.to_gpu\(\)", "cpu": r"x\.to_cpu\(\)",
+    "to": r"x\.to_gpu\(\) or x\.to_cpu\(\)",
+}
+LAYER_HINTS = {
+    "zero_grad": r"model\.cleargrads\(\)", "parameters": r"model\.params\(\)",
+    "eval": r"with dz\.test_mode\(\):", "train": r"training is the default mode",
+    "state_dict": r"model\.save_weights\(path\)", "load_state_dict": r"model\.load_weights\(path\)",
+    "cuda": r"model\.to_gpu\(\)", "cpu": r"model\.to_cpu\(\)", "to": r"model\.to_gpu\(\)",
+}
+OPTIMIZER_HINTS = {"zero_grad": r"model\.cleargrads\(\)", "step": r"optimizer\.update\(\)"}
+
+
+def _model():
+    np.random.seed(0)
+    model = MLP((4, 2))
+    model(np.random.randn(3, 5))
+    return model
+
+
+@pytest.mark.parametrize("name", sorted(VARIABLE_HINTS))
+@pytest.mark.parametrize("kind", [dz.Variable, dz.Parameter])
+def test_a_variable_names_what_to_write_for_pytorchs_name(kind, name):
+    v = kind(np.ones((2, 3)))
+    with pytest.raises(AttributeError, match=rf"'{kind.__name__}' object has no attribute "
+                       rf"'{name}'.*PyTorch.*{VARIABLE_HINTS[name]}"):
+        getattr(v, name)
+    assert not hasattr(v, name)  # still an AttributeError: duck typing sees no such method
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_HINTS))
+@pytest.mark.parametrize("make", [lambda: L.Linear(3), _model], ids=["Linear", "MLP"])
+def test_a_layer_or_model_names_what_to_write_for_pytorchs_name(make, name):
+    layer = make()
+    with pytest.raises(AttributeError, match=rf"'{type(layer).__name__}' object has no attribute "
+                       rf"'{name}'.*PyTorch.*{LAYER_HINTS[name]}"):
+        getattr(layer, name)
+    assert not hasattr(layer, name)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZER_HINTS))
+@pytest.mark.parametrize("kind", ["SGD", "Adam"])
+def test_an_optimizer_names_what_to_write_for_pytorchs_name(kind, name):
+    opt = getattr(optimizers, kind)().setup(_model())
+    with pytest.raises(AttributeError, match=rf"'{kind}' object has no attribute "
+                       rf"'{name}'.*PyTorch.*{OPTIMIZER_HINTS[name]}"):
+        getattr(opt, name)
+
+
+def test_other_missing_names_get_pythons_own_error():
+    v, layer = dz.Variable(np.ones(2)), L.Linear(3)
+    opt = optimizers.SGD().setup(_model())
+    for obj in (v, layer, opt):
+        with pytest.raises(AttributeError) as info:
+            obj.no_such_name
+        assert str(info.value) == f"'{type(obj).__name__}' object has no attribute 'no_such_name'"
+        for dunder in ("__deepcopy__", "__setstate__", "__array_interface__"):
+            assert getattr(obj, dunder, None) is None or dunder == "__setstate__"
+
+
+def test_attributes_of_the_same_name_set_by_a_subclass_still_win():
+    class Net(L.Layer):
+        def __init__(self):
+            super().__init__()
+            self.train = True  # Layer.__setattr__ stores it; it is read back
+            self.l1 = L.Linear(2, in_size=3)
+
+        def eval(self):  # a method of that name overrides the hint
+            return "evaluating"
+
+        def forward(self, x):
+            return self.l1(x)
+
+    class Counting(optimizers.SGD):
+        def update(self):
+            super().update()
+            self.step = getattr(self, "step", 0) + 1  # the same holds for an optimizer
+
+    net = Net()
+    assert net.train is True and net.eval() == "evaluating"
+    opt = Counting(lr=0.1).setup(net)
+    net.cleargrads()
+    dz.functions.sum(net(np.ones((1, 3)))).backward()
+    opt.update()
+    opt.update()
+    assert opt.step == 2
+
+
+def test_copying_and_pickling_still_work():
+    np.random.seed(0)
+    x = np.random.randn(4, 5)
+    model = _model()
+    opt = optimizers.Adam().setup(model)
+    dz.functions.sum(model(x)).backward()
+    opt.update()
+    v, p = dz.Variable(np.arange(3.0), name="v"), dz.Parameter(np.ones(2), name="p")
+    for copier in (copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))):
+        v2, p2 = copier(v), copier(p)
+        assert type(v2) is dz.Variable and type(p2) is dz.Parameter
+        np.testing.assert_array_equal(v2.data, v.data)
+        assert (v2.name, p2.name) == ("v", "p")
+        model2, opt2 = copier((model, opt))
+        np.testing.assert_array_equal(model2(x).data, model(x).data)
+        assert opt2.target is model2 and opt2.t == opt.t
+        copier(L.Linear(3))  # an uninitialised lazy layer too
+    assert copy.copy(v).data is v.data
