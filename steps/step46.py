@@ -182,14 +182,12 @@ def _check_step(what, f):
 def _set_layers(model, items):
     """``model.layers = items``: register each Layer as ``l0``, ``l1``, ... by position, and keep
     the order in ``_order`` (a layer's attribute name, a plain function itself)."""
-    from dezero_like.layers import Layer
-
     for name in model.__dict__.get("_order", ()):  # the layers of a list assigned before
         if isinstance(name, str):
             setattr(model, name, None)  # unregistered
     order = []
     for i, item in enumerate(items):
-        if isinstance(item, Layer):
+        if isinstance(item, L.Layer):
             setattr(model, f"l{i}", item)
             item = f"l{i}"
         order.append(item)
@@ -242,9 +240,6 @@ class MLP(Model):
 
 # %%
 #| export dezero_like/models.py
-from dezero_like.layers import Layer
-
-
 class Sequential(Model):
     """Apply layers (or plain functions such as ``F.relu``) one after the other."""
 
