@@ -98,7 +98,7 @@ def numerical_diff(f, x, eps=1e-4):
 # %% [markdown]
 # For $y = x^2$ the derivative is $2x$, so at $x = 2$ we expect 4. (For a
 # quadratic the central difference is exact up to rounding: the error term
-# needs a third derivative, and $x^2$ has none.)
+# needs a third derivative, and that of $x^2$ is zero.)
 
 # %%
 x = Variable(np.array([2.0]))
@@ -260,7 +260,7 @@ for eps in [10.0**-k for k in range(1, 8)]:
 # %% [markdown]
 # In float32 the rounding error is about $10^{-7} / \varepsilon$ instead of
 # $10^{-16} / \varepsilon$, so it takes over much sooner. The best `eps` is
-# now near $10^{-3}$, with about five correct digits instead of eleven. At the
+# now near $10^{-3}$, with about five correct digits instead of ten. At the
 # default `1e-4` the float32 error is already a thousand times the float64
 # one, and below that the two values $f(x \pm \varepsilon)$ differ mostly by
 # rounding noise. This is why the package's gradient checker

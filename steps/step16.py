@@ -1,10 +1,11 @@
 # %% [markdown]
 # # Step 16: Complex graphs: why order matters
 #
-# So far our graphs were chains, or trees whose branches never meet again.
-# Real computations are not that tidy: a result is used by several functions
-# whose results meet again further on. The smallest such graph is a
-# **diamond**:
+# So far our graphs were chains, or graphs in which only an input was used
+# more than once (the `x + x` of step 14), and an input has no creator waiting
+# for its gradient. Real computations are not that tidy: a result is used by
+# several functions whose results meet again further on. The smallest such
+# graph is a **diamond**:
 #
 # $$a = x^2, \qquad y = a^2 + a^2 .$$
 #

@@ -323,8 +323,8 @@ print(x.grad)
 # %% [markdown]
 # ## Exercise
 # Write `describe(v)` that returns a one-line summary like
-# `"x: shape (2, 3), float64"` using the new attributes, and `"?"` for an
-# unnamed variable.
+# `"x: shape (2, 3), float64"` using the new attributes, with `?` in place of
+# the name for an unnamed variable (`"?: shape (4,), float32"`).
 
 # %%
 #| exercise

@@ -56,8 +56,8 @@ print("with opt-out:   ", repr(np.array([1.0, 2.0]) * OptedOut()))
 # not take part in NumPy's arithmetic; NumPy then returns `NotImplemented` and
 # Python calls our reflected operator with the whole array. (Older code sets a
 # large `__array_priority__` for the same purpose; `__array_ufunc__ = None` is
-# the documented, reliable way: NumPy's NEP 13 and its "Writing custom array
-# containers" guide describe it.)
+# the documented, reliable way: NumPy's NEP 13 and the `__array_ufunc__` entry
+# of its "Standard array subclasses" reference describe it.)
 #
 # **Dtypes.** In NumPy 2 a Python number is "weak": `float32_array * 2.0` stays
 # float32. But once we wrap `2.0` in `np.array(2.0)` it is a float64 array and
@@ -481,7 +481,7 @@ for text, make in [("-x", lambda x: -x), ("2.0 - x", lambda x: 2.0 - x),
 #
 # ## Checking against numerical differentiation
 #
-# A formula using every operator, $f(x) = \frac{(x - 2)^3}{x} - 1.5x + 4$,
+# A formula using each binary operator, $f(x) = \frac{(x - 2)^3}{x} - 1.5x + 4$,
 # compared with central differences (`numerical_diff`) at three points at once
 # (every operator works element by element), and
 # with the gradient checker on an array:
