@@ -290,6 +290,38 @@ def transpose(x, axes=None):
     return Transpose(axes)(x)
 
 
+def expand_dims(x, axis):
+    """``x`` with a new axis of length 1 at ``axis`` (an int or a tuple), like ``np.expand_dims``.
+
+    A negative axis counts from the end of the result. Made with :func:`reshape`.
+    """
+    x = as_variable(x)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = x.ndim + len(axes)
+    if not all(isinstance(a, (int, np.integer)) and -ndim <= a < ndim for a in axes):
+        raise ValueError(f"expand_dims: axis {axis} is out of range for a result of {ndim} "
+                         f"dimensions (x has shape {x.shape}); use axes in {-ndim}..{ndim - 1}")
+    new = {int(a) % ndim for a in axes}
+    if len(new) < len(axes):
+        raise ValueError(f"expand_dims: repeated axis in {axis}")
+    rest = iter(x.shape)
+    return reshape(x, tuple(1 if i in new else next(rest) for i in range(ndim)))
+
+
+# --- step 40 ------------------------------------------------------------
+def average(x, axis=None, keepdims=False):
+    """Mean of ``x`` over ``axis`` (all axes when None; an int or a tuple), like ``np.mean``.
+
+    The sum (:func:`sum`) divided by the number of elements summed; an empty axis gives nan.
+    """
+    x = as_variable(x)
+    y = x.sum(axis, keepdims)
+    return y / (x.size // y.size if y.size else 1)
+
+
+mean = average
+
+
 # --- step 42 ------------------------------------------------------------
 def _check_matmul_shapes(a_shape, b_shape, where):
     """Raise a clear error when ``a @ b`` is impossible (the inner sizes differ)."""
@@ -401,6 +433,21 @@ def mean_squared_error(x0, x1):
     return MeanSquaredError()(x0, x1)
 
 
+def mean_squared_error_simple(x0, x1):
+    """sum((x0 - x1)**2) / len(x0) composed of ``-``, ``**``, ``sum`` and ``/``.
+
+    The same value as :func:`mean_squared_error`, which computes it as one function.
+    """
+    x0, x1 = as_variable(x0), as_variable(x1)
+    if x0.shape != x1.shape:
+        raise ValueError(
+            f"mean_squared_error_simple needs two arrays of the same shape, got {x0.shape} and "
+            f"{x1.shape} (NumPy would broadcast them into a wrong loss); reshape one first, "
+            "e.g. t.reshape(y.shape)")
+    diff = x0 - x1
+    return (diff ** 2).sum() / (len(diff) if diff.ndim else 1)
+
+
 # --- step 44 ------------------------------------------------------------
 def _add_bias(y, b):
     """``y + b``, in place in the fresh array ``y`` unless a wider ``b`` widens the result."""
@@ -479,6 +526,16 @@ def linear(x, W, b=None):
     return Linear()(x, W, b)
 
 
+def linear_simple(x, W, b=None):
+    """``x @ W + b`` composed of :func:`matmul` and ``+``; :func:`linear` is one function."""
+    t = matmul(x, W)
+    if b is None:
+        return t
+    y = t + b
+    t.data = None  # nothing reads the product again: free it now
+    return y
+
+
 class Sigmoid(Function):
     """y = 1 / (1 + exp(-x)); dy/dx = y * (1 - y).
 
@@ -528,6 +585,15 @@ class Sigmoid(Function):
 def sigmoid(x):
     """Logistic sigmoid 1 / (1 + exp(-x)), elementwise; see :class:`Sigmoid`."""
     return Sigmoid()(x)
+
+
+def sigmoid_simple(x):
+    """1 / (1 + exp(-x)) composed of operators and :func:`exp`; :func:`sigmoid` is one function.
+
+    For x below about -709 (float64) exp overflows and the gradient is nan; use :func:`sigmoid`.
+    """
+    x = as_variable(x)
+    return 1 / (1 + exp(-x))
 
 
 # --- step 46 ------------------------------------------------------------
@@ -937,6 +1003,90 @@ class SoftmaxCrossEntropy(Function):
 def softmax_cross_entropy(x, t):
     """Mean cross entropy of logits ``x`` (N, C) against integer labels ``t`` (N,)."""
     return SoftmaxCrossEntropy()(x, t)
+
+
+def _binary_targets(name, x, t):
+    """``x`` and ``t`` in one floating dtype (x's, or float64); different shapes are refused."""
+    if x.shape != t.shape:
+        raise ValueError(
+            f"{name} needs targets of the input's shape, got {x.shape} and {t.shape} (NumPy "
+            "would broadcast (N, 1) against (N,) into an N x N loss); reshape the targets "
+            "first, e.g. t.reshape(x.shape)")
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    return x.astype(dtype, copy=False), t.astype(dtype, copy=False)
+
+
+class SigmoidCrossEntropy(Function):
+    """L = sum(max(x, 0) - t x + log(1 + exp(-abs(x)))) / N with N = len(x).
+
+    ``x`` are logits and ``t`` targets in [0, 1] of the same shape; dL/dx = (sigmoid(x) - t) / N,
+    made with :func:`sigmoid`, so it is differentiable again. The loss is
+    -[t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))] rearranged so that no exp overflows and
+    no log sees 0: finite for any finite logits. The targets get no gradient. PyTorch's
+    ``binary_cross_entropy_with_logits`` divides by the number of elements, not by N.
+    """
+
+    def forward(self, x, t):
+        x, t = _binary_targets("sigmoid_cross_entropy", x, t)
+        xp = cuda.get_array_module(x)
+        self.n = len(x) if x.ndim else 1  # a 0-d pair is one example
+        loss = xp.maximum(x, 0) - t * x + xp.log1p(xp.exp(-xp.abs(x)))
+        return loss.sum() / self.n
+
+    def backward(self, gy):
+        x, t = self.inputs
+        p = sigmoid(x)
+        scale = gy * (1.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
+        return (p - t.data.astype(p.dtype, copy=False)) * scale, None
+
+
+def sigmoid_cross_entropy(x, t):
+    """Binary cross entropy of logits ``x`` against targets ``t`` of the same shape.
+
+    Summed and divided by len(x); see :class:`SigmoidCrossEntropy`.
+    """
+    return SigmoidCrossEntropy()(x, t)
+
+
+class BinaryCrossEntropy(Function):
+    """L = -sum(t log p + (1 - t) log(1 - p)) / N, N = len(p); dL/dp = (p - t) / (p (1 - p)) / N.
+
+    ``p`` are probabilities and ``t`` targets in [0, 1] of the same shape. As in PyTorch, each
+    log is clamped at -100 and ``p (1 - p)`` at 1e-12, so p = 0 or 1 gives a finite loss and
+    gradient. The targets get no gradient. PyTorch's ``binary_cross_entropy`` divides by the
+    number of elements, not by N.
+    """
+
+    def forward(self, p, t):
+        p, t = _binary_targets("binary_cross_entropy", p, t)
+        xp = cuda.get_array_module(p)
+        if xp is np and p.size:  # on a GPU this check would wait for the device: skipped there
+            for what, a in (("probabilities p", p), ("targets t", t)):
+                if (a < 0).any() or (a > 1).any():
+                    raise ValueError(
+                        f"binary_cross_entropy needs {what} in [0, 1], got values from "
+                        f"{a.min()} to {a.max()}; for logits use sigmoid_cross_entropy")
+        self.n = len(p) if p.ndim else 1  # a 0-d pair is one example
+        with np.errstate(divide="ignore"):  # log(0) is -inf: clamped next
+            log_p = xp.maximum(xp.log(p), -100)
+            log_q = xp.maximum(xp.log1p(-p), -100)
+        return -(t * log_p + (1 - t) * log_q).sum() / self.n
+
+    def backward(self, gy):
+        p, t = self.inputs
+        if p.dtype.kind != "f":  # 0/1 given as integers: computed in float64, as forward
+            p = astype(p, np.float64)
+        t = t.data.astype(p.dtype, copy=False)
+        scale = gy * (1.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
+        return (p - t) / clip(p * (1 - p), 1e-12, None) * scale, None
+
+
+def binary_cross_entropy(p, t):
+    """Binary cross entropy of probabilities ``p`` against targets ``t`` of the same shape.
+
+    Summed and divided by len(p); see :class:`BinaryCrossEntropy`.
+    """
+    return BinaryCrossEntropy()(p, t)
 
 
 def softmax_simple(x, axis=1):

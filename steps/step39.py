@@ -21,7 +21,7 @@
 # ### The package code of this step
 #
 # In this step `core` gains `Variable.transpose`, `Variable.T`; `functions` gains
-# `Transpose`, `transpose`.
+# `Transpose`, `transpose`, `expand_dims`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -87,6 +87,37 @@ def transpose(x, axes=None):
     return Transpose(axes)(x)
 
 
+# %% [markdown]
+# `expand_dims(x, axis)` inserts an axis of length 1, as `np.expand_dims` does (PyTorch calls it
+# `unsqueeze`). It needs no `Function` of its own: it is a `reshape` to the longer shape, so its
+# gradient is reshaped back. As in NumPy, a negative axis counts from the end of the *result*
+# (`-1` appends an axis) and a tuple inserts several.
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like.core import as_variable
+from dezero_like.functions import reshape
+
+
+def expand_dims(x, axis):
+    """``x`` with a new axis of length 1 at ``axis`` (an int or a tuple), like ``np.expand_dims``.
+
+    A negative axis counts from the end of the result. Made with :func:`reshape`.
+    """
+    x = as_variable(x)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = x.ndim + len(axes)
+    if not all(isinstance(a, (int, np.integer)) and -ndim <= a < ndim for a in axes):
+        raise ValueError(f"expand_dims: axis {axis} is out of range for a result of {ndim} "
+                         f"dimensions (x has shape {x.shape}); use axes in {-ndim}..{ndim - 1}")
+    new = {int(a) % ndim for a in axes}
+    if len(new) < len(axes):
+        raise ValueError(f"expand_dims: repeated axis in {axis}")
+    rest = iter(x.shape)
+    return reshape(x, tuple(1 if i in new else next(rest) for i in range(ndim)))
+
+
 # %%
 import numpy as np
 
@@ -110,6 +141,7 @@ print("x.grad =", x.grad)
 # %%
 x = dz.Variable(np.arange(6.0).reshape(2, 3))
 print(x.reshape(3, 2).shape, x.reshape((6, 1)).shape, x.T.shape)
+print("expand_dims:", F.expand_dims(x, 0).shape, F.expand_dims(x, -1).shape)
 
 # %% [markdown]
 # ## Transposing with an axis order

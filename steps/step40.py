@@ -18,7 +18,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` gains `Variable.sum`.
+# In this step `core` gains `Variable.sum`; `functions` gains `average` and its other name
+# `mean`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -38,6 +39,32 @@ from dezero_like.core import _F
 
 def sum(self, axis=None, keepdims=False):
     return _F().sum(self, axis, keepdims)
+
+
+# %% [markdown]
+# A mean is a sum divided by how many elements were summed, so `average` needs no `Function` of
+# its own: it is `x.sum(...)` (that is `F.sum`) divided by a number, and differentiable to any
+# order because both pieces are. The count is read from the shapes, never from the data.
+# `mean` is the same function under the other name the book gives it. Over an empty axis the
+# count is 0 and the result is `nan`, as in NumPy and PyTorch (where `torch.mean` refuses integer
+# tensors, this gives float64).
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import as_variable
+
+
+def average(x, axis=None, keepdims=False):
+    """Mean of ``x`` over ``axis`` (all axes when None; an int or a tuple), like ``np.mean``.
+
+    The sum (:func:`sum`) divided by the number of elements summed; an empty axis gives nan.
+    """
+    x = as_variable(x)
+    y = x.sum(axis, keepdims)
+    return y / (x.size // y.size if y.size else 1)
+
+
+mean = average
 
 
 # %%
@@ -62,6 +89,7 @@ print("x.grad =", x.grad)
 x = dz.Variable(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
 print(F.sum(x, axis=1, keepdims=True).shape, F.sum(x, axis=1).shape, F.sum(x).shape)
 print("x.sum() method:", x.sum())
+print("F.mean over axis 0:", F.mean(x, axis=0), "over all:", F.mean(x))
 
 # %% [markdown]
 # ## `sum_to`: sum down to a given shape
@@ -101,7 +129,8 @@ print(gradient_check(lambda v: F.sum_to(v, (3, 1)) * w2, data))
 # %% [markdown]
 # ## Exercise 1: `mean` from `sum`
 # The mean over an axis is a sum divided by the axis length. Write
-# `mean(x, axis)` with `F.sum`. The self-check compares it with NumPy on a
+# `mean(x, axis)` for one axis with `F.sum` (the package's `F.mean`, above,
+# does the same for any axes). The self-check compares it with NumPy on a
 # (4, 3) array, checks that the gradient of `mean(x, 0)` is 1/4 everywhere,
 # and runs `gradient_check`.
 

@@ -15,7 +15,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `MeanSquaredError`, `mean_squared_error`.
+# In this step `functions` gains `MeanSquaredError`, `mean_squared_error`,
+# `mean_squared_error_simple`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -64,6 +65,33 @@ class MeanSquaredError(Function):
 def mean_squared_error(x0, x1):
     """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`."""
     return MeanSquaredError()(x0, x1)
+
+
+# %% [markdown]
+# The book also keeps the loss written with the operators we already have, as
+# `mean_squared_error_simple`: the same numbers, but a graph of four nodes (`-`, `**`, `sum`, `/`)
+# whose intermediates are kept for backward, where `MeanSquaredError` is one node. It refuses
+# different shapes for the same reason. Both divide by `len(x0)`, the batch size; PyTorch's
+# `mse_loss` divides by the number of elements (the same for targets of shape (N,) or (N, 1)).
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import as_variable
+
+
+def mean_squared_error_simple(x0, x1):
+    """sum((x0 - x1)**2) / len(x0) composed of ``-``, ``**``, ``sum`` and ``/``.
+
+    The same value as :func:`mean_squared_error`, which computes it as one function.
+    """
+    x0, x1 = as_variable(x0), as_variable(x1)
+    if x0.shape != x1.shape:
+        raise ValueError(
+            f"mean_squared_error_simple needs two arrays of the same shape, got {x0.shape} and "
+            f"{x1.shape} (NumPy would broadcast them into a wrong loss); reshape one first, "
+            "e.g. t.reshape(y.shape)")
+    diff = x0 - x1
+    return (diff ** 2).sum() / (len(diff) if diff.ndim else 1)
 
 
 # %%
@@ -126,6 +154,8 @@ A = np.hstack([x, np.ones_like(x)])
 (slope, intercept), *_ = np.linalg.lstsq(A, y[:, 0], rcond=None)
 print(f"gradient descent: W={W.data[0, 0]:.3f}, b={b.data[0]:.3f}")
 print(f"least squares:    W={slope:.3f}, b={intercept:.3f}")
+print("mean_squared_error_simple agrees:", np.isclose(
+    F.mean_squared_error_simple(predict(x), y).data, F.mean_squared_error(predict(x), y).data))
 
 # %%
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 3.5))

@@ -23,7 +23,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `Linear`, `linear`, `Sigmoid`, `sigmoid`.
+# In this step `functions` gains `Linear`, `linear`, `linear_simple`, `Sigmoid`, `sigmoid`,
+# `sigmoid_simple`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -104,6 +105,27 @@ def linear(x, W, b=None):
 
 
 # %% [markdown]
+# The book keeps the version composed of earlier functions too: `linear_simple` is `matmul`
+# followed by `+`. Its graph has two nodes and the product `x @ W` is a separate array, so it
+# sets that array to `None` as soon as the sum is made: the addition's backward reads only the
+# shapes, and `matmul`'s reads `x` and `W`, never its own output.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.functions import matmul
+
+
+def linear_simple(x, W, b=None):
+    """``x @ W + b`` composed of :func:`matmul` and ``+``; :func:`linear` is one function."""
+    t = matmul(x, W)
+    if b is None:
+        return t
+    y = t + b
+    t.data = None  # nothing reads the product again: free it now
+    return y
+
+
+# %% [markdown]
 # `Sigmoid`: the derivative is $y(1 - y)$, written with the output, so backward reads only $y$
 # (`retain_outputs((0,))`, `retain_inputs(())`). Forward computes $1/(1 + e^{-x})$ in one new
 # array, step by step in place (`out=`); for very negative $x$, `exp` overflows to inf and the
@@ -163,6 +185,27 @@ def sigmoid(x):
     return Sigmoid()(x)
 
 
+# %% [markdown]
+# `sigmoid_simple` writes the same formula with operators, a graph of four nodes. Its value is
+# right everywhere, but below about -709 (float64; -88 in float32) `exp(-x)` overflows to `inf`
+# (NumPy warns), and its backward then multiplies `0` by `inf`: the gradient is `nan` where
+# `sigmoid`'s is 0.
+
+# %%
+#| export dezero_like/functions.py
+from dezero_like.core import as_variable
+from dezero_like.functions import exp
+
+
+def sigmoid_simple(x):
+    """1 / (1 + exp(-x)) composed of operators and :func:`exp`; :func:`sigmoid` is one function.
+
+    For x below about -709 (float64) exp overflows and the gradient is nan; use :func:`sigmoid`.
+    """
+    x = as_variable(x)
+    return 1 / (1 + exp(-x))
+
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -187,6 +230,15 @@ print("linear wrt x, W, b:",
       gradient_check(lambda v: F.linear(v, dz.Variable(Ws), dz.Variable(bs)), xs),
       gradient_check(lambda v: F.linear(dz.Variable(xs), v, dz.Variable(bs)), Ws),
       gradient_check(lambda v: F.linear(dz.Variable(xs), dz.Variable(Ws), v), bs))
+
+# %% [markdown]
+# The composed versions give the same numbers, with more nodes in the graph:
+
+# %%
+print("linear_simple == linear:", np.allclose(
+    F.linear_simple(xs, dz.Variable(Ws), dz.Variable(bs)).data,
+    F.linear(xs, dz.Variable(Ws), dz.Variable(bs)).data))
+print("sigmoid_simple == sigmoid:", np.allclose(F.sigmoid_simple(xs).data, F.sigmoid(xs).data))
 
 # %% [markdown]
 # ## The parameters and the training loop

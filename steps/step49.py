@@ -24,7 +24,8 @@
 # ### The package code of this step
 #
 # In this step `functions` gains `Clip`, `clip`, `Softmax`, `softmax`, `LogSoftmax`,
-# `log_softmax`, `SoftmaxCrossEntropy`, `softmax_cross_entropy`, `softmax_simple`.
+# `log_softmax`, `SoftmaxCrossEntropy`, `softmax_cross_entropy`, `SigmoidCrossEntropy`,
+# `sigmoid_cross_entropy`, `BinaryCrossEntropy`, `binary_cross_entropy`, `softmax_simple`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -286,6 +287,129 @@ def softmax_cross_entropy(x, t):
     return SoftmaxCrossEntropy()(x, t)
 
 
+# %% [markdown]
+# With two classes one logit per example is enough: $p = \sigma(x)$ is the probability of class
+# 1, and the loss for a target $t \in [0, 1]$ is $-[t \log p + (1 - t) \log(1 - p)]$. Written
+# from the logit it needs no `exp` that can overflow and no `log` of 0:
+# $\max(x, 0) - t x + \log(1 + e^{-|x|})$ (`log1p` keeps the last term exact when $e^{-|x|}$ is
+# tiny). `SigmoidCrossEntropy` computes that; its gradient $(\sigma(x) - t)/N$ is made with
+# `sigmoid`, so, as in `SoftmaxCrossEntropy`, it can be differentiated again. The targets, of the
+# logits' shape, get no gradient. Like `mean_squared_error` it divides by $N$ = `len(x)`, where
+# PyTorch's `binary_cross_entropy_with_logits` divides by the number of elements (the same for
+# one logit per example).
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like import cuda
+from dezero_like.core import Function
+from dezero_like.functions import sigmoid
+
+
+def _binary_targets(name, x, t):
+    """``x`` and ``t`` in one floating dtype (x's, or float64); different shapes are refused."""
+    if x.shape != t.shape:
+        raise ValueError(
+            f"{name} needs targets of the input's shape, got {x.shape} and {t.shape} (NumPy "
+            "would broadcast (N, 1) against (N,) into an N x N loss); reshape the targets "
+            "first, e.g. t.reshape(x.shape)")
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    return x.astype(dtype, copy=False), t.astype(dtype, copy=False)
+
+
+class SigmoidCrossEntropy(Function):
+    """L = sum(max(x, 0) - t x + log(1 + exp(-abs(x)))) / N with N = len(x).
+
+    ``x`` are logits and ``t`` targets in [0, 1] of the same shape; dL/dx = (sigmoid(x) - t) / N,
+    made with :func:`sigmoid`, so it is differentiable again. The loss is
+    -[t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))] rearranged so that no exp overflows and
+    no log sees 0: finite for any finite logits. The targets get no gradient. PyTorch's
+    ``binary_cross_entropy_with_logits`` divides by the number of elements, not by N.
+    """
+
+    def forward(self, x, t):
+        x, t = _binary_targets("sigmoid_cross_entropy", x, t)
+        xp = cuda.get_array_module(x)
+        self.n = len(x) if x.ndim else 1  # a 0-d pair is one example
+        loss = xp.maximum(x, 0) - t * x + xp.log1p(xp.exp(-xp.abs(x)))
+        return loss.sum() / self.n
+
+    def backward(self, gy):
+        x, t = self.inputs
+        p = sigmoid(x)
+        scale = gy * (1.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
+        return (p - t.data.astype(p.dtype, copy=False)) * scale, None
+
+
+# %%
+#| export dezero_like/functions.py
+def sigmoid_cross_entropy(x, t):
+    """Binary cross entropy of logits ``x`` against targets ``t`` of the same shape.
+
+    Summed and divided by len(x); see :class:`SigmoidCrossEntropy`.
+    """
+    return SigmoidCrossEntropy()(x, t)
+
+
+# %% [markdown]
+# `BinaryCrossEntropy` takes the probabilities $p$ themselves (a `sigmoid` output). At $p = 0$ or
+# 1 a log is $-\infty$, so, as PyTorch does, each log is clamped at $-100$ and the gradient
+# $(p - t) / p(1 - p)$ divides by at least $10^{-12}$: a certain wrong answer costs 100, not
+# `inf`. On the CPU, values of `p` or `t` outside [0, 1] are refused (logits passed by mistake).
+# It divides by $N$ = `len(p)`, where PyTorch's `binary_cross_entropy` divides by the number of
+# elements. From logits, `sigmoid_cross_entropy` is the exact one.
+
+# %%
+#| export dezero_like/functions.py
+import numpy as np
+from dezero_like import cuda
+from dezero_like.core import Function
+from dezero_like.functions import astype, clip
+
+
+class BinaryCrossEntropy(Function):
+    """L = -sum(t log p + (1 - t) log(1 - p)) / N, N = len(p); dL/dp = (p - t) / (p (1 - p)) / N.
+
+    ``p`` are probabilities and ``t`` targets in [0, 1] of the same shape. As in PyTorch, each
+    log is clamped at -100 and ``p (1 - p)`` at 1e-12, so p = 0 or 1 gives a finite loss and
+    gradient. The targets get no gradient. PyTorch's ``binary_cross_entropy`` divides by the
+    number of elements, not by N.
+    """
+
+    def forward(self, p, t):
+        p, t = _binary_targets("binary_cross_entropy", p, t)
+        xp = cuda.get_array_module(p)
+        if xp is np and p.size:  # on a GPU this check would wait for the device: skipped there
+            for what, a in (("probabilities p", p), ("targets t", t)):
+                if (a < 0).any() or (a > 1).any():
+                    raise ValueError(
+                        f"binary_cross_entropy needs {what} in [0, 1], got values from "
+                        f"{a.min()} to {a.max()}; for logits use sigmoid_cross_entropy")
+        self.n = len(p) if p.ndim else 1  # a 0-d pair is one example
+        with np.errstate(divide="ignore"):  # log(0) is -inf: clamped next
+            log_p = xp.maximum(xp.log(p), -100)
+            log_q = xp.maximum(xp.log1p(-p), -100)
+        return -(t * log_p + (1 - t) * log_q).sum() / self.n
+
+    def backward(self, gy):
+        p, t = self.inputs
+        if p.dtype.kind != "f":  # 0/1 given as integers: computed in float64, as forward
+            p = astype(p, np.float64)
+        t = t.data.astype(p.dtype, copy=False)
+        scale = gy * (1.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
+        return (p - t) / clip(p * (1 - p), 1e-12, None) * scale, None
+
+
+# %%
+#| export dezero_like/functions.py
+def binary_cross_entropy(p, t):
+    """Binary cross entropy of probabilities ``p`` against targets ``t`` of the same shape.
+
+    Summed and divided by len(p); see :class:`BinaryCrossEntropy`.
+    """
+    return BinaryCrossEntropy()(p, t)
+
+
 # %%
 import warnings
 
@@ -382,6 +506,25 @@ big_loss.backward()
 print("loss:", big_loss.data, big_loss.dtype, "expected:", (0 + 2e4 + np.log(3)) / 3)
 print("grad finite:", bool(np.all(np.isfinite(big.grad.data))))
 print("grad:\n", big.grad.data)
+
+# %% [markdown]
+# ## Two classes: one logit and the sigmoid
+#
+# For a yes/no question one logit per example is enough, and `F.sigmoid_cross_entropy(x, t)`
+# scores it against a target of the same shape. Logits of $\pm 1000$ stay exact: a certain right
+# answer costs 0, a certain wrong one its margin. `F.binary_cross_entropy` takes probabilities
+# instead, and at $p = 0$ or 1 charges at most 100 per example:
+
+# %%
+two = dz.Variable(np.array([[1000.0], [-1000.0], [1000.0], [0.0]]))
+two_t = np.array([[1.0], [0.0], [0.0], [1.0]])
+two_loss = F.sigmoid_cross_entropy(two, two_t)
+two_loss.backward()
+print("loss:", two_loss.data, "expected:", (0 + 0 + 1000 + np.log(2)) / 4)
+print("grad, (sigmoid(x) - t) / N:", two.grad.data.ravel())
+probs = np.array([[1.0], [0.0], [1.0], [0.5]])
+print("binary_cross_entropy:", F.binary_cross_entropy(probs, two_t).data,
+      "expected:", (0 + 0 + 100 + np.log(2)) / 4)
 
 # %% [markdown]
 # `F.log_softmax` applies the same log-sum-exp trick when you need the

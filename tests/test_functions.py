@@ -421,6 +421,15 @@ FLOAT32_CASES = {
     "log_softmax": F.log_softmax,
     "softmax_cross_entropy": lambda x: F.softmax_cross_entropy(x, np.array([0, 2])),
     "mean_squared_error": lambda x: F.mean_squared_error(x, np.zeros((2, 3), np.float32)),
+    "mean_squared_error_simple": lambda x: F.mean_squared_error_simple(
+        x, np.zeros((2, 3), np.float32)),
+    "average": lambda x: F.average(x, axis=-1),
+    "expand_dims": lambda x: F.expand_dims(x, 1),
+    "linear_simple": lambda x: F.linear_simple(x, dz.Variable(np.ones((3, 2), np.float32)),
+                                               dz.Variable(np.ones(2, np.float32))),
+    "sigmoid_simple": F.sigmoid_simple,
+    "sigmoid_cross_entropy": lambda x: F.sigmoid_cross_entropy(x, BINARY_TARGETS[:2]),
+    "binary_cross_entropy": lambda x: F.binary_cross_entropy(F.sigmoid(x), BINARY_TARGETS[:2]),
     "dropout": lambda x: F.dropout(x, 0.5),
     "get_item": lambda x: x[[1, 1]],
     "scalar_ops": lambda x: 2.0 * x / 3 - 1 + x ** 2,
@@ -562,3 +571,203 @@ def test_softmax_cross_entropy_names_the_likely_label_mistake(t, names):
     x = dz.Variable(np.zeros((5, 3)))
     with pytest.raises(ValueError, match=r"pass class indices, not one-hot vectors.*" + names):
         F.softmax_cross_entropy(x, t)
+
+
+# ---- the book's names added in steps 39-49 -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "shape,axis,keepdims",
+    [((2, 3), None, False), ((2, 3), 0, False), ((2, 3), -1, True), ((2, 3, 4), (0, 2), False),
+     ((2, 3, 4), (-1, 0), True), ((1, 4, 1), [0, 2], False), ((), None, False)],
+)
+def test_average_is_the_sum_over_the_count(shape, axis, keepdims, rng):
+    x = rng.normal(size=shape)
+    ref = np.mean(x, axis=tuple(axis) if isinstance(axis, list) else axis, keepdims=keepdims)
+    y = F.average(dz.Variable(x), axis, keepdims)
+    assert y.shape == ref.shape
+    np.testing.assert_allclose(y.data, ref)
+    weight = rng.normal(size=ref.shape)
+    assert gradient_check(lambda v: F.average(v, axis, keepdims) * weight, x)
+    assert gradient_check(second_derivative(lambda v: F.average(v, axis, keepdims) ** 3, weight),
+                          x)
+
+
+def test_mean_is_average_and_an_empty_axis_gives_nan_as_numpy():
+    assert F.mean is F.average
+    x = dz.Variable(np.zeros((0, 3)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = F.mean(x, axis=0)
+    assert y.shape == (3,) and np.isnan(y.data).all()
+    assert F.mean(x, axis=1).shape == (0,)
+    assert F.mean(np.arange(6).reshape(2, 3), axis=1).dtype == np.float64  # integers: float64
+    assert F.mean(np.ones(4, np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("shape,axis", [((2, 3), 0), ((2, 3), 1), ((2, 3), 2), ((2, 3), -1),
+                                        ((2, 3), -3), ((), 0), ((2, 3), (0, -1)),
+                                        ((4,), (2, 0))])
+def test_expand_dims_matches_numpy(shape, axis, rng):
+    x = rng.normal(size=shape)
+    ref = np.expand_dims(x, axis)
+    y = F.expand_dims(dz.Variable(x), axis)
+    assert y.shape == ref.shape
+    np.testing.assert_array_equal(y.data, ref)
+    weight = rng.normal(size=ref.shape)
+    assert gradient_check(lambda v: F.expand_dims(v, axis) * weight, x)
+
+
+@pytest.mark.parametrize("axis, message", [(3, "out of range"), (-4, "out of range"),
+                                           ((0, 0), "repeated"), ((1, -3), "repeated"),
+                                           (1.0, "out of range")])
+def test_expand_dims_refuses_a_bad_axis(axis, message):
+    with pytest.raises(ValueError, match=message):
+        F.expand_dims(np.zeros((2, 3)), axis)
+
+
+@pytest.mark.parametrize("shape", [(4,), (3, 2), (5, 1), ()])
+def test_mean_squared_error_simple_is_mean_squared_error(shape, rng):
+    a, b = rng.normal(size=shape), rng.normal(size=shape)
+    np.testing.assert_allclose(F.mean_squared_error_simple(a, b).data,
+                               F.mean_squared_error(a, b).data)
+    assert gradient_check(lambda u: F.mean_squared_error_simple(u, dz.Variable(b)), a)
+    assert gradient_check(lambda v: F.mean_squared_error_simple(dz.Variable(a), v), b)
+    with pytest.raises(ValueError, match=r"same shape.*t.reshape\(y.shape\)"):
+        F.mean_squared_error_simple(np.zeros((3, 1)), np.zeros(3))
+    e = dz.Variable(np.zeros((0, 2)))  # an empty batch: nan and an empty gradient, as the other
+    with np.errstate(invalid="ignore", divide="ignore"):
+        loss = F.mean_squared_error_simple(e, np.zeros((0, 2)))
+        loss.backward()
+    assert np.isnan(loss.data) and e.grad.shape == (0, 2)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_simple_and_sigmoid_simple_agree_with_the_one_function_versions(with_bias, rng):
+    x, W, b = rng.normal(size=(4, 3)), rng.normal(size=(3, 2)), rng.normal(size=2)
+    bv = dz.Variable(b) if with_bias else None
+    np.testing.assert_allclose(F.linear_simple(x, dz.Variable(W), bv).data,
+                               F.linear(x, dz.Variable(W), bv).data)
+    assert gradient_check(lambda u: F.linear_simple(u, dz.Variable(W), bv), x)
+    assert gradient_check(lambda w: F.linear_simple(dz.Variable(x), w, bv), W)
+    if with_bias:
+        assert gradient_check(lambda c: F.linear_simple(dz.Variable(x), dz.Variable(W), c), b)
+    np.testing.assert_allclose(F.sigmoid_simple(x).data, F.sigmoid(x).data)
+    assert gradient_check(F.sigmoid_simple, x)
+    assert gradient_check(second_derivative(F.sigmoid_simple, rng.normal(size=(4, 3))), x)
+
+
+def test_sigmoid_simple_overflows_where_sigmoid_does_not():
+    """The composed sigmoid gets the value right at -1000 but its gradient is nan (0 * inf)."""
+    x = dz.Variable(np.array([-1000.0, 0.0]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = F.sigmoid_simple(x)
+        y.backward(gradient=np.ones(2))
+    np.testing.assert_array_equal(y.data, [0.0, 0.5])
+    assert np.isnan(x.grad.data[0]) and x.grad.data[1] == 0.25
+    x = dz.Variable(np.array([-1000.0, 0.0]))
+    F.sigmoid(x).backward(gradient=np.ones(2))
+    np.testing.assert_array_equal(x.grad.data, [0.0, 0.25])
+
+
+BINARY_TARGETS = np.array([[0.0, 1.0, 0.3], [1.0, 0.0, 0.5], [0.9, 1.0, 0.0], [0.0, 0.2, 1.0]])
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (4, 1), (5,), ()])
+def test_sigmoid_cross_entropy(shape, rng):
+    x = rng.normal(size=shape) * 3
+    t = rng.uniform(size=shape)
+    assert gradient_check(lambda v: F.sigmoid_cross_entropy(v, t), x)
+    assert gradient_check(second_derivative(lambda v: F.sigmoid_cross_entropy(v, t), 1.0), x)
+    p = 1 / (1 + np.exp(-x))
+    n = len(x) if x.ndim else 1
+    expected = -(t * np.log(p) + (1 - t) * np.log(1 - p)).sum() / n  # the book's reduction
+    np.testing.assert_allclose(F.sigmoid_cross_entropy(x, t).data, expected)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (4, 1), (5,), ()])
+def test_binary_cross_entropy(shape, rng):
+    p = rng.uniform(0.05, 0.95, size=shape)
+    t = rng.uniform(size=shape)
+    assert gradient_check(lambda v: F.binary_cross_entropy(v, t), p)
+    assert gradient_check(second_derivative(lambda v: F.binary_cross_entropy(v, t), 1.0), p)
+    n = len(p) if p.ndim else 1
+    expected = -(t * np.log(p) + (1 - t) * np.log(1 - p)).sum() / n
+    np.testing.assert_allclose(F.binary_cross_entropy(p, t).data, expected)
+    # the same numbers as sigmoid_cross_entropy of the logits
+    x = np.log(p / (1 - p))
+    np.testing.assert_allclose(F.binary_cross_entropy(p, t).data,
+                               F.sigmoid_cross_entropy(x, t).data)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_cross_entropy_is_exact_for_logits_of_a_thousand(dtype):
+    x = dz.Variable(np.array([[1000.0, -1000.0], [1000.0, -1000.0]], dtype))
+    t = np.array([[1, 0], [0, 1]])  # integer targets are fine: computed in x's dtype
+    loss = F.sigmoid_cross_entropy(x, t)
+    loss.backward(create_graph=True)
+    # certain and right: 0; certain and wrong: the margin, 1000; N = 2 rows
+    assert loss.dtype == dtype and float(loss.data) == 1000.0
+    assert x.grad.dtype == dtype
+    np.testing.assert_array_equal(x.grad.data, [[0.0, 0.0], [0.5, -0.5]])
+    gx = x.grad
+    x.cleargrad()
+    F.sum(gx).backward()  # the second derivative sigmoid'(x) / N is 0 this far out
+    assert np.all(np.isfinite(x.grad.data)) and not x.grad.data.any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_binary_cross_entropy_at_p_zero_and_one_clamps_the_logs_as_pytorch(dtype):
+    p = dz.Variable(np.array([[0.0, 1.0], [1.0, 0.0]], dtype))
+    t = np.array([[0.0, 1.0], [0.0, 1.0]])
+    with np.errstate(all="raise"):  # no log(0) or 0 * inf reaches NumPy
+        loss = F.binary_cross_entropy(p, t)
+        loss.backward()
+    # right and certain: 0; wrong and certain: log clamped at -100; N = 2 rows
+    assert loss.dtype == dtype and float(loss.data) == 100.0
+    # (p - t) / max(p (1 - p), 1e-12) / N
+    np.testing.assert_allclose(p.grad.data, [[0.0, 0.0], [5e11, -5e11]], rtol=1e-6)
+    assert p.grad.dtype == dtype
+
+
+def test_binary_losses_at_the_edges_match_torch():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: no oracle to compare")
+    tF = torch.nn.functional
+    t = np.array([[0.0, 1.0, 0.0, 1.0, 0.5]])
+    for ours, theirs, data in [
+        (F.sigmoid_cross_entropy, tF.binary_cross_entropy_with_logits,
+         np.array([[1000.0, -1000.0, -1000.0, 1000.0, 0.0]])),
+        (F.binary_cross_entropy, tF.binary_cross_entropy,
+         np.array([[0.0, 0.0, 1.0, 1.0, 1e-20]])),
+    ]:
+        v = dz.Variable(data.copy())
+        loss = ours(v, t)
+        loss.backward()
+        vt = torch.tensor(data, requires_grad=True)
+        lt = theirs(vt, torch.tensor(t), reduction="sum") / len(data)
+        lt.backward()
+        np.testing.assert_allclose(loss.data, lt.item(), rtol=1e-12)
+        # PyTorch's 1e-12 is a float32 constant, 1 - 4e-9 of ours
+        np.testing.assert_allclose(v.grad.data, vt.grad.numpy(), rtol=1e-8)
+
+
+@pytest.mark.parametrize("fn", [F.sigmoid_cross_entropy, F.binary_cross_entropy])
+def test_binary_losses_of_an_empty_batch_are_nan_with_an_empty_gradient(fn):
+    x = dz.Variable(np.zeros((0, 3)))
+    with np.errstate(invalid="ignore"):
+        loss = fn(x, np.zeros((0, 3)))
+    loss.backward()
+    assert np.isnan(loss.data) and x.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("fn", [F.sigmoid_cross_entropy, F.binary_cross_entropy])
+def test_binary_losses_refuse_targets_of_another_shape(fn):
+    with pytest.raises(ValueError, match=r"targets of the input's shape.*t.reshape\(x.shape\)"):
+        fn(dz.Variable(np.full((4, 1), 0.5)), np.ones(4))
+
+
+@pytest.mark.parametrize("p, t, what", [(np.array([0.5, 1.5]), np.ones(2), "probabilities p"),
+                                        (np.array([0.5, -3.0]), np.ones(2), "probabilities p"),
+                                        (np.array([0.5, 0.5]), np.array([0.0, 2.0]), "targets t")])
+def test_binary_cross_entropy_refuses_values_outside_zero_one(p, t, what):
+    with pytest.raises(ValueError, match=what + r" in \[0, 1\].*sigmoid_cross_entropy"):
+        F.binary_cross_entropy(dz.Variable(p), t)

@@ -40,10 +40,14 @@ class Case:
     shapes: tuple  # shapes of the differentiable inputs
     ours: object  # (*Variables) -> Variable
     theirs: object  # (*tensors) -> tensor
-    domain: str = "any"  # any | positive | spread (values apart: no ties, no kinks)
+    domain: str = "any"  # any | positive | probability | spread (values apart: no ties, kinks)
     second: bool = True  # compare second derivatives too
     tol32: float = 2e-4
     extra: dict = field(default_factory=dict)
+
+
+def _targets(a, columns=3):
+    return torch.tensor(TARGETS[:, :columns], dtype=a.dtype)
 
 
 def _pool(x, k):
@@ -103,6 +107,7 @@ def _conv_layer_ours(x, W, b):
 
 
 LABELS = np.array([0, 2, 1, 2])
+TARGETS = np.array([[0.0, 1.0, 0.25], [1.0, 0.0, 0.5], [0.75, 1.0, 0.0], [0.0, 0.1, 1.0]])
 IDS = np.array([[0, 2], [2, 4]])
 FANCY = np.array([0, 2, 0])
 
@@ -139,11 +144,18 @@ CASES = [
          lambda a: a.permute(2, 0, 1)),
     Case("T", ((2, 3),), lambda a: a.T, lambda a: a.T),
     Case("flatten", ((2, 3, 2, 2),), F.flatten, lambda a: a.reshape(2, -1)),
+    Case("expand_dims", ((2, 3),), lambda a: F.expand_dims(a, 1), lambda a: a.unsqueeze(1)),
+    Case("expand_dims_negative", ((2, 3),), lambda a: F.expand_dims(a, -1),
+         lambda a: a.unsqueeze(-1)),
     Case("sum_all", ((2, 3, 4),), F.sum, torch.sum),
     Case("sum_axis", ((2, 3, 4),), lambda a: F.sum(a, axis=1), lambda a: a.sum(1)),
     Case("sum_axes_keepdims", ((2, 3, 4),), lambda a: F.sum(a, axis=(0, 2), keepdims=True),
          lambda a: a.sum((0, 2), keepdim=True)),
     Case("sum_to", ((3, 4),), lambda a: F.sum_to(a, (1, 4)), lambda a: a.sum(0, keepdim=True)),
+    Case("average_all", ((2, 3, 4),), F.average, torch.mean),
+    Case("average_axis", ((2, 3, 4),), lambda a: F.average(a, axis=1), lambda a: a.mean(1)),
+    Case("mean_axes_keepdims", ((2, 3, 4),), lambda a: F.mean(a, axis=(0, -1), keepdims=True),
+         lambda a: a.mean((0, 2), keepdim=True)),
     Case("broadcast_to", ((1, 4),), lambda a: F.broadcast_to(a, (3, 4)),
          lambda a: a.expand(3, 4)),
     Case("get_item_repeated", ((4, 3),), lambda a: a[FANCY],
@@ -176,8 +188,20 @@ CASES = [
     Case("softmax_cross_entropy", ((4, 3),), lambda a: F.softmax_cross_entropy(a, LABELS),
          lambda a: tF.cross_entropy(a, torch.tensor(LABELS))),
     Case("mean_squared_error", ((4, 3), (4, 3)), F.mean_squared_error, _mse),
+    # the book's reduction: sum / len(x), where PyTorch's mean divides by x.numel()
+    Case("sigmoid_cross_entropy", ((4, 3),), lambda a: F.sigmoid_cross_entropy(a, TARGETS),
+         lambda a: tF.binary_cross_entropy_with_logits(a, _targets(a), reduction="sum") / 4),
+    Case("sigmoid_cross_entropy_one_logit", ((4, 1),),  # one logit per example: PyTorch's mean
+         lambda a: F.sigmoid_cross_entropy(a, TARGETS[:, :1]),
+         lambda a: tF.binary_cross_entropy_with_logits(a, _targets(a, 1))),
+    Case("binary_cross_entropy", ((4, 3),), lambda a: F.binary_cross_entropy(a, TARGETS),
+         lambda a: tF.binary_cross_entropy(a, _targets(a), reduction="sum") / 4, "probability"),
     # the book's versions composed of earlier functions
     Case("softmax_simple", ((4, 3),), F.softmax_simple, lambda a: torch.softmax(a, 1)),
+    Case("linear_simple", ((4, 3), (3, 2), (2,)), F.linear_simple, lambda x, W, b: x @ W + b),
+    Case("linear_simple_nobias", ((4, 3), (3, 2)), F.linear_simple, lambda x, W: x @ W),
+    Case("sigmoid_simple", ((3, 4),), F.sigmoid_simple, torch.sigmoid),
+    Case("mean_squared_error_simple", ((4, 3), (4, 3)), F.mean_squared_error_simple, _mse),
     Case("softmax_cross_entropy_simple", ((4, 3),),
          lambda a: F.softmax_cross_entropy_simple(a, LABELS),
          lambda a: tF.cross_entropy(a, torch.tensor(LABELS))),
@@ -247,6 +271,8 @@ def _inputs(case, dtype):
     for shape in case.shapes:
         if case.domain == "positive":
             a = rng.uniform(0.5, 2.0, size=shape)
+        elif case.domain == "probability":  # inside (0, 1), away from its ends
+            a = rng.uniform(0.05, 0.95, size=shape)
         elif case.domain == "spread":  # distinct values away from 0 and from each other
             n = int(np.prod(shape))
             a = (rng.permutation(n) - n / 2 + 0.5).reshape(shape) * (3.0 / n)
