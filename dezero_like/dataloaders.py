@@ -24,6 +24,7 @@ import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Variable
 from dezero_like.datasets import _flag
+from dezero_like.utils import forward_names
 
 
 # --- step 52 ------------------------------------------------------------
@@ -200,3 +201,9 @@ class DataLoader:
         cuda.require_gpu()
         self.gpu = True
         return self
+
+
+# --- step 62 ------------------------------------------------------------
+# SeqDataLoader: written in dezero_like/datasets_seq.py (which imports this module), found
+# here too, as in the book
+__getattr__ = forward_names(__name__, {"SeqDataLoader": "dezero_like.datasets_seq"})

@@ -178,10 +178,14 @@ def reshape_sum_backward(gy, x_shape, axis, keepdims):
     return gy
 
 
-# get_dot_graph, plot_dot_graph: written in dezero_like/graph.py (a later step), found here
-# too, as in the book
+# --- step 57 ------------------------------------------------------------
+# get_dot_graph, plot_dot_graph: written in dezero_like/graph.py; pair, get_conv_outsize,
+# get_deconv_outsize: in dezero_like/functions_conv.py. Found here too, as in the book
 __getattr__ = forward_names(__name__, {
+    "get_conv_outsize": "dezero_like.functions_conv",
+    "get_deconv_outsize": "dezero_like.functions_conv",
     "get_dot_graph": "dezero_like.graph",
+    "pair": "dezero_like.functions_conv",
     "plot_dot_graph": "dezero_like.graph",
 })
 

@@ -16,7 +16,8 @@
 # ### The package code of this step
 #
 # In this step `functions_conv` gains `pair`, `get_conv_outsize`, `get_deconv_outsize`,
-# `col2im_array`, `Conv2d`, `conv2d`, `Deconv2d`, `deconv2d`, `Conv2DGradW`.
+# `col2im_array`, `Conv2d`, `conv2d`, `Deconv2d`, `deconv2d`, `Conv2DGradW`; `utils` finds the
+# first three too, as in the book.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -114,6 +115,28 @@ def get_conv_outsize(input_size, kernel_size, stride, pad):
 def get_deconv_outsize(size, kernel_size, stride, pad):
     """Output length of a transposed convolution: ``stride*(size-1) + KH - 2*pad``."""
     return stride * (size - 1) + kernel_size - pad * 2
+
+
+# %% [markdown]
+# The book keeps `pair` and the two size formulas in `utils`, where its readers' own
+# convolution code imports them from. `utils` finds them here, in `functions_conv`, the same
+# way it finds the drawing functions in `graph` (step 25): this cell writes its `__getattr__`
+# again, with the three new names added.
+
+# %%
+#| export dezero_like/utils.py
+from dezero_like.utils import forward_names
+
+
+# get_dot_graph, plot_dot_graph: written in dezero_like/graph.py; pair, get_conv_outsize,
+# get_deconv_outsize: in dezero_like/functions_conv.py. Found here too, as in the book
+__getattr__ = forward_names(__name__, {
+    "get_conv_outsize": "dezero_like.functions_conv",
+    "get_deconv_outsize": "dezero_like.functions_conv",
+    "get_dot_graph": "dezero_like.graph",
+    "pair": "dezero_like.functions_conv",
+    "plot_dot_graph": "dezero_like.graph",
+})
 
 
 # %% [markdown]

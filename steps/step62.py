@@ -33,7 +33,8 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `layers_conv` gains `LSTM`; `datasets_seq` gains `SeqDataLoader`.
+# In this step `layers_conv` gains `LSTM`; `datasets_seq` gains `SeqDataLoader`, which
+# `dataloaders` finds too.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -166,11 +167,22 @@ class SeqDataLoader(DataLoader):
 
 
 # %% [markdown]
-# `SeqDataLoader` is imported into the package's namespace, next to `DataLoader`.
+# `SeqDataLoader` is imported into the package's namespace, next to `DataLoader`, and
+# `dataloaders` finds it too (`dezero_like.dataloaders.SeqDataLoader`, where the book keeps it).
 
 # %%
 #| export dezero_like/__init__.py
 from dezero_like.datasets_seq import SeqDataLoader
+
+
+# %%
+#| export dezero_like/dataloaders.py
+from dezero_like.utils import forward_names
+
+
+# SeqDataLoader: written in dezero_like/datasets_seq.py (which imports this module), found
+# here too, as in the book
+__getattr__ = forward_names(__name__, {"SeqDataLoader": "dezero_like.datasets_seq"})
 
 
 # %%
