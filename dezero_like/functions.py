@@ -696,8 +696,9 @@ def _check_host_index(slices, shape):
     device, masks, slices, ``None`` and ``...`` are not checked: they only move the axis on.
     """
     parts = slices if isinstance(slices, tuple) else (slices,)
-    if all(type(part) in (int, slice) or part is None or part is Ellipsis for part in parts):
-        return  # basic indexing (x[3], x[:, 1:]): CuPy checks it itself
+    if all(type(part) is slice or part is None or part is Ellipsis for part in parts):
+        return  # nothing to check (x[:, 1:]). CuPy checks a Python int itself, but its message
+        # ("Index 5 is ...") is not NumPy's, so ints are checked here too
     checks = []  # (the index as a NumPy integer array or None, how many axes it takes)
     for part in parts:
         if part is Ellipsis:

@@ -212,7 +212,14 @@ class ndarray:
         parts = key if isinstance(key, tuple) else (key,)
         if any(isinstance(p, (ndarray, _np.ndarray, list)) for p in parts):
             LAUNCHES["take (fancy indexing)"] += 1
-        return _wrap(self._a[_wrapped_around(_unwrap(key, allow_numpy=True), self._a.shape)])
+        try:
+            return _wrap(self._a[_wrapped_around(_unwrap(key, allow_numpy=True), self._a.shape)])
+        except IndexError as e:  # a Python int out of range: CuPy's message has a capital I
+            # (cupy/_core/_routines_indexing.pyx, _view_getitem)
+            message = str(e)
+            if message.startswith("index ") and "is out of bounds for axis" in message:
+                raise IndexError("I" + message[1:]) from None
+            raise
 
     def __setitem__(self, key, value):
         parts = key if isinstance(key, tuple) else (key,)
