@@ -57,6 +57,10 @@ def accuracy(y, t):
                if y_data.ndim == 2 else "")
         raise ValueError(f"accuracy expects scores of shape (N, C) with C >= 2 classes, got y "
                          f"of shape {tuple(y_data.shape)}{why}")
+    if t_data.dtype.kind not in "biuf":  # strings never equal an argmax: an accuracy of 0
+        raise TypeError(
+            f"accuracy expects class indices as numbers, got labels of dtype {t_data.dtype}; "
+            "convert them first, e.g. t.astype(int), or map names to indices")
     if t_data.size != len(y_data):
         raise ValueError(
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "

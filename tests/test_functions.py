@@ -561,6 +561,15 @@ def test_accuracy_refuses_one_hot_labels_with_a_hint():
         F.accuracy(y, np.eye(3))
 
 
+@pytest.mark.parametrize("labels", [np.array(["0", "1", "2"]), ["0", "1", "2"],
+                                    np.array([None, 1, 2], dtype=object)])
+def test_accuracy_refuses_labels_that_are_not_numbers(labels):
+    """Label strings (read from a CSV file, say) never equal an argmax: 0 with no error."""
+    with pytest.raises(TypeError, match=r"class indices as numbers.*t\.astype\(int\)"):
+        F.accuracy(np.eye(3), labels)
+    assert float(F.accuracy(np.eye(3), np.array([0.0, 1.0, 2.0])).data) == 1.0  # floats count
+
+
 @pytest.mark.parametrize("t, names", [
     (np.zeros((5, 1), int), r"t\.reshape\(-1\)"),
     (np.eye(5, 3), r"t\.argmax\(axis=1\)"),
