@@ -22,6 +22,7 @@ shown in its step: 25 (function hooks), 30 (``create_graph``), 37
 """
 
 import contextlib
+import functools
 import heapq
 import math
 import numbers
@@ -422,7 +423,11 @@ class Variable:
         return _F().transpose(self)
 
     # (step 40)
-    def sum(self, axis=None, keepdims=False):
+    def sum(self, axis=None, keepdims=False, **numpy_args):
+        if numpy_args:  # np.sum(v) calls v.sum(axis=..., dtype=..., out=...)
+            raise TypeError(
+                "np.sum(v) on a Variable: NumPy's functions record no graph. Write v.sum() or "
+                "F.sum(v) to differentiate the sum, or np.sum(v.data) for the number")
         return _F().sum(self, axis, keepdims)
 
     # (step 42)
@@ -815,6 +820,13 @@ class Function:
         self._retained_out = None
         self._freed = True
 
+    # (step 46)
+    def __init_subclass__(cls):
+        """Guard the ``backward`` of a Function written outside the package: _guard_backward."""
+        backward = cls.__dict__.get("backward")
+        if backward is not None and cls.__module__.partition(".")[0] != "dezero_like":
+            cls.backward = _guard_backward(backward)
+
     # (step 64)
     _duplicates = False  # True when one variable fills several input slots
 
@@ -1108,6 +1120,42 @@ class Parameter(Variable):
     __imatmul__ = _refuse_in_place("@=")
 
 
+# --- step 46 ------------------------------------------------------------
+def _guard_backward(backward):
+    """``backward`` with the gradients it is handed read-only while it runs.
+
+    Several variables may share one gradient object (``x0 + x1`` hands the same ``gy`` to
+    both), so a backward that changed it in place would change another branch's gradient
+    too. CuPy arrays have no read-only flag and are not guarded.
+    """
+    if getattr(backward, "_guarded", False):
+        return backward
+
+    @functools.wraps(backward)
+    def guarded(self, *gys):
+        frozen = [g.data for g in gys if isinstance(g, Variable) and type(g.data) is np.ndarray
+                  and g.data.flags.writeable]
+        for a in frozen:
+            a.flags.writeable = False
+        try:
+            return backward(self, *gys)
+        except ValueError as error:
+            if "read-only" not in str(error):
+                raise
+            raise ValueError(
+                f"{type(self).__name__}.backward wrote into an array it may not change ({error})."
+                " The gradients handed to backward are shared: x0 + x1 hands one gy to both "
+                "inputs, so changing it in place would change the other branch's gradient too. "
+                "Make a new array: gx = gy * self.mask, or gx = gy.data.copy(); "
+                "gx[~self.mask] = 0") from error
+        finally:
+            for a in frozen:
+                a.flags.writeable = True
+
+    guarded._guarded = True
+    return guarded
+
+
 # --- step 56 ------------------------------------------------------------
 def test_mode():
     """Run code in test mode (dropout becomes the identity)."""
@@ -1145,6 +1193,24 @@ _pytorch_names(
     requires_grad_="x.requires_grad = True (or False): an attribute here",
     cuda="x.to_gpu(), which moves x itself", cpu="x.to_cpu(), which moves x itself",
     to="x.to_gpu() or x.to_cpu(), which move x itself",
+    # tensor methods that are functions here (F is dezero_like.functions)
+    mean="F.mean(x) (F.mean(x, axis=1) for x.mean(1))",
+    max="F.max(x) (F.max(x, axis=1) for the values of x.max(1); x.data.argmax(axis=1) for its "
+        "indices)",
+    min="F.min(x) (F.min(x, axis=1) for the values of x.min(1); x.data.argmin(axis=1) for its "
+        "indices)",
+    argmax="x.data.argmax(axis=1), an array of indices (no gradient, as in PyTorch)",
+    argmin="x.data.argmin(axis=1), an array of indices (no gradient, as in PyTorch)",
+    exp="F.exp(x)", sqrt="x ** 0.5", pow="x ** p",
+    abs="x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for "
+        "the values alone)",
+    clamp="F.clip(x, x_min, x_max) (None leaves a side open, as clamp's min= or max=)",
+    unsqueeze="F.expand_dims(x, axis)",
+    squeeze="x.reshape(...) without the axes of length 1 (x.reshape(-1) turns (N, 1) into (N,))",
+    float="F.astype(x, np.float32) (x.data.astype(np.float32) for the array alone)",
+    double="F.astype(x, np.float64) (x.data.astype(np.float64) for the array alone)",
+    long="x.data.astype(np.int64), an array (labels need no gradient)",
+    tolist="x.data.tolist()",
 )
 
 

@@ -11,7 +11,7 @@
         for x, t in loader:      # x: (100, 784) array, t: (100,) labels
             ...
 
-Each ``for`` starts a new epoch (reshuffled when ``shuffle=True``). Every
+Each ``for`` starts a new epoch (reshuffled for a training set). Every
 example is used exactly once per epoch: the last batch is smaller when the
 batch size does not divide the data set. Batches are plain arrays, NumPy or,
 after :meth:`DataLoader.to_gpu`, CuPy.
@@ -42,7 +42,9 @@ def _is_seed(seed):
 class DataLoader:
     """Iterate over ``dataset`` in mini-batches of ``batch_size`` examples.
 
-    ``shuffle=True`` draws a new order at the start of every epoch, from
+    ``shuffle=None`` (the default) shuffles a training set (``dataset.train`` true, or no
+    ``train`` attribute) and reads a test set in order, so that predictions line up with
+    ``test_set.label``. ``shuffle=True`` draws a new order at the start of every epoch, from
     ``np.random`` (so ``np.random.seed`` makes runs repeatable) or from its own
     generator when ``seed`` (an int >= 0, or a ``Generator``/``SeedSequence``) is given; with
     ``shuffle=False`` the order is always 0, 1, 2, ... and ``seed`` is not used. ``gpu=True`` (or
@@ -50,11 +52,14 @@ class DataLoader:
     batches per epoch. Unlabelled datasets give ``t = None``.
     """
 
-    def __init__(self, dataset, batch_size, shuffle=True, gpu=False, seed=None):
+    def __init__(self, dataset, batch_size, shuffle=None, gpu=False, seed=None):
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
                 or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        shuffle, gpu = _flag("shuffle", shuffle), _flag("gpu", gpu)
+        shuffle, gpu = _flag("shuffle", shuffle, none=True), _flag("gpu", gpu)
+        if shuffle is None:  # a training set is shuffled, a test set read in order
+            train = getattr(dataset, "train", True)
+            shuffle = bool(train) if isinstance(train, (bool, np.bool_)) else True
         if not _is_seed(seed):
             raise TypeError("seed must be None, an int >= 0 (or a list of them), or a NumPy "
                             f"Generator or SeedSequence, got {seed!r}")

@@ -11,6 +11,7 @@ Every function works on NumPy and CuPy arrays through the same code.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -313,8 +314,12 @@ def average(x, axis=None, keepdims=False):
     """Mean of ``x`` over ``axis`` (all axes when None; an int or a tuple), like ``np.mean``.
 
     The sum (:func:`sum`) divided by the number of elements summed; an empty axis gives nan.
+    float16 is averaged in float32 and rounded back, as ``np.mean`` does: a count above
+    65504 (float16's largest number) would otherwise become inf and the mean 0.
     """
     x = as_variable(x)
+    if getattr(x.data, "dtype", None) == np.float16:
+        return astype(average(astype(x, np.float32), axis, keepdims), np.float16)
     y = x.sum(axis, keepdims)
     return y / (x.size // y.size if y.size else 1)
 
@@ -882,8 +887,30 @@ class Softmax(Function):
         return gx - y * sum(gx, axis=self.axis, keepdims=True)
 
 
+class _ImplicitAxis(int):
+    """The default ``axis=1``: a 1 that ``is`` tells apart from an ``axis=1`` the caller wrote."""
+
+    def __repr__(self):
+        return "1"
+
+
+_AXIS_1 = _ImplicitAxis(1)
+
+
 def _class_axis(name, x, axis):
-    """``axis`` if ``x`` has it; else an error (the default axis 1 needs a batch (N, C))."""
+    """``axis`` if ``x`` has it; else an error (the default axis 1 needs a batch (N, C)).
+
+    The default (``_AXIS_1``, not written by the caller) on an input of more than two axes
+    warns: scores (N, T, C) want the last axis, and axis 1 would normalise over T.
+    """
+    if axis is _AXIS_1:  # the default: axis 1, the class axis of a batch (N, C)
+        if x.ndim > 2:
+            warnings.warn(
+                f"{name} of an input of shape {tuple(x.shape)} without axis= normalises over "
+                "axis 1 (the default, the class axis of a batch (N, C)); for scores such as "
+                "(N, T, C) the classes are the last axis: pass axis=-1, or axis=1 to keep "
+                "this", stacklevel=3)
+        axis = 1  # a plain int from here on; checked below as any other axis
     if axis is None:  # every element
         return None
     if isinstance(axis, list):  # NumPy takes a tuple
@@ -896,8 +923,12 @@ def _class_axis(name, x, axis):
     return axis
 
 
-def softmax(x, axis=1):
-    """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow."""
+def softmax(x, axis=_AXIS_1):
+    """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow.
+
+    ``axis`` defaults to 1, the classes of a batch (N, C); an input of more than two axes
+    with no ``axis=`` written gets a warning (pass ``axis=-1`` for scores (N, T, C)).
+    """
     x = as_variable(x)
     return Softmax(_class_axis("softmax", x, axis))(x)
 
@@ -920,10 +951,44 @@ class LogSoftmax(Function):
         return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
 
 
-def log_softmax(x, axis=1):
-    """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits."""
+def log_softmax(x, axis=_AXIS_1):
+    """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits.
+
+    ``axis`` defaults to 1, with a warning for inputs of more than two axes, as in softmax.
+    """
     x = as_variable(x)
     return LogSoftmax(_class_axis("log_softmax", x, axis))(x)
+
+
+def _check_labels(name, x, t):
+    """Refuse logits ``x`` that are not (N, C) and labels ``t`` (arrays) that are not N integer
+    class indices in 0..C-1; the range is checked on the CPU only (on a GPU, reading the labels'
+    minimum and maximum back would wait for the device)."""
+    if x.ndim != 2:
+        raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}")
+    N, C = x.shape
+    if t.dtype.kind not in "iu" or t.shape != (N,):
+        hint = ""  # the commonest causes, named
+        if t.shape == (N, 1):
+            hint = " (labels of shape (N, 1): flatten them with t.reshape(-1))"
+        elif t.shape == (N, C):
+            hint = " (these look like one-hot vectors: t.argmax(axis=1) gives the indices)"
+        elif t.shape == (C,) and N != C:
+            hint = f" (are the logits transposed? they must be (N, C), got ({N}, {C}))"
+        elif t.dtype.kind == "f" and t.shape == (N,):
+            hint = " (indices are integers: t.astype(int))"
+        raise ValueError(
+            f"{name} expects integer labels of shape ({N},), got {t.dtype} {t.shape}; pass "
+            f"class indices, not one-hot vectors{hint}"
+        )
+    if N and cuda.get_array_module(x) is np:  # on a GPU this would wait for the device
+        low, high = int(t.min()), int(t.max())
+        if low < 0 or high >= C:
+            bad = low if low < 0 else high
+            raise ValueError(
+                f"{name}: label {bad} is out of range for {C} classes; labels must be "
+                f"integers in 0..{C - 1} (a label of -1 would silently pick the last class)"
+            )
 
 
 class SoftmaxCrossEntropy(Function):
@@ -935,26 +1000,6 @@ class SoftmaxCrossEntropy(Function):
 
     # (step 71)
     def forward(self, x, t):
-        if x.ndim != 2:
-            raise ValueError(
-                f"softmax_cross_entropy expects logits of shape (N, C), got {x.shape}"
-            )
-        if t.dtype.kind not in "iu" or t.shape != (x.shape[0],):
-            N, C = x.shape
-            hint = ""  # the commonest causes, named
-            if t.shape == (N, 1):
-                hint = " (labels of shape (N, 1): flatten them with t.reshape(-1))"
-            elif t.shape == (N, C):
-                hint = " (these look like one-hot vectors: t.argmax(axis=1) gives the indices)"
-            elif t.shape == (C,) and N != C:
-                hint = f" (are the logits transposed? they must be (N, C), got ({N}, {C}))"
-            elif t.dtype.kind == "f" and t.shape == (N,):
-                hint = " (indices are integers: t.astype(int))"
-            raise ValueError(
-                f"softmax_cross_entropy expects integer labels of shape ({N},), got "
-                f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors{hint}"
-            )
-        xp = cuda.get_array_module(x)
         apart = _on_two_devices(x, t)  # CuPy would copy the labels, then fail in backward
         if apart:
             x_on, t_on = apart
@@ -963,16 +1008,9 @@ class SoftmaxCrossEntropy(Function):
                 f"{t_on}; put both on one device (cuda.as_cupy(t) or cuda.as_numpy(t); a "
                 "DataLoader(..., gpu=True) hands out batches already on the GPU)"
             )
+        _check_labels("softmax_cross_entropy", x, t)  # shapes, dtype; the range on the CPU only
+        xp = cuda.get_array_module(x)
         n = x.shape[0]
-        if xp is np and n:  # on a GPU this check would wait for the device: skipped there
-            low, high = int(t.min()), int(t.max())
-            if low < 0 or high >= x.shape[1]:
-                bad = low if low < 0 else high
-                raise ValueError(
-                    f"softmax_cross_entropy: label {bad} is out of range for {x.shape[1]} "
-                    f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
-                    "would silently pick the last class)"
-                )
         if _raw_gpu(x):  # on a GPU: one kernel gives the loss and the probabilities (step 71)
             from dezero_like import cuda_kernels
 
@@ -1090,14 +1128,15 @@ def binary_cross_entropy(p, t):
     return BinaryCrossEntropy()(p, t)
 
 
-def softmax_simple(x, axis=1):
+def softmax_simple(x, axis=_AXIS_1):
     """exp(x) / sum(exp(x)) along ``axis``, composed of exp, sum and division.
 
     No shift by the maximum: logits above about 88 (float32) or 709 (float64) overflow to
-    nan. :func:`softmax` computes the same without overflow.
+    nan. :func:`softmax` computes the same without overflow. ``axis`` as in softmax.
     """
-    e = exp(as_variable(x))
-    return e / e.sum(axis=axis, keepdims=True)
+    x = as_variable(x)
+    e = exp(x)
+    return e / e.sum(axis=_class_axis("softmax_simple", x, axis), keepdims=True)
 
 
 # --- step 50 ------------------------------------------------------------
@@ -1263,10 +1302,12 @@ def log(x):
 def softmax_cross_entropy_simple(x, t):
     """-mean log softmax_simple(x)[n, t_n], composed of earlier functions.
 
-    Probabilities are clipped to [1e-15, 1] before the log. :func:`softmax_cross_entropy`
-    is one function, exact for any logits.
+    Probabilities are clipped to [1e-15, 1] before the log. The logits (N, C) and the
+    integer labels (N,) are checked as in :func:`softmax_cross_entropy`, which is one
+    function, exact for any logits.
     """
     x, t = as_variable(x), as_variable(t)
+    _check_labels("softmax_cross_entropy_simple", x.data, t.data)
     n = x.shape[0]
     log_p = log(clip(softmax_simple(x), 1e-15, 1.0))
     rows = cuda.get_array_module(x.data).arange(n)  # on x's device: no copy to a GPU

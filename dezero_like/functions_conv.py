@@ -755,6 +755,28 @@ def _bn_axes(x):
     return (0,) + tuple(range(2, x.ndim)), (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
+def _bn_settings(owner, decay, eps):
+    """Refuse a ``decay`` that is not a real number in [0, 1) and an ``eps`` that is not > 0.
+
+    ``L.BatchNorm(16)``, PyTorch's ``BatchNorm1d(16)``, would make 16 the decay: the running
+    statistics then grow without bound and evaluation gives nan.
+    """
+    hint = ("decay is the weight of the old running mean and variance in their update: "
+            "PyTorch's momentum=0.1 is decay=0.9")
+    if owner == "BatchNorm":
+        hint = ("the number of channels is not an argument here: BatchNorm takes it from the "
+                "first batch, so PyTorch's BatchNorm1d(16) is L.BatchNorm(); " + hint)
+    eps_hint = "eps keeps 1 / sqrt(var + eps) finite for a channel of constant values"
+    for name, value, why in (("decay", decay, hint), ("eps", eps, eps_hint)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{owner}: {name} must be a number, got {value!r} "
+                            f"({type(value).__name__}); " + why)
+    if not 0 <= decay < 1:  # nan fails too
+        raise ValueError(f"{owner}: decay must be in [0, 1), got {decay!r}; " + hint)
+    if not 0 < eps < float("inf"):
+        raise ValueError(f"{owner}: eps must be > 0 (and finite), got {eps!r}; " + eps_hint)
+
+
 def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
 
@@ -772,6 +794,7 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     """
     from dezero_like.core import Config
 
+    _bn_settings("batch_norm", decay, eps)
     x = as_variable(x)
     axes, shape = _bn_axes(x)
     xp = cuda.get_array_module(x)

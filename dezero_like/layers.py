@@ -13,6 +13,7 @@ NumPy ``.npz`` files, never with pickle.
 import io
 import os
 import tempfile
+import warnings
 import zipfile
 
 import numpy as np
@@ -24,6 +25,26 @@ from dezero_like.utils import forward_names, publish
 
 
 # --- step 45 ------------------------------------------------------------
+def _leaving_training(layer, name, value):
+    """``layer.name``, a Parameter, is being replaced by ``value``, which is not one.
+
+    An array (or a torch tensor) would silently leave training and the saved weights: refused.
+    A Variable that requires grad would too (an optimizer never sees it): a warning. ``None``,
+    or a Variable without a gradient (a constant), says what it means and passes quietly.
+    """
+    if isinstance(value, Variable):
+        if value.requires_grad and value.creator is None:
+            warnings.warn(
+                f"{type(layer).__name__}.{name} was a Parameter and is now a plain Variable: "
+                "params() no longer sees it, so optimizers stop training it, cleargrads stops "
+                f"clearing it and save_weights stops saving it. Set its values with "
+                f"layer.{name}.data = array, or assign dz.Parameter(array)", stacklevel=3)
+    elif _is_array(value) or hasattr(value, "__array__"):
+        raise TypeError(
+            f"{type(layer).__name__}.{name} is a Parameter; to set its values write "
+            f"layer.{name}.data = array (or assign a new Parameter(array))")
+
+
 class Layer:
     """Base class of layers and models.
 
@@ -53,13 +74,8 @@ class Layer:
             if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
                 object.__setattr__(value, "_attr_name", name)  # for error messages
         elif name in names:  # replaced by something that is not a parameter
-            if isinstance(self.__dict__.get(name), Parameter) and (
-                    _is_array(value) or hasattr(value, "__array__")) and not isinstance(
-                    value, Variable):  # a Variable is allowed (a gradient check swaps one in)
-                # an array (or a torch tensor) here would silently leave training and the weights
-                raise TypeError(
-                    f"{type(self).__name__}.{name} is a Parameter; to set its values write "
-                    f"layer.{name}.data = array (or assign a new Parameter(array))")
+            if isinstance(self.__dict__.get(name), Parameter):
+                _leaving_training(self, name, value)
             names.remove(name)
         object.__setattr__(self, name, value)
 

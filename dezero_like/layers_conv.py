@@ -142,10 +142,15 @@ class BatchNorm(Layer):
     (``with dz.test_mode():``): use the running averages. ``gamma`` (ones) and
     ``beta`` (zeros) are learned; all four are created on the first call and
     saved with the weights. Formula and gradients: :func:`functions_conv.batch_norm`.
+
+    The number of channels is not an argument: it comes from the first batch (PyTorch's
+    ``BatchNorm1d(16)`` is ``BatchNorm()``). ``decay`` in [0, 1) is the weight of the old
+    running statistics (PyTorch's ``momentum=0.1`` is ``decay=0.9``); ``eps`` > 0.
     """
 
     def __init__(self, decay=0.9, eps=2e-5):
         super().__init__()
+        Fc._bn_settings("BatchNorm", decay, eps)  # L.BatchNorm(16), PyTorch's habit, is refused
         self.decay = decay
         self.eps = eps
         # running statistics are Parameters so that save/load and to_gpu carry

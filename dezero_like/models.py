@@ -39,6 +39,9 @@ def _check_step(what, f):
     if isinstance(f, type):  # L.Linear instead of L.Linear(10)
         raise TypeError(f"{what} is the class {f.__name__}; pass an instance such as "
                         f"{f.__name__}(...)")
+    if isinstance(f, (list, tuple)):  # Sequential([l1, l2]): PyTorch's ModuleList habit
+        raise TypeError(f"{what} is a {type(f).__name__}; pass the layers one by one, "
+                        "Sequential(l1, l2), or unpack the list: Sequential(*layers)")
     if not callable(f):
         raise TypeError(f"{what} is of type {type(f).__name__}, not callable; pass a "
                         "function such as F.relu, or a layer")

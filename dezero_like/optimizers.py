@@ -8,7 +8,8 @@
 ``optimizer.update()``. Updates change ``param.data`` in place, in the
 parameter's dtype, and build no graph. Hooks (``add_hook``) see the list of
 parameters with gradients before the update: weight decay, gradient clipping,
-freezing layers. (Step 67 adds loss scaling: ``update`` divides it out.)
+freezing layers (FreezeParam runs first). (Step 67 adds loss scaling: ``update`` divides it
+out.)
 """
 
 import inspect
@@ -197,12 +198,18 @@ class Optimizer:
         return self
 
     def add_hook(self, f):
-        """Call ``f(params)`` before every update (params: those with a gradient)."""
+        """Call ``f(params)`` before every update (params: those with a gradient).
+
+        Hooks run in the order they were added, except that every :class:`FreezeParam` runs
+        first: the frozen parameters' gradients are gone before ``ClipGrad`` measures the
+        norm or ``WeightDecay`` adds to them (PyTorch's frozen parameters have no gradient).
+        """
         if isinstance(f, type) or not callable(f):
             what = f"the class {f.__name__}" if isinstance(f, type) else repr(f)
             raise TypeError(f"add_hook() needs a function of the parameters (or an object with "
                             f"__call__), got {what}; pass an instance, e.g. WeightDecay(1e-4)")
         self.hooks.append(f)
+        self.hooks.sort(key=_runs_after_freezing)  # stable: the others keep their order
         return self
 
     # (step 67)
@@ -456,7 +463,12 @@ class WeightDecay:
 
 
 class ClipGrad:
-    """Scale all gradients down together when their global L2 norm exceeds ``max_norm``."""
+    """Scale all gradients down together when their global L2 norm exceeds ``max_norm``.
+
+    The norm counts the gradients the hooks before it left: a ``FreezeParam`` runs first
+    (``add_hook`` sees to it), so frozen parameters do not count; a ``WeightDecay`` added
+    before it is included.
+    """
 
     def __init__(self, max_norm):
         self.max_norm = _checked("ClipGrad", "max_norm", max_norm, positive=True)
@@ -483,7 +495,11 @@ def _wide(g):
 
 
 class FreezeParam:
-    """Keep the given layers (or parameters) fixed: their gradients are dropped before updating."""
+    """Keep the given layers (or parameters) fixed: their gradients are dropped before updating.
+
+    ``add_hook`` runs every FreezeParam before the other hooks, whatever the order they were
+    added in, so ``ClipGrad`` and ``WeightDecay`` never see the frozen gradients.
+    """
 
     def __init__(self, *layers):
         self.frozen = []
@@ -496,6 +512,11 @@ class FreezeParam:
     def __call__(self, params):
         for p in self.frozen:
             p.grad = None
+
+
+def _runs_after_freezing(hook):
+    """The sort key of ``Optimizer.hooks``: 0 for a FreezeParam (first), 1 for the others."""
+    return not isinstance(hook, FreezeParam)
 
 
 # --- step 63 ------------------------------------------------------------

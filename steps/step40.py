@@ -30,14 +30,20 @@
 # %% [markdown]
 # `Variable` gains a `sum` method, so `x.sum(axis=0)` works as in NumPy. It calls `F.sum`, which
 # step 25 put in the package: the `Sum` function whose backward is described above. `_F()`
-# imports `functions` only when the method runs, because `functions` imports `core`.
+# imports `functions` only when the method runs, because `functions` imports `core`. NumPy's
+# `np.sum(x)` calls this method too, with NumPy's `dtype` and `out`: it gets a message that says
+# what to write instead of Python's complaint about an unexpected argument.
 
 # %%
 #| export dezero_like/core.py Variable
 from dezero_like.core import _F
 
 
-def sum(self, axis=None, keepdims=False):
+def sum(self, axis=None, keepdims=False, **numpy_args):
+    if numpy_args:  # np.sum(v) calls v.sum(axis=..., dtype=..., out=...)
+        raise TypeError(
+            "np.sum(v) on a Variable: NumPy's functions record no graph. Write v.sum() or "
+            "F.sum(v) to differentiate the sum, or np.sum(v.data) for the number")
     return _F().sum(self, axis, keepdims)
 
 
@@ -51,15 +57,21 @@ def sum(self, axis=None, keepdims=False):
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like.core import as_variable
+from dezero_like.functions import astype
 
 
 def average(x, axis=None, keepdims=False):
     """Mean of ``x`` over ``axis`` (all axes when None; an int or a tuple), like ``np.mean``.
 
     The sum (:func:`sum`) divided by the number of elements summed; an empty axis gives nan.
+    float16 is averaged in float32 and rounded back, as ``np.mean`` does: a count above
+    65504 (float16's largest number) would otherwise become inf and the mean 0.
     """
     x = as_variable(x)
+    if getattr(x.data, "dtype", None) == np.float16:
+        return astype(average(astype(x, np.float32), axis, keepdims), np.float16)
     y = x.sum(axis, keepdims)
     return y / (x.size // y.size if y.size else 1)
 

@@ -65,7 +65,8 @@ class Parameter(Variable):
 # `Layer` registers parameters in `__setattr__`: assigning a `Parameter` or a `Layer` to an
 # attribute adds the name to `_param_names`, in order, and assigning something else under that
 # name (`l.W = None`, another object) removes it; an array assigned over a Parameter is refused,
-# with the fix `l.W.data = array`, since the array would silently stop being trained and saved.
+# with the fix `l.W.data = array`, since the array would silently stop being trained and saved,
+# and a plain Variable that requires grad gets a warning for the same reason.
 # `params()` walks the names, going into sub-layers, and yields a parameter shared by two layers
 # only once. `__init__` creates the list with `object.__setattr__`, which bypasses the
 # registering `__setattr__`. `params()` does not look inside lists, tuples or dicts (step 47's
@@ -83,8 +84,30 @@ sub-layer assigned to one of its attributes, so ``params()`` can walk them all
 NumPy ``.npz`` files, never with pickle.
 """
 
+import warnings
+
 from dezero_like import cuda
 from dezero_like.core import Parameter, Variable, _is_array
+
+
+def _leaving_training(layer, name, value):
+    """``layer.name``, a Parameter, is being replaced by ``value``, which is not one.
+
+    An array (or a torch tensor) would silently leave training and the saved weights: refused.
+    A Variable that requires grad would too (an optimizer never sees it): a warning. ``None``,
+    or a Variable without a gradient (a constant), says what it means and passes quietly.
+    """
+    if isinstance(value, Variable):
+        if value.requires_grad and value.creator is None:
+            warnings.warn(
+                f"{type(layer).__name__}.{name} was a Parameter and is now a plain Variable: "
+                "params() no longer sees it, so optimizers stop training it, cleargrads stops "
+                f"clearing it and save_weights stops saving it. Set its values with "
+                f"layer.{name}.data = array, or assign dz.Parameter(array)", stacklevel=3)
+    elif _is_array(value) or hasattr(value, "__array__"):
+        raise TypeError(
+            f"{type(layer).__name__}.{name} is a Parameter; to set its values write "
+            f"layer.{name}.data = array (or assign a new Parameter(array))")
 
 
 class Layer:
@@ -116,13 +139,8 @@ class Layer:
             if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
                 object.__setattr__(value, "_attr_name", name)  # for error messages
         elif name in names:  # replaced by something that is not a parameter
-            if isinstance(self.__dict__.get(name), Parameter) and (
-                    _is_array(value) or hasattr(value, "__array__")) and not isinstance(
-                    value, Variable):  # a Variable is allowed (a gradient check swaps one in)
-                # an array (or a torch tensor) here would silently leave training and the weights
-                raise TypeError(
-                    f"{type(self).__name__}.{name} is a Parameter; to set its values write "
-                    f"layer.{name}.data = array (or assign a new Parameter(array))")
+            if isinstance(self.__dict__.get(name), Parameter):
+                _leaving_training(self, name, value)
             names.remove(name)
         object.__setattr__(self, name, value)
 

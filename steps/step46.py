@@ -19,8 +19,9 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `ReLU`, `relu`, `LeakyReLU`, `leaky_relu`; `models` gains
-# `Model`, `MLP`, `Sequential`.
+# In this step `functions` gains `ReLU`, `relu`, `LeakyReLU`, `leaky_relu`; `core` gains
+# `_guard_backward`, and `Function` gains `__init_subclass__` (a Function you write may not
+# change the gradients it is handed); `models` gains `Model`, `MLP`, `Sequential`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -114,6 +115,71 @@ def leaky_relu(x, slope=0.2):
 
 
 # %% [markdown]
+# `ReLU`'s backward makes a new array, `gy * self.mask`. Code that computes gradients by hand
+# often zeroes them in place instead, `gy.data[~self.mask] = 0`, and here that is wrong in a way
+# no error shows: a gradient object is shared. `x0 + x1` hands one `gy` to both inputs, so in
+# `relu(h) + h` zeroing it inside `ReLU.backward` also zeroes part of the gradient that reaches
+# `h` along the other branch (the `+=` pitfall of step 15, one level up). So the package guards
+# the Functions you write: while their `backward` runs, the NumPy arrays of the gradients it was
+# handed are read-only (NumPy's `writeable` flag), and a write into one fails at once with a
+# message that says to make a new array. `__init_subclass__` runs for every new subclass of
+# `Function`; it wraps the subclass's `backward` when the class is written outside the package,
+# so the package's own Functions pay nothing. (PyTorch protects its saved tensors differently,
+# with a version counter that backward compares; this guard checks the gradients only.)
+
+# %%
+#| export dezero_like/core.py Function
+def __init_subclass__(cls):
+    """Guard the ``backward`` of a Function written outside the package: _guard_backward."""
+    backward = cls.__dict__.get("backward")
+    if backward is not None and cls.__module__.partition(".")[0] != "dezero_like":
+        cls.backward = _guard_backward(backward)
+
+
+# %%
+#| export dezero_like/core.py
+import functools
+
+import numpy as np
+from dezero_like.core import Variable
+
+
+def _guard_backward(backward):
+    """``backward`` with the gradients it is handed read-only while it runs.
+
+    Several variables may share one gradient object (``x0 + x1`` hands the same ``gy`` to
+    both), so a backward that changed it in place would change another branch's gradient
+    too. CuPy arrays have no read-only flag and are not guarded.
+    """
+    if getattr(backward, "_guarded", False):
+        return backward
+
+    @functools.wraps(backward)
+    def guarded(self, *gys):
+        frozen = [g.data for g in gys if isinstance(g, Variable) and type(g.data) is np.ndarray
+                  and g.data.flags.writeable]
+        for a in frozen:
+            a.flags.writeable = False
+        try:
+            return backward(self, *gys)
+        except ValueError as error:
+            if "read-only" not in str(error):
+                raise
+            raise ValueError(
+                f"{type(self).__name__}.backward wrote into an array it may not change ({error})."
+                " The gradients handed to backward are shared: x0 + x1 hands one gy to both "
+                "inputs, so changing it in place would change the other branch's gradient too. "
+                "Make a new array: gx = gy * self.mask, or gx = gy.data.copy(); "
+                "gx[~self.mask] = 0") from error
+        finally:
+            for a in frozen:
+                a.flags.writeable = True
+
+    guarded._guarded = True
+    return guarded
+
+
+# %% [markdown]
 # The new module `models` starts with `Model`: a `Layer` that is a whole network, with one
 # addition, `plot`, which runs the model on sample inputs and draws the graph of the result.
 # `plot_dot_graph` is imported inside `plot`, so that import runs only when a model is drawn.
@@ -174,6 +240,9 @@ def _check_step(what, f):
     if isinstance(f, type):  # L.Linear instead of L.Linear(10)
         raise TypeError(f"{what} is the class {f.__name__}; pass an instance such as "
                         f"{f.__name__}(...)")
+    if isinstance(f, (list, tuple)):  # Sequential([l1, l2]): PyTorch's ModuleList habit
+        raise TypeError(f"{what} is a {type(f).__name__}; pass the layers one by one, "
+                        "Sequential(l1, l2), or unpack the list: Sequential(*layers)")
     if not callable(f):
         raise TypeError(f"{what} is of type {type(f).__name__}, not callable; pass a "
                         "function such as F.relu, or a layer")
@@ -431,5 +500,10 @@ except NotImplementedError as e:
 assert np.array_equal(out.data, F.relu(data).data), "forward should match F.relu: max(x, 0)"
 assert gradient_check(lambda v: MyReLU()(v) * np.arange(1.0, 5.0), data), (
     "backward is wrong: the gradient passes where x > 0 and is 0 elsewhere"
+)
+# relu(v) + v: Add hands one gradient object to both branches (a backward that changes it in
+# place is stopped by the package with a message; by hand it would change v's gradient too)
+assert gradient_check(lambda v: MyReLU()(v) + v, data), (
+    "backward is wrong when its gradient is shared with another branch: return a new array"
 )
 print("self-check passed: MyReLU matches F.relu, and its gradient is the mask")

@@ -17,7 +17,7 @@
 # without building a graph. Before the update it runs *hooks* (functions of the
 # parameter list): `WeightDecay(rate)` adds `rate * W` to each gradient,
 # `ClipGrad(max_norm)` scales all gradients down when their joint norm is too
-# large, `FreezeParam(layer)` keeps a layer fixed.
+# large, `FreezeParam(layer)` keeps a layer fixed (it runs before the others).
 #
 # The rules, for a parameter $W$ with gradient $g$ (products elementwise):
 #
@@ -78,7 +78,8 @@
 ``optimizer.update()``. Updates change ``param.data`` in place, in the
 parameter's dtype, and build no graph. Hooks (``add_hook``) see the list of
 parameters with gradients before the update: weight decay, gradient clipping,
-freezing layers. (Step 67 adds loss scaling: ``update`` divides it out.)
+freezing layers (FreezeParam runs first). (Step 67 adds loss scaling: ``update`` divides it
+out.)
 """
 
 import inspect
@@ -295,12 +296,18 @@ class Optimizer:
         return self
 
     def add_hook(self, f):
-        """Call ``f(params)`` before every update (params: those with a gradient)."""
+        """Call ``f(params)`` before every update (params: those with a gradient).
+
+        Hooks run in the order they were added, except that every :class:`FreezeParam` runs
+        first: the frozen parameters' gradients are gone before ``ClipGrad`` measures the
+        norm or ``WeightDecay`` adds to them (PyTorch's frozen parameters have no gradient).
+        """
         if isinstance(f, type) or not callable(f):
             what = f"the class {f.__name__}" if isinstance(f, type) else repr(f)
             raise TypeError(f"add_hook() needs a function of the parameters (or an object with "
                             f"__call__), got {what}; pass an instance, e.g. WeightDecay(1e-4)")
         self.hooks.append(f)
+        self.hooks.sort(key=_runs_after_freezing)  # stable: the others keep their order
         return self
 
     def update(self):
@@ -585,7 +592,12 @@ from dezero_like import cuda
 
 
 class ClipGrad:
-    """Scale all gradients down together when their global L2 norm exceeds ``max_norm``."""
+    """Scale all gradients down together when their global L2 norm exceeds ``max_norm``.
+
+    The norm counts the gradients the hooks before it left: a ``FreezeParam`` runs first
+    (``add_hook`` sees to it), so frozen parameters do not count; a ``WeightDecay`` added
+    before it is included.
+    """
 
     def __init__(self, max_norm):
         self.max_norm = _checked("ClipGrad", "max_norm", max_norm, positive=True)
@@ -613,7 +625,13 @@ def _wide(g):
 
 # %% [markdown]
 # `FreezeParam` collects the parameters of the layers it is given and sets their `grad` to `None`;
-# `update` checks `p.grad` again after the hooks, so these parameters are skipped.
+# `update` checks `p.grad` again after the hooks, so these parameters are skipped. The order of
+# the hooks matters: `ClipGrad` after `WeightDecay` clips the decayed gradients, before it the
+# decay is added to clipped ones. A frozen parameter, though, must count nowhere: with
+# `[ClipGrad(1), FreezeParam(model.l0)]` its gradient would enter the clipping norm and shrink
+# the others. So `add_hook` keeps every `FreezeParam` first (`_runs_after_freezing`, a stable
+# sort when a hook is added, nothing per update); the other hooks run in the order they were
+# added.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -621,7 +639,11 @@ from dezero_like.core import Parameter
 
 
 class FreezeParam:
-    """Keep the given layers (or parameters) fixed: their gradients are dropped before updating."""
+    """Keep the given layers (or parameters) fixed: their gradients are dropped before updating.
+
+    ``add_hook`` runs every FreezeParam before the other hooks, whatever the order they were
+    added in, so ``ClipGrad`` and ``WeightDecay`` never see the frozen gradients.
+    """
 
     def __init__(self, *layers):
         self.frozen = []
@@ -634,6 +656,11 @@ class FreezeParam:
     def __call__(self, params):
         for p in self.frozen:
             p.grad = None
+
+
+def _runs_after_freezing(hook):
+    """The sort key of ``Optimizer.hooks``: 0 for a FreezeParam (first), 1 for the others."""
+    return not isinstance(hook, FreezeParam)
 
 
 # %% [markdown]
@@ -816,7 +843,9 @@ plot_curves({"training loss (MSE)": histories}, xlabel="iteration", logy=True,
 
 # %% [markdown]
 # Hooks plug in with `add_hook`, e.g.
-# `optimizers.SGD(0.1).setup(model).add_hook(optimizers.WeightDecay(1e-4))`.
+# `optimizers.SGD(0.1).setup(model).add_hook(optimizers.WeightDecay(1e-4))`. They run in the
+# order they were added (`WeightDecay` then `ClipGrad` clips the decayed gradients; the other
+# way round adds the decay after clipping), except that `FreezeParam` always runs first.
 #
 # ## Exercise
 # 1. **Freeze the first layer.** Write `freeze_first_layer(model)`, which

@@ -163,13 +163,45 @@ class Softmax(Function):
         return gx - y * sum(gx, axis=self.axis, keepdims=True)
 
 
+# %% [markdown]
+# `softmax` normalises along `axis`, by default 1: the class axis of a batch of logits `(N, C)`,
+# as in the book. For outputs with more axes, such as scores `(N, T, C)` for every time step of a
+# sequence, the classes are usually the last axis, and axis 1 would silently normalise over time.
+# So when the input has more than two axes and no `axis=` was written, `_class_axis` warns, naming
+# the axis it used, as PyTorch does for an implicit `dim`. The default is `_AXIS_1`, a `1` that
+# `is` tells apart from an `axis=1` the caller wrote (which does not warn); it prints as `1`.
+
 # %%
 #| export dezero_like/functions.py
+import warnings
+
 from dezero_like.core import as_variable
 
 
+class _ImplicitAxis(int):
+    """The default ``axis=1``: a 1 that ``is`` tells apart from an ``axis=1`` the caller wrote."""
+
+    def __repr__(self):
+        return "1"
+
+
+_AXIS_1 = _ImplicitAxis(1)
+
+
 def _class_axis(name, x, axis):
-    """``axis`` if ``x`` has it; else an error (the default axis 1 needs a batch (N, C))."""
+    """``axis`` if ``x`` has it; else an error (the default axis 1 needs a batch (N, C)).
+
+    The default (``_AXIS_1``, not written by the caller) on an input of more than two axes
+    warns: scores (N, T, C) want the last axis, and axis 1 would normalise over T.
+    """
+    if axis is _AXIS_1:  # the default: axis 1, the class axis of a batch (N, C)
+        if x.ndim > 2:
+            warnings.warn(
+                f"{name} of an input of shape {tuple(x.shape)} without axis= normalises over "
+                "axis 1 (the default, the class axis of a batch (N, C)); for scores such as "
+                "(N, T, C) the classes are the last axis: pass axis=-1, or axis=1 to keep "
+                "this", stacklevel=3)
+        axis = 1  # a plain int from here on; checked below as any other axis
     if axis is None:  # every element
         return None
     if isinstance(axis, list):  # NumPy takes a tuple
@@ -182,8 +214,12 @@ def _class_axis(name, x, axis):
     return axis
 
 
-def softmax(x, axis=1):
-    """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow."""
+def softmax(x, axis=_AXIS_1):
+    """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow.
+
+    ``axis`` defaults to 1, the classes of a batch (N, C); an input of more than two axes
+    with no ``axis=`` written gets a warning (pass ``axis=-1`` for scores (N, T, C)).
+    """
     x = as_variable(x)
     return Softmax(_class_axis("softmax", x, axis))(x)
 
@@ -219,8 +255,11 @@ class LogSoftmax(Function):
 
 # %%
 #| export dezero_like/functions.py
-def log_softmax(x, axis=1):
-    """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits."""
+def log_softmax(x, axis=_AXIS_1):
+    """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits.
+
+    ``axis`` defaults to 1, with a warning for inputs of more than two axes, as in softmax.
+    """
     x = as_variable(x)
     return LogSoftmax(_class_axis("log_softmax", x, axis))(x)
 
@@ -231,10 +270,51 @@ def log_softmax(x, axis=1):
 # forming the probabilities.
 # Forward checks the shapes and, on the CPU, that every label is a class index. The gradient is
 # $(\operatorname{softmax}(x) - \operatorname{onehot}(t)) / N$; the labels get `None`.
+#
+# The checks are a function of their own, `_check_labels`, because step 66's composed loss
+# `softmax_cross_entropy_simple` needs the same ones: without them, labels of shape `(N, 1)`
+# would broadcast into an $N \times N$ pick of probabilities (a wrong loss, no error), and a
+# label of $-1$ would pick the last class. The commonest wrong labels get a hint that names them.
 
 # %%
 #| export dezero_like/functions.py
 import numpy as np
+from dezero_like import cuda
+
+
+def _check_labels(name, x, t):
+    """Refuse logits ``x`` that are not (N, C) and labels ``t`` (arrays) that are not N integer
+    class indices in 0..C-1; the range is checked on the CPU only (on a GPU, reading the labels'
+    minimum and maximum back would wait for the device)."""
+    if x.ndim != 2:
+        raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}")
+    N, C = x.shape
+    if t.dtype.kind not in "iu" or t.shape != (N,):
+        hint = ""  # the commonest causes, named
+        if t.shape == (N, 1):
+            hint = " (labels of shape (N, 1): flatten them with t.reshape(-1))"
+        elif t.shape == (N, C):
+            hint = " (these look like one-hot vectors: t.argmax(axis=1) gives the indices)"
+        elif t.shape == (C,) and N != C:
+            hint = f" (are the logits transposed? they must be (N, C), got ({N}, {C}))"
+        elif t.dtype.kind == "f" and t.shape == (N,):
+            hint = " (indices are integers: t.astype(int))"
+        raise ValueError(
+            f"{name} expects integer labels of shape ({N},), got {t.dtype} {t.shape}; pass "
+            f"class indices, not one-hot vectors{hint}"
+        )
+    if N and cuda.get_array_module(x) is np:  # on a GPU this would wait for the device
+        low, high = int(t.min()), int(t.max())
+        if low < 0 or high >= C:
+            bad = low if low < 0 else high
+            raise ValueError(
+                f"{name}: label {bad} is out of range for {C} classes; labels must be "
+                f"integers in 0..{C - 1} (a label of -1 would silently pick the last class)"
+            )
+
+
+# %%
+#| export dezero_like/functions.py
 from dezero_like import cuda
 from dezero_like.core import Function
 
@@ -247,26 +327,9 @@ class SoftmaxCrossEntropy(Function):
     """
 
     def forward(self, x, t):
-        if x.ndim != 2:
-            raise ValueError(
-                f"softmax_cross_entropy expects logits of shape (N, C), got {x.shape}"
-            )
-        if t.dtype.kind not in "iu" or t.shape != (x.shape[0],):
-            raise ValueError(
-                f"softmax_cross_entropy expects integer labels of shape ({x.shape[0]},), got "
-                f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors"
-            )
+        _check_labels("softmax_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
         n = x.shape[0]
-        if xp is np and n:  # on a GPU this check would wait for the device: skipped there
-            low, high = int(t.min()), int(t.max())
-            if low < 0 or high >= x.shape[1]:
-                bad = low if low < 0 else high
-                raise ValueError(
-                    f"softmax_cross_entropy: label {bad} is out of range for {x.shape[1]} "
-                    f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
-                    "would silently pick the last class)"
-                )
         z, log_s = _shifted_logsumexp(x, axis=1)
         neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
         return neg_log_p.sum() / n
@@ -447,14 +510,15 @@ from dezero_like.core import as_variable
 from dezero_like.functions import exp
 
 
-def softmax_simple(x, axis=1):
+def softmax_simple(x, axis=_AXIS_1):
     """exp(x) / sum(exp(x)) along ``axis``, composed of exp, sum and division.
 
     No shift by the maximum: logits above about 88 (float32) or 709 (float64) overflow to
-    nan. :func:`softmax` computes the same without overflow.
+    nan. :func:`softmax` computes the same without overflow. ``axis`` as in softmax.
     """
-    e = exp(as_variable(x))
-    return e / e.sum(axis=axis, keepdims=True)
+    x = as_variable(x)
+    e = exp(x)
+    return e / e.sum(axis=_class_axis("softmax_simple", x, axis), keepdims=True)
 
 
 # %%

@@ -84,7 +84,12 @@ class Compose:
 # an image with its channels last, `(H, W, C)`, gets them on its last axis. Statistics of data
 # in [0, 1], such as torchvision's MNIST `Normalize(0.1307, 0.3081)`, applied to raw integer
 # pixels (torchvision refuses integer input) give values up to 827: that gets a warning saying
-# to scale to [0, 1] first.
+# to scale to [0, 1] first. So do raw pixels already converted to float, as in
+# `Compose([Flatten(), ToFloat(), Normalize(0.1307, 0.3081)])`: `ToFloat` changes the dtype and
+# does not scale (PyTorch's `ToTensor` divides by 255). A float example is taken for raw pixels
+# when its maximum is above 1 and every value is a whole number. Only statistics within
+# $[-1, 1]$ make `Normalize` read the example for this: its maximum, and, when that is above 1,
+# whether every value is whole (a transform runs per example, on the CPU).
 
 # %%
 #| export dezero_like/transforms.py
@@ -117,6 +122,9 @@ class Normalize:
             if _within_one(std) and _within_one(mean) and x.size and x.max() > 1:
                 _warn_unscaled(x, mean, std)  # statistics of [0, 1] data on raw pixels
             x = x.astype(np.float64)  # uint8 - 128 would wrap around
+        elif isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.size and \
+                _within_one(std) and _within_one(mean) and x.max() > 1 and _whole(x):
+            _warn_unscaled(x, mean, std)  # raw pixels as floats: ToFloat does not scale
         if isinstance(x, np.ndarray) and x.dtype.kind == "f":
             # statistics given as arrays, lists or NumPy scalars (data.mean() is np.float64)
             # are cast so that they do not promote the dtype
@@ -137,10 +145,19 @@ def _within_one(stat):
     return bool(np.all(np.abs(np.asarray(stat)) <= 1))
 
 
+def _whole(x):
+    """True when every value of the float array ``x`` is a whole number (raw pixels as floats)."""
+    return bool(np.all(np.floor(x) == x))
+
+
 def _warn_unscaled(x, mean, std):
-    """Statistics of [0, 1] data (torchvision's MNIST 0.1307, 0.3081) on raw integer pixels."""
+    """Statistics of [0, 1] data (torchvision's MNIST 0.1307, 0.3081) on raw pixels: integers,
+    or whole numbers as floats (ToFloat converts, it does not scale)."""
+    data = f"integer data up to {x.max()}" if x.dtype.kind in "biu" else (
+        f"float data of whole numbers up to {x.max()} (raw pixels? ToFloat converts, it does "
+        "not scale)")
     warnings.warn(
-        f"Normalize(mean={mean!r}, std={std!r}) got integer data up to {x.max()}, but its mean "
+        f"Normalize(mean={mean!r}, std={std!r}) got {data}, but its mean "
         "and std are those of data scaled to [0, 1] (torchvision's ToTensor divides by 255 "
         "first): the result is far off. Scale first: Compose([ToFloat(), Normalize(0, 255), "
         f"Normalize({mean!r}, {std!r})])", stacklevel=3)
@@ -181,7 +198,8 @@ class Flatten:
 # %% [markdown]
 # `AsType` converts to a dtype; `ToFloat` and `ToInt` are the same class with a default dtype and a
 # check that the dtype is a float or an integer kind, so a mistake shows when the pipeline is
-# built.
+# built. `ToFloat` only converts: pixels 0..255 stay 0.0..255.0, where PyTorch's `ToTensor` also
+# divides by 255. `Normalize(0, 255)` after it gives [0, 1].
 
 # %%
 #| export dezero_like/transforms.py
@@ -207,7 +225,11 @@ import numpy as np
 
 
 class ToFloat(AsType):
-    """Convert to a float dtype, float32 by default."""
+    """Convert to a float dtype, float32 by default.
+
+    It does not scale: uint8 pixels become 0.0 .. 255.0 (PyTorch's ``ToTensor`` also divides
+    by 255). Follow it with ``Normalize(0, 255)`` for [0, 1].
+    """
 
     def __init__(self, dtype=np.float32):
         super().__init__(dtype)

@@ -8,7 +8,7 @@
 # object, the `DataLoader`:
 #
 # ```python
-# loader = DataLoader(train_set, batch_size=30)        # shuffle=True by default
+# loader = DataLoader(train_set, batch_size=30)        # a training set: shuffled
 # for epoch in range(max_epoch):
 #     for x, t in loader:                             # one epoch
 #         ...
@@ -122,10 +122,17 @@ def as_cupy(x):
 # the example and the transform named: examples of different shapes, and values that are not
 # numbers (a string or a date would stack into an array too, one that no layer can use).
 #
+# `shuffle` is left out most of the time. Its default, `None`, follows the data set: a training
+# set (`train=True`, the default of every `Dataset`) is shuffled, as in the book, and a test set
+# (`train=False`) is read in order, as PyTorch's `DataLoader` always is unless asked. Predictions
+# collected over a test set then line up with `test_set.label`; shuffled, they would be compared
+# with the labels of other examples, an accuracy near chance with no error. A data set without a
+# `train` attribute is shuffled.
+#
 # The arguments are checked when the loader is made: `shuffle` and `gpu` must be `True` or
-# `False` (the string `"no"` is true), and `seed` an int >= 0 (or what `np.random.default_rng`
-# takes: a `Generator`, a `SeedSequence`), not `1.5`. With `shuffle=False` the order is always the
-# same and a `seed` has nothing to do.
+# `False` (or `None` for `shuffle`; the string `"no"` is true), and `seed` an int >= 0 (or what
+# `np.random.default_rng` takes: a `Generator`, a `SeedSequence`), not `1.5`. With
+# `shuffle=False` the order is always the same and a `seed` has nothing to do.
 
 # %%
 #| export dezero_like/dataloaders.py
@@ -138,7 +145,7 @@ def as_cupy(x):
         for x, t in loader:      # x: (100, 784) array, t: (100,) labels
             ...
 
-Each ``for`` starts a new epoch (reshuffled when ``shuffle=True``). Every
+Each ``for`` starts a new epoch (reshuffled for a training set). Every
 example is used exactly once per epoch: the last batch is smaller when the
 batch size does not divide the data set. Batches are plain arrays, NumPy or,
 after :meth:`DataLoader.to_gpu`, CuPy.
@@ -165,7 +172,9 @@ def _is_seed(seed):
 class DataLoader:
     """Iterate over ``dataset`` in mini-batches of ``batch_size`` examples.
 
-    ``shuffle=True`` draws a new order at the start of every epoch, from
+    ``shuffle=None`` (the default) shuffles a training set (``dataset.train`` true, or no
+    ``train`` attribute) and reads a test set in order, so that predictions line up with
+    ``test_set.label``. ``shuffle=True`` draws a new order at the start of every epoch, from
     ``np.random`` (so ``np.random.seed`` makes runs repeatable) or from its own
     generator when ``seed`` (an int >= 0, or a ``Generator``/``SeedSequence``) is given; with
     ``shuffle=False`` the order is always 0, 1, 2, ... and ``seed`` is not used. ``gpu=True`` (or
@@ -173,11 +182,14 @@ class DataLoader:
     batches per epoch. Unlabelled datasets give ``t = None``.
     """
 
-    def __init__(self, dataset, batch_size, shuffle=True, gpu=False, seed=None):
+    def __init__(self, dataset, batch_size, shuffle=None, gpu=False, seed=None):
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
                 or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        shuffle, gpu = _flag("shuffle", shuffle), _flag("gpu", gpu)
+        shuffle, gpu = _flag("shuffle", shuffle, none=True), _flag("gpu", gpu)
+        if shuffle is None:  # a training set is shuffled, a test set read in order
+            train = getattr(dataset, "train", True)
+            shuffle = bool(train) if isinstance(train, (bool, np.bool_)) else True
         if not _is_seed(seed):
             raise TypeError("seed must be None, an int >= 0 (or a list of them), or a NumPy "
                             f"Generator or SeedSequence, got {seed!r}")

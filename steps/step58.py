@@ -546,14 +546,40 @@ def _bn_axes(x):
 # backward of its own: the gradients through the batch mean and variance come from the graph. In
 # training, it also updates the running `mean` and `var` in place, as raw arrays outside the graph
 # (the variance with the unbiased factor $m/(m-1)$). In test mode it uses them instead of the
-# batch's statistics.
+# batch's statistics. `_bn_settings` refuses a `decay` outside $[0, 1)$ and an `eps` that is
+# not positive: the running statistics move by `decay * old + (1 - decay) * new`, where PyTorch
+# writes `momentum` for the weight of the new value (its `momentum=0.1` is `decay=0.9`).
 
 # %%
 #| export dezero_like/functions_conv.py
+import numbers
+
 import numpy as np
 from dezero_like import cuda
 from dezero_like import functions as F
 from dezero_like.core import as_variable
+
+
+def _bn_settings(owner, decay, eps):
+    """Refuse a ``decay`` that is not a real number in [0, 1) and an ``eps`` that is not > 0.
+
+    ``L.BatchNorm(16)``, PyTorch's ``BatchNorm1d(16)``, would make 16 the decay: the running
+    statistics then grow without bound and evaluation gives nan.
+    """
+    hint = ("decay is the weight of the old running mean and variance in their update: "
+            "PyTorch's momentum=0.1 is decay=0.9")
+    if owner == "BatchNorm":
+        hint = ("the number of channels is not an argument here: BatchNorm takes it from the "
+                "first batch, so PyTorch's BatchNorm1d(16) is L.BatchNorm(); " + hint)
+    eps_hint = "eps keeps 1 / sqrt(var + eps) finite for a channel of constant values"
+    for name, value, why in (("decay", decay, hint), ("eps", eps, eps_hint)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{owner}: {name} must be a number, got {value!r} "
+                            f"({type(value).__name__}); " + why)
+    if not 0 <= decay < 1:  # nan fails too
+        raise ValueError(f"{owner}: decay must be in [0, 1), got {decay!r}; " + hint)
+    if not 0 < eps < float("inf"):
+        raise ValueError(f"{owner}: eps must be > 0 (and finite), got {eps!r}; " + eps_hint)
 
 
 def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
@@ -573,6 +599,7 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     """
     from dezero_like.core import Config
 
+    _bn_settings("batch_norm", decay, eps)
     x = as_variable(x)
     axes, shape = _bn_axes(x)
     xp = cuda.get_array_module(x)
@@ -833,7 +860,9 @@ class Deconv2d(Conv2d):
 # the first call, when the number of channels is known (weights loaded before it must give all four
 # the same length: `_lazy_shape`). The running statistics are passed as `.data`, the arrays
 # `batch_norm` updates in place. Images with their channels last, `(N, H, W, C)`, would be
-# normalised per row; a first batch that looks like that gets `Conv2d`'s warning.
+# normalised per row; a first batch that looks like that gets `Conv2d`'s warning. The number of
+# channels is therefore no argument: PyTorch's `BatchNorm1d(16)` is `L.BatchNorm()` here, and
+# `L.BatchNorm(16)`, which would make 16 the `decay` (and evaluation give nan), is refused.
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -851,10 +880,15 @@ class BatchNorm(Layer):
     (``with dz.test_mode():``): use the running averages. ``gamma`` (ones) and
     ``beta`` (zeros) are learned; all four are created on the first call and
     saved with the weights. Formula and gradients: :func:`functions_conv.batch_norm`.
+
+    The number of channels is not an argument: it comes from the first batch (PyTorch's
+    ``BatchNorm1d(16)`` is ``BatchNorm()``). ``decay`` in [0, 1) is the weight of the old
+    running statistics (PyTorch's ``momentum=0.1`` is ``decay=0.9``); ``eps`` > 0.
     """
 
     def __init__(self, decay=0.9, eps=2e-5):
         super().__init__()
+        Fc._bn_settings("BatchNorm", decay, eps)  # L.BatchNorm(16), PyTorch's habit, is refused
         self.decay = decay
         self.eps = eps
         # running statistics are Parameters so that save/load and to_gpu carry

@@ -22,7 +22,8 @@ import dezero_like.functions as F
 #
 # In this step `core` changes `Variable.backward`: it refuses a variable that does not require
 # grad; `core` also gains `_PyTorchName` and `_pytorch_names`, with which `Variable`, `Layer` and
-# `Optimizer` answer PyTorch's names (`x.numpy()`, `model.zero_grad()`) with what to write here.
+# `Optimizer` answer PyTorch's names (`x.numpy()`, `x.mean()`, `model.zero_grad()`) with what to
+# write here.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -70,7 +71,11 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False, retain_
 # answers False, an instance attribute of the same name (`self.step = 0`) or a subclass's own
 # method still wins, and no other attribute is touched. (A `__getattr__` would do it too, but
 # on CPython 3.11 its mere presence slows every attribute read of the class: a Variable's
-# `x.data` in the backward loop.) `x.size()` stays NumPy's property `x.size`.
+# `x.data` in the backward loop.) `x.size()` stays NumPy's property `x.size`. PyTorch's tensor
+# methods that are functions here get the same treatment: `x.mean()` says `F.mean(x)`,
+# `x.clamp(0, 1)` says `F.clip`, `x.unsqueeze(0)` says `F.expand_dims`, `x.argmax(1)` says
+# `x.data.argmax(axis=1)`, `x.float()` says `F.astype(x, np.float32)`. Only names that
+# `Variable` lacks get one: `x.sum()`, `x.reshape()`, `x.transpose()` and `x.item()` are real.
 
 # %%
 #| export dezero_like/core.py
@@ -108,6 +113,24 @@ _pytorch_names(
     requires_grad_="x.requires_grad = True (or False): an attribute here",
     cuda="x.to_gpu(), which moves x itself", cpu="x.to_cpu(), which moves x itself",
     to="x.to_gpu() or x.to_cpu(), which move x itself",
+    # tensor methods that are functions here (F is dezero_like.functions)
+    mean="F.mean(x) (F.mean(x, axis=1) for x.mean(1))",
+    max="F.max(x) (F.max(x, axis=1) for the values of x.max(1); x.data.argmax(axis=1) for its "
+        "indices)",
+    min="F.min(x) (F.min(x, axis=1) for the values of x.min(1); x.data.argmin(axis=1) for its "
+        "indices)",
+    argmax="x.data.argmax(axis=1), an array of indices (no gradient, as in PyTorch)",
+    argmin="x.data.argmin(axis=1), an array of indices (no gradient, as in PyTorch)",
+    exp="F.exp(x)", sqrt="x ** 0.5", pow="x ** p",
+    abs="x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for "
+        "the values alone)",
+    clamp="F.clip(x, x_min, x_max) (None leaves a side open, as clamp's min= or max=)",
+    unsqueeze="F.expand_dims(x, axis)",
+    squeeze="x.reshape(...) without the axes of length 1 (x.reshape(-1) turns (N, 1) into (N,))",
+    float="F.astype(x, np.float32) (x.data.astype(np.float32) for the array alone)",
+    double="F.astype(x, np.float64) (x.data.astype(np.float64) for the array alone)",
+    long="x.data.astype(np.int64), an array (labels need no gradient)",
+    tolist="x.data.tolist()",
 )
 
 # %%
@@ -223,8 +246,8 @@ from dezero_like.optimizers import SGD
 
 model = MLP((3, 1))
 optimizer = SGD(lr=0.1).setup(model)
-for obj, name in [(x, "numpy"), (x, "view"), (model, "zero_grad"), (model, "eval"),
-                  (optimizer, "step")]:
+for obj, name in [(x, "numpy"), (x, "view"), (x, "mean"), (model, "zero_grad"),
+                  (model, "eval"), (optimizer, "step")]:
     try:
         getattr(obj, name)
     except AttributeError as e:

@@ -70,22 +70,27 @@ def log(x):
 # to $[10^{-15}, 1]$ is there for this step's subject: a probability that underflows to 0 would
 # make `log` give `-inf` and backward divide by 0. Clipped, the loss stops at
 # $-\log 10^{-15} \approx 34.5$ with a gradient of 0 there. Step 49's `softmax_cross_entropy`
-# needs neither trick, and builds one node where this one builds nine.
+# needs neither trick, and builds one node where this one builds nine. The labels get step 49's
+# checks (`_check_labels`): indexed with labels of shape `(N, 1)`, `log_p[rows, t]` would
+# broadcast to an $N \times N$ pick and a wrong loss, and a label of $-1$ would pick the last
+# class.
 
 # %%
 #| export dezero_like/functions.py
 from dezero_like import cuda
 from dezero_like.core import as_variable
-from dezero_like.functions import clip, log, softmax_simple
+from dezero_like.functions import _check_labels, clip, log, softmax_simple
 
 
 def softmax_cross_entropy_simple(x, t):
     """-mean log softmax_simple(x)[n, t_n], composed of earlier functions.
 
-    Probabilities are clipped to [1e-15, 1] before the log. :func:`softmax_cross_entropy`
-    is one function, exact for any logits.
+    Probabilities are clipped to [1e-15, 1] before the log. The logits (N, C) and the
+    integer labels (N,) are checked as in :func:`softmax_cross_entropy`, which is one
+    function, exact for any logits.
     """
     x, t = as_variable(x), as_variable(t)
+    _check_labels("softmax_cross_entropy_simple", x.data, t.data)
     n = x.shape[0]
     log_p = log(clip(softmax_simple(x), 1e-15, 1.0))
     rows = cuda.get_array_module(x.data).arange(n)  # on x's device: no copy to a GPU

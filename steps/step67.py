@@ -329,7 +329,9 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 # %% [markdown]
 # In `Optimizer.update`, the division by the scale makes a new gradient with `_new_grad` rather
 # than dividing in place: a gradient array may be shared by several parameters, and would then be
-# divided more than once. `loss_scale` is reset to `None` once it has been used. The last line
+# divided more than once. `loss_scale` is reset to `None` once it has been used. The hooks then
+# see the unscaled gradients, in the order `add_hook` keeps (every `FreezeParam` first, step 47).
+# The last line
 # hands every parameter that still has a gradient (a hook, `FreezeParam`, may have removed some)
 # to `update_all`, which calls `update_one` on each: one place where an optimizer may instead
 # update them all together, as SGD does on a GPU in step 71.

@@ -642,30 +642,10 @@ def backward(self, gy):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import _on_two_devices
-from dezero_like.functions import _shifted_logsumexp
+from dezero_like.functions import _check_labels, _shifted_logsumexp
 
 
 def forward(self, x, t):
-    if x.ndim != 2:
-        raise ValueError(
-            f"softmax_cross_entropy expects logits of shape (N, C), got {x.shape}"
-        )
-    if t.dtype.kind not in "iu" or t.shape != (x.shape[0],):
-        N, C = x.shape
-        hint = ""  # the commonest causes, named
-        if t.shape == (N, 1):
-            hint = " (labels of shape (N, 1): flatten them with t.reshape(-1))"
-        elif t.shape == (N, C):
-            hint = " (these look like one-hot vectors: t.argmax(axis=1) gives the indices)"
-        elif t.shape == (C,) and N != C:
-            hint = f" (are the logits transposed? they must be (N, C), got ({N}, {C}))"
-        elif t.dtype.kind == "f" and t.shape == (N,):
-            hint = " (indices are integers: t.astype(int))"
-        raise ValueError(
-            f"softmax_cross_entropy expects integer labels of shape ({N},), got "
-            f"{t.dtype} {t.shape}; pass class indices, not one-hot vectors{hint}"
-        )
-    xp = cuda.get_array_module(x)
     apart = _on_two_devices(x, t)  # CuPy would copy the labels, then fail in backward
     if apart:
         x_on, t_on = apart
@@ -674,16 +654,9 @@ def forward(self, x, t):
             f"{t_on}; put both on one device (cuda.as_cupy(t) or cuda.as_numpy(t); a "
             "DataLoader(..., gpu=True) hands out batches already on the GPU)"
         )
+    _check_labels("softmax_cross_entropy", x, t)  # shapes, dtype; the range on the CPU only
+    xp = cuda.get_array_module(x)
     n = x.shape[0]
-    if xp is np and n:  # on a GPU this check would wait for the device: skipped there
-        low, high = int(t.min()), int(t.max())
-        if low < 0 or high >= x.shape[1]:
-            bad = low if low < 0 else high
-            raise ValueError(
-                f"softmax_cross_entropy: label {bad} is out of range for {x.shape[1]} "
-                f"classes; labels must be integers in 0..{x.shape[1] - 1} (a label of -1 "
-                "would silently pick the last class)"
-            )
     if _raw_gpu(x):  # on a GPU: one kernel gives the loss and the probabilities (step 71)
         from dezero_like import cuda_kernels
 

@@ -147,8 +147,8 @@ def test_a_bare_array_is_refused_instead_of_split_into_x_and_t():
 
 
 def test_loader_arguments_are_checked_when_it_is_made():
-    for bad in ("no", None, 1):
-        with pytest.raises(TypeError, match="shuffle must be True or False"):
+    for bad in ("no", 1, 0.0):
+        with pytest.raises(TypeError, match="shuffle must be None, True or False"):
             DataLoader(Range(3), 2, shuffle=bad)
     with pytest.raises(TypeError, match="gpu must be True or False"):
         DataLoader(Range(3), 2, gpu="no")

@@ -281,7 +281,13 @@ def test_assigning_an_array_to_a_parameter_is_refused():
 
     with pytest.raises(TypeError, match=r"Linear.W is a Parameter"):
         layer.W = ArrayLike()
-    layer.W = dz.Variable(np.ones((2, 2)))  # a Variable may stand in (gradient checks do this)
+    # a Variable that requires grad would leave training silently: a warning at the assignment
+    with pytest.warns(UserWarning, match=r"Linear.W was a Parameter and is now a plain Variable"
+                      r".*optimizers stop training it.*layer.W.data = array") as record:
+        layer.W = dz.Variable(np.ones((2, 2)))
+    assert record[0].filename == __file__  # it points at the assignment
+    assert [p.name for p in layer.params()] == ["b"]
+    layer.W = dz.Variable(np.ones((2, 2)), requires_grad=False)  # a constant: quiet
     layer.b = None  # and None drops the bias
 
 
