@@ -372,9 +372,10 @@ class Variable:
         data = self.data
         keep = create_graph and isinstance(gradient, Variable) and gradient.requires_grad
         if gradient is None:
-            # a boolean graph's seed is floating: True + True is True, so gradients would be logic
-            seed = cuda.get_array_module(data).ones(data.shape, np.float64 if data.dtype == bool
-                                                    else data.dtype)
+            # a boolean graph's seed is floating: True + True is True, so gradients would be logic;
+            # so is an unsigned one's: the gradient of -x is -1, which uint8 would wrap to 255
+            dtype = np.float64 if data.dtype.kind in "bu" else data.dtype
+            seed = cuda.get_array_module(data).ones(data.shape, dtype)
         else:
             given = gradient
             if isinstance(gradient, Variable):

@@ -378,6 +378,8 @@ class Linear(Layer):
             return F.linear(x, self.W, self.b)
         except ValueError as e:  # F.linear checks the shapes; say which layer it was
             shape = x.shape if hasattr(x, "shape") else np.shape(x)
+            if "PyTorch" in str(e):  # the weights are transposed: F.linear said what to do
+                raise ValueError(f"{self._describe()}: {e}") from None
             raise ValueError(f"{self._describe()}: {e}; {_batch_hint(shape)}") from None
 
     # (step 55)

@@ -176,3 +176,27 @@ def test_np_sum_of_a_variable_says_what_to_write():
         np.sum(v)
     assert float(v.sum().data) == 3.0 and v.sum(axis=0, keepdims=True).shape == (1,)
     assert float(np.sum(v.data)) == 3.0
+
+
+def test_an_unsigned_output_is_seeded_in_float64_so_negative_gradients_do_not_wrap():
+    x = Variable(np.array([3, 4], np.uint8))
+    (-x).backward()
+    np.testing.assert_array_equal(x.grad.data, [-1.0, -1.0])  # uint8 ones gave 255
+    i = Variable(np.array([3, 4]))
+    (i * 2).backward()
+    assert i.grad.dtype == np.int64 and i.grad.data.tolist() == [2, 2]  # signed: unchanged
+
+
+def test_weights_ported_from_torch_without_a_transpose_are_named_as_such():
+    """torch.nn.Linear keeps (out, in); here W is (in, out). The message blamed the layer
+    before."""
+    layer = L.Linear(3, in_size=5)
+    layer.W.data = np.ones((3, 5))  # a torch weight, copied without .T
+    with pytest.raises(ValueError, match=r"PyTorch stores it, \(out_size, in_size\).*W\.T") as e:
+        layer(np.ones((2, 5)))
+    assert "layer before it" not in str(e.value)
+    with pytest.raises(ValueError, match="W.T"):
+        F.linear(np.ones((2, 5)), np.ones((3, 5)))
+    with pytest.raises(ValueError, match="layer before it") as e:  # a plain width mismatch
+        L.Linear(3, in_size=5)(np.ones((2, 4)))
+    assert "PyTorch" not in str(e.value)
