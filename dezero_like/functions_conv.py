@@ -404,6 +404,11 @@ class Conv2DGradW(Function):
         # one matrix product, (C*KH*KW, N*OH*OW) @ (N*OH*OW, OC), with no copy of col; in
         # this order OpenBLAS is up to 1.8x faster than for the transposed product
         gy_mat = gy.transpose(1, 0, 2, 3).reshape(OC, -1)
+        if cuda.get_array_module(gy_mat) is not np:
+            # on a GPU the transposed product (OC, N*OH*OW) @ (N*OH*OW, C*KH*KW): cuBLAS reads
+            # a transposed operand in place, and gW comes out C-ordered, the layout in which
+            # an optimizer updates it together with other parameters (step 71)
+            return (gy_mat @ col.reshape(K, -1).T).reshape(OC, C, KH, KW)
         gW = col.reshape(K, -1) @ gy_mat.T
         return gW.T.reshape(OC, C, KH, KW)
 

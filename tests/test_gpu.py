@@ -405,6 +405,26 @@ def test_indices_in_range_on_the_host_index_a_gpu_array_as_numpy_does():
 
 
 @needs_gpu
+@pytest.mark.parametrize("in_channels", [1, 8])
+def test_a_convolution_weight_gradient_is_c_ordered_on_the_gpu_and_equal_to_the_cpus(in_channels):
+    """On a GPU Conv2DGradW multiplies in the order that gives gW C-ordered, so SGD updates it
+    in its multi-tensor launch with the other parameters (a transposed view took a launch of
+    its own). The numbers are the CPU's."""
+    import cupy
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, in_channels, 6, 6))
+    W = rng.standard_normal((5, in_channels, 3, 3))
+    grads = []
+    for to in (np.asarray, cupy.asarray):
+        xv, Wv = dz.Variable(to(x)), dz.Variable(to(W))
+        F.sum(F.conv2d(xv, Wv, pad=1) ** 2).backward()
+        grads.append(Wv.grad.data)
+    assert grads[1].flags.c_contiguous
+    np.testing.assert_allclose(cuda.as_numpy(grads[1]), grads[0], rtol=1e-10)
+
+
+@needs_gpu
 def test_sgd_updates_many_parameters_in_few_launches_as_on_the_cpu(monkeypatch):
     """SGD.update_all on a GPU: eight float32 parameters per launch of one kernel, float64 in
     its own, and the rest (float16, integers, a strided parameter or gradient, a gradient of
