@@ -27,6 +27,7 @@ import heapq
 import math
 import numbers
 import operator
+import types
 import warnings
 import weakref
 
@@ -424,11 +425,16 @@ class Variable:
         return _F().transpose(self)
 
     # (step 40)
-    def sum(self, axis=None, keepdims=False, **numpy_args):
-        if numpy_args:  # np.sum(v) calls v.sum(axis=..., dtype=..., out=...)
+    def sum(self, axis=None, keepdims=False, **others):
+        if "out" in others:  # np.sum(v) calls v.sum(axis=..., dtype=..., out=...)
             raise TypeError(
                 "np.sum(v) on a Variable: NumPy's functions record no graph. Write v.sum() or "
                 "F.sum(v) to differentiate the sum, or np.sum(v.data) for the number")
+        if others:  # PyTorch's x.sum(dim=1, keepdim=True), say
+            raise TypeError(
+                f"Variable.sum() takes axis= and keepdims= (NumPy's names), got "
+                f"{', '.join(others)}: write x.sum(axis=1, keepdims=True) for PyTorch's "
+                "x.sum(dim=1, keepdim=True)")
         return _F().sum(self, axis, keepdims)
 
     # (step 42)
@@ -822,10 +828,11 @@ class Function:
         self._freed = True
 
     # (step 46)
-    def __init_subclass__(cls):
+    def __init_subclass__(cls, **kwargs):
         """Guard the ``backward`` of a Function written outside the package: _guard_backward."""
-        backward = cls.__dict__.get("backward")
-        if backward is not None and cls.__module__.partition(".")[0] != "dezero_like":
+        super().__init_subclass__(**kwargs)  # a mixin's own hook still runs
+        backward = cls.__dict__.get("backward")  # a staticmethod is left as it is
+        if type(backward) is types.FunctionType and cls.__module__.split(".")[0] != "dezero_like":
             cls.backward = _guard_backward(backward)
 
     # (step 64)
@@ -1122,6 +1129,10 @@ class Parameter(Variable):
 
 
 # --- step 46 ------------------------------------------------------------
+class _SharedGradientError(ValueError):
+    """A backward wrote into a gradient it was handed (see _guard_backward)."""
+
+
 def _guard_backward(backward):
     """``backward`` with the gradients it is handed read-only while it runs.
 
@@ -1140,17 +1151,21 @@ def _guard_backward(backward):
             a.flags.writeable = False
         try:
             return backward(self, *gys)
+        except _SharedGradientError:
+            raise  # a guarded backward called from this one (super().backward) said it all
         except ValueError as error:
             if "read-only" not in str(error):
                 raise
-            raise ValueError(
+            raise _SharedGradientError(
                 f"{type(self).__name__}.backward wrote into an array it may not change ({error})."
                 " The gradients handed to backward are shared: x0 + x1 hands one gy to both "
                 "inputs, so changing it in place would change the other branch's gradient too. "
                 "Make a new array: gx = gy * self.mask, or gx = gy.data.copy(); "
                 "gx[~self.mask] = 0") from error
         finally:
-            for a in frozen:
+            # arrays that own their memory first: NumPy refuses to make a view writeable
+            # while its base is read-only (one gradient may be a view of another)
+            for a in sorted(frozen, key=lambda a: a.base is not None):
                 a.flags.writeable = True
 
     guarded._guarded = True

@@ -215,7 +215,9 @@ class DistributedDataLoader(DataLoader):
     ``batch_size`` (the *global* batch) and take the ``rank``-th of ``size``
     equal slices. Only whole batches are used, so every slice has
     ``batch_size / size`` examples and the averaged gradient equals the
-    whole batch's exactly; ``batch_size`` must be a multiple of ``size``.
+    whole batch's exactly; ``batch_size`` must be a multiple of ``size``. It is a training
+    loader, so it shuffles unless ``shuffle=False`` (``DataLoader``'s default follows
+    ``dataset.train``).
     """
 
     def __init__(self, dataset, batch_size, comm, shuffle=True, seed=0, gpu=False):

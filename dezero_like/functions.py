@@ -410,19 +410,25 @@ def matmul(x, W):
 
 
 # --- step 43 ------------------------------------------------------------
+def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)"):
+    """Refuse a loss of ``a`` against ``b`` of different shapes; the number of examples else.
+
+    NumPy would broadcast them: (N, 1) against (N,) makes an N x N difference, a wrong loss
+    with no error. The count is ``len(a)``, and 1 for a 0-d pair (one example)."""
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{name} needs {what}, got {a.shape} and {b.shape} (NumPy would broadcast them: "
+            "(N, 1) against (N,) makes an N x N difference, a wrong loss with no error). "
+            f"Reshape one of them first, e.g. {fix}")
+    return len(a) if a.ndim else 1
+
+
 class MeanSquaredError(Function):
     """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1."""
 
     def forward(self, x0, x1):
-        if x0.shape != x1.shape:
-            raise ValueError(
-                f"mean_squared_error needs two arrays of the same shape, got {x0.shape} and "
-                f"{x1.shape} (NumPy would broadcast them: (N, 1) against (N,) makes an N x N "
-                "difference, a wrong loss with no error). Reshape one of them first, e.g. "
-                "t.reshape(y.shape)"
-            )
+        self.n = _check_same_shape("mean_squared_error", x0, x1)
         diff = x0 - x1
-        self.n = len(diff) if diff.ndim else 1  # a 0-d pair is one example
         return (diff * diff).sum() / self.n
 
     def backward(self, gy):
@@ -444,13 +450,9 @@ def mean_squared_error_simple(x0, x1):
     The same value as :func:`mean_squared_error`, which computes it as one function.
     """
     x0, x1 = as_variable(x0), as_variable(x1)
-    if x0.shape != x1.shape:
-        raise ValueError(
-            f"mean_squared_error_simple needs two arrays of the same shape, got {x0.shape} and "
-            f"{x1.shape} (NumPy would broadcast them into a wrong loss); reshape one first, "
-            "e.g. t.reshape(y.shape)")
+    n = _check_same_shape("mean_squared_error_simple", x0, x1)
     diff = x0 - x1
-    return (diff ** 2).sum() / (len(diff) if diff.ndim else 1)
+    return (diff ** 2).sum() / n
 
 
 # --- step 44 ------------------------------------------------------------
@@ -897,6 +899,9 @@ class _ImplicitAxis(int):
     def __repr__(self):
         return "1"
 
+    def __reduce__(self):  # pickled and copied as the one default, so it stays recognisable
+        return "_AXIS_1"
+
 
 _AXIS_1 = _ImplicitAxis(1)
 
@@ -1049,14 +1054,11 @@ def softmax_cross_entropy(x, t):
 
 
 def _binary_targets(name, x, t):
-    """``x`` and ``t`` in one floating dtype (x's, or float64); different shapes are refused."""
-    if x.shape != t.shape:
-        raise ValueError(
-            f"{name} needs targets of the input's shape, got {x.shape} and {t.shape} (NumPy "
-            "would broadcast (N, 1) against (N,) into an N x N loss); reshape the targets "
-            "first, e.g. t.reshape(x.shape)")
+    """``x`` and ``t`` in one floating dtype (x's, or float64), and the number of examples;
+    different shapes are refused."""
+    n = _check_same_shape(name, x, t, "targets of the input's shape", "t.reshape(x.shape)")
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
-    return x.astype(dtype, copy=False), t.astype(dtype, copy=False)
+    return x.astype(dtype, copy=False), t.astype(dtype, copy=False), n
 
 
 class SigmoidCrossEntropy(Function):
@@ -1070,9 +1072,8 @@ class SigmoidCrossEntropy(Function):
     """
 
     def forward(self, x, t):
-        x, t = _binary_targets("sigmoid_cross_entropy", x, t)
+        x, t, self.n = _binary_targets("sigmoid_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
-        self.n = len(x) if x.ndim else 1  # a 0-d pair is one example
         loss = xp.maximum(x, 0) - t * x + xp.log1p(xp.exp(-xp.abs(x)))
         return loss.sum() / self.n
 
@@ -1101,7 +1102,7 @@ class BinaryCrossEntropy(Function):
     """
 
     def forward(self, p, t):
-        p, t = _binary_targets("binary_cross_entropy", p, t)
+        p, t, self.n = _binary_targets("binary_cross_entropy", p, t)
         xp = cuda.get_array_module(p)
         if xp is np and p.size:  # on a GPU this check would wait for the device: skipped there
             for what, a in (("probabilities p", p), ("targets t", t)):
@@ -1109,11 +1110,10 @@ class BinaryCrossEntropy(Function):
                     raise ValueError(
                         f"binary_cross_entropy needs {what} in [0, 1], got values from "
                         f"{a.min()} to {a.max()}; for logits use sigmoid_cross_entropy")
-        self.n = len(p) if p.ndim else 1  # a 0-d pair is one example
         with np.errstate(divide="ignore"):  # log(0) is -inf: clamped next
             log_p = xp.maximum(xp.log(p), -100)
             log_q = xp.maximum(xp.log1p(-p), -100)
-        return -(t * log_p + (1 - t) * log_q).sum() / self.n
+        return 0.0 - (t * log_p + (1 - t) * log_q).sum() / self.n  # 0.0, never -0.0
 
     def backward(self, gy):
         p, t = self.inputs

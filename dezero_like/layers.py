@@ -29,11 +29,12 @@ def _leaving_training(layer, name, value):
     """``layer.name``, a Parameter, is being replaced by ``value``, which is not one.
 
     An array (or a torch tensor) would silently leave training and the saved weights: refused.
-    A Variable that requires grad would too (an optimizer never sees it): a warning. ``None``,
-    or a Variable without a gradient (a constant), says what it means and passes quietly.
+    A Variable that requires grad would too (an optimizer never sees it), a computed one as
+    well (``l.W = l.W * 0.5`` for ``l.W.data *= 0.5``): a warning. ``None``, or a Variable
+    without a gradient (a constant), says what it means and passes quietly.
     """
     if isinstance(value, Variable):
-        if value.requires_grad and value.creator is None:
+        if value.requires_grad:
             warnings.warn(
                 f"{type(layer).__name__}.{name} was a Parameter and is now a plain Variable: "
                 "params() no longer sees it, so optimizers stop training it, cleargrads stops "

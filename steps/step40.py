@@ -39,11 +39,16 @@
 from dezero_like.core import _F
 
 
-def sum(self, axis=None, keepdims=False, **numpy_args):
-    if numpy_args:  # np.sum(v) calls v.sum(axis=..., dtype=..., out=...)
+def sum(self, axis=None, keepdims=False, **others):
+    if "out" in others:  # np.sum(v) calls v.sum(axis=..., dtype=..., out=...)
         raise TypeError(
             "np.sum(v) on a Variable: NumPy's functions record no graph. Write v.sum() or "
             "F.sum(v) to differentiate the sum, or np.sum(v.data) for the number")
+    if others:  # PyTorch's x.sum(dim=1, keepdim=True), say
+        raise TypeError(
+            f"Variable.sum() takes axis= and keepdims= (NumPy's names), got "
+            f"{', '.join(others)}: write x.sum(axis=1, keepdims=True) for PyTorch's "
+            "x.sum(dim=1, keepdim=True)")
     return _F().sum(self, axis, keepdims)
 
 

@@ -37,19 +37,25 @@
 from dezero_like.core import Function
 
 
+def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)"):
+    """Refuse a loss of ``a`` against ``b`` of different shapes; the number of examples else.
+
+    NumPy would broadcast them: (N, 1) against (N,) makes an N x N difference, a wrong loss
+    with no error. The count is ``len(a)``, and 1 for a 0-d pair (one example)."""
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{name} needs {what}, got {a.shape} and {b.shape} (NumPy would broadcast them: "
+            "(N, 1) against (N,) makes an N x N difference, a wrong loss with no error). "
+            f"Reshape one of them first, e.g. {fix}")
+    return len(a) if a.ndim else 1
+
+
 class MeanSquaredError(Function):
     """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1."""
 
     def forward(self, x0, x1):
-        if x0.shape != x1.shape:
-            raise ValueError(
-                f"mean_squared_error needs two arrays of the same shape, got {x0.shape} and "
-                f"{x1.shape} (NumPy would broadcast them: (N, 1) against (N,) makes an N x N "
-                "difference, a wrong loss with no error). Reshape one of them first, e.g. "
-                "t.reshape(y.shape)"
-            )
+        self.n = _check_same_shape("mean_squared_error", x0, x1)
         diff = x0 - x1
-        self.n = len(diff) if diff.ndim else 1  # a 0-d pair is one example
         return (diff * diff).sum() / self.n
 
     def backward(self, gy):
@@ -85,13 +91,9 @@ def mean_squared_error_simple(x0, x1):
     The same value as :func:`mean_squared_error`, which computes it as one function.
     """
     x0, x1 = as_variable(x0), as_variable(x1)
-    if x0.shape != x1.shape:
-        raise ValueError(
-            f"mean_squared_error_simple needs two arrays of the same shape, got {x0.shape} and "
-            f"{x1.shape} (NumPy would broadcast them into a wrong loss); reshape one first, "
-            "e.g. t.reshape(y.shape)")
+    n = _check_same_shape("mean_squared_error_simple", x0, x1)
     diff = x0 - x1
-    return (diff ** 2).sum() / (len(diff) if diff.ndim else 1)
+    return (diff ** 2).sum() / n
 
 
 # %%

@@ -129,10 +129,14 @@ def leaky_relu(x, slope=0.2):
 
 # %%
 #| export dezero_like/core.py Function
-def __init_subclass__(cls):
+import types
+
+
+def __init_subclass__(cls, **kwargs):
     """Guard the ``backward`` of a Function written outside the package: _guard_backward."""
-    backward = cls.__dict__.get("backward")
-    if backward is not None and cls.__module__.partition(".")[0] != "dezero_like":
+    super().__init_subclass__(**kwargs)  # a mixin's own hook still runs
+    backward = cls.__dict__.get("backward")  # a staticmethod is left as it is
+    if type(backward) is types.FunctionType and cls.__module__.split(".")[0] != "dezero_like":
         cls.backward = _guard_backward(backward)
 
 
@@ -142,6 +146,10 @@ import functools
 
 import numpy as np
 from dezero_like.core import Variable
+
+
+class _SharedGradientError(ValueError):
+    """A backward wrote into a gradient it was handed (see _guard_backward)."""
 
 
 def _guard_backward(backward):
@@ -162,17 +170,21 @@ def _guard_backward(backward):
             a.flags.writeable = False
         try:
             return backward(self, *gys)
+        except _SharedGradientError:
+            raise  # a guarded backward called from this one (super().backward) said it all
         except ValueError as error:
             if "read-only" not in str(error):
                 raise
-            raise ValueError(
+            raise _SharedGradientError(
                 f"{type(self).__name__}.backward wrote into an array it may not change ({error})."
                 " The gradients handed to backward are shared: x0 + x1 hands one gy to both "
                 "inputs, so changing it in place would change the other branch's gradient too. "
                 "Make a new array: gx = gy * self.mask, or gx = gy.data.copy(); "
                 "gx[~self.mask] = 0") from error
         finally:
-            for a in frozen:
+            # arrays that own their memory first: NumPy refuses to make a view writeable
+            # while its base is read-only (one gradient may be a view of another)
+            for a in sorted(frozen, key=lambda a: a.base is not None):
                 a.flags.writeable = True
 
     guarded._guarded = True

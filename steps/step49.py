@@ -184,6 +184,9 @@ class _ImplicitAxis(int):
     def __repr__(self):
         return "1"
 
+    def __reduce__(self):  # pickled and copied as the one default, so it stays recognisable
+        return "_AXIS_1"
+
 
 _AXIS_1 = _ImplicitAxis(1)
 
@@ -366,18 +369,15 @@ def softmax_cross_entropy(x, t):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
-from dezero_like.functions import sigmoid
+from dezero_like.functions import _check_same_shape, sigmoid
 
 
 def _binary_targets(name, x, t):
-    """``x`` and ``t`` in one floating dtype (x's, or float64); different shapes are refused."""
-    if x.shape != t.shape:
-        raise ValueError(
-            f"{name} needs targets of the input's shape, got {x.shape} and {t.shape} (NumPy "
-            "would broadcast (N, 1) against (N,) into an N x N loss); reshape the targets "
-            "first, e.g. t.reshape(x.shape)")
+    """``x`` and ``t`` in one floating dtype (x's, or float64), and the number of examples;
+    different shapes are refused."""
+    n = _check_same_shape(name, x, t, "targets of the input's shape", "t.reshape(x.shape)")
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
-    return x.astype(dtype, copy=False), t.astype(dtype, copy=False)
+    return x.astype(dtype, copy=False), t.astype(dtype, copy=False), n
 
 
 class SigmoidCrossEntropy(Function):
@@ -391,9 +391,8 @@ class SigmoidCrossEntropy(Function):
     """
 
     def forward(self, x, t):
-        x, t = _binary_targets("sigmoid_cross_entropy", x, t)
+        x, t, self.n = _binary_targets("sigmoid_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
-        self.n = len(x) if x.ndim else 1  # a 0-d pair is one example
         loss = xp.maximum(x, 0) - t * x + xp.log1p(xp.exp(-xp.abs(x)))
         return loss.sum() / self.n
 
@@ -440,7 +439,7 @@ class BinaryCrossEntropy(Function):
     """
 
     def forward(self, p, t):
-        p, t = _binary_targets("binary_cross_entropy", p, t)
+        p, t, self.n = _binary_targets("binary_cross_entropy", p, t)
         xp = cuda.get_array_module(p)
         if xp is np and p.size:  # on a GPU this check would wait for the device: skipped there
             for what, a in (("probabilities p", p), ("targets t", t)):
@@ -448,11 +447,10 @@ class BinaryCrossEntropy(Function):
                     raise ValueError(
                         f"binary_cross_entropy needs {what} in [0, 1], got values from "
                         f"{a.min()} to {a.max()}; for logits use sigmoid_cross_entropy")
-        self.n = len(p) if p.ndim else 1  # a 0-d pair is one example
         with np.errstate(divide="ignore"):  # log(0) is -inf: clamped next
             log_p = xp.maximum(xp.log(p), -100)
             log_q = xp.maximum(xp.log1p(-p), -100)
-        return -(t * log_p + (1 - t) * log_q).sum() / self.n
+        return 0.0 - (t * log_p + (1 - t) * log_q).sum() / self.n  # 0.0, never -0.0
 
     def backward(self, gy):
         p, t = self.inputs

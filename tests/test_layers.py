@@ -287,6 +287,9 @@ def test_assigning_an_array_to_a_parameter_is_refused():
         layer.W = dz.Variable(np.ones((2, 2)))
     assert record[0].filename == __file__  # it points at the assignment
     assert [p.name for p in layer.params()] == ["b"]
+    other = L.Linear(2, in_size=2)
+    with pytest.warns(UserWarning, match="was a Parameter and is now a plain Variable"):
+        other.W = other.W * 0.5  # meant other.W.data *= 0.5: a computed Variable
     layer.W = dz.Variable(np.ones((2, 2)), requires_grad=False)  # a constant: quiet
     layer.b = None  # and None drops the bias
 

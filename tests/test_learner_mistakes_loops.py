@@ -176,6 +176,9 @@ def test_np_sum_of_a_variable_says_what_to_write():
         np.sum(v)
     assert float(v.sum().data) == 3.0 and v.sum(axis=0, keepdims=True).shape == (1,)
     assert float(np.sum(v.data)) == 3.0
+    with pytest.raises(TypeError, match=r"takes axis= and keepdims=.*got dim, keepdim.*"
+                       r"x.sum\(axis=1, keepdims=True\)"):
+        v.sum(dim=0, keepdim=True)  # PyTorch's names
 
 
 def test_an_unsigned_output_is_seeded_in_float64_so_negative_gradients_do_not_wrap():
@@ -200,3 +203,58 @@ def test_weights_ported_from_torch_without_a_transpose_are_named_as_such():
     with pytest.raises(ValueError, match="layer before it") as e:  # a plain width mismatch
         L.Linear(3, in_size=5)(np.ones((2, 4)))
     assert "PyTorch" not in str(e.value)
+
+
+def test_the_guard_gives_back_gradients_that_are_views_of_each_other():
+    """reshape(a) + b: Add hands one gradient to both, and Reshape's backward hands a view of it
+    to a. Restoring the view before its base raised NumPy's "cannot set WRITEABLE flag"."""
+    class Two(Function):
+        def forward(self, x):
+            return x * 1.0, (x * 2.0).reshape(2, 3)
+
+        def backward(self, g0, g1):
+            return g0 + g1.reshape(g0.shape) * 2.0
+
+    x = Variable(np.arange(6.0))
+    a, b = Two()(x)
+    F.sum((F.reshape(a, (2, 3)) + b) * np.ones((2, 3))).backward(retain_grad=True)
+    np.testing.assert_array_equal(x.grad.data, np.full(6, 3.0))
+    assert b.grad.data.flags.writeable
+
+
+def test_the_guard_keeps_mixins_and_static_backwards_working_and_says_it_once():
+    registry = []
+
+    class Registered:
+        def __init_subclass__(cls, **kwargs):
+            super().__init_subclass__(**kwargs)
+            registry.append(cls.__name__)
+
+    class Mixed(Function, Registered):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, gy):
+            return gy * 2
+
+    assert registry == ["Mixed"]
+
+    class Static(Function):
+        def forward(self, x):
+            return x * 3
+
+        @staticmethod
+        def backward(gy):
+            return gy * 3
+
+    x = Variable(np.ones(2))
+    Static()(x).backward()
+    np.testing.assert_array_equal(x.grad.data, [3.0, 3.0])
+
+    class Child(InPlaceReLU):
+        def backward(self, gy):
+            return super().backward(gy)
+
+    with pytest.raises(ValueError) as error:
+        _relu_plus_identity(Child)
+    assert str(error.value).count("The gradients handed to backward are shared") == 1

@@ -90,6 +90,11 @@ def test_normalize_warns_for_scaled_statistics_on_raw_float_pixels(dtype):
         T.Normalize(0.5, 0.5)(np.array([0.0, 1.0, 1.0]))  # whole numbers, but within [0, 1]
         T.Normalize(0.5, 0.5)(np.array([0.5, 2.5, 3.0]))  # above 1, but not whole numbers
         T.Normalize(0.5, 0.5)(np.zeros((0,), np.float32))  # empty
+        T.Normalize()(np.array([0.0, 2.0, 3.0]))  # the identity: nothing is far off
+        counts = np.random.default_rng(0).poisson(0.05, (200, 50))  # word counts, normalised
+        for row in counts:  # with their own statistics: at most about 13 std from the mean
+            T.Normalize(0.0505, 0.2259)(row.astype(np.float64))
+            T.Normalize(0.0505, 0.2259)(row)
 
 
 def test_tofloat_says_it_does_not_scale():
