@@ -33,6 +33,11 @@ torch = pytest.importorskip(
 )
 tF = torch.nn.functional
 
+# The layer cases make a layer a function of the compared Variables by assigning them over its
+# Parameters, on purpose: the warning that this takes them out of params() is expected there.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*was a Parameter and is now a plain Variable:UserWarning")
+
 
 @dataclass
 class Case:

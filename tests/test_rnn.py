@@ -114,6 +114,8 @@ def test_lstm_matches_its_formula():
 
 
 @pytest.mark.parametrize("cell", [Lc.RNN, Lc.LSTM])
+# the check puts a Variable in a weight's place on purpose: its warning is expected
+@pytest.mark.filterwarnings("ignore:.*was a Parameter and is now a plain Variable:UserWarning")
 def test_gradient_check_through_three_time_steps(cell):
     np.random.seed(3)
     layer = _float64(cell(3, in_size=2))
