@@ -416,7 +416,7 @@ def test_a_one_element_variable_formats_and_converts_like_numpy():
     loss = dz.Variable(np.array(0.123456))
     assert f"{loss:.3f}" == "0.123" and float(loss) == 0.123456 and loss.item() == 0.123456
     assert f"{loss}" == str(loss) == "variable(0.123456)"
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="only a one-element Variable converts to a Python number"):
         float(dz.Variable(np.ones(3)))
 
 
@@ -499,3 +499,17 @@ def test_a_constant_inputs_gradient_is_dropped_unchecked_as_in_step_70s_loop():
     F.sum(ScaleBy()(x, c)).backward()
     np.testing.assert_array_equal(x.grad.data, [2.0, 2.0, 2.0])
     assert c.grad is None
+
+
+def test_config_contexts_let_an_error_through_and_restore_the_setting():
+    """An error inside no_grad(), test_mode() or using_config() reaches the caller (it is not
+    swallowed), and the setting is back as it was."""
+    for context, name, inside in ((dz.no_grad, "enable_backprop", False),
+                                  (dz.test_mode, "train", False),
+                                  (lambda: dz.using_config("train", False), "train", False)):
+        before = getattr(dz.Config, name)
+        with pytest.raises(RuntimeError, match="boom"):
+            with context():
+                assert getattr(dz.Config, name) is inside
+                raise RuntimeError("boom")
+        assert getattr(dz.Config, name) is before

@@ -54,18 +54,26 @@ def test_each_epoch_uses_every_example_once_in_a_new_order():
 def test_same_seed_same_batches():
     a = DataLoader(Range(20), batch_size=6, seed=3)
     b = DataLoader(Range(20), batch_size=6, seed=3)
+    reference = np.random.default_rng(3)  # the loader's own generator, drawn independently
     for _ in range(2):
-        for (xa, ta), (xb, tb) in zip(a, b):
+        expected = reference.permutation(20)
+        got = []
+        for (xa, ta), (xb, tb) in zip(a, b, strict=True):
             np.testing.assert_array_equal(xa, xb)
             np.testing.assert_array_equal(ta, tb)
+            got += ta.tolist()
+        assert got == expected.tolist()  # one permutation per epoch, from seed 3
+    other = np.concatenate([t for _, t in DataLoader(Range(20), batch_size=6, seed=4)])
+    assert other.tolist() != np.random.default_rng(3).permutation(20).tolist()
 
 
 def test_shuffle_follows_numpy_global_seed_like_the_book():
     np.random.seed(0)
-    first = [t.tolist() for _, t in DataLoader(Range(12), batch_size=5)]
-    np.random.seed(0)
-    second = [t.tolist() for _, t in DataLoader(Range(12), batch_size=5)]
-    assert first == second
+    first = np.concatenate([t for _, t in DataLoader(Range(12), batch_size=5)]).tolist()
+    assert first == np.random.RandomState(0).permutation(12).tolist()  # np.random's order
+    np.random.seed(1)
+    again = np.concatenate([t for _, t in DataLoader(Range(12), batch_size=5)]).tolist()
+    assert again == np.random.RandomState(1).permutation(12).tolist() and again != first
 
 
 def test_next_and_reset_and_break_mid_epoch():

@@ -211,7 +211,8 @@ def test_mnist_n_train_and_download_are_checked_before_any_file(offline, tmp_pat
 def test_mnist_download_false_as_a_numpy_bool_disables_downloads(tmp_path, monkeypatch):
     """np.False_ passed the check but not ``download is False``: it downloaded anyway."""
     monkeypatch.delenv("DEZERO_LIKE_OFFLINE", raising=False)
-    with pytest.raises(Exception, match=r"downloads are disabled \(download=False\)"):
+    with pytest.raises(datasets.MNISTUnavailableError,
+                       match=r"downloads are disabled \(download=False\)"):
         datasets.MNIST(train=False, data_dir=tmp_path, download=np.False_,
                        mirrors=["http://127.0.0.1:9/"])
 

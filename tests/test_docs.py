@@ -384,3 +384,9 @@ def test_package_diff_shows_what_a_step_changes_in_the_package():
     assert step_diffs.package_diff(23) == "", "step 23 has no package before it to diff against"
     md = step_diffs.diff_markdown(step_diffs.STEPS / "step63.py")
     assert "## What this step changes in the package" in md
+
+
+def test_the_steps_this_file_runs_over_were_found():
+    """The parametrized tests above run over a list found on disk; an empty list would make
+    them all skip as an empty parameter set (and a loop over it pass), so it is counted."""
+    assert len(SCRIPTS) == 74, f"found {len(SCRIPTS)} step scripts, the course has 74"

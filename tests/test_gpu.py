@@ -43,8 +43,8 @@ def _oracle_cases():
     sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
     try:
         spec.loader.exec_module(module)
-    except BaseException:  # pytest's Skipped (no PyTorch) is a BaseException
-        return None, []
+    except pytest.skip.Exception:  # no PyTorch: the oracle's cases are skipped, with the reason
+        return None, []  # (any other error in test_oracle.py is an error here too)
     return module, module.CASES
 
 

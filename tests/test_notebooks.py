@@ -186,3 +186,9 @@ def test_placeholder_repository_warns_when_building(capsys):
         assert warning and "Publish your own copy" in warning
     else:
         assert warning is None
+
+
+def test_the_steps_this_file_runs_over_were_found():
+    """The parametrized tests above run over a list found on disk; an empty list would make
+    them all skip as an empty parameter set (and a loop over it pass), so it is counted."""
+    assert len(SCRIPTS) == 74, f"found {len(SCRIPTS)} step scripts, the course has 74"

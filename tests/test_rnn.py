@@ -167,16 +167,23 @@ def test_unchain_backward_cuts_the_graph_and_keeps_the_values():
     np.random.seed(4)
     rnn = Lc.RNN(3, in_size=1)
     x = np.ones((1, 1), np.float32)
-    h = None
-    for _ in range(5):
-        h = rnn(x)
+    hs = [rnn(x) for _ in range(5)]
+    h = hs[-1]
     before = h.data.copy()
     h.unchain_backward()
     assert h.creator is None
+    assert all(earlier.creator is None for earlier in hs[:-1])  # the whole history is cut
     np.testing.assert_array_equal(h.data, before)
     loss = rnn(x).sum()
-    loss.backward()  # only one step deep now
-    assert rnn.x2h.W.grad is not None
+    loss.backward()  # only one step deep now: the gradient of one step from the kept state
+    reference = Lc.RNN(3, in_size=1)
+    for name in ("x2h", "h2h"):
+        for p, q in zip(getattr(rnn, name).params(), getattr(reference, name).params()):
+            q.data = p.data.copy()
+    reference.h = dz.Variable(before.copy())  # the state as a constant: one step from it
+    reference(x).sum().backward()
+    np.testing.assert_allclose(rnn.x2h.W.grad.data, reference.x2h.W.grad.data, rtol=1e-6)
+    np.testing.assert_allclose(rnn.h2h.W.grad.data, reference.h2h.W.grad.data, rtol=1e-6)
 
 
 @pytest.mark.parametrize("cell", [Lc.RNN, Lc.LSTM])
@@ -187,15 +194,32 @@ def test_truncated_bptt_runs_several_windows(cell):
     opt = optimizers.SGD(0.01).setup(model)
     xs = np.random.default_rng(6).standard_normal((12, 2, 1)).astype(np.float32)
     loss = 0
+    sizes = []
     for k, x in enumerate(xs, start=1):
         loss = loss + F.mean_squared_error(model(x), x)
         if k % 4 == 0:
+            sizes.append(_functions_behind(loss))
             model.cleargrads()
             loss.backward()
             loss.unchain_backward()
             opt.update()
             loss = 0
+    # every window's graph holds its own 4 steps only (the first has no h2h at its first step):
+    # without the cut the second and third would also hold the windows before them
+    assert len(sizes) == 3 and sizes[1] == sizes[2] < 2 * sizes[0]
     assert model.rnn.h is not None
+
+
+def _functions_behind(y):
+    """How many Functions the graph behind ``y`` holds."""
+    seen, todo = set(), [y.creator]
+    while todo:
+        f = todo.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        todo.extend(x.creator for x in f.inputs)
+    return len(seen)
 
 
 def test_unchain_backward_after_backward_cuts_the_layer_state():

@@ -85,3 +85,9 @@ def test_build_execute_reports_a_failing_notebook_and_stores_no_outputs(tmp_path
     bad = json.loads((notebooks / "step99.ipynb").read_text())
     assert nbtool.stale_outputs(good) is None and "42" in json.dumps(good["cells"][-1]["outputs"])
     assert not nbtool.has_outputs(bad)
+
+
+def test_the_steps_this_file_runs_over_were_found():
+    """The parametrized tests above run over a list found on disk; an empty list would make
+    them all skip as an empty parameter set (and a loop over it pass), so it is counted."""
+    assert len(NOTEBOOKS) == 74, f"found {len(NOTEBOOKS)} notebooks, the course has 74"

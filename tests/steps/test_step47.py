@@ -32,6 +32,7 @@ def test_rule_on_a_different_problem(load_step, name):
 
 def test_optimizers_train_the_network(load_step):
     step = load_step(47)
+    assert set(step.final) == {"SGD", "MomentumSGD", "Adam"}
     for name, loss in step.final.items():
         assert loss < 0.2, name
 
