@@ -36,9 +36,12 @@ from dezero_like.core import (
     using_config,
 )
 from dezero_like.dataloaders import DataLoader
+from dezero_like.datasets import Dataset
 from dezero_like.datasets_seq import SeqDataLoader
 from dezero_like.graph import keep_values_for_drawing
 from dezero_like.hooks import debug_mode
+from dezero_like.layers import Layer
+from dezero_like.models import Model
 
 # --- step 23 ------------------------------------------------------------
 __version__ = "0.1.0"
@@ -51,13 +54,16 @@ __all__ = [
     "Config",
     "cuda",
     "DataLoader",
+    "Dataset",
     "datasets",
     "debug_mode",
     "Function",
     "functions",
     "hooks",
     "keep_values_for_drawing",
+    "Layer",
     "layers",
+    "Model",
     "models",
     "no_grad",
     "optimizers",

@@ -289,13 +289,15 @@ def _batch_hint(shape):
 
 
 # %% [markdown]
-# The package's `__init__` imports the new module and class, so `dz.layers` and `dz.Parameter`
-# exist after `import dezero_like as dz`; the code below imports `Parameter` from there.
+# The package's `__init__` imports the new module and classes, so `dz.layers`, `dz.Parameter`
+# and `dz.Layer` (the book's `from dezero import Layer`) exist after `import dezero_like as dz`;
+# the code below imports `Parameter` from there.
 
 # %%
 #| export dezero_like/__init__.py
 from dezero_like import layers
 from dezero_like.core import Parameter
+from dezero_like.layers import Layer
 
 
 # %%

@@ -341,11 +341,13 @@ class Sequential(Model):
 
 # %% [markdown]
 # The package's `__init__` imports `models`, so `dz.models` exists after
-# `import dezero_like as dz`.
+# `import dezero_like as dz`, and `Model`, so the book's `from dezero import Model` works as
+# `from dezero_like import Model`.
 
 # %%
 #| export dezero_like/__init__.py
 from dezero_like import models
+from dezero_like.models import Model
 
 
 # %%

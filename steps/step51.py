@@ -374,11 +374,13 @@ DATA_EXIT_CODE = EXIT_CODE  # exit status of a script stopped by MNISTUnavailabl
 
 # %% [markdown]
 # Importing `transforms` in `__init__` makes `dezero_like.transforms` available after
-# `import dezero_like`.
+# `import dezero_like`; `Dataset` is imported there too, as the book's `from dezero import
+# Dataset`.
 
 # %%
 #| export dezero_like/__init__.py
 from dezero_like import transforms
+from dezero_like.datasets import Dataset
 
 
 # %%
