@@ -72,6 +72,10 @@ def test_docs_build_stops_at_once_with_the_paragraph(offline_env):
     steps = ", ".join(build_docs.MNIST_STEPS)
     assert message.startswith(f"the docs build executes the MNIST steps ({steps})")
     assert "step53" in steps
+    # the tests' own list of MNIST steps (tests/conftest.py) is the same, so neither drifts
+    from conftest import MNIST_STEPS
+
+    assert list(build_docs.MNIST_STEPS) == [f"step{n}" for n in MNIST_STEPS]
     assert "To fix" in message and str(empty / "mnist") in message
 
 
