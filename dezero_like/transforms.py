@@ -66,13 +66,12 @@ class Normalize:
 
     def __call__(self, x):
         mean, std = self.mean, self.std
+        if isinstance(x, np.ndarray) and x.dtype.kind in "biuf" and _within_one(std) and \
+                _within_one(mean) and _far_off(x, mean, std) and (x.dtype.kind != "f" or _whole(x)):
+            _warn_unscaled(x, mean, std)  # statistics of [0, 1] data on raw pixels (as floats:
+            # ToFloat does not scale)
         if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
-            if _within_one(std) and _within_one(mean) and _far_off(x, mean, std):
-                _warn_unscaled(x, mean, std)  # statistics of [0, 1] data on raw pixels
             x = x.astype(np.float64)  # uint8 - 128 would wrap around
-        elif isinstance(x, np.ndarray) and x.dtype.kind == "f" and _within_one(std) and \
-                _within_one(mean) and _far_off(x, mean, std) and _whole(x):
-            _warn_unscaled(x, mean, std)  # raw pixels as floats: ToFloat does not scale
         if isinstance(x, np.ndarray) and x.dtype.kind == "f":
             # statistics given as arrays, lists or NumPy scalars (data.mean() is np.float64)
             # are cast so that they do not promote the dtype

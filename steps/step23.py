@@ -327,8 +327,7 @@ class Variable:
         return self is other
 
     def __ne__(self, other):
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
+        return not self.__eq__(other)  # the same test, and the same warning
 
     __hash__ = object.__hash__  # defining __eq__ would otherwise make Variables unhashable
 

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
+from test_pytorch_habits import TENSOR_HINTS  # the table of tensor-method hints
 
 import dezero_like as dz
 import dezero_like.functions as F
@@ -217,25 +218,8 @@ def test_hooks_other_than_freezeparam_keep_their_order():
 
 # --- 6. PyTorch's tensor methods on a Variable say what to write -------------------------------
 
-TENSOR_HINTS = {
-    "mean": r"F\.mean\(x\)", "max": r"F\.max\(x\)", "min": r"F\.min\(x\)",
-    "argmax": r"x\.data\.argmax\(axis=1\)", "argmin": r"x\.data\.argmin\(axis=1\)",
-    "exp": r"F\.exp\(x\)", "sqrt": r"x \*\* 0\.5", "pow": r"x \*\* p",
-    "abs": r"x \* np\.sign\(x\.data\)", "clamp": r"F\.clip\(x, x_min, x_max\)",
-    "unsqueeze": r"F\.expand_dims\(x, axis\)", "squeeze": r"x\.reshape",
-    "float": r"F\.astype\(x, np\.float32\)", "double": r"F\.astype\(x, np\.float64\)",
-    "long": r"x\.data\.astype\(np\.int64\)", "tolist": r"x\.data\.tolist\(\)",
-}
-
-
-@pytest.mark.parametrize("name", sorted(TENSOR_HINTS))
-@pytest.mark.parametrize("kind", [dz.Variable, dz.Parameter])
-def test_a_variable_names_what_to_write_for_pytorchs_tensor_method(kind, name):
-    v = kind(np.ones((2, 3)))
-    with pytest.raises(AttributeError, match=rf"'{kind.__name__}' object has no attribute "
-                       rf"'{name}'.*PyTorch.*{TENSOR_HINTS[name]}"):
-        getattr(v, name)
-    assert not hasattr(v, name)  # still an AttributeError: duck typing sees no such method
+# each name of TENSOR_HINTS (tests/test_pytorch_habits.py) is checked there, with the other
+# PyTorch names, by test_a_variable_names_what_to_write_for_pytorchs_name
 
 
 def test_the_hints_do_not_shadow_what_exists():

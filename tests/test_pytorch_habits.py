@@ -22,6 +22,16 @@ VARIABLE_HINTS = {
     "requires_grad_": r"x\.requires_grad = ", "cuda": r"x\.to_gpu\(\)", "cpu": r"x\.to_cpu\(\)",
     "to": r"x\.to_gpu\(\) or x\.to_cpu\(\)",
 }
+TENSOR_HINTS = {  # tensor methods that are functions here (step 63)
+    "mean": r"F\.mean\(x\)", "max": r"F\.max\(x\)", "min": r"F\.min\(x\)",
+    "argmax": r"x\.data\.argmax\(axis=1\)", "argmin": r"x\.data\.argmin\(axis=1\)",
+    "exp": r"F\.exp\(x\)", "sqrt": r"x \*\* 0\.5", "pow": r"x \*\* p",
+    "abs": r"x \* np\.sign\(x\.data\)", "clamp": r"F\.clip\(x, x_min, x_max\)",
+    "unsqueeze": r"F\.expand_dims\(x, axis\)", "squeeze": r"x\.reshape",
+    "float": r"F\.astype\(x, np\.float32\)", "double": r"F\.astype\(x, np\.float64\)",
+    "long": r"x\.data\.astype\(np\.int64\)", "tolist": r"x\.data\.tolist\(\)",
+}
+VARIABLE_HINTS.update(TENSOR_HINTS)
 LAYER_HINTS = {
     "zero_grad": r"model\.cleargrads\(\)", "parameters": r"model\.params\(\)",
     "eval": r"with dz\.test_mode\(\):", "train": r"training is the default mode",

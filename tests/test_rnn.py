@@ -12,6 +12,7 @@ import dezero_like.layers as L
 import dezero_like.layers_conv as Lc
 from dezero_like import optimizers
 from dezero_like.datasets_seq import SeqDataLoader, SinCurve, get_sin_curve
+from dezero_like.graph import graph_functions
 from dezero_like.models import Model
 from dezero_like.utils import gradient_check
 
@@ -198,7 +199,7 @@ def test_truncated_bptt_runs_several_windows(cell):
     for k, x in enumerate(xs, start=1):
         loss = loss + F.mean_squared_error(model(x), x)
         if k % 4 == 0:
-            sizes.append(_functions_behind(loss))
+            sizes.append(len(graph_functions(loss)))  # the functions behind the loss
             model.cleargrads()
             loss.backward()
             loss.unchain_backward()
@@ -208,18 +209,6 @@ def test_truncated_bptt_runs_several_windows(cell):
     # without the cut the second and third would also hold the windows before them
     assert len(sizes) == 3 and sizes[1] == sizes[2] < 2 * sizes[0]
     assert model.rnn.h is not None
-
-
-def _functions_behind(y):
-    """How many Functions the graph behind ``y`` holds."""
-    seen, todo = set(), [y.creator]
-    while todo:
-        f = todo.pop()
-        if f is None or id(f) in seen:
-            continue
-        seen.add(id(f))
-        todo.extend(x.creator for x in f.inputs)
-    return len(seen)
 
 
 def test_unchain_backward_after_backward_cuts_the_layer_state():
