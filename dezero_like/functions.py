@@ -625,9 +625,10 @@ class ReLU(Function):
 
             y, self.mask = cuda_kernels.relu(x)  # one launch instead of three (step 71)
             return y
+        y = xp.maximum(x, 0)
         if self.needs_input_grad:
-            self.mask = ~(x <= 0)  # x > 0, and nan (whose output is nan): as in PyTorch
-        return xp.maximum(x, 0)
+            self.mask = y != 0  # x > 0, and nan (whose output is nan): as in PyTorch
+        return y
 
     def backward(self, gy):
         return gy * self.mask

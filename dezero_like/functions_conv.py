@@ -573,18 +573,19 @@ class _Pool(Function):
                       and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
 
 
-def _max_pairs(a, b, out, mask):
+def _max_pairs(a, b, out, mask, nan_wins=True):
     """Write ``max(a, b)`` into ``out``, and into the boolean ``mask`` where ``b`` won.
 
-    ``b`` wins when it is greater (so the first of equal values wins) or ``nan``
-    (so a ``nan`` propagates and takes the gradient, as in PyTorch).
+    ``b`` wins when it is greater (so the first of equal values wins) or, with
+    ``nan_wins``, ``nan`` (so a ``nan`` propagates and takes the gradient, as in PyTorch).
     """
     np.greater(b, a, out=mask)
-    np.logical_or(mask, np.isnan(b), out=mask)
+    if nan_wins:
+        np.logical_or(mask, np.isnan(b), out=mask)
     np.maximum(a, b, out=out)  # nan if either is
 
 
-def _max_pool_2x2(x):
+def _max_pool_2x2(x, nan_wins=False):
     """2x2 max pooling with stride 2 of a NumPy ``x``: ``y`` and the masks of both stages."""
     N, C, H, W = x.shape
     R, Q = N * C * H // 2, W // 2  # rows of windows, windows per row
@@ -593,10 +594,12 @@ def _max_pool_2x2(x):
     across = np.empty((2, R, Q), dtype=np.bool_)  # in row i of a window: did (i, 1) win?
     rows = np.empty((2, R, Q), dtype=x.dtype)
     for i in (0, 1):
-        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i])
+        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i], nan_wins)
     down = np.empty((R, Q), dtype=np.bool_)  # did the window's second row win?
     y = np.empty((R, Q), dtype=x.dtype)
-    _max_pairs(rows[0], rows[1], y, down)
+    _max_pairs(rows[0], rows[1], y, down, nan_wins)
+    if not nan_wins and y.dtype.kind == "f" and np.isnan(y).any():
+        return _max_pool_2x2(x, nan_wins=True)  # a nan somewhere: redo with the nan rule
     # backward reads the row masks in the image's order: a window's two rows, one after the other
     across = np.ascontiguousarray(across.transpose(1, 0, 2))
     masks = across.reshape(-1).view(np.int8), down.view(np.int8)

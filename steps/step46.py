@@ -34,9 +34,10 @@
 # was positive. Forward keeps that as a boolean mask (one byte per element) instead of the input
 # (`retain_inputs(())`), and only when a graph is recorded (`needs_input_grad` is then not
 # empty). Backward, `gy * self.mask`, is linear in `gy`: it can be differentiated again, and the
-# second derivative of ReLU is zero. The mask is written `~(x <= 0)` rather than `x > 0`. The two
-# differ only at `nan`, where the output is `nan` as well; there the gradient passes, as in
-# PyTorch (whose backward zeroes the gradient where `x <= 0`).
+# second derivative of ReLU is zero. The mask is read off the output, `y != 0`: one comparison,
+# where `~(x <= 0)` would take a comparison and a negation. It says the same as `x > 0`
+# everywhere but at `nan`, where the output is `nan` as well and `nan != 0` is true: there the
+# gradient passes, as in PyTorch (whose backward zeroes the gradient where `x <= 0`).
 
 # %%
 #| export dezero_like/functions.py
@@ -55,9 +56,10 @@ class ReLU(Function):
     def forward(self, x):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
+        y = xp.maximum(x, 0)
         if self.needs_input_grad:
-            self.mask = ~(x <= 0)  # x > 0, and nan (whose output is nan): as in PyTorch
-        return xp.maximum(x, 0)
+            self.mask = y != 0  # x > 0, and nan (whose output is nan): as in PyTorch
+        return y
 
     def backward(self, gy):
         return gy * self.mask

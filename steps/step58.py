@@ -300,7 +300,11 @@ class _Pool(Function):
 # the second element wins when it is greater, so on a tie the first maximum in reading order
 # wins, as in PyTorch. A `nan` also wins: a maximum over values one of which is `nan` is `nan`
 # (as in `np.max` and PyTorch), and its gradient goes to that `nan`; a comparison alone would
-# quietly skip it. The masks are then turned into -1 (**every bit set**) and 0, so that
+# quietly skip it. Asking every pair "is the second one `nan`?" costs two more passes, and the
+# answer is nearly always no. So the fast path compares only, then looks at the (four times
+# smaller) result: a window holding a `nan` has a `nan` maximum, so no `nan` in `y` means no
+# `nan` anywhere, and the masks are right. Only when there is one are both stages redone with
+# the `nan` rule. The masks are then turned into -1 (**every bit set**) and 0, so that
 # selecting is bit arithmetic on the floats' bit patterns, viewed as integers of the same width
 # by `_bits`: `g & mask` is `g` where the mask is set and exactly `0.0` elsewhere, and
 # `g ^ (g & mask)` is the other half. Unlike
@@ -312,18 +316,19 @@ class _Pool(Function):
 import numpy as np
 
 
-def _max_pairs(a, b, out, mask):
+def _max_pairs(a, b, out, mask, nan_wins=True):
     """Write ``max(a, b)`` into ``out``, and into the boolean ``mask`` where ``b`` won.
 
-    ``b`` wins when it is greater (so the first of equal values wins) or ``nan``
-    (so a ``nan`` propagates and takes the gradient, as in PyTorch).
+    ``b`` wins when it is greater (so the first of equal values wins) or, with
+    ``nan_wins``, ``nan`` (so a ``nan`` propagates and takes the gradient, as in PyTorch).
     """
     np.greater(b, a, out=mask)
-    np.logical_or(mask, np.isnan(b), out=mask)
+    if nan_wins:
+        np.logical_or(mask, np.isnan(b), out=mask)
     np.maximum(a, b, out=out)  # nan if either is
 
 
-def _max_pool_2x2(x):
+def _max_pool_2x2(x, nan_wins=False):
     """2x2 max pooling with stride 2 of a NumPy ``x``: ``y`` and the masks of both stages."""
     N, C, H, W = x.shape
     R, Q = N * C * H // 2, W // 2  # rows of windows, windows per row
@@ -332,10 +337,12 @@ def _max_pool_2x2(x):
     across = np.empty((2, R, Q), dtype=np.bool_)  # in row i of a window: did (i, 1) win?
     rows = np.empty((2, R, Q), dtype=x.dtype)
     for i in (0, 1):
-        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i])
+        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i], nan_wins)
     down = np.empty((R, Q), dtype=np.bool_)  # did the window's second row win?
     y = np.empty((R, Q), dtype=x.dtype)
-    _max_pairs(rows[0], rows[1], y, down)
+    _max_pairs(rows[0], rows[1], y, down, nan_wins)
+    if not nan_wins and y.dtype.kind == "f" and np.isnan(y).any():
+        return _max_pool_2x2(x, nan_wins=True)  # a nan somewhere: redo with the nan rule
     # backward reads the row masks in the image's order: a window's two rows, one after the other
     across = np.ascontiguousarray(across.transpose(1, 0, 2))
     masks = across.reshape(-1).view(np.int8), down.view(np.int8)
