@@ -130,6 +130,18 @@ def as_array(x, like=None):
             "hold an array: p.data = p.data - lr * p.grad stores a Variable, since p.grad is "
             "one; write p.data = p.data - lr * p.grad.data"
         )
+    if x is None:  # F.relu(None): the value a function or a forward should have returned
+        raise TypeError(
+            "got None where an array or a Variable belongs: a value is missing. Did a function, "
+            "or a model's forward, forget its return? (A Python function that ends without a "
+            "return statement returns None.)"
+        )
+    if type(x) is list and any(_is_array(a) for a in x):  # a forward that returned [y0, y1]
+        raise TypeError(
+            "got a list of arrays where one array belongs. A Function's forward that computes "
+            "several outputs must return a tuple of arrays, not a list: return y0, y1. To make "
+            "one array of them, use np.stack(...) or np.concatenate(...)"
+        )
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
         "wrap lists with np.array(...) first"
@@ -258,6 +270,21 @@ class Variable:
         return not self.__eq__(other)  # the same test, and the same warning
 
     __hash__ = object.__hash__  # defining __eq__ would otherwise make Variables unhashable
+
+    def __lt__(self, other):  # also a < v for an array or a number a: Python asks v.__gt__(a)
+        raise TypeError(
+            "<, <=, > and >= do not compare Variables: a Variable is a node of the graph, not "
+            "a number. Compare the values: float(loss) < best for a one-element Variable (a "
+            "loss), loss.data < best for the array; min(float(v) for v in losses) for a list"
+        )
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __abs__(self):
+        raise TypeError(
+            "abs() of a Variable: there is no abs function here. Write x * np.sign(x.data), "
+            "whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for the values alone)"
+        )
 
     def __bool__(self):
         # NumPy's rule (one element: its truth; more: an error). Without this, bool() would
@@ -416,6 +443,8 @@ class Variable:
             axes = None
         elif len(axes) == 1 and (isinstance(axes[0], (tuple, list)) or axes[0] is None):
             axes = axes[0]
+        elif len(axes) == 2 and self.ndim >= 2 and all(type(a) is int for a in axes):
+            _pytorch_transpose(self.ndim, axes)  # PyTorch's x.transpose(0, 1): two axes to swap
         return _F().transpose(self, axes)
 
     # (step 39)
@@ -447,6 +476,13 @@ class Variable:
     # (step 48)
     def __getitem__(self, slices):
         return _F().get_item(self, slices)
+
+    # (step 48)
+    def __iter__(self):
+        if self.data.ndim == 0:  # NumPy's error, with the way to the number
+            raise TypeError("iteration over a 0-d Variable: it holds one number. Write float(loss) "
+                            "(or loss.item()) for the value; sum(losses) adds a list of losses")
+        return (self[i] for i in range(len(self)))
 
     # (step 54)
     def to_cpu(self):
@@ -848,8 +884,8 @@ class Function:
         gradient directly (``x * x`` could return ``2 * x * gy`` at once).
         """
         gxs = self.backward(*gys)
-        if type(gxs) is not tuple:
-            gxs = (gxs,)
+        if type(gxs) is not tuple:  # one gradient, or a list of them
+            gxs = tuple(gxs) if type(gxs) is list else (gxs,)
         gxs = list(gxs)
         first = {}
         for i, x in enumerate(self.inputs):
@@ -1098,6 +1134,27 @@ def _writeable(data):
     return flag if flag is not None else (data.size <= 1 or 0 not in data.strides)
 
 
+# --- step 39 ------------------------------------------------------------
+def _pytorch_transpose(ndim, axes):
+    """Warn about (0, 1) on a matrix, which keeps the order; refuse two axes of more."""
+    if not all(-ndim <= a < ndim for a in axes):
+        return  # NumPy's own error names the axis out of range
+    a, b = (a % ndim for a in axes)
+    if ndim == 2:
+        if (a, b) == (0, 1):
+            warnings.warn(
+                f"x.transpose{axes} keeps the axes in their order (NumPy's meaning: the new "
+                "order of all the axes), so nothing moves; PyTorch's transpose(0, 1) swaps two "
+                "axes: to swap them, write x.T or x.transpose(1, 0)", UserWarning, stacklevel=3)
+        return
+    order = list(range(ndim))
+    order[a], order[b] = order[b], order[a]
+    raise ValueError(
+        f"x.transpose{axes} on a {ndim}-d Variable: transpose takes the new order of all "
+        f"{ndim} axes (NumPy's meaning), not two axes to swap as PyTorch's does. To swap axes "
+        f"{axes[0]} and {axes[1]}, write x.transpose{tuple(order)}")
+
+
 # --- step 45 ------------------------------------------------------------
 def _refuse_in_place(op):
     """A method for ``p op= value`` on a Parameter that raises, saying how to update ``p.data``."""
@@ -1332,7 +1389,9 @@ def _call_backward(f, gys):
     if f._duplicates:  # the same variable in several slots, as in x * x
         return f.backward_accumulate(*gys)
     gxs = f.backward(*gys)
-    return gxs if type(gxs) is tuple else (gxs,)
+    if type(gxs) is tuple:
+        return gxs
+    return tuple(gxs) if type(gxs) is list else (gxs,)  # a list of gradients, or one
 
 
 def _binary(function, op, x0, x1, reverse=False):

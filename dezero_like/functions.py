@@ -70,13 +70,19 @@ def square(x):
     return Square()(x)
 
 
+def _as_float(x):
+    """Integer and boolean arrays in float64, floating ones as they are (NumPy would give
+    float16 results for int8 and uint8 input)."""
+    return x if x.dtype.kind in "fc" else x.astype(np.float64)
+
+
 class Exp(Function):
     """y = exp(x); dy/dx = exp(x) = y, so the output is kept instead of the input."""
 
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
-        return cuda.get_array_module(x).exp(x)
+        return cuda.get_array_module(x).exp(_as_float(x))
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
@@ -91,7 +97,7 @@ class Sin(Function):
     """y = sin(x); dy/dx = cos(x)."""
 
     def forward(self, x):
-        return cuda.get_array_module(x).sin(x)
+        return cuda.get_array_module(x).sin(_as_float(x))
 
     def backward(self, gy):
         (x,) = self.inputs
@@ -106,7 +112,7 @@ class Cos(Function):
     """y = cos(x); dy/dx = -sin(x)."""
 
     def forward(self, x):
-        return cuda.get_array_module(x).cos(x)
+        return cuda.get_array_module(x).cos(_as_float(x))
 
     def backward(self, gy):
         (x,) = self.inputs
@@ -124,7 +130,7 @@ class Tanh(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
-        return cuda.get_array_module(x).tanh(x)
+        return cuda.get_array_module(x).tanh(_as_float(x))  # integers: in float64
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
@@ -410,6 +416,14 @@ def matmul(x, W):
 
 
 # --- step 43 ------------------------------------------------------------
+def _per_example(a, n):
+    """``a.sum() / n``; float16 is summed in float32 and the result rounded back to float16
+    (the sum may pass float16's largest number, 65504, where the result would not)."""
+    if a.dtype == np.float16:
+        return (a.sum(dtype=np.float32) / n).astype(np.float16)
+    return a.sum() / n
+
+
 def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)"):
     """Refuse a loss of ``a`` against ``b`` of different shapes; the number of examples else.
 
@@ -429,7 +443,7 @@ class MeanSquaredError(Function):
     def forward(self, x0, x1):
         self.n = _check_same_shape("mean_squared_error", x0, x1)
         diff = x0 - x1
-        return (diff * diff).sum() / self.n
+        return _per_example(diff * diff, self.n)
 
     def backward(self, gy):
         x0, x1 = self.inputs
@@ -987,6 +1001,8 @@ def _check_labels(name, x, t):
             hint = f" (are the logits transposed? they must be (N, C), got ({N}, {C}))"
         elif t.dtype.kind == "f" and t.shape == (N,):
             hint = " (indices are integers: t.astype(int))"
+        elif t.ndim == 0:
+            hint = " (a single label: make it a batch of one, np.array([t]))"
         raise ValueError(
             f"{name} expects integer labels of shape ({N},), got {t.dtype} {t.shape}; pass "
             f"class indices, not one-hot vectors{hint}"
@@ -1049,8 +1065,19 @@ class SoftmaxCrossEntropy(Function):
         return gx, None
 
 
+def _warn_squashed(x, kind, name, applied):
+    """Warn when ``x`` is the output of ``kind`` (Softmax, Sigmoid), which loss ``name`` applies
+    itself: it expects logits."""
+    if isinstance(getattr(x, "creator", None), kind):
+        warnings.warn(
+            f"{name} got the output of {applied}: it applies {applied} itself and expects raw "
+            f"scores (logits). Drop the final F.{applied} from the model and call F.{applied} "
+            "only where you want the probabilities", stacklevel=3)
+
+
 def softmax_cross_entropy(x, t):
     """Mean cross entropy of logits ``x`` (N, C) against integer labels ``t`` (N,)."""
+    _warn_squashed(x, Softmax, "softmax_cross_entropy", "softmax")
     return SoftmaxCrossEntropy()(x, t)
 
 
@@ -1076,7 +1103,7 @@ class SigmoidCrossEntropy(Function):
         x, t, self.n = _binary_targets("sigmoid_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
         loss = xp.maximum(x, 0) - t * x + xp.log1p(xp.exp(-xp.abs(x)))
-        return loss.sum() / self.n
+        return _per_example(loss, self.n)  # float16: summed in float32
 
     def backward(self, gy):
         x, t = self.inputs
@@ -1090,6 +1117,7 @@ def sigmoid_cross_entropy(x, t):
 
     Summed and divided by len(x); see :class:`SigmoidCrossEntropy`.
     """
+    _warn_squashed(x, Sigmoid, "sigmoid_cross_entropy", "sigmoid")
     return SigmoidCrossEntropy()(x, t)
 
 
@@ -1114,7 +1142,7 @@ class BinaryCrossEntropy(Function):
         with np.errstate(divide="ignore"):  # log(0) is -inf: clamped next
             log_p = xp.maximum(xp.log(p), -100)
             log_q = xp.maximum(xp.log1p(-p), -100)
-        return 0.0 - (t * log_p + (1 - t) * log_q).sum() / self.n  # 0.0, never -0.0
+        return 0.0 - _per_example(t * log_p + (1 - t) * log_q, self.n)  # 0.0, never -0.0
 
     def backward(self, gy):
         p, t = self.inputs
@@ -1181,6 +1209,16 @@ def accuracy(y, t):
 
 
 # --- step 56 ------------------------------------------------------------
+def _training_without_graph(name, effect):
+    """Warn when ``name`` (dropout, batch norm) runs in training mode under ``no_grad()``:
+    nearly always an evaluation loop that forgot ``test_mode()``."""
+    if not Config.enable_backprop:
+        warnings.warn(
+            f"{name} ran in training mode under no_grad(): no_grad() only stops recording the "
+            f"graph, so {effect}. To evaluate, add dezero_like.test_mode() (PyTorch's "
+            "model.eval()): with dz.no_grad(), dz.test_mode(): ...", stacklevel=3)
+
+
 def dropout(x, dropout_ratio=0.5):
     """Zero each element with probability ``dropout_ratio`` and scale the rest by 1/(1-ratio).
 
@@ -1194,6 +1232,7 @@ def dropout(x, dropout_ratio=0.5):
         raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
     if not Config.train:
         return x
+    _training_without_graph("dropout", "it still drops values at random")
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
     scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")
@@ -1203,6 +1242,37 @@ def dropout(x, dropout_ratio=0.5):
 
 
 # --- step 57 ------------------------------------------------------------
+# PyTorch's name -> what to write here (F is dezero_like.functions)
+_PYTORCH_NAMES = {
+    "cross_entropy": "F.softmax_cross_entropy(y, t): the scores (logits) and integer labels, "
+                     "as PyTorch's cross_entropy takes them",
+    "nll_loss": "F.softmax_cross_entropy(y, t) on the scores, which is nll_loss of "
+                "log_softmax(y); from log-probabilities p, -F.mean(p[np.arange(len(t)), t])",
+    "mse_loss": "F.mean_squared_error(y, t), which divides the sum of squares by len(y) "
+                "(PyTorch divides by the number of elements: F.mean((y - t) ** 2))",
+    "l1_loss": "F.mean(d * np.sign(d.data)) with d = y - t: there is no l1_loss (the gradient "
+               "of |d| is sign(d))",
+    "binary_cross_entropy_with_logits": "F.sigmoid_cross_entropy(y, t), which sums over the "
+                                        "elements and divides by len(y) (PyTorch takes the "
+                                        "mean of every element)",
+    "max_pool2d": "F.pooling(x, kernel_size, stride, pad) (the stride defaults to kernel_size, "
+                  "as in PyTorch)",
+    "avg_pool2d": "F.average_pooling(x, kernel_size, stride, pad) (the stride defaults to "
+                  "kernel_size, as in PyTorch)",
+    "adaptive_avg_pool2d": "F.mean(x, axis=(2, 3), keepdims=True) for an output of size 1 (for "
+                           "size k, F.average_pooling(x, H // k) when k divides the height H)",
+    "conv_transpose2d": "F.deconv2d(x, W, b, stride, pad), W of shape (C, OC, KH, KW) as in "
+                        "PyTorch",
+    "embedding": "F.embed_id(ids, W): the rows of W picked by the integer ids",
+    "one_hot": "np.eye(n)[t], an array of n columns (labels need no gradient)",
+    "sqrt": "x ** 0.5: there is no sqrt function",
+    "abs": "x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) "
+           "for the values alone): there is no abs function",
+    "silu": "x * F.sigmoid(x): there is no silu function",
+    "hardtanh": "F.clip(x, -1.0, 1.0)",
+}
+
+
 # average_pooling, batch_norm, col2im, conv2d, deconv2d, embed_id, im2col, pooling (and the
 # book's conv2d_simple, pooling_simple, batch_nrom): written in dezero_like/functions_conv.py
 # (this step and the next two), found here too, as in the book
@@ -1218,7 +1288,7 @@ __getattr__ = forward_names(__name__, {
     "im2col": "dezero_like.functions_conv",
     "pooling": "dezero_like.functions_conv",
     "pooling_simple": "dezero_like.functions_conv",
-})
+}, pytorch=_PYTORCH_NAMES)
 
 
 # --- step 59 ------------------------------------------------------------
@@ -1285,7 +1355,7 @@ def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
 def flatten(x):
     """Keep the first (batch) axis and flatten the rest: (N, ...) -> (N, -1)."""
     x = as_variable(x)
-    return reshape(x, (x.shape[0], -1))
+    return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))  # -1 cannot be solved for N = 0
 
 
 # --- step 66 ------------------------------------------------------------
@@ -1293,7 +1363,7 @@ class Log(Function):
     """y = log(x); dy/dx = 1/x."""
 
     def forward(self, x):
-        return cuda.get_array_module(x).log(x)
+        return cuda.get_array_module(x).log(_as_float(x))  # integers: in float64
 
     def backward(self, gy):
         (x,) = self.inputs

@@ -449,7 +449,7 @@ def im2col_array(img, kernel_size, stride, pad, to_matrix=True, pad_value=0):
             j_end = j + SW * OW
             col[:, :, i, j, :, :] = img[:, :, i:i_end:SH, j:j_end:SW]
     if to_matrix:
-        col = col.transpose((0, 4, 5, 1, 2, 3)).reshape(N * OH * OW, -1)
+        col = col.transpose((0, 4, 5, 1, 2, 3)).reshape(N * OH * OW, C * KH * KW)
     return col
 
 
@@ -815,15 +815,20 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     gamma = F.reshape(as_variable(gamma), shape)
     beta = F.reshape(as_variable(beta), shape)
     if Config.train:
+        F._training_without_graph(
+            "batch_norm", "it normalises with this batch's statistics and moves its running "
+            "mean and variance towards this data")
         m = x.size // x.shape[1]
         if m < 2:  # the variance of one value is 0: y would be beta, whatever x is
             raise ValueError(
                 f"batch_norm in training needs more than one value per channel, got input "
-                f"of shape {tuple(x.shape)}; use a batch of at least 2, or evaluate a single "
-                "example under dezero_like.test_mode() (the running statistics)")
-        mu = F.sum(x, axis=axes, keepdims=True) / m
+                f"of shape {tuple(x.shape)}; use a batch of at least 2 (a DataLoader's last "
+                "batch holds what is left over: len(dataset) % batch_size examples, here "
+                "perhaps 1; choose a batch size that leaves 0 or at least 2), or evaluate a "
+                "single example under dezero_like.test_mode() (the running statistics)")
+        mu = F.average(x, axis=axes, keepdims=True)  # float16: summed in float32
         xc = x - mu
-        var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
+        var_b = F.average(xc * xc, axis=axes, keepdims=True)
         xhat = xc * (var_b + eps) ** -0.5
         s = decay
         mean *= s
@@ -907,11 +912,16 @@ class AveragePooling(_Pool):
     def forward(self, x):
         self._setup("average_pooling", x)
         padded = _padded(x, self.pad, 0)
+        # the window sums in a dtype that holds them: uint8 pixels would wrap around (200 + 200
+        # is 144), and float16 sums pass 65504 where the averages would not
+        wide = {"f": np.float32 if x.dtype == np.float16 else x.dtype, "c": x.dtype}.get(
+            x.dtype.kind, np.float64)
         y = None
         for _, index in _window_offsets(self):
-            y = padded[index].copy() if y is None else y + padded[index]
+            y = padded[index].astype(wide) if y is None else y + padded[index]
         KH, KW = self.kernel_size
-        return y / (KH * KW)
+        y = y / (KH * KW)
+        return y.astype(np.float16) if x.dtype == np.float16 else y
 
     def backward(self, gy):
         return AveragePoolingGrad(self)(gy)

@@ -88,6 +88,9 @@ class Layer:
 
     def __call__(self, *inputs):
         outputs = self.forward(*inputs)
+        if outputs is None:  # a forward that computes its result and forgets to return it
+            raise TypeError(f"{type(self).__name__}.forward returned None: did it forget to "
+                            "return its result (return y at its end)?")
         return outputs
 
     def forward(self, *inputs):
@@ -369,7 +372,7 @@ class Linear(Layer):
             x = as_variable(x)  # a list gets as_variable's clear error, not an AttributeError
             if x.ndim != 2:
                 raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}; "
-                                 + _batch_hint(x.shape))
+                                 + _batch_hint(x.shape, self.in_size))
             self.in_size = x.shape[1]
             xp = self._creation_xp(x)
             self._init_W(xp)
@@ -381,7 +384,8 @@ class Linear(Layer):
             shape = x.shape if hasattr(x, "shape") else np.shape(x)
             if "PyTorch" in str(e):  # the weights are transposed: F.linear said what to do
                 raise ValueError(f"{self._describe()}: {e}") from None
-            raise ValueError(f"{self._describe()}: {e}; {_batch_hint(shape)}") from None
+            raise ValueError(f"{self._describe()}: {e}; {_batch_hint(shape, self.in_size)}"
+                             ) from None
 
     # (step 55)
     def _lazy_shape(self, name):
@@ -393,10 +397,18 @@ class Linear(Layer):
             self.in_size = shape[0]
 
 
-def _batch_hint(shape):
+def _batch_hint(shape, in_size=None):
     """What to do with an input of ``shape`` that a Linear layer cannot take."""
-    if len(shape) < 2:  # one example, not a batch
-        return "for a single example, make a batch of one: x.reshape(1, -1)"
+    if len(shape) == 1:  # N examples of one feature, or one example of N features
+        column = f"for {shape[0]} examples of one number each, x.reshape(-1, 1)"
+        row = f"for one example of {shape[0]} numbers, x.reshape(1, -1)"
+        if in_size == 1:
+            return column
+        if in_size == shape[0]:
+            return row
+        return f"{column}; {row}"
+    if len(shape) < 1:  # a single number
+        return "make a batch of one example of one number: x.reshape(1, 1)"
     if len(shape) > 2:  # images (N, C, H, W)
         return "flatten each example first: F.flatten(x), or x.reshape(len(x), -1)"
     return "check the output size of the layer before it (or the width of the data)"

@@ -134,7 +134,7 @@ class VGG16(Model):
                 reason = f"the download failed ({e})"
         raise PretrainedWeightsUnavailable(
             f"VGG16 pretrained weights are not available: {path} does not exist and {reason}. "
-            f"Download {cls.WEIGHTS_URL} yourself (about 528 MB), check it, and put it at "
+            f"Download {cls.WEIGHTS_URL} yourself (about 528 MiB), check it, and put it at "
             f"{path} (or pass weights_file=...). Use VGG16(pretrained=False) for random weights."
         )
 

@@ -84,6 +84,19 @@ def _held(container, kinds, depth=4):
             yield from _held(v, kinds, depth - 1)
 
 
+def _floats_only(params):
+    """Refuse a parameter of integers with a floating gradient, before any parameter changes:
+    the update would move it by a fraction, which NumPy refuses to store ("Cannot cast ufunc
+    'subtract' output from float64 to int64"). Integer gradients pass (SGD with lr=1 works)."""
+    for p in params:
+        if p.data.dtype.kind in "iub" and p.grad.data.dtype.kind in "fc":
+            raise TypeError(
+                f"cannot update a parameter of {p.data.dtype} {p.shape}: its gradient is "
+                f"{p.grad.data.dtype}, so the update moves it by a fraction, which integers "
+                "cannot hold. Create it with floats, e.g. Parameter(np.array([0.0, 0.0])) or "
+                "Parameter(data.astype(np.float32))")
+
+
 def _warn_no_gradient():
     warnings.warn(
         "update(): no parameter has a gradient, so nothing changes. Call loss.backward() "
@@ -229,8 +242,10 @@ class Optimizer:
                 p.loss_scale = None
         for f in self.hooks:
             f(params)
+        params = [p for p in params if p.grad is not None]  # a hook may remove a grad
+        _floats_only(params)
         self.prepare()
-        self.update_all([p for p in params if p.grad is not None])  # a hook may remove a grad
+        self.update_all(params)
 
     def prepare(self):
         """Once per update, before the parameters (Adam counts its steps here)."""

@@ -123,7 +123,7 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     return True
 
 
-def forward_names(module, names):
+def forward_names(module, names, pytorch=None):
     """A module-level ``__getattr__`` (PEP 562) for names that live in a later module.
 
     ``names`` maps a name to the module that defines it, e.g. ``{"conv2d":
@@ -131,12 +131,18 @@ def forward_names(module, names):
     name is asked for, so ``F.conv2d`` works as in the book while
     ``dezero_like.functions`` itself never imports the convolution code (which
     imports ``functions``: importing it at the top would be a cycle).
+    ``pytorch`` maps PyTorch's names that the module lacks to what to write
+    instead: asking for one is still an AttributeError, which says so (step 57).
     """
     import importlib
 
+    fixes = pytorch or {}
+
     def __getattr__(name):
         if name not in names:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+            fix = fixes.get(name)
+            hint = f": that is PyTorch's name; here write {fix}" if fix else ""
+            raise AttributeError(f"module {module!r} has no attribute {name!r}{hint}")
         return getattr(importlib.import_module(names[name]), name)
 
     return __getattr__

@@ -117,7 +117,10 @@ def no_grad():
 # runs the same code on a GPU; `cuda.is_cupy_array` is `False` while CuPy is not
 # installed), and it keeps the dtype rule: a Python number combined with a float32
 # array becomes float32. Anything else is refused with a message that says what to do,
-# including an array on the other device than the Variable it is combined with.
+# including an array on the other device than the Variable it is combined with. `None` gets a
+# message of its own: it is almost always a value that was never returned, from a function or
+# a model's `forward` that lacks its `return` line, and a list of arrays is what a `forward`
+# that should return a tuple hands back.
 
 # %%
 #| export dezero_like/core.py
@@ -186,6 +189,18 @@ def as_array(x, like=None):
             "hold an array: p.data = p.data - lr * p.grad stores a Variable, since p.grad is "
             "one; write p.data = p.data - lr * p.grad.data"
         )
+    if x is None:  # F.relu(None): the value a function or a forward should have returned
+        raise TypeError(
+            "got None where an array or a Variable belongs: a value is missing. Did a function, "
+            "or a model's forward, forget its return? (A Python function that ends without a "
+            "return statement returns None.)"
+        )
+    if type(x) is list and any(_is_array(a) for a in x):  # a forward that returned [y0, y1]
+        raise TypeError(
+            "got a list of arrays where one array belongs. A Function's forward that computes "
+            "several outputs must return a tuple of arrays, not a list: return y0, y1. To make "
+            "one array of them, use np.stack(...) or np.concatenate(...)"
+        )
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
         "wrap lists with np.array(...) first"
@@ -221,7 +236,8 @@ def _as_inputs(inputs):
 # The class of step 22, with two main changes (it also gains the conversions
 # `__array__`, `__bool__`, `__float__`, `__int__`, `__round__`, `item` and
 # `__format__`; `==` stays the identity test, and warns when it meets an array
-# or a number, where it compares objects, not elements; `backward` always seeds
+# or a number, where it compares objects, not elements; `<`, `>` and `abs()` raise an
+# error that says how to get at the value, `float(loss) < best`; `backward` always seeds
 # with ones):
 #
 # * **`requires_grad`.** A Variable the user creates requires a gradient. A
@@ -330,6 +346,21 @@ class Variable:
         return not self.__eq__(other)  # the same test, and the same warning
 
     __hash__ = object.__hash__  # defining __eq__ would otherwise make Variables unhashable
+
+    def __lt__(self, other):  # also a < v for an array or a number a: Python asks v.__gt__(a)
+        raise TypeError(
+            "<, <=, > and >= do not compare Variables: a Variable is a node of the graph, not "
+            "a number. Compare the values: float(loss) < best for a one-element Variable (a "
+            "loss), loss.data < best for the array; min(float(v) for v in losses) for a list"
+        )
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __abs__(self):
+        raise TypeError(
+            "abs() of a Variable: there is no abs function here. Write x * np.sign(x.data), "
+            "whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for the values alone)"
+        )
 
     def __bool__(self):
         # NumPy's rule (one element: its truth; more: an error). Without this, bool() would
@@ -450,8 +481,8 @@ def _backprop(y, seed, retain_grad):
 def _backward_step(f, gys):
     """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
     gxs = f.backward(*gys)
-    if type(gxs) is not tuple:
-        gxs = (gxs,)
+    if type(gxs) is not tuple:  # one gradient, or a list of them
+        gxs = tuple(gxs) if type(gxs) is list else (gxs,)
     _check_grads(f, gxs)
     return tuple(gx if gx is None or isinstance(gx, Variable)
                  else Variable(as_array(gx), requires_grad=False) for gx in gxs)
@@ -974,7 +1005,7 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
 
 # %%
 #| export dezero_like/utils.py
-def forward_names(module, names):
+def forward_names(module, names, pytorch=None):
     """A module-level ``__getattr__`` (PEP 562) for names that live in a later module.
 
     ``names`` maps a name to the module that defines it, e.g. ``{"conv2d":
@@ -982,12 +1013,18 @@ def forward_names(module, names):
     name is asked for, so ``F.conv2d`` works as in the book while
     ``dezero_like.functions`` itself never imports the convolution code (which
     imports ``functions``: importing it at the top would be a cycle).
+    ``pytorch`` maps PyTorch's names that the module lacks to what to write
+    instead: asking for one is still an AttributeError, which says so (step 57).
     """
     import importlib
 
+    fixes = pytorch or {}
+
     def __getattr__(name):
         if name not in names:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+            fix = fixes.get(name)
+            hint = f": that is PyTorch's name; here write {fix}" if fix else ""
+            raise AttributeError(f"module {module!r} has no attribute {name!r}{hint}")
         return getattr(importlib.import_module(names[name]), name)
 
     return __getattr__
@@ -1061,10 +1098,22 @@ def square(x):
     return Square()(x)
 
 
+# %% [markdown]
+# `exp`, `sin` and `cos` (and, later, `tanh` and `log`) take integer input too, computed in
+# float64 by `_as_float`. Left to NumPy, an int8 or uint8 array would be computed in float16,
+# which keeps three significant digits and makes `exp(12)` infinite.
+
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
+
+
+def _as_float(x):
+    """Integer and boolean arrays in float64, floating ones as they are (NumPy would give
+    float16 results for int8 and uint8 input)."""
+    return x if x.dtype.kind in "fc" else x.astype(np.float64)
 
 
 class Exp(Function):
@@ -1073,7 +1122,7 @@ class Exp(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
-        return cuda.get_array_module(x).exp(x)
+        return cuda.get_array_module(x).exp(_as_float(x))
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
@@ -1090,13 +1139,14 @@ def exp(x):
 #| export dezero_like/functions.py
 from dezero_like import cuda
 from dezero_like.core import Function
+from dezero_like.functions import _as_float
 
 
 class Sin(Function):
     """y = sin(x); dy/dx = cos(x)."""
 
     def forward(self, x):
-        return cuda.get_array_module(x).sin(x)
+        return cuda.get_array_module(x).sin(_as_float(x))
 
     def backward(self, gy):
         (x,) = self.inputs
@@ -1113,13 +1163,14 @@ def sin(x):
 #| export dezero_like/functions.py
 from dezero_like import cuda
 from dezero_like.core import Function
+from dezero_like.functions import _as_float
 
 
 class Cos(Function):
     """y = cos(x); dy/dx = -sin(x)."""
 
     def forward(self, x):
-        return cuda.get_array_module(x).cos(x)
+        return cuda.get_array_module(x).cos(_as_float(x))
 
     def backward(self, gy):
         (x,) = self.inputs

@@ -491,6 +491,7 @@ class keep_values_for_drawing(FunctionHook):  # noqa: N801 - used like a functio
 #| export dezero_like/functions.py
 from dezero_like import cuda
 from dezero_like.core import Function
+from dezero_like.functions import _as_float
 
 
 class Tanh(Function):
@@ -499,7 +500,7 @@ class Tanh(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
-        return cuda.get_array_module(x).tanh(x)
+        return cuda.get_array_module(x).tanh(_as_float(x))  # integers: in float64
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
@@ -753,8 +754,8 @@ def _backward_step(f, gys):
     for hook in hooks:
         hook.backward_preprocess(f, gys)
     gxs = f.backward(*gys)
-    if type(gxs) is not tuple:
-        gxs = (gxs,)
+    if type(gxs) is not tuple:  # one gradient, or a list of them
+        gxs = tuple(gxs) if type(gxs) is list else (gxs,)
     for hook in hooks:
         hook.backward_postprocess(f, gys, gxs)
     _check_grads(f, gxs)

@@ -20,8 +20,9 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` gains `Variable.transpose`, `Variable.T`; `functions` gains
-# `Transpose`, `transpose`, `expand_dims`.
+# In this step `core` gains `Variable.transpose`, `Variable.T` (and `_pytorch_transpose`, which
+# catches PyTorch's two-axis `x.transpose(0, 1)`); `functions` gains `Transpose`, `transpose`,
+# `expand_dims`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -33,10 +34,16 @@
 # `Variable` gains `transpose` and the property `T`. `transpose` accepts the axes as separate
 # numbers (`x.transpose(1, 0)`), as one tuple (`x.transpose((1, 0))`) or not at all (all axes
 # reversed), and hands them to `functions.transpose` as one tuple or `None`.
+#
+# The axes are NumPy's: the new order of *all* the axes. PyTorch's `x.transpose(0, 1)` names
+# two axes to swap, so the same words mean different things. On a matrix, `(0, 1)` here is
+# the order it already has, and nothing moves: `transpose` warns and says to write `x.T` or
+# `x.transpose(1, 0)`. With more axes two numbers are not a full order, and the error says
+# which one swaps them: PyTorch's `x.transpose(1, 2)` of a 3-d `x` is `x.transpose(0, 2, 1)`.
 
 # %%
 #| export dezero_like/core.py Variable
-from dezero_like.core import _F
+from dezero_like.core import _F, _pytorch_transpose
 
 
 def transpose(self, *axes):
@@ -44,12 +51,39 @@ def transpose(self, *axes):
         axes = None
     elif len(axes) == 1 and (isinstance(axes[0], (tuple, list)) or axes[0] is None):
         axes = axes[0]
+    elif len(axes) == 2 and self.ndim >= 2 and all(type(a) is int for a in axes):
+        _pytorch_transpose(self.ndim, axes)  # PyTorch's x.transpose(0, 1): two axes to swap
     return _F().transpose(self, axes)
 
 
 @property
 def T(self):
     return _F().transpose(self)
+
+
+# %%
+#| export dezero_like/core.py
+import warnings
+
+
+def _pytorch_transpose(ndim, axes):
+    """Warn about (0, 1) on a matrix, which keeps the order; refuse two axes of more."""
+    if not all(-ndim <= a < ndim for a in axes):
+        return  # NumPy's own error names the axis out of range
+    a, b = (a % ndim for a in axes)
+    if ndim == 2:
+        if (a, b) == (0, 1):
+            warnings.warn(
+                f"x.transpose{axes} keeps the axes in their order (NumPy's meaning: the new "
+                "order of all the axes), so nothing moves; PyTorch's transpose(0, 1) swaps two "
+                "axes: to swap them, write x.T or x.transpose(1, 0)", UserWarning, stacklevel=3)
+        return
+    order = list(range(ndim))
+    order[a], order[b] = order[b], order[a]
+    raise ValueError(
+        f"x.transpose{axes} on a {ndim}-d Variable: transpose takes the new order of all "
+        f"{ndim} axes (NumPy's meaning), not two axes to swap as PyTorch's does. To swap axes "
+        f"{axes[0]} and {axes[1]}, write x.transpose{tuple(order)}")
 
 
 # %% [markdown]

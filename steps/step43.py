@@ -30,11 +30,23 @@
 # inputs, so forward declares nothing with `retain_inputs`; backward recomputes the
 # difference. Forward
 # refuses different shapes: NumPy would broadcast (N, 1) against (N,) into an N by N difference
-# and return a wrong loss without any error.
+# and return a wrong loss without any error. In float16 the sum is added up in float32
+# (`_per_example`) and only the loss is rounded back: float16 ends at 65504, and a sum of many
+# small squares passes that long before their mean does (1000 errors of 10 give a loss of 100,
+# but a sum of `inf`).
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like.core import Function
+
+
+def _per_example(a, n):
+    """``a.sum() / n``; float16 is summed in float32 and the result rounded back to float16
+    (the sum may pass float16's largest number, 65504, where the result would not)."""
+    if a.dtype == np.float16:
+        return (a.sum(dtype=np.float32) / n).astype(np.float16)
+    return a.sum() / n
 
 
 def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)"):
@@ -56,7 +68,7 @@ class MeanSquaredError(Function):
     def forward(self, x0, x1):
         self.n = _check_same_shape("mean_squared_error", x0, x1)
         diff = x0 - x1
-        return (diff * diff).sum() / self.n
+        return _per_example(diff * diff, self.n)
 
     def backward(self, gy):
         x0, x1 = self.inputs

@@ -72,7 +72,9 @@ class Parameter(Variable):
 # registering `__setattr__`. `params()` does not look inside lists, tuples or dicts (step 47's
 # `setup` warns when one holds layers that are not registered otherwise, and when a weight is a
 # plain Variable). PyTorch's `model.parameters()` and `model.zero_grad()` are `params()` and
-# `cleargrads()` here (step 63 makes PyTorch's names say what to write).
+# `cleargrads()` here (step 63 makes PyTorch's names say what to write). Calling a layer runs its
+# `forward`; a `forward` that computes its result and forgets `return` gives `None`, which would
+# fail later in some other function, so `__call__` says so at once.
 
 # %%
 #| export dezero_like/layers.py
@@ -153,6 +155,9 @@ class Layer:
 
     def __call__(self, *inputs):
         outputs = self.forward(*inputs)
+        if outputs is None:  # a forward that computes its result and forgets to return it
+            raise TypeError(f"{type(self).__name__}.forward returned None: did it forget to "
+                            "return its result (return y at its end)?")
         return outputs
 
     def forward(self, *inputs):
@@ -210,9 +215,10 @@ class Layer:
 # Without `in_size`, `W` is registered with no data and filled on the first call from the
 # input's width; `_init_W` sets `W.data`, so the registered Parameter stays the same object. The
 # scale $\sqrt{1/n_{in}}$ keeps the outputs about as large as the inputs. A shape error from
-# `F.linear` is raised again with the layer's name and a hint from `_batch_hint`: one example of
-# shape `(4,)` is made a batch of one, `x.reshape(1, -1)`; images `(N, C, H, W)` are flattened
-# first (`F.flatten(x)`).
+# `F.linear` is raised again with the layer's name and a hint from `_batch_hint`. A 1-d input
+# `(100,)` can be 100 examples of one number, `x.reshape(-1, 1)`, or one example of 100 numbers,
+# `x.reshape(1, -1)`: the hint names the one that fits `in_size` when it is known, else both.
+# Images `(N, C, H, W)` are flattened first (`F.flatten(x)`).
 
 # %%
 #| export dezero_like/layers.py
@@ -264,7 +270,7 @@ class Linear(Layer):
             x = as_variable(x)  # a list gets as_variable's clear error, not an AttributeError
             if x.ndim != 2:
                 raise ValueError(f"Linear expects a batch of shape (N, in_size), got {x.shape}; "
-                                 + _batch_hint(x.shape))
+                                 + _batch_hint(x.shape, self.in_size))
             self.in_size = x.shape[1]
             xp = self._creation_xp(x)
             self._init_W(xp)
@@ -276,13 +282,22 @@ class Linear(Layer):
             shape = x.shape if hasattr(x, "shape") else np.shape(x)
             if "PyTorch" in str(e):  # the weights are transposed: F.linear said what to do
                 raise ValueError(f"{self._describe()}: {e}") from None
-            raise ValueError(f"{self._describe()}: {e}; {_batch_hint(shape)}") from None
+            raise ValueError(f"{self._describe()}: {e}; {_batch_hint(shape, self.in_size)}"
+                             ) from None
 
 
-def _batch_hint(shape):
+def _batch_hint(shape, in_size=None):
     """What to do with an input of ``shape`` that a Linear layer cannot take."""
-    if len(shape) < 2:  # one example, not a batch
-        return "for a single example, make a batch of one: x.reshape(1, -1)"
+    if len(shape) == 1:  # N examples of one feature, or one example of N features
+        column = f"for {shape[0]} examples of one number each, x.reshape(-1, 1)"
+        row = f"for one example of {shape[0]} numbers, x.reshape(1, -1)"
+        if in_size == 1:
+            return column
+        if in_size == shape[0]:
+            return row
+        return f"{column}; {row}"
+    if len(shape) < 1:  # a single number
+        return "make a batch of one example of one number: x.reshape(1, 1)"
     if len(shape) > 2:  # images (N, C, H, W)
         return "flatten each example first: F.flatten(x), or x.reshape(len(x), -1)"
     return "check the output size of the layer before it (or the width of the data)"
@@ -401,8 +416,8 @@ for _ in range(4000):
         q.data -= lr * q.grad.data
     losses.append(float(loss.data))
 print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}")
-plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True,
-            to_file=out_dir / "loss.png")
+fig = plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True,
+                  to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # The loop no longer names a single parameter: `cleargrads()` and `params()`

@@ -438,8 +438,8 @@ for _ in range(4000):
         q.data -= lr * q.grad.data
     losses.append(float(loss.data))
 print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}, dtype {loss.dtype}")
-plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True,
-            to_file=out_dir / "loss.png")
+fig = plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True,
+                  to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # ## Exercise 1: counting the numbers of a deeper MLP

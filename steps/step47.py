@@ -14,7 +14,9 @@
 # ```
 #
 # `update()` changes `param.data` **in place**, in the parameter's own dtype,
-# without building a graph. Before the update it runs *hooks* (functions of the
+# without building a graph (so a parameter of integers with a floating gradient,
+# which cannot move by a fraction, is refused with that reason before any
+# parameter changes). Before the update it runs *hooks* (functions of the
 # parameter list): `WeightDecay(rate)` adds `rate * W` to each gradient,
 # `ClipGrad(max_norm)` scales all gradients down when their joint norm is too
 # large, `FreezeParam(layer)` keeps a layer fixed (it runs before the others).
@@ -147,6 +149,19 @@ def _held(container, kinds, depth=4):
             yield v
         elif depth > 1 and isinstance(v, _CONTAINERS):
             yield from _held(v, kinds, depth - 1)
+
+
+def _floats_only(params):
+    """Refuse a parameter of integers with a floating gradient, before any parameter changes:
+    the update would move it by a fraction, which NumPy refuses to store ("Cannot cast ufunc
+    'subtract' output from float64 to int64"). Integer gradients pass (SGD with lr=1 works)."""
+    for p in params:
+        if p.data.dtype.kind in "iub" and p.grad.data.dtype.kind in "fc":
+            raise TypeError(
+                f"cannot update a parameter of {p.data.dtype} {p.shape}: its gradient is "
+                f"{p.grad.data.dtype}, so the update moves it by a fraction, which integers "
+                "cannot hold. Create it with floats, e.g. Parameter(np.array([0.0, 0.0])) or "
+                "Parameter(data.astype(np.float32))")
 
 
 def _warn_no_gradient():
@@ -319,10 +334,11 @@ class Optimizer:
             _warn_no_gradient()
         for f in self.hooks:
             f(params)
+        params = [p for p in params if p.grad is not None]  # a hook (FreezeParam) may remove one
+        _floats_only(params)
         self.prepare()
         for p in params:
-            if p.grad is not None:  # a hook (FreezeParam) may have removed it
-                self.update_one(p)
+            self.update_one(p)
 
     def prepare(self):
         """Once per update, before the parameters (Adam counts its steps here)."""
@@ -764,9 +780,9 @@ for name, (opt, rule) in pairs.items():
 # contours (the minimum is at the origin):
 
 # %%
-plot_paths(lambda u, v: (a[0] * u**2 + a[1] * v**2) / 2, paths, xlim=(-1.2, 1.2),
-           ylim=(-1.2, 1.2), levels=15, title="20 steps on the bowl from (1, 1)",
-           to_file=out_dir / "bowl_paths.png")
+fig = plot_paths(lambda u, v: (a[0] * u**2 + a[1] * v**2) / 2, paths, xlim=(-1.2, 1.2),
+                 ylim=(-1.2, 1.2), levels=15, title="20 steps on the bowl from (1, 1)",
+                 to_file=out_dir / "bowl_paths.png")
 
 # %% [markdown]
 # Plain SGD, with a learning rate small enough for the steep axis, settles that
@@ -824,8 +840,8 @@ for name, opt in [("SGD", optimizers.SGD(lr=0.3)),
 print(f"highest SGD loss: {max(histories['SGD']):.1f}")
 noise = float(np.mean((y - np.sin(2 * np.pi * x) - 0.5) ** 2))
 print(f"variance of the noise in the data: {noise:.4f}")
-plot_curves({"training loss (MSE)": histories}, xlabel="iteration", logy=True,
-            to_file=out_dir / "sine_losses.png")
+fig = plot_curves({"training loss (MSE)": histories}, xlabel="iteration", logy=True,
+                  to_file=out_dir / "sine_losses.png")
 
 # %% [markdown]
 # How to read this. The noise added to the sine is uniform on $[0, 1]$; around its

@@ -25,7 +25,7 @@
 # ### The package code of this step
 #
 # In this step `functions` gains `GetItem`, `GetItemGrad`, `get_item`; `core` gains
-# `Variable.__getitem__` (`x[...]`).
+# `Variable.__getitem__` (`x[...]`) and `Variable.__iter__` (`for row in x`).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -240,7 +240,12 @@ def get_item(x, slices):
 
 
 # %% [markdown]
-# Indexing a Variable (`x[1]`, `x[:, 0]`, `x[[0, 0, 2]]`) calls `get_item`.
+# Indexing a Variable (`x[1]`, `x[:, 0]`, `x[[0, 0, 2]]`) calls `get_item`. A loop over a
+# Variable (`for row in x`) gives `x[0]`, `x[1]`, ..., each a `get_item`, so the rows keep
+# their way back to `x`. A 0-d Variable, a loss, is one number and not a sequence, so
+# iterating it is an error, as in NumPy. Without `__iter__`, Python would loop by asking for
+# `x[0]`, `x[1]`, ... until an `IndexError`, which a 0-d Variable raises at once: `list(loss)`
+# would be `[]` and `sum(loss)` would be 0, without a word.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -249,6 +254,13 @@ from dezero_like.core import _F
 
 def __getitem__(self, slices):
     return _F().get_item(self, slices)
+
+
+def __iter__(self):
+    if self.data.ndim == 0:  # NumPy's error, with the way to the number
+        raise TypeError("iteration over a 0-d Variable: it holds one number. Write float(loss) "
+                        "(or loss.item()) for the value; sum(losses) adds a list of losses")
+    return (self[i] for i in range(len(self)))
 
 
 # %%

@@ -302,6 +302,8 @@ def _check_labels(name, x, t):
             hint = f" (are the logits transposed? they must be (N, C), got ({N}, {C}))"
         elif t.dtype.kind == "f" and t.shape == (N,):
             hint = " (indices are integers: t.astype(int))"
+        elif t.ndim == 0:
+            hint = " (a single label: make it a batch of one, np.array([t]))"
         raise ValueError(
             f"{name} expects integer labels of shape ({N},), got {t.dtype} {t.shape}; pass "
             f"class indices, not one-hot vectors{hint}"
@@ -346,10 +348,34 @@ class SoftmaxCrossEntropy(Function):
         return gx, None
 
 
+# %% [markdown]
+# A model whose last layer is `F.softmax` hands `softmax_cross_entropy` probabilities, which it
+# then softmaxes a second time. Nothing fails, but inputs between 0 and 1 can differ by at most
+# 1, so the loss can never drop below $\log(1 + (C - 1)/e)$ (0.55 for 3 classes, 1.46 for 10)
+# and its gradients stay small: training crawls. PyTorch's `cross_entropy` is silent about it; here
+# `_warn_squashed` looks at the function that made the input and warns. `sigmoid_cross_entropy`
+# does the same for a `sigmoid` output.
+
 # %%
 #| export dezero_like/functions.py
+import warnings
+
+from dezero_like.functions import Softmax
+
+
+def _warn_squashed(x, kind, name, applied):
+    """Warn when ``x`` is the output of ``kind`` (Softmax, Sigmoid), which loss ``name`` applies
+    itself: it expects logits."""
+    if isinstance(getattr(x, "creator", None), kind):
+        warnings.warn(
+            f"{name} got the output of {applied}: it applies {applied} itself and expects raw "
+            f"scores (logits). Drop the final F.{applied} from the model and call F.{applied} "
+            "only where you want the probabilities", stacklevel=3)
+
+
 def softmax_cross_entropy(x, t):
     """Mean cross entropy of logits ``x`` (N, C) against integer labels ``t`` (N,)."""
+    _warn_squashed(x, Softmax, "softmax_cross_entropy", "softmax")
     return SoftmaxCrossEntropy()(x, t)
 
 
@@ -369,7 +395,8 @@ def softmax_cross_entropy(x, t):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
-from dezero_like.functions import _check_same_shape, sigmoid
+from dezero_like.functions import (Sigmoid, _check_same_shape, _per_example, _warn_squashed,
+                                   sigmoid)
 
 
 def _binary_targets(name, x, t):
@@ -394,7 +421,7 @@ class SigmoidCrossEntropy(Function):
         x, t, self.n = _binary_targets("sigmoid_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
         loss = xp.maximum(x, 0) - t * x + xp.log1p(xp.exp(-xp.abs(x)))
-        return loss.sum() / self.n
+        return _per_example(loss, self.n)  # float16: summed in float32
 
     def backward(self, gy):
         x, t = self.inputs
@@ -410,6 +437,7 @@ def sigmoid_cross_entropy(x, t):
 
     Summed and divided by len(x); see :class:`SigmoidCrossEntropy`.
     """
+    _warn_squashed(x, Sigmoid, "sigmoid_cross_entropy", "sigmoid")
     return SigmoidCrossEntropy()(x, t)
 
 
@@ -426,7 +454,7 @@ def sigmoid_cross_entropy(x, t):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
-from dezero_like.functions import astype, clip
+from dezero_like.functions import _per_example, astype, clip
 
 
 class BinaryCrossEntropy(Function):
@@ -450,7 +478,7 @@ class BinaryCrossEntropy(Function):
         with np.errstate(divide="ignore"):  # log(0) is -inf: clamped next
             log_p = xp.maximum(xp.log(p), -100)
             log_q = xp.maximum(xp.log1p(-p), -100)
-        return 0.0 - (t * log_p + (1 - t) * log_q).sum() / self.n  # 0.0, never -0.0
+        return 0.0 - _per_example(t * log_p + (1 - t) * log_q, self.n)  # 0.0, never -0.0
 
     def backward(self, gy):
         p, t = self.inputs

@@ -462,9 +462,9 @@ for epoch in range(max_epoch):
 # overfitting (step 56).
 
 # %%
-plot_curves({"loss": {key: history[f"{key}_loss"] for key in ("train", "test")},
-             "accuracy": {key: history[f"{key}_acc"] for key in ("train", "test")}},
-            to_file=out_dir / "curves.png")
+fig = plot_curves({"loss": {key: history[f"{key}_loss"] for key in ("train", "test")},
+                   "accuracy": {key: history[f"{key}_acc"] for key in ("train", "test")}},
+                  to_file=out_dir / "curves.png")
 
 # %% [markdown]
 # ## Exercise

@@ -783,8 +783,8 @@ elapsed = time.perf_counter() - start
 print(f"{max_epoch} epochs in {elapsed:.1f} s")
 
 # %%
-plot_curves({"mini-batch loss": losses}, xlabel="iteration", title="Training loss on MNIST",
-            to_file=out_dir / "loss.png")
+fig = plot_curves({"mini-batch loss": losses}, xlabel="iteration", title="Training loss on MNIST",
+                  to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # Where does the model go wrong? The digits it gets wrong are often ones a

@@ -49,11 +49,30 @@ def test_mode():
 # test time, when it returns `x` itself. It is built from `*` with a constant array, so it needs no
 # backward of its own: the gradient is multiplied by the same mask. Integer input (pixels) is
 # scaled in float64, as `sigmoid` computes it: a scaled pixel is no longer an integer.
+#
+# `no_grad()` and `test_mode()` switch different things: the first stops recording the graph,
+# the second switches dropout (and step 58's batch norm) to their evaluation behaviour. An
+# evaluation loop written with `no_grad()` alone (as in steps 52-55, whose models have no
+# dropout) keeps dropping values at random, and the accuracy it reports is noisy and too low.
+# Dropout in training mode with recording off is nearly always that mistake, so
+# `_training_without_graph` warns.
 
 # %%
 #| export dezero_like/functions.py
+import warnings
+
 from dezero_like import cuda
 from dezero_like.core import Config, as_variable
+
+
+def _training_without_graph(name, effect):
+    """Warn when ``name`` (dropout, batch norm) runs in training mode under ``no_grad()``:
+    nearly always an evaluation loop that forgot ``test_mode()``."""
+    if not Config.enable_backprop:
+        warnings.warn(
+            f"{name} ran in training mode under no_grad(): no_grad() only stops recording the "
+            f"graph, so {effect}. To evaluate, add dezero_like.test_mode() (PyTorch's "
+            "model.eval()): with dz.no_grad(), dz.test_mode(): ...", stacklevel=3)
 
 
 def dropout(x, dropout_ratio=0.5):
@@ -69,6 +88,7 @@ def dropout(x, dropout_ratio=0.5):
         raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
     if not Config.train:
         return x
+    _training_without_graph("dropout", "it still drops values at random")
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
     scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")
@@ -232,10 +252,10 @@ for ratio, history in histories.items():  # one checkpoint is noisy: the last te
 # training (measured in test mode every 100 iterations):
 
 # %%
-plot_curves({"train MSE": {f"dropout {r}": [h[0] for h in histories[r]] for r in histories},
-             "error against the true curve": {f"dropout {r}": [h[1] for h in histories[r]]
-                                              for r in histories}},
-            xlabel="hundreds of iterations", logy=True, to_file=out_dir / "errors.png")
+fig = plot_curves({"train MSE": {f"dropout {r}": [h[0] for h in histories[r]] for r in histories},
+                   "error against the true curve": {f"dropout {r}": [h[1] for h in histories[r]]
+                                                    for r in histories}},
+                  xlabel="hundreds of iterations", logy=True, to_file=out_dir / "errors.png")
 
 # %% [markdown]
 # Overfitting as it happens: without dropout the training error keeps falling
@@ -255,7 +275,8 @@ plt.show()
 # ## Forgetting test mode
 #
 # A classic bug: evaluating without `test_mode()`. Dropout stays on, and the
-# "prediction" changes from one call to the next.
+# "prediction" changes from one call to the next. `no_grad()` alone does not
+# help (it only stops recording), and the package warns about exactly that.
 
 # %%
 model = models[0.5]

@@ -17,7 +17,8 @@
 #
 # In this step `functions_conv` gains `pair`, `get_conv_outsize`, `get_deconv_outsize`,
 # `col2im_array`, `Conv2d`, `conv2d`, `Deconv2d`, `deconv2d`, `Conv2DGradW`; `utils` finds the
-# first three too, as in the book.
+# first three too, as in the book; `functions` finds the convolution functions, and answers
+# PyTorch's names for functions (`F.max_pool2d`) with what to write here.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -29,10 +30,46 @@
 # The convolution functions live in their own module, `functions_conv`. The `__getattr__` made by
 # `forward_names` lets `functions` find them too (`F.conv2d`): the module listed for a name is
 # imported the first time that name is asked for, so `functions` itself never imports it.
+#
+# The same `__getattr__` answers PyTorch's names for functions, which a reader coming from
+# `torch.nn.functional` types first: `F.max_pool2d` says to write `F.pooling`, `F.cross_entropy`
+# says `F.softmax_cross_entropy`, and a name with no function here (`F.sqrt`, `F.l1_loss`) says
+# what expression to write instead. It stays an `AttributeError`, so `hasattr(F, "sqrt")` is
+# still False.
 
 # %%
 #| export dezero_like/functions.py
 from dezero_like.utils import forward_names
+
+# PyTorch's name -> what to write here (F is dezero_like.functions)
+_PYTORCH_NAMES = {
+    "cross_entropy": "F.softmax_cross_entropy(y, t): the scores (logits) and integer labels, "
+                     "as PyTorch's cross_entropy takes them",
+    "nll_loss": "F.softmax_cross_entropy(y, t) on the scores, which is nll_loss of "
+                "log_softmax(y); from log-probabilities p, -F.mean(p[np.arange(len(t)), t])",
+    "mse_loss": "F.mean_squared_error(y, t), which divides the sum of squares by len(y) "
+                "(PyTorch divides by the number of elements: F.mean((y - t) ** 2))",
+    "l1_loss": "F.mean(d * np.sign(d.data)) with d = y - t: there is no l1_loss (the gradient "
+               "of |d| is sign(d))",
+    "binary_cross_entropy_with_logits": "F.sigmoid_cross_entropy(y, t), which sums over the "
+                                        "elements and divides by len(y) (PyTorch takes the "
+                                        "mean of every element)",
+    "max_pool2d": "F.pooling(x, kernel_size, stride, pad) (the stride defaults to kernel_size, "
+                  "as in PyTorch)",
+    "avg_pool2d": "F.average_pooling(x, kernel_size, stride, pad) (the stride defaults to "
+                  "kernel_size, as in PyTorch)",
+    "adaptive_avg_pool2d": "F.mean(x, axis=(2, 3), keepdims=True) for an output of size 1 (for "
+                           "size k, F.average_pooling(x, H // k) when k divides the height H)",
+    "conv_transpose2d": "F.deconv2d(x, W, b, stride, pad), W of shape (C, OC, KH, KW) as in "
+                        "PyTorch",
+    "embedding": "F.embed_id(ids, W): the rows of W picked by the integer ids",
+    "one_hot": "np.eye(n)[t], an array of n columns (labels need no gradient)",
+    "sqrt": "x ** 0.5: there is no sqrt function",
+    "abs": "x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) "
+           "for the values alone): there is no abs function",
+    "silu": "x * F.sigmoid(x): there is no silu function",
+    "hardtanh": "F.clip(x, -1.0, 1.0)",
+}
 
 
 # average_pooling, batch_norm, col2im, conv2d, deconv2d, embed_id, im2col, pooling (and the
@@ -50,7 +87,7 @@ __getattr__ = forward_names(__name__, {
     "im2col": "dezero_like.functions_conv",
     "pooling": "dezero_like.functions_conv",
     "pooling_simple": "dezero_like.functions_conv",
-})
+}, pytorch=_PYTORCH_NAMES)
 
 
 # %% [markdown]

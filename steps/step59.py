@@ -126,10 +126,12 @@ def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
 # %% [markdown]
 # `AveragePooling` reuses `_Pool` and the window slices of max pooling: it adds the `KH * KW`
 # slices and divides by their number. Padding counts as 0 and is still divided by the full
-# window size.
+# window size. The sums are made in a dtype that can hold them: float64 for integer images
+# (uint8 pixels would wrap around: 200 + 200 is 144 in uint8), float32 for float16.
 
 # %%
 #| export dezero_like/functions_conv.py
+import numpy as np
 from dezero_like.functions_conv import _Pool, _padded, _window_offsets
 
 
@@ -143,11 +145,16 @@ class AveragePooling(_Pool):
     def forward(self, x):
         self._setup("average_pooling", x)
         padded = _padded(x, self.pad, 0)
+        # the window sums in a dtype that holds them: uint8 pixels would wrap around (200 + 200
+        # is 144), and float16 sums pass 65504 where the averages would not
+        wide = {"f": np.float32 if x.dtype == np.float16 else x.dtype, "c": x.dtype}.get(
+            x.dtype.kind, np.float64)
         y = None
         for _, index in _window_offsets(self):
-            y = padded[index].copy() if y is None else y + padded[index]
+            y = padded[index].astype(wide) if y is None else y + padded[index]
         KH, KW = self.kernel_size
-        return y / (KH * KW)
+        y = y / (KH * KW)
+        return y.astype(np.float16) if x.dtype == np.float16 else y
 
     def backward(self, gy):
         return AveragePoolingGrad(self)(gy)

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Step 60: CNN models: a small CNN on MNIST, and VGG16's structure
 #
-# With `conv2d` (step 58) and pooling (step 59) in the package, a
+# With `conv2d` (steps 57-58) and max pooling (steps 58-59) in the package, a
 # convolutional network is just a `Model` whose layers include `Conv2d`.
 # Like `Linear`, `Conv2d` creates its weights on the first call, from the
 # number of channels it receives, so a model is written by listing output
@@ -35,6 +35,7 @@
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like.core import as_variable
 from dezero_like.functions import reshape
 
@@ -42,7 +43,7 @@ from dezero_like.functions import reshape
 def flatten(x):
     """Keep the first (batch) axis and flatten the rest: (N, ...) -> (N, -1)."""
     x = as_variable(x)
-    return reshape(x, (x.shape[0], -1))
+    return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))  # -1 cannot be solved for N = 0
 
 
 # %% [markdown]
@@ -220,7 +221,7 @@ class VGG16(Model):
                 reason = f"the download failed ({e})"
         raise PretrainedWeightsUnavailable(
             f"VGG16 pretrained weights are not available: {path} does not exist and {reason}. "
-            f"Download {cls.WEIGHTS_URL} yourself (about 528 MB), check it, and put it at "
+            f"Download {cls.WEIGHTS_URL} yourself (about 528 MiB), check it, and put it at "
             f"{path} (or pass weights_file=...). Use VGG16(pretrained=False) for random weights."
         )
 
@@ -378,8 +379,8 @@ mlp_losses, mlp_seconds = train(mlp)
 mlp_acc = evaluate(mlp, test_loader)
 print(f"test accuracy: CNN {cnn_acc:.3f} ({cnn_seconds:.0f} s), "
       f"MLP {mlp_acc:.3f} ({mlp_seconds:.0f} s)")
-plot_curves({"mini-batch loss": {"SimpleConvNet": cnn_losses, "MLP 784-100-10": mlp_losses}},
-            xlabel="iteration", to_file=out_dir / "losses.png")
+fig = plot_curves({"mini-batch loss": {"SimpleConvNet": cnn_losses, "MLP 784-100-10": mlp_losses}},
+                  xlabel="iteration", to_file=out_dir / "losses.png")
 
 # %% [markdown]
 # After the same training, the CNN makes markedly fewer mistakes. It is built

@@ -297,7 +297,20 @@ rnn = Lc.RNN(hidden_size=3, in_size=1)
 x = np.ones((1, 1), np.float32)
 for t in range(1, 6):
     h = rnn(x)
+    if t == 3:
+        h3 = h  # drawn below
     print(f"step {t}: h = {np.round(h.data[0], 3)}, functions behind h: {graph_size(h)}")
+
+# %% [markdown]
+# The graph behind `h` after three steps, drawn (grey: the inputs `x`). The same
+# `W` and `b` of the input `Linear` feed every step, and the hidden-to-hidden `W`
+# every step after the first: one set of weights, used again and again. The chain
+# down the middle is what backward walks through.
+
+# %%
+from dezero_like.graph import plot_dot_graph  # noqa: E402
+
+plot_dot_graph(h3, verbose=False, to_file=out_dir / "three_steps.svg")
 
 # %% [markdown]
 # The graph grows by a fixed amount per step (two `linear`s, an addition, a
@@ -321,6 +334,7 @@ print("after unchain_backward: functions behind h:", graph_size(h), " value kept
       np.round(h.data[0], 3))
 h = rnn(x)
 print("one step later:", graph_size(h), "functions")
+plot_dot_graph(h, verbose=False, to_file=out_dir / "after_the_cut.svg")
 
 # %% [markdown]
 # ## The noisy sine
@@ -385,7 +399,7 @@ for epoch in range(10):
     if epoch % 3 == 0 or epoch == 9:
         print(f"epoch {epoch + 1:2d}: mean squared error per step {epoch_losses[-1]:.4f}")
 print(f"largest graph backpropagated: {largest_graph} functions (30 steps, not the whole series)")
-plot_curves({"mean squared error per step": epoch_losses}, to_file=out_dir / "loss.png")
+fig = plot_curves({"mean squared error per step": epoch_losses}, to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # ## Predicting the unseen cosine

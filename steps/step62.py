@@ -331,7 +331,7 @@ for epoch in range(10):
             loss = 0
     epoch_losses.append(total / count)
     print(f"epoch {epoch + 1}: mean squared error per batch {epoch_losses[-1]:.4f}")
-plot_curves({"mean squared error per batch": epoch_losses}, to_file=out_dir / "loss.png")
+fig = plot_curves({"mean squared error per batch": epoch_losses}, to_file=out_dir / "loss.png")
 
 # %% [markdown]
 # As in step 61, the trained model reads the unseen cosine one value at a time

@@ -101,8 +101,8 @@ def backward_accumulate(self, *gys):
     gradient directly (``x * x`` could return ``2 * x * gy`` at once).
     """
     gxs = self.backward(*gys)
-    if type(gxs) is not tuple:
-        gxs = (gxs,)
+    if type(gxs) is not tuple:  # one gradient, or a list of them
+        gxs = tuple(gxs) if type(gxs) is list else (gxs,)
     gxs = list(gxs)
     first = {}
     for i, x in enumerate(self.inputs):
@@ -136,8 +136,8 @@ def _backward_step(f, gys):
         gxs = f.backward_accumulate(*gys)
     else:
         gxs = f.backward(*gys)
-        if type(gxs) is not tuple:
-            gxs = (gxs,)
+        if type(gxs) is not tuple:  # one gradient, or a list of them
+            gxs = tuple(gxs) if type(gxs) is list else (gxs,)
     for hook in hooks:
         hook.backward_postprocess(f, gys, gxs)
     _check_grads(f, gxs)

@@ -88,8 +88,8 @@ def _backward_step(f, gys):
             gxs = f.backward_accumulate(*gys)
         else:
             gxs = f.backward(*gys)
-            if type(gxs) is not tuple:
-                gxs = (gxs,)
+            if type(gxs) is not tuple:  # one gradient, or a list of them
+                gxs = tuple(gxs) if type(gxs) is list else (gxs,)
     finally:  # also when backward raises
         _backward_stack.pop()
     for hook in hooks:
@@ -363,6 +363,17 @@ with forward_rec:
     y = known_graph(x)
 for phase, f in forward_rec.calls:
     print(f"{phase:8} {type(f).__name__:7} generation {f.generation}")
+
+# %% [markdown]
+# The graph, drawn: `Exp` (generation 0) feeds `Square` and `Sin` (generation 1,
+# side by side), whose results meet in `Add` (generation 2) before `Sum` (3). A
+# function's generation is its depth counted from the input.
+
+# %%
+from dezero_like.graph import plot_dot_graph  # noqa: E402
+from dezero_like.plot import output_dir  # noqa: E402
+
+plot_dot_graph(y, verbose=False, to_file=output_dir(65) / "known_graph.svg")
 
 # %% [markdown]
 # Forward hooks fire in the order the program calls the functions. Backward

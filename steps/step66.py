@@ -45,13 +45,14 @@
 #| export dezero_like/functions.py
 from dezero_like import cuda
 from dezero_like.core import Function
+from dezero_like.functions import _as_float
 
 
 class Log(Function):
     """y = log(x); dy/dx = 1/x."""
 
     def forward(self, x):
-        return cuda.get_array_module(x).log(x)
+        return cuda.get_array_module(x).log(_as_float(x))  # integers: in float64
 
     def backward(self, gy):
         (x,) = self.inputs

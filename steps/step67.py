@@ -339,7 +339,7 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 # %%
 #| export dezero_like/optimizers.py Optimizer
-from dezero_like.optimizers import _new_grad, _warn_no_gradient, _wide
+from dezero_like.optimizers import _floats_only, _new_grad, _warn_no_gradient, _wide
 
 
 def update(self):
@@ -358,8 +358,10 @@ def update(self):
             p.loss_scale = None
     for f in self.hooks:
         f(params)
+    params = [p for p in params if p.grad is not None]  # a hook may remove a grad
+    _floats_only(params)
     self.prepare()
-    self.update_all([p for p in params if p.grad is not None])  # a hook may remove a grad
+    self.update_all(params)
 
 
 def update_all(self, params):
@@ -406,6 +408,40 @@ print("  float16, no scale:       ", w16[:3, 0])
 print("  float16, loss_scale=1024:", w16_scaled[:3, 0])
 rel = np.abs(w16_scaled - w32).max() / np.abs(w32).max()
 print(f"float16 with scale vs float32: max relative difference {rel:.1e}")
+
+# %% [markdown]
+# Where the per-sample gradients fall on float16's number line, before and after
+# the scale (at the start `w = 0`, so each one is $2 t_n / N$ in size). Shaded: the
+# two zones where float16 loses a number, rounded to 0 below half the smallest
+# subnormal, turned into `inf` above the largest value. Between the smallest
+# subnormal and the smallest normal number, float16 keeps fewer significant bits.
+
+# %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+from dezero_like.plot import output_dir, save_figure  # noqa: E402
+
+per_sample = np.abs(2 * t_data[:, 0] / N)
+per_sample = per_sample[per_sample > 0]
+bins = np.logspace(-14, 7, 106)
+fig, ax = plt.subplots(figsize=(7, 3.2))
+ax.axvspan(bins[0], float(fi.smallest_subnormal) / 2, color="tab:red", alpha=0.12)
+ax.axvspan(float(fi.max), bins[-1], color="tab:red", alpha=0.12)
+ax.hist(per_sample, bins=bins, alpha=0.75, label="unscaled: most round to 0")
+ax.hist(per_sample * 1024, bins=bins, alpha=0.75, label="loss_scale=1024: kept")
+ax.set_xscale("log")
+ax.set_xlim(bins[0], bins[-1])
+for value, name in ((fi.smallest_subnormal, "smallest subnormal"),
+                    (fi.smallest_normal, "smallest normal"), (fi.max, "largest")):
+    ax.axvline(float(value), color="k", ls=":", lw=1)
+    ax.annotate(f" {name}", (float(value), 1), xycoords=("data", "axes fraction"),
+                rotation=90, va="top", fontsize=8)
+ax.set_xlabel("size of one sample's gradient")
+ax.set_ylabel("samples")
+ax.set_title("The per-sample gradients against float16's range")
+ax.legend(loc="center", bbox_to_anchor=(0.66, 0.55), fontsize=8)
+save_figure(fig, output_dir(67) / "gradient_range.png")
+plt.show()
 
 # %% [markdown]
 # Without the scale, float16 learned nothing: every per-sample gradient

@@ -195,8 +195,8 @@ def backward_accumulate(self, *gys):
     gradient directly (``x * x`` could return ``2 * x * gy`` at once).
     """
     gxs = self.backward(*gys)
-    if type(gxs) is not tuple:
-        gxs = (gxs,)
+    if type(gxs) is not tuple:  # one gradient, or a list of them
+        gxs = tuple(gxs) if type(gxs) is list else (gxs,)
     gxs = list(gxs)
     first = {}
     for i, x in enumerate(self.inputs):
@@ -397,6 +397,19 @@ print("Exp keeps its input h?      ", z.creator.inputs[0].data is not None,
 node = add.inputs[0]
 print("stand-in:", node, " creator:", type(node.creator).__name__,
       " generation:", node.generation)
+
+# %% [markdown]
+# Drawn, once the script's own name `h` is gone too: the stand-in between `Mul` and
+# `Add` is the small empty node. It has no shape to show, because nothing holds an
+# array for it any more; `Mul`'s input `x` and `Add`'s output `y` are alive and show
+# theirs.
+
+# %%
+from dezero_like.graph import plot_dot_graph  # noqa: E402
+from dezero_like.plot import output_dir  # noqa: E402
+
+del h
+plot_dot_graph(y, to_file=output_dir(69) / "stand_in.svg")
 
 # %% [markdown]
 # ## A naive graph for comparison

@@ -480,7 +480,9 @@ def _call_backward(f, gys):
     if f._duplicates:  # the same variable in several slots, as in x * x
         return f.backward_accumulate(*gys)
     gxs = f.backward(*gys)
-    return gxs if type(gxs) is tuple else (gxs,)
+    if type(gxs) is tuple:
+        return gxs
+    return tuple(gxs) if type(gxs) is list else (gxs,)  # a list of gradients, or one
 
 
 def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):

@@ -1081,9 +1081,10 @@ print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain
 # not yet timed on a GPU. What it removes can be counted without one:
 # `python benchmarks/launches.py` runs a training step on the CuPy emulator of
 # the tests and counts 16 launches per MLP step instead of 19 (fewer than the
-# 17 of the hand-fused code, which updates each array on its own) and 39 per
-# CNN step instead of 44 (the two convolution weights keep a kernel each: their
-# gradients are transposed views, which the batched kernel does not take).
+# 17 of the hand-fused code, which updates each array on its own) and 37 per
+# CNN step instead of 44: every parameter joins the batched update, the
+# convolution weights too, because on a GPU `Conv2DGradW` multiplies in the
+# order that makes their gradients C-ordered (step 57).
 
 # %% [markdown]
 # ## Exercise

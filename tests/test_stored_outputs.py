@@ -38,6 +38,29 @@ def test_stored_outputs_come_from_the_current_sources(path):
     assert nbtool.stale_outputs(nb) is None, f"{path.name}: {nbtool.stale_outputs(nb)}"
 
 
+IMAGES = ("image/png", "image/svg+xml")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_no_cell_shows_its_figure_twice(path):
+    """A cell whose last line returns a matplotlib Figure shows it twice in Jupyter: once as
+    the cell's value and once from the inline backend. Such a line is written ``fig = ...``."""
+    nb = json.loads(path.read_text())
+    for number, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        shown = [o for o in cell.get("outputs", [])
+                 if o["output_type"] == "execute_result" and any(k in o.get("data", {})
+                                                                 for k in IMAGES)]
+        drawn = [o for o in cell.get("outputs", [])
+                 if o["output_type"] == "display_data" and any(k in o.get("data", {})
+                                                               for k in IMAGES)]
+        assert not (shown and drawn), (
+            f"{path.name}, cell {number}: a figure is both the cell's value and drawn by the "
+            f"inline backend; assign it (fig = ...) in steps/{path.stem}.py: "
+            f"{''.join(cell['source']).strip().splitlines()[-1]}")
+
+
 def test_changing_a_source_cell_makes_the_stored_outputs_stale():
     _, nb = _step_with_outputs()
     assert nbtool.stale_outputs(nb) is None

@@ -1,4 +1,7 @@
+import warnings
+
 import numpy as np
+import pytest
 
 import dezero_like as dz
 
@@ -32,11 +35,13 @@ def test_dropout_model_is_deterministic_only_in_test_mode(load_step):
     model = step.models[0.5]
     x = step.x_test[:5]
     with dz.no_grad():
-        assert not np.array_equal(model(x).data, model(x).data)
-        with dz.test_mode():
+        with pytest.warns(UserWarning, match=r"dropout ran in training mode under no_grad\(\)"):
+            assert not np.array_equal(model(x).data, model(x).data)
+        with dz.test_mode(), warnings.catch_warnings():
+            warnings.simplefilter("error")  # in test mode, quiet
             np.testing.assert_array_equal(model(x).data, model(x).data)
     plain = step.models[0.0]
-    with dz.no_grad():  # ratio 0: no randomness even in training mode
+    with dz.no_grad(), pytest.warns(UserWarning):  # ratio 0: no randomness even in training
         np.testing.assert_array_equal(plain(x).data, plain(x).data)
 
 
