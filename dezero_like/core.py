@@ -136,11 +136,11 @@ def as_array(x, like=None):
             "or a model's forward, forget its return? (A Python function that ends without a "
             "return statement returns None.)"
         )
-    if type(x) is list and any(_is_array(a) for a in x):  # a forward that returned [y0, y1]
+    if type(x) is list and any(_is_array(a) for a in x):  # [x0, x1]: a batch? two outputs?
         raise TypeError(
-            "got a list of arrays where one array belongs. A Function's forward that computes "
-            "several outputs must return a tuple of arrays, not a list: return y0, y1. To make "
-            "one array of them, use np.stack(...) or np.concatenate(...)"
+            f"got a list of {len(x)} arrays where one array belongs. For a batch, make one "
+            "array of them: np.stack(...) (or np.concatenate(...)). A Function's forward with "
+            "several outputs returns them as a tuple, not a list: return y0, y1"
         )
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
@@ -185,6 +185,11 @@ def _as_inputs(inputs):
 
 
 # --- step 23 ------------------------------------------------------------
+# what to write for PyTorch's abs (here abs(x), and later x.abs() and F.abs, say it)
+_ABS = ("x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for "
+        "the values alone)")
+
+
 class Variable:
     """A box around an array that remembers how it was computed.
 
@@ -281,10 +286,7 @@ class Variable:
     __le__ = __gt__ = __ge__ = __lt__
 
     def __abs__(self):
-        raise TypeError(
-            "abs() of a Variable: there is no abs function here. Write x * np.sign(x.data), "
-            "whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for the values alone)"
-        )
+        raise TypeError(f"abs() of a Variable: there is no abs function here. Write {_ABS}")
 
     def __bool__(self):
         # NumPy's rule (one element: its truth; more: an error). Without this, bool() would
@@ -616,6 +618,15 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
             nxt._grads = None
 
 
+# --- step 23 ------------------------------------------------------------
+def _grads_tuple(gxs):
+    """What a backward returned, as a tuple: one gradient, or a tuple or a list of them."""
+    if type(gxs) is tuple:
+        return gxs
+    return tuple(gxs) if type(gxs) is list else (gxs,)
+
+
+# --- step 70 ------------------------------------------------------------
 def _backward_step(f, gys):
     """One step of the chain rule: the gradients of ``f``'s inputs, one per input."""
     hooks = _hooks_for(f) if f._hooks else _global_hooks
@@ -883,10 +894,7 @@ class Function:
         a fresh array. A function may override this to compute the fused
         gradient directly (``x * x`` could return ``2 * x * gy`` at once).
         """
-        gxs = self.backward(*gys)
-        if type(gxs) is not tuple:  # one gradient, or a list of them
-            gxs = tuple(gxs) if type(gxs) is list else (gxs,)
-        gxs = list(gxs)
+        gxs = list(_grads_tuple(self.backward(*gys)))
         first = {}
         for i, x in enumerate(self.inputs):
             # a leaf is itself; a computed variable is its place in the graph
@@ -1274,8 +1282,7 @@ _pytorch_names(
     argmax="x.data.argmax(axis=1), an array of indices (no gradient, as in PyTorch)",
     argmin="x.data.argmin(axis=1), an array of indices (no gradient, as in PyTorch)",
     exp="F.exp(x)", sqrt="x ** 0.5", pow="x ** p",
-    abs="x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for "
-        "the values alone)",
+    abs=_ABS,
     clamp="F.clip(x, x_min, x_max) (None leaves a side open, as clamp's min= or max=)",
     unsqueeze="F.expand_dims(x, axis)",
     squeeze="x.reshape(...) without the axes of length 1 (x.reshape(-1) turns (N, 1) into (N,))",
@@ -1388,10 +1395,7 @@ def _call_backward(f, gys):
     """``f.backward(*gys)`` as a tuple (``backward_accumulate`` for repeated inputs)."""
     if f._duplicates:  # the same variable in several slots, as in x * x
         return f.backward_accumulate(*gys)
-    gxs = f.backward(*gys)
-    if type(gxs) is tuple:
-        return gxs
-    return tuple(gxs) if type(gxs) is list else (gxs,)  # a list of gradients, or one
+    return _grads_tuple(f.backward(*gys))
 
 
 def _binary(function, op, x0, x1, reverse=False):

@@ -11,12 +11,14 @@ Every function works on NumPy and CuPy arrays through the same code.
 """
 
 import numbers
+import sys
 import warnings
 
 import numpy as np
 
 from dezero_like import core, cuda, utils
 from dezero_like.core import (
+    _ABS,
     Config,
     Function,
     Variable,
@@ -416,12 +418,19 @@ def matmul(x, W):
 
 
 # --- step 43 ------------------------------------------------------------
+def _sum_dtype(dtype):
+    """The dtype to add numbers of ``dtype`` up in: float32 for float16 (a sum passes 65504,
+    float16's largest number, long before a mean does), float64 for integers and booleans
+    (whose sums would wrap around), the dtype itself for other floats."""
+    if dtype == np.float16:
+        return np.dtype(np.float32)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
 def _per_example(a, n):
-    """``a.sum() / n``; float16 is summed in float32 and the result rounded back to float16
-    (the sum may pass float16's largest number, 65504, where the result would not)."""
-    if a.dtype == np.float16:
-        return (a.sum(dtype=np.float32) / n).astype(np.float16)
-    return a.sum() / n
+    """``a.sum() / n``, summed in :func:`_sum_dtype`; a float16 result is rounded back."""
+    total = a.sum(dtype=_sum_dtype(a.dtype)) / n
+    return total.astype(np.float16) if a.dtype == np.float16 else total
 
 
 def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)"):
@@ -580,8 +589,7 @@ class Sigmoid(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
-        if x.dtype.kind not in "fc":  # integers, booleans: in float64 (not float16)
-            x = x.astype(np.float64)
+        x = _as_float(x)  # integers, booleans: in float64 (not float16)
         if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
             return self.forward(x.astype(np.float32)).astype(np.float16)
         if xp is not np and x.dtype.kind == "f":  # on a GPU: one fused kernel, not four launches
@@ -1002,7 +1010,8 @@ def _check_labels(name, x, t):
         elif t.dtype.kind == "f" and t.shape == (N,):
             hint = " (indices are integers: t.astype(int))"
         elif t.ndim == 0:
-            hint = " (a single label: make it a batch of one, np.array([t]))"
+            hint = (" (a single label: make it a batch of one, np.array([t]))" if N == 1 else
+                    f" (one label for {N} examples: the labels must be one per example)")
         raise ValueError(
             f"{name} expects integer labels of shape ({N},), got {t.dtype} {t.shape}; pass "
             f"class indices, not one-hot vectors{hint}"
@@ -1046,7 +1055,7 @@ class SoftmaxCrossEntropy(Function):
         neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
         if xp is not np:  # CuPy wraps an out-of-range index around: a bad label gives NaN instead
             neg_log_p = xp.where((t < 0) | (t >= x.shape[1]), xp.nan, neg_log_p)
-        return neg_log_p.sum() / n
+        return _per_example(neg_log_p, n)  # float16: summed in float32
 
     # (step 71)
     def backward(self, gy):
@@ -1211,12 +1220,19 @@ def accuracy(y, t):
 # --- step 56 ------------------------------------------------------------
 def _training_without_graph(name, effect):
     """Warn when ``name`` (dropout, batch norm) runs in training mode under ``no_grad()``:
-    nearly always an evaluation loop that forgot ``test_mode()``."""
-    if not Config.enable_backprop:
-        warnings.warn(
-            f"{name} ran in training mode under no_grad(): no_grad() only stops recording the "
-            f"graph, so {effect}. To evaluate, add dezero_like.test_mode() (PyTorch's "
-            "model.eval()): with dz.no_grad(), dz.test_mode(): ...", stacklevel=3)
+    nearly always an evaluation loop that forgot ``test_mode()``. The warning names the first
+    line outside the package (the model's forward, or the loop calling a Sequential)."""
+    if Config.enable_backprop:
+        return
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dezero_like."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        f"{name} ran in training mode under no_grad(): no_grad() only stops recording the "
+        f"graph, so {effect}. To evaluate, add dezero_like.test_mode() (PyTorch's "
+        "model.eval()): with dz.no_grad(), dz.test_mode(): ... (On purpose, as in Monte Carlo "
+        "dropout? warnings.filterwarnings('ignore', 'dropout ran in training mode'))",
+        stacklevel=level)
 
 
 def dropout(x, dropout_ratio=0.5):
@@ -1232,7 +1248,8 @@ def dropout(x, dropout_ratio=0.5):
         raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
     if not Config.train:
         return x
-    _training_without_graph("dropout", "it still drops values at random")
+    if dropout_ratio:  # a ratio of 0 drops nothing: nothing to warn about
+        _training_without_graph("dropout", "it still drops values at random")
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
     scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")
@@ -1260,14 +1277,13 @@ _PYTORCH_NAMES = {
     "avg_pool2d": "F.average_pooling(x, kernel_size, stride, pad) (the stride defaults to "
                   "kernel_size, as in PyTorch)",
     "adaptive_avg_pool2d": "F.mean(x, axis=(2, 3), keepdims=True) for an output of size 1 (for "
-                           "size k, F.average_pooling(x, H // k) when k divides the height H)",
+                           "k x k, F.average_pooling(x, (H // k, W // k)) when k divides H and W)",
     "conv_transpose2d": "F.deconv2d(x, W, b, stride, pad), W of shape (C, OC, KH, KW) as in "
                         "PyTorch",
     "embedding": "F.embed_id(ids, W): the rows of W picked by the integer ids",
     "one_hot": "np.eye(n)[t], an array of n columns (labels need no gradient)",
     "sqrt": "x ** 0.5: there is no sqrt function",
-    "abs": "x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) "
-           "for the values alone): there is no abs function",
+    "abs": _ABS + ": there is no abs function",
     "silu": "x * F.sigmoid(x): there is no silu function",
     "hardtanh": "F.clip(x, -1.0, 1.0)",
 }

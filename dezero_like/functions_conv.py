@@ -31,7 +31,7 @@ import numpy as np
 from dezero_like import cuda
 from dezero_like import functions as F
 from dezero_like.core import Function, Variable, _is_array, _on_two_devices, as_variable
-from dezero_like.functions import _raw_gpu
+from dezero_like.functions import _raw_gpu, _sum_dtype
 
 
 # --- step 57 ------------------------------------------------------------
@@ -798,7 +798,8 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
 
     The training path is written with differentiable functions (sum, mean,
     ``**``), so its gradient - including the terms that flow through $\mu$ and
-    $\sigma^2$ - and its second derivatives come out of backprop.
+    $\sigma^2$ - and its second derivatives come out of backprop. float16 input is
+    normalised in float32 and the result rounded back, as PyTorch does.
     """
     from dezero_like.core import Config
 
@@ -812,6 +813,12 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
             f"batch_norm: x is on {where} but the running statistics mean/var are not; "
             "put them on the same device (cuda.as_cupy / cuda.as_numpy; the BatchNorm "
             "layer's to_gpu() moves its own)")
+    if x.dtype == np.float16:  # in float32, as PyTorch: a deviation of 256 squares to inf
+        mean32, var32 = mean.astype(np.float32), var.astype(np.float32)
+        y = batch_norm(F.astype(x, np.float32), F.astype(as_variable(gamma), np.float32),
+                       F.astype(as_variable(beta), np.float32), mean32, var32, decay, eps)
+        mean[...], var[...] = mean32, var32  # the running statistics, updated in training
+        return F.astype(y, np.float16)
     gamma = F.reshape(as_variable(gamma), shape)
     beta = F.reshape(as_variable(beta), shape)
     if Config.train:
@@ -826,9 +833,9 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
                 "batch holds what is left over: len(dataset) % batch_size examples, here "
                 "perhaps 1; choose a batch size that leaves 0 or at least 2), or evaluate a "
                 "single example under dezero_like.test_mode() (the running statistics)")
-        mu = F.average(x, axis=axes, keepdims=True)  # float16: summed in float32
+        mu = F.sum(x, axis=axes, keepdims=True) / m
         xc = x - mu
-        var_b = F.average(xc * xc, axis=axes, keepdims=True)
+        var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
         xhat = xc * (var_b + eps) ** -0.5
         s = decay
         mean *= s
@@ -912,10 +919,7 @@ class AveragePooling(_Pool):
     def forward(self, x):
         self._setup("average_pooling", x)
         padded = _padded(x, self.pad, 0)
-        # the window sums in a dtype that holds them: uint8 pixels would wrap around (200 + 200
-        # is 144), and float16 sums pass 65504 where the averages would not
-        wide = {"f": np.float32 if x.dtype == np.float16 else x.dtype, "c": x.dtype}.get(
-            x.dtype.kind, np.float64)
+        wide = _sum_dtype(x.dtype)  # uint8 pixels would wrap (200 + 200 is 144), float16 overflow
         y = None
         for _, index in _window_offsets(self):
             y = padded[index].astype(wide) if y is None else y + padded[index]

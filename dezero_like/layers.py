@@ -406,6 +406,9 @@ def _batch_hint(shape, in_size=None):
             return column
         if in_size == shape[0]:
             return row
+        if in_size and shape[0] % in_size == 0:
+            return (f"for {shape[0] // in_size} examples of {in_size} numbers each, "
+                    f"x.reshape(-1, {in_size})")
         return f"{column}; {row}"
     if len(shape) < 1:  # a single number
         return "make a batch of one example of one number: x.reshape(1, 1)"

@@ -119,8 +119,8 @@ def no_grad():
 # array becomes float32. Anything else is refused with a message that says what to do,
 # including an array on the other device than the Variable it is combined with. `None` gets a
 # message of its own: it is almost always a value that was never returned, from a function or
-# a model's `forward` that lacks its `return` line, and a list of arrays is what a `forward`
-# that should return a tuple hands back.
+# a model's `forward` that lacks its `return` line. A list of arrays is a batch that was never
+# stacked into one array, or what a `forward` that should return a tuple hands back.
 
 # %%
 #| export dezero_like/core.py
@@ -195,11 +195,11 @@ def as_array(x, like=None):
             "or a model's forward, forget its return? (A Python function that ends without a "
             "return statement returns None.)"
         )
-    if type(x) is list and any(_is_array(a) for a in x):  # a forward that returned [y0, y1]
+    if type(x) is list and any(_is_array(a) for a in x):  # [x0, x1]: a batch? two outputs?
         raise TypeError(
-            "got a list of arrays where one array belongs. A Function's forward that computes "
-            "several outputs must return a tuple of arrays, not a list: return y0, y1. To make "
-            "one array of them, use np.stack(...) or np.concatenate(...)"
+            f"got a list of {len(x)} arrays where one array belongs. For a batch, make one "
+            "array of them: np.stack(...) (or np.concatenate(...)). A Function's forward with "
+            "several outputs returns them as a tuple, not a list: return y0, y1"
         )
     raise TypeError(
         f"expected a Variable, an ndarray or a number, got {type(x).__name__}; "
@@ -255,6 +255,10 @@ def _as_inputs(inputs):
 # %%
 #| export dezero_like/core.py
 import warnings
+
+# what to write for PyTorch's abs (here abs(x), and later x.abs() and F.abs, say it)
+_ABS = ("x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for "
+        "the values alone)")
 
 
 class Variable:
@@ -357,10 +361,7 @@ class Variable:
     __le__ = __gt__ = __ge__ = __lt__
 
     def __abs__(self):
-        raise TypeError(
-            "abs() of a Variable: there is no abs function here. Write x * np.sign(x.data), "
-            "whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for the values alone)"
-        )
+        raise TypeError(f"abs() of a Variable: there is no abs function here. Write {_ABS}")
 
     def __bool__(self):
         # NumPy's rule (one element: its truth; more: an error). Without this, bool() would
@@ -478,11 +479,16 @@ def _backprop(y, seed, retain_grad):
                     out.grad = None
 
 
+def _grads_tuple(gxs):
+    """What a backward returned, as a tuple: one gradient, or a tuple or a list of them."""
+    if type(gxs) is tuple:
+        return gxs
+    return tuple(gxs) if type(gxs) is list else (gxs,)
+
+
 def _backward_step(f, gys):
     """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
-    gxs = f.backward(*gys)
-    if type(gxs) is not tuple:  # one gradient, or a list of them
-        gxs = tuple(gxs) if type(gxs) is list else (gxs,)
+    gxs = _grads_tuple(f.backward(*gys))
     _check_grads(f, gxs)
     return tuple(gx if gx is None or isinstance(gx, Variable)
                  else Variable(as_array(gx), requires_grad=False) for gx in gxs)

@@ -745,7 +745,7 @@ def __call__(self, *inputs):
 
 # %%
 #| export dezero_like/core.py
-from dezero_like.core import _check_grads
+from dezero_like.core import _check_grads, _grads_tuple
 
 
 def _backward_step(f, gys):
@@ -753,9 +753,7 @@ def _backward_step(f, gys):
     hooks = _global_hooks + f._hooks if f._hooks else _global_hooks
     for hook in hooks:
         hook.backward_preprocess(f, gys)
-    gxs = f.backward(*gys)
-    if type(gxs) is not tuple:  # one gradient, or a list of them
-        gxs = tuple(gxs) if type(gxs) is list else (gxs,)
+    gxs = _grads_tuple(f.backward(*gys))
     for hook in hooks:
         hook.backward_postprocess(f, gys, gxs)
     _check_grads(f, gxs)

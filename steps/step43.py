@@ -41,12 +41,19 @@ import numpy as np
 from dezero_like.core import Function
 
 
+def _sum_dtype(dtype):
+    """The dtype to add numbers of ``dtype`` up in: float32 for float16 (a sum passes 65504,
+    float16's largest number, long before a mean does), float64 for integers and booleans
+    (whose sums would wrap around), the dtype itself for other floats."""
+    if dtype == np.float16:
+        return np.dtype(np.float32)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
 def _per_example(a, n):
-    """``a.sum() / n``; float16 is summed in float32 and the result rounded back to float16
-    (the sum may pass float16's largest number, 65504, where the result would not)."""
-    if a.dtype == np.float16:
-        return (a.sum(dtype=np.float32) / n).astype(np.float16)
-    return a.sum() / n
+    """``a.sum() / n``, summed in :func:`_sum_dtype`; a float16 result is rounded back."""
+    total = a.sum(dtype=_sum_dtype(a.dtype)) / n
+    return total.astype(np.float16) if a.dtype == np.float16 else total
 
 
 def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)"):

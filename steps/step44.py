@@ -144,6 +144,7 @@ def linear_simple(x, W, b=None):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
+from dezero_like.functions import _as_float
 
 
 class Sigmoid(Function):
@@ -164,8 +165,7 @@ class Sigmoid(Function):
         self.retain_inputs(())
         self.retain_outputs((0,))
         xp = cuda.get_array_module(x)
-        if x.dtype.kind not in "fc":  # integers, booleans: in float64 (not float16)
-            x = x.astype(np.float64)
+        x = _as_float(x)  # integers, booleans: in float64 (not float16)
         if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
             return self.forward(x.astype(np.float32)).astype(np.float16)
         if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take

@@ -14,12 +14,12 @@
 # ```
 #
 # `update()` changes `param.data` **in place**, in the parameter's own dtype,
-# without building a graph (so a parameter of integers with a floating gradient,
-# which cannot move by a fraction, is refused with that reason before any
-# parameter changes). Before the update it runs *hooks* (functions of the
-# parameter list): `WeightDecay(rate)` adds `rate * W` to each gradient,
-# `ClipGrad(max_norm)` scales all gradients down when their joint norm is too
-# large, `FreezeParam(layer)` keeps a layer fixed (it runs before the others).
+# without building a graph (so a parameter of integers whose step would be a
+# fraction is refused with that reason, before any parameter changes). Before
+# the update it runs *hooks* (functions of the parameter list):
+# `WeightDecay(rate)` adds `rate * W` to each gradient, `ClipGrad(max_norm)`
+# scales all gradients down when their joint norm is too large,
+# `FreezeParam(layer)` keeps a layer fixed (it runs before the others).
 #
 # The rules, for a parameter $W$ with gradient $g$ (products elementwise):
 #
@@ -151,17 +151,23 @@ def _held(container, kinds, depth=4):
             yield from _held(v, kinds, depth - 1)
 
 
-def _floats_only(params):
-    """Refuse a parameter of integers with a floating gradient, before any parameter changes:
-    the update would move it by a fraction, which NumPy refuses to store ("Cannot cast ufunc
-    'subtract' output from float64 to int64"). Integer gradients pass (SGD with lr=1 works)."""
+def _floats_only(optimizer, params):
+    """Refuse, before any parameter changes, a parameter of integers whose step would be a
+    fraction: NumPy would refuse to store it ("Cannot cast ufunc 'subtract' output from float64
+    to int64") after the parameters before it were updated. The step mixes the gradient with
+    the optimizer's numbers (lr, momentum, eps, ...), so an integer gradient with integer
+    settings (SGD with lr=1) still takes an integer step, as NumPy's ``p -= 1 * g`` does."""
+    numbers = [v for v in vars(optimizer).values() if type(v) in (int, float)]
     for p in params:
-        if p.data.dtype.kind in "iub" and p.grad.data.dtype.kind in "fc":
-            raise TypeError(
-                f"cannot update a parameter of {p.data.dtype} {p.shape}: its gradient is "
-                f"{p.grad.data.dtype}, so the update moves it by a fraction, which integers "
-                "cannot hold. Create it with floats, e.g. Parameter(np.array([0.0, 0.0])) or "
-                "Parameter(data.astype(np.float32))")
+        if p.data.dtype.kind in "iub":
+            step = np.result_type(p.grad.data, *numbers)
+            if not np.can_cast(step, p.data.dtype, casting="same_kind"):
+                raise TypeError(
+                    f"cannot update a parameter of {p.data.dtype} {p.shape}: its step (from its "
+                    f"{p.grad.data.dtype} gradient and {type(optimizer).__name__}'s settings) "
+                    f"is {step}, and {p.data.dtype} cannot hold it. Create the parameter with "
+                    "floats, e.g. Parameter(np.array([0.0, 0.0])) or "
+                    "Parameter(data.astype(np.float32))")
 
 
 def _warn_no_gradient():
@@ -335,7 +341,7 @@ class Optimizer:
         for f in self.hooks:
             f(params)
         params = [p for p in params if p.grad is not None]  # a hook (FreezeParam) may remove one
-        _floats_only(params)
+        _floats_only(self, params)
         self.prepare()
         for p in params:
             self.update_one(p)

@@ -303,7 +303,8 @@ def _check_labels(name, x, t):
         elif t.dtype.kind == "f" and t.shape == (N,):
             hint = " (indices are integers: t.astype(int))"
         elif t.ndim == 0:
-            hint = " (a single label: make it a batch of one, np.array([t]))"
+            hint = (" (a single label: make it a batch of one, np.array([t]))" if N == 1 else
+                    f" (one label for {N} examples: the labels must be one per example)")
         raise ValueError(
             f"{name} expects integer labels of shape ({N},), got {t.dtype} {t.shape}; pass "
             f"class indices, not one-hot vectors{hint}"
@@ -322,6 +323,7 @@ def _check_labels(name, x, t):
 #| export dezero_like/functions.py
 from dezero_like import cuda
 from dezero_like.core import Function
+from dezero_like.functions import _per_example
 
 
 class SoftmaxCrossEntropy(Function):
@@ -337,7 +339,7 @@ class SoftmaxCrossEntropy(Function):
         n = x.shape[0]
         z, log_s = _shifted_logsumexp(x, axis=1)
         neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
-        return neg_log_p.sum() / n
+        return _per_example(neg_log_p, n)  # float16: summed in float32
 
     def backward(self, gy):
         x, t = self.inputs

@@ -59,6 +59,7 @@ def test_mode():
 
 # %%
 #| export dezero_like/functions.py
+import sys
 import warnings
 
 from dezero_like import cuda
@@ -67,12 +68,19 @@ from dezero_like.core import Config, as_variable
 
 def _training_without_graph(name, effect):
     """Warn when ``name`` (dropout, batch norm) runs in training mode under ``no_grad()``:
-    nearly always an evaluation loop that forgot ``test_mode()``."""
-    if not Config.enable_backprop:
-        warnings.warn(
-            f"{name} ran in training mode under no_grad(): no_grad() only stops recording the "
-            f"graph, so {effect}. To evaluate, add dezero_like.test_mode() (PyTorch's "
-            "model.eval()): with dz.no_grad(), dz.test_mode(): ...", stacklevel=3)
+    nearly always an evaluation loop that forgot ``test_mode()``. The warning names the first
+    line outside the package (the model's forward, or the loop calling a Sequential)."""
+    if Config.enable_backprop:
+        return
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dezero_like."):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        f"{name} ran in training mode under no_grad(): no_grad() only stops recording the "
+        f"graph, so {effect}. To evaluate, add dezero_like.test_mode() (PyTorch's "
+        "model.eval()): with dz.no_grad(), dz.test_mode(): ... (On purpose, as in Monte Carlo "
+        "dropout? warnings.filterwarnings('ignore', 'dropout ran in training mode'))",
+        stacklevel=level)
 
 
 def dropout(x, dropout_ratio=0.5):
@@ -88,7 +96,8 @@ def dropout(x, dropout_ratio=0.5):
         raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
     if not Config.train:
         return x
-    _training_without_graph("dropout", "it still drops values at random")
+    if dropout_ratio:  # a ratio of 0 drops nothing: nothing to warn about
+        _training_without_graph("dropout", "it still drops values at random")
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
     scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")

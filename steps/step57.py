@@ -39,6 +39,7 @@
 
 # %%
 #| export dezero_like/functions.py
+from dezero_like.core import _ABS
 from dezero_like.utils import forward_names
 
 # PyTorch's name -> what to write here (F is dezero_like.functions)
@@ -59,14 +60,13 @@ _PYTORCH_NAMES = {
     "avg_pool2d": "F.average_pooling(x, kernel_size, stride, pad) (the stride defaults to "
                   "kernel_size, as in PyTorch)",
     "adaptive_avg_pool2d": "F.mean(x, axis=(2, 3), keepdims=True) for an output of size 1 (for "
-                           "size k, F.average_pooling(x, H // k) when k divides the height H)",
+                           "k x k, F.average_pooling(x, (H // k, W // k)) when k divides H and W)",
     "conv_transpose2d": "F.deconv2d(x, W, b, stride, pad), W of shape (C, OC, KH, KW) as in "
                         "PyTorch",
     "embedding": "F.embed_id(ids, W): the rows of W picked by the integer ids",
     "one_hot": "np.eye(n)[t], an array of n columns (labels need no gradient)",
     "sqrt": "x ** 0.5: there is no sqrt function",
-    "abs": "x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) "
-           "for the values alone): there is no abs function",
+    "abs": _ABS + ": there is no abs function",
     "silu": "x * F.sigmoid(x): there is no silu function",
     "hardtanh": "F.clip(x, -1.0, 1.0)",
 }

@@ -132,6 +132,7 @@ def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
 # %%
 #| export dezero_like/functions_conv.py
 import numpy as np
+from dezero_like.functions import _sum_dtype
 from dezero_like.functions_conv import _Pool, _padded, _window_offsets
 
 
@@ -145,10 +146,7 @@ class AveragePooling(_Pool):
     def forward(self, x):
         self._setup("average_pooling", x)
         padded = _padded(x, self.pad, 0)
-        # the window sums in a dtype that holds them: uint8 pixels would wrap around (200 + 200
-        # is 144), and float16 sums pass 65504 where the averages would not
-        wide = {"f": np.float32 if x.dtype == np.float16 else x.dtype, "c": x.dtype}.get(
-            x.dtype.kind, np.float64)
+        wide = _sum_dtype(x.dtype)  # uint8 pixels would wrap (200 + 200 is 144), float16 overflow
         y = None
         for _, index in _window_offsets(self):
             y = padded[index].astype(wide) if y is None else y + padded[index]

@@ -100,7 +100,7 @@ def _pytorch_names(cls, **fixes):
 
 # %%
 #| export dezero_like/core.py
-from dezero_like.core import Variable
+from dezero_like.core import _ABS, Variable
 
 _pytorch_names(
     Variable,
@@ -122,8 +122,7 @@ _pytorch_names(
     argmax="x.data.argmax(axis=1), an array of indices (no gradient, as in PyTorch)",
     argmin="x.data.argmin(axis=1), an array of indices (no gradient, as in PyTorch)",
     exp="F.exp(x)", sqrt="x ** 0.5", pow="x ** p",
-    abs="x * np.sign(x.data), whose gradient is sign(x) as PyTorch's abs (np.abs(x.data) for "
-        "the values alone)",
+    abs=_ABS,
     clamp="F.clip(x, x_min, x_max) (None leaves a side open, as clamp's min= or max=)",
     unsqueeze="F.expand_dims(x, axis)",
     squeeze="x.reshape(...) without the axes of length 1 (x.reshape(-1) turns (N, 1) into (N,))",

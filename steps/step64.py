@@ -57,6 +57,7 @@ from dezero_like.core import (
     _add_grads,
     _as_inputs,
     _global_hooks,
+    _grads_tuple,
     _hooks_for,
     as_array,
 )
@@ -100,10 +101,7 @@ def backward_accumulate(self, *gys):
     a fresh array. A function may override this to compute the fused
     gradient directly (``x * x`` could return ``2 * x * gy`` at once).
     """
-    gxs = self.backward(*gys)
-    if type(gxs) is not tuple:  # one gradient, or a list of them
-        gxs = tuple(gxs) if type(gxs) is list else (gxs,)
-    gxs = list(gxs)
+    gxs = list(_grads_tuple(self.backward(*gys)))
     first = {}
     for i, x in enumerate(self.inputs):
         if id(x) not in first:
@@ -117,7 +115,7 @@ def backward_accumulate(self, *gys):
 
 # %%
 #| export dezero_like/core.py
-from dezero_like.core import Variable, _check_grads, _global_hooks, as_array
+from dezero_like.core import Variable, _check_grads, _global_hooks, _grads_tuple, as_array
 
 
 def _hooks_for(f):
@@ -135,9 +133,7 @@ def _backward_step(f, gys):
     if f._duplicates:  # the same variable in several slots, as in x * x
         gxs = f.backward_accumulate(*gys)
     else:
-        gxs = f.backward(*gys)
-        if type(gxs) is not tuple:  # one gradient, or a list of them
-            gxs = tuple(gxs) if type(gxs) is list else (gxs,)
+        gxs = _grads_tuple(f.backward(*gys))
     for hook in hooks:
         hook.backward_postprocess(f, gys, gxs)
     _check_grads(f, gxs)

@@ -72,7 +72,7 @@ def delete_hook(self, hook):
 
 # %%
 #| export dezero_like/core.py
-from dezero_like.core import Variable, _check_grads, _hooks_for, as_array
+from dezero_like.core import Variable, _check_grads, _grads_tuple, _hooks_for, as_array
 
 _backward_stack: list = []  # functions whose backward is running now, the innermost last
 
@@ -87,9 +87,7 @@ def _backward_step(f, gys):
         if f._duplicates:  # the same variable in several slots, as in x * x
             gxs = f.backward_accumulate(*gys)
         else:
-            gxs = f.backward(*gys)
-            if type(gxs) is not tuple:  # one gradient, or a list of them
-                gxs = tuple(gxs) if type(gxs) is list else (gxs,)
+            gxs = _grads_tuple(f.backward(*gys))
     finally:  # also when backward raises
         _backward_stack.pop()
     for hook in hooks:

@@ -359,7 +359,7 @@ def update(self):
     for f in self.hooks:
         f(params)
     params = [p for p in params if p.grad is not None]  # a hook may remove a grad
-    _floats_only(params)
+    _floats_only(self, params)
     self.prepare()
     self.update_all(params)
 

@@ -121,6 +121,7 @@ from dezero_like.core import (
     _add_grads,
     _as_inputs,
     _global_hooks,
+    _grads_tuple,
     _hooks_for,
     as_array,
 )
@@ -194,10 +195,7 @@ def backward_accumulate(self, *gys):
     a fresh array. A function may override this to compute the fused
     gradient directly (``x * x`` could return ``2 * x * gy`` at once).
     """
-    gxs = self.backward(*gys)
-    if type(gxs) is not tuple:  # one gradient, or a list of them
-        gxs = tuple(gxs) if type(gxs) is list else (gxs,)
-    gxs = list(gxs)
+    gxs = list(_grads_tuple(self.backward(*gys)))
     first = {}
     for i, x in enumerate(self.inputs):
         # a leaf is itself; a computed variable is its place in the graph

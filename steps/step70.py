@@ -450,6 +450,7 @@ from dezero_like.core import (
     _check_grads,
     _from_backward,
     _global_hooks,
+    _grads_tuple,
     _hooks_for,
     _make_variable,
 )
@@ -479,10 +480,7 @@ def _call_backward(f, gys):
     """``f.backward(*gys)`` as a tuple (``backward_accumulate`` for repeated inputs)."""
     if f._duplicates:  # the same variable in several slots, as in x * x
         return f.backward_accumulate(*gys)
-    gxs = f.backward(*gys)
-    if type(gxs) is tuple:
-        return gxs
-    return tuple(gxs) if type(gxs) is list else (gxs,)  # a list of gradients, or one
+    return _grads_tuple(f.backward(*gys))
 
 
 def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):

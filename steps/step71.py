@@ -590,14 +590,14 @@ def forward(self, x):
 #| export dezero_like/functions.py Sigmoid
 import numpy as np
 from dezero_like import cuda
+from dezero_like.functions import _as_float
 
 
 def forward(self, x):
     self.retain_inputs(())
     self.retain_outputs((0,))
     xp = cuda.get_array_module(x)
-    if x.dtype.kind not in "fc":  # integers, booleans: in float64 (not float16)
-        x = x.astype(np.float64)
+    x = _as_float(x)  # integers, booleans: in float64 (not float16)
     if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
         return self.forward(x.astype(np.float32)).astype(np.float16)
     if xp is not np and x.dtype.kind == "f":  # on a GPU: one fused kernel, not four launches
@@ -643,7 +643,7 @@ def backward(self, gy):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import _on_two_devices
-from dezero_like.functions import _check_labels, _shifted_logsumexp
+from dezero_like.functions import _check_labels, _per_example, _shifted_logsumexp
 
 
 def forward(self, x, t):
@@ -667,7 +667,7 @@ def forward(self, x, t):
     neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
     if xp is not np:  # CuPy wraps an out-of-range index around: a bad label gives NaN instead
         neg_log_p = xp.where((t < 0) | (t >= x.shape[1]), xp.nan, neg_log_p)
-    return neg_log_p.sum() / n
+    return _per_example(neg_log_p, n)  # float16: summed in float32
 
 
 # %%

@@ -148,9 +148,20 @@ def test_an_integer_parameter_is_refused_with_the_reason(make):
     m = M()
     optimizer = make().setup(m)
     m().backward()
-    with pytest.raises(TypeError, match=r"of int64 \(2,\): its gradient is float64.*with floats"):
+    with pytest.raises(TypeError, match=r"of int64 \(2,\): its step .* is float64.*with floats"):
         optimizer.update()
     np.testing.assert_array_equal(m.b.data, [0, 0])
+
+
+def test_an_integer_gradient_with_a_fractional_rate_is_refused_before_anything_changes():
+    m = dz.Model()
+    m.w = dz.Parameter(np.array([1.0, 1.0]))  # updated first, if anything were
+    m.k = dz.Parameter(np.array([1, 2]))
+    F.sum(m.w * 2).backward()
+    F.sum(m.k * 3).backward()  # an integer gradient
+    with pytest.raises(TypeError, match=r"int64 gradient and SGD's settings\) is float64"):
+        O.SGD(lr=0.1).setup(m).update()
+    np.testing.assert_array_equal(m.w.data, [1.0, 1.0])
 
 
 def test_an_integer_parameter_with_an_integer_gradient_still_takes_an_integer_step():
@@ -213,9 +224,12 @@ def test_float16_sums_are_made_in_float32(name):
     np.testing.assert_allclose(np.asarray(y.data, np.float64).ravel(), expected, rtol=1e-3)
 
 
-def test_float16_batch_norm_matches_torch():
+@pytest.mark.parametrize("scale, offset", [(1, 8), (300, 0)], ids=["sum", "squares"])
+def test_float16_batch_norm_matches_torch(scale, offset):
+    """A sum past 65504 (activations near 8), and squared deviations past it (about 300)."""
     torch = pytest.importorskip("torch")
-    x = (np.random.default_rng(0).normal(size=(32, 2, 16, 16)) + 8).astype(np.float16)
+    x = (np.random.default_rng(0).normal(size=(32, 2, 16, 16)) * scale + offset)
+    x = x.astype(np.float16)
     ours = L.BatchNorm()(x).data
     theirs = torch.nn.functional.batch_norm(torch.tensor(x), None, None, training=True,
                                             eps=2e-5).numpy()
@@ -236,3 +250,19 @@ def test_small_integers_are_computed_in_float64_not_float16(name, dtype):
         np.testing.assert_allclose(y.data, getattr(np, name)(x.astype(np.float64)), rtol=1e-12)
         F.sum(y).backward()
     assert v.grad.dtype == np.float64
+
+
+def test_the_mode_warning_names_the_callers_line_not_the_package():
+    """Through Sequential and the BatchNorm layer, the warning points at the evaluation line."""
+    model, bn = _dropout_model(), L.BatchNorm()
+    bn(np.random.default_rng(0).standard_normal((8, 3)))
+    with dz.no_grad():
+        with pytest.warns(UserWarning) as caught:
+            model(np.ones((5, 4)))
+            bn(np.ones((8, 3)))
+    assert [w.filename for w in caught] == [__file__, __file__]
+
+
+def test_dropout_of_nothing_under_no_grad_stays_quiet(no_warnings):
+    with dz.no_grad():
+        F.dropout(np.ones(3), 0.0)
