@@ -372,6 +372,11 @@ class Variable:
         if gradient is None and self.grad is not None and self.creator is not None and (
                 _from_backward.get(self, _dead)() is not self.grad):
             gradient = self.grad  # a seed set by hand: y.grad = ...; y.backward() (steps 6-9)
+        if self.creator is None and self in _cut:  # a leaf now: its graph was cut (step 61)
+            warnings.warn(
+                "backward() on a variable whose graph unchain_backward() cut: it reaches nothing, "
+                "so no parameter gets a gradient. Call loss.backward() first, then "
+                "loss.unchain_backward()", RuntimeWarning, stacklevel=2)
         seed = self._seed(gradient, loss_scale, create_graph)
         with using_config("enable_backprop", create_graph):
             _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
@@ -517,6 +522,8 @@ class Variable:
         """
         funcs = [self.creator] if self.creator is not None else []
         self.unchain()
+        if funcs:
+            _cut.add(self)
         seen = set()
         while funcs:
             f = funcs.pop()
@@ -1240,6 +1247,10 @@ def _guard_backward(backward):
 def test_mode():
     """Run code in test mode (dropout becomes the identity)."""
     return using_config("train", False)
+
+
+# --- step 61 ------------------------------------------------------------
+_cut = weakref.WeakSet()  # variables whose graph unchain_backward() cut (backward warns)
 
 
 # --- step 63 ------------------------------------------------------------

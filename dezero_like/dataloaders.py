@@ -76,6 +76,18 @@ class DataLoader:
             self.to_gpu()
         self.reset()
 
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value):
+        if "_batch_size" in self.__dict__:  # set once, by __init__
+            raise AttributeError(
+                f"batch_size is fixed when the loader is made: its {len(self)} batches per epoch "
+                f"are counted from it. Make a new loader: DataLoader(dataset, {value!r})")
+        self._batch_size = value
+
     def reset(self):
         """Start a new epoch: iteration 0, and a fresh order when shuffling."""
         self.iteration = 0

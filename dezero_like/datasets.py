@@ -101,6 +101,8 @@ class Dataset:
         self.target_transform = _identity if target_transform is None else target_transform
         if not callable(self.transform) or not callable(self.target_transform):
             raise TypeError("transform and target_transform must be callables (or None)")
+        _T._not_a_class("Dataset's transform", self.transform)
+        _T._not_a_class("Dataset's target_transform", self.target_transform)
         self.data = None
         self.label = None
         self.prepare()

@@ -142,7 +142,9 @@ def format_array(value):
     a = np.asarray(a.get() if hasattr(a, "get") else a)  # CuPy arrays come to the host
     if a.ndim == 0:
         return f"{a.item():.4g}"
-    return np.array2string(a, precision=3, separator=", ", suppress_small=True)
+    four = lambda v: f"{v:.4g}"  # noqa: E731 - significant digits, not decimals
+    return np.array2string(a, separator=", ", formatter={"float_kind": four,
+                                                           "complex_kind": four})
 
 
 def node_value(v):
@@ -440,6 +442,9 @@ def _png_to_pdf(png_path, pdf_path):
     fig.savefig(str(pdf_path), dpi=dpi)
 
 
+MANY_NODES = 300  # above this, laying the graph out can take Graphviz minutes
+
+
 def plot_dot_graph(output, verbose=True, to_file="graph.png", renderer="auto", values=False):
     """Draw the graph that computed ``output`` into ``to_file`` (PNG, SVG or PDF).
 
@@ -451,8 +456,17 @@ def plot_dot_graph(output, verbose=True, to_file="graph.png", renderer="auto", v
     and :class:`keep_values_for_drawing`). Returns a
     :class:`GraphImage`, which a notebook displays inline.
     """
+    if isinstance(verbose, (str, os.PathLike)):
+        raise TypeError(f"plot_dot_graph's second argument is verbose; to name the file, write "
+                        f"plot_dot_graph(y, to_file={os.fspath(verbose)!r})")
     _format_of(to_file)  # a bad file name fails before any work
-    return render_dot(get_dot_graph(output, verbose, values), to_file, renderer)
+    dot_text = get_dot_graph(output, verbose, values)
+    nodes = dot_text.count(" [label=")
+    if nodes > MANY_NODES:
+        warnings.warn(f"drawing {nodes} nodes: Graphviz may take minutes to lay them out. Draw a "
+                      "smaller graph (fewer time steps, a smaller model, one batch) to see its "
+                      "structure", RenderWarning, stacklevel=2)
+    return render_dot(dot_text, to_file, renderer)
 
 
 def _format_of(to_file):

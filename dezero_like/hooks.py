@@ -126,6 +126,14 @@ def _datas(values):
     return [v.data if isinstance(v, core.Variable) else v for v in values]
 
 
+def _check_file(file, where):
+    """Refuse a ``file`` argument that ``print`` could not write to (e.g. a file name)."""
+    if file is not None and not callable(getattr(file, "write", None)):
+        raise TypeError(
+            f"{where}: file must be an open file, got {type(file).__name__} {file!r}; pass an "
+            "open file (what open(path, 'w') returns), or None for the screen")
+
+
 class TimerHook(_NestingHook):
     """Measure the time spent in each function type, forward and backward separately.
 
@@ -217,7 +225,8 @@ class TimerHook(_NestingHook):
         return "\n".join(lines)
 
     def print_report(self, file=None):
-        """Print :meth:`report` (to ``file``, default standard output)."""
+        """Print :meth:`report` (to ``file``, an open text file; default standard output)."""
+        _check_file(file, "TimerHook.print_report")
         print(self.report(), file=file if file is not None else sys.stdout)
 
 
@@ -240,6 +249,7 @@ class PrintHook(_NestingHook):
 
     def __init__(self, file=None, backward=True):
         super().__init__()
+        _check_file(file, "PrintHook")
         self.file = file
         self.backward = backward
 
@@ -275,13 +285,28 @@ class DebugError(RuntimeError):
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(core.__spec__.origin))  # the package folder
 
 
+def _name_location(filename, lineno):
+    """``file:line``, or ``Cell In[N], line L`` for a Jupyter/IPython cell, as IPython says it."""
+    ipython = sys.modules.get("IPython")  # only if the learner's program already imported it
+    if ipython is not None:
+        try:
+            shell = ipython.get_ipython()
+            named = shell.compile.format_code_name(filename) if shell is not None else None
+        except Exception:  # noqa: BLE001 - an older or unusual IPython: use the file's name
+            named = None
+        if named:
+            label, name = named
+            return f"{label} {name}, line {lineno}"
+    return f"{os.path.basename(filename)}:{lineno}"
+
+
 def _user_location():
     """``file:line`` of the innermost frame outside the dezero_like package."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
-            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+            return _name_location(filename, frame.f_lineno)
         frame = frame.f_back
     return "unknown location"
 
@@ -316,6 +341,21 @@ def _summarise(label, a):
     return text
 
 
+def _call_inputs(function):
+    """The inputs (Variables) of the call of ``function`` now running, or ``()`` if not found.
+
+    Read from the frame of ``Function.__call__``, which holds them as ``inputs``; only used to
+    word an error message.
+    """
+    code = core.Function.__call__.__code__
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code and frame.f_locals.get("self") is function:
+            return tuple(frame.f_locals.get("inputs", ()))
+        frame = frame.f_back
+    return ()
+
+
 def _where(function):
     """Where ``function``'s forward was called, as :class:`DebugHook` remembered it."""
     return getattr(function, "_debug_location",
@@ -345,7 +385,7 @@ class DebugHook(_NestingHook):
                 context = (f" (inside the backward of {type(outer).__name__}, whose forward was "
                            f"called at {_where(outer)})")
             inputs = "; ".join(_summarise(f"input {i}", x) for i, x in enumerate(in_data))
-            hint = self._hint(in_data)
+            hint = self._hint(in_data, _call_inputs(function))
             raise DebugError(
                 f"forward of {type(function).__name__}{context} produced {bad[1]} in output {k} "
                 f"at index {bad[0]}, called at {where}; inputs had {inputs}{hint}"
@@ -397,11 +437,26 @@ class DebugHook(_NestingHook):
                 "(cleargrad()), or the seed given to backward() held it")
 
     @staticmethod
-    def _hint(arrays):
-        if any(_first_bad(a) is not None for a in arrays):
-            return (". What it received already held NaN/Inf: the problem started earlier "
-                    "(in the data, or in a function run outside debug_mode)")
-        return ""
+    def _hint(arrays, inputs=()):
+        """What to add when the arrays a function received (``inputs``: their Variables, if
+        known) already held NaN/Inf: where such a value can come from."""
+        bad = [i for i, a in enumerate(arrays) if _first_bad(a) is not None]
+        if not bad:
+            return ""
+        params = [(i, inputs[i]) for i in bad
+                  if i < len(inputs) and isinstance(inputs[i], core.Parameter)]
+        earlier = "(in the data, or in a function run outside debug_mode)"
+        if not params:
+            return f". What it received already held NaN/Inf: the problem started earlier {earlier}"
+        named = " and ".join(
+            f"input {i} (the Parameter '{p.name}')" if p.name else f"input {i} (a Parameter)"
+            for i, p in params)
+        text = (f". What it received already held NaN/Inf in {named}: an optimizer update (a "
+                f"learning rate too large?) may have made {'it' if len(params) == 1 else 'them'} "
+                "so; updates are not checked by debug_mode")
+        if len(params) < len(bad):
+            text += f"; the other bad inputs started earlier {earlier}"
+        return text
 
 
 def debug_mode():

@@ -217,7 +217,7 @@ class Layer:
 
     # (step 55)
     def save_weights(self, path):
-        """Write every parameter to the ``.npz`` file ``path`` (exactly this name).
+        """Write every parameter to the ``.npz`` file ``path`` (exactly this name; ``~`` is home).
 
         The file is written next to ``path`` under a temporary name and then
         renamed over it, so an interrupted save never leaves a half-written file.
@@ -235,7 +235,7 @@ class Layer:
                 "forward pass first"
             )
         arrays = {key: cuda.as_numpy(p.data) for key, p in params.items()}
-        path = os.fspath(path)
+        path = os.path.expanduser(os.fspath(path))  # "~/w.npz" is in the home folder
         # checked first: otherwise the error would name the temporary file
         if os.path.isdir(path) or path.endswith(("/", os.sep)):
             raise IsADirectoryError(
@@ -444,9 +444,20 @@ def _write_npz(f, arrays):
 
 def _read_npz(path):
     """All arrays of an ``.npz`` file, fully read (so a damaged member fails here)."""
-    name = os.fspath(path)
-    with open(name, "rb") as f:  # FileNotFoundError stays what it is
-        raw = f.read()  # parsed from memory: no file handle can stay open on an error
+    given = os.fspath(path)
+    name = os.path.expanduser(given)  # "~/w.npz" is in the home folder, as in a shell
+    try:
+        with open(name, "rb") as f:
+            raw = f.read()  # parsed from memory: no file handle can stay open on an error
+    except FileNotFoundError:
+        # save_weights("w") writes exactly "w": the other spelling may be the file meant
+        other = given[:-len(".npz")] if given.endswith(".npz") else given + ".npz"
+        if not os.path.isfile(os.path.expanduser(other)):
+            raise
+        raise FileNotFoundError(
+            f"cannot load weights: there is no file {name}, but there is {other}: "
+            f"load_weights({other!r}) (save_weights writes exactly the name it is given and "
+            "adds no .npz)") from None
     try:
         if not raw.startswith((b"PK", b"\x93NUMPY")):  # NumPy would try it as a pickle
             raise ValueError("it is not an .npz archive (save_weights writes those)")

@@ -8,6 +8,8 @@ helpers print the full path of each file they write.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +28,15 @@ def output_dir(step):
 
 
 def save_figure(fig, path):
-    """Save a Matplotlib figure to ``path`` (format from its extension), print the path."""
-    path = Path(path).resolve()
+    """Save a Matplotlib figure to ``path`` (format from its extension), print the path.
+
+    A path without an extension gets ``.png`` (the file Matplotlib would write), and
+    ``~`` is the home folder. Returns the full path of the file written.
+    """
+    path = Path(path).expanduser()
+    if not path.suffix:  # Matplotlib would write "c.png" for "c": name the file it writes
+        path = path.with_name(path.name + ".png")
+    path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80, bbox_inches="tight")
     print("wrote", path)
@@ -54,21 +63,29 @@ def plot_curves(curves, *, xlabel="epoch", title=None, to_file=None, logy=False)
     test accuracy, or one curve per optimizer). Values are plotted against
     1, 2, ... (the epoch or iteration number). With ``to_file`` the figure is
     also saved there (:func:`save_figure`). ``logy`` puts every panel's y axis
-    on a log scale.
+    on a log scale. An empty curve is refused; NaN or inf values (a training
+    run that diverged) draw nothing, so they give a warning that says where
+    they start.
     """
     import matplotlib.pyplot as plt
 
+    if not isinstance(curves, Mapping):
+        raise TypeError(
+            f"plot_curves takes a dict {{name: values}}, got {type(curves).__name__}; "
+            "e.g. plot_curves({'loss': losses}) (the name labels the panel's y axis)")
     if not curves:
         raise ValueError("plot_curves needs at least one curve, e.g. {'loss': losses}")
-    fig, axes = plt.subplots(1, len(curves), figsize=(4.5 * len(curves), 3.3), squeeze=False)
-    for ax, (ylabel, series) in zip(axes[0], curves.items()):
-        if not isinstance(series, dict):
+    panels = {}  # checked before anything is drawn
+    for ylabel, series in curves.items():
+        if not isinstance(series, Mapping):
             series = {None: series}
+        panels[ylabel] = checked = {}
+        for label, values in series.items():  # a loop, not a comprehension: the warnings'
+            name = ylabel if label is None else f"{ylabel}/{label}"  # stacklevel counts frames
+            checked[label] = _curve_values(name, values)
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.5 * len(curves), 3.3), squeeze=False)
+    for ax, (ylabel, series) in zip(axes[0], panels.items()):
         for label, values in series.items():
-            values = np.asarray(values, dtype=float)
-            if values.ndim != 1:
-                raise ValueError(f"curve {ylabel!r}/{label!r} must be a 1-D sequence of numbers, "
-                                 f"got shape {values.shape}")
             ax.plot(np.arange(1, len(values) + 1), values, label=label)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -80,6 +97,34 @@ def plot_curves(curves, *, xlabel="epoch", title=None, to_file=None, logy=False)
     if title:
         fig.suptitle(title)
     return _finish(fig, to_file)
+
+
+def _curve_values(name, values):
+    """``values`` as a 1-D float array; refuse an empty curve, warn about NaN/inf in it."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1:
+        raise ValueError(f"curve {name!r} must be a 1-D sequence of numbers, "
+                         f"got shape {values.shape}")
+    if values.size == 0:
+        raise ValueError(f"curve {name!r} is empty: there is nothing to draw (were the values "
+                         "appended to the list inside the training loop?)")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        k = int(np.argmax(bad))  # the first NaN/inf, counted from 0
+        if bad[k:].all():
+            warnings.warn(
+                f"curve {name!r} is NaN or inf from point {k + 1} on (training diverged at point "
+                f"{k + 1}?): "
+                + (f"the panel shows only the {k} points before it" if k else "nothing is drawn")
+                + ". A learning rate too large is a usual cause; debug_mode() finds the "
+                "function that made the first NaN/inf",
+                UserWarning, stacklevel=3)
+        else:
+            n = int(bad.sum())
+            warnings.warn(
+                f"curve {name!r} has {n} NaN/inf value{'s' if n > 1 else ''}, the first at point "
+                f"{k + 1} ({values[k]}); the line has gaps there", UserWarning, stacklevel=3)
+    return values
 
 
 def plot_paths(f, paths, *, xlim, ylim, levels=30, title=None, to_file=None, log_levels=False):

@@ -23,6 +23,14 @@ import numpy as np
 
 
 # --- step 51 ------------------------------------------------------------
+def _not_a_class(where, t):
+    """Refuse a transform class given where its instance belongs (``T.ToFloat`` for
+    ``T.ToFloat()``): called on an image, the class would build a transform, not an image."""
+    if isinstance(t, type) and any("__call__" in vars(k) for k in t.__mro__[:-1]):
+        raise TypeError(f"{where} got the class {t.__name__}, not a transform: write "
+                        f"{t.__name__}() (with its arguments, if it takes any)")
+
+
 class Compose:
     """Apply several transforms in order: ``Compose([f, g])(x) == g(f(x))``.
 
@@ -34,6 +42,7 @@ class Compose:
         for t in transforms:
             if not callable(t):
                 raise TypeError(f"Compose takes callables, got {type(t).__name__}: {t!r}")
+            _not_a_class("Compose", t)
         self.transforms = transforms
 
     def __call__(self, x):

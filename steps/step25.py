@@ -243,9 +243,11 @@ def _array(value):
 
 
 # %% [markdown]
-# `format_array` is the text of a value in a node: a scalar with 4 significant digits, an array
-# of at most `MAX_SHOWN_ELEMENTS` numbers in full (3 decimals), a larger one as its shape and
-# dtype, so that nodes stay small. A CuPy array is first copied to the host (`.get()`).
+# `format_array` is the text of a value in a node: every number with 4 significant digits (a
+# gradient of `5.5e-06` must not be drawn as `0.`, which fixed decimals would do: a vanishing
+# gradient is exactly what a picture of backprop is asked to show), an array of at most
+# `MAX_SHOWN_ELEMENTS` numbers in full, a larger one as its shape and dtype, so that nodes stay
+# small. A CuPy array is first copied to the host (`.get()`).
 
 # %%
 #| export dezero_like/graph.py
@@ -264,7 +266,9 @@ def format_array(value):
     a = np.asarray(a.get() if hasattr(a, "get") else a)  # CuPy arrays come to the host
     if a.ndim == 0:
         return f"{a.item():.4g}"
-    return np.array2string(a, precision=3, separator=", ", suppress_small=True)
+    four = lambda v: f"{v:.4g}"  # noqa: E731 - significant digits, not decimals
+    return np.array2string(a, separator=", ", formatter={"float_kind": four,
+                                                           "complex_kind": four})
 
 
 # %% [markdown]

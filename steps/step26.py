@@ -261,11 +261,20 @@ def _png_to_pdf(png_path, pdf_path):
 # %% [markdown]
 # `plot_dot_graph` is `get_dot_graph` followed by `render_dot`. It first reads the format from
 # the file's extension (`_format_of`, next cell), so a bad file name fails before the graph is
-# walked.
+# walked. A file name passed second, `plot_dot_graph(y, "sphere.png")`, would land in `verbose`
+# (the book's order) and the picture in `graph.png`: refused, with the keyword to write. Graphviz
+# lays a graph out in time that grows faster than its size: a few hundred nodes (an RNN
+# unrolled over 30 steps has about 480) take tens of seconds, and more can take minutes, so a
+# graph of more than `MANY_NODES` nodes gets a warning first, with what to draw instead.
 
 # %%
 #| export dezero_like/graph.py
-from dezero_like.graph import get_dot_graph
+import os
+import warnings
+
+from dezero_like.graph import RenderWarning, get_dot_graph
+
+MANY_NODES = 300  # above this, laying the graph out can take Graphviz minutes
 
 
 def plot_dot_graph(output, verbose=True, to_file="graph.png", renderer="auto", values=False):
@@ -279,8 +288,17 @@ def plot_dot_graph(output, verbose=True, to_file="graph.png", renderer="auto", v
     and :class:`keep_values_for_drawing`). Returns a
     :class:`GraphImage`, which a notebook displays inline.
     """
+    if isinstance(verbose, (str, os.PathLike)):
+        raise TypeError(f"plot_dot_graph's second argument is verbose; to name the file, write "
+                        f"plot_dot_graph(y, to_file={os.fspath(verbose)!r})")
     _format_of(to_file)  # a bad file name fails before any work
-    return render_dot(get_dot_graph(output, verbose, values), to_file, renderer)
+    dot_text = get_dot_graph(output, verbose, values)
+    nodes = dot_text.count(" [label=")
+    if nodes > MANY_NODES:
+        warnings.warn(f"drawing {nodes} nodes: Graphviz may take minutes to lay them out. Draw a "
+                      "smaller graph (fewer time steps, a smaller model, one batch) to see its "
+                      "structure", RenderWarning, stacklevel=2)
+    return render_dot(dot_text, to_file, renderer)
 
 
 # %%

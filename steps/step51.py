@@ -31,7 +31,10 @@
 
 # %% [markdown]
 # A transform is any callable applied to one example. `Compose` chains several, first to last, and
-# checks that each is callable when the list is built, not at the first example. The `__repr__`
+# checks that each is callable when the list is built, not at the first example. A transform
+# class written without its parentheses (`T.ToFloat` for `T.ToFloat()`) is callable too, but
+# calling it on an image builds a transform, and the error would come later from somewhere
+# else: `_not_a_class` refuses it at once (a data set's `transform` too). The `__repr__`
 # methods here make a whole pipeline print as the steps it applies.
 
 # %%
@@ -51,6 +54,14 @@ Every transform is an object with ``__call__(x)`` and a readable ``repr``, so a
 pipeline prints as what it does.
 """
 
+def _not_a_class(where, t):
+    """Refuse a transform class given where its instance belongs (``T.ToFloat`` for
+    ``T.ToFloat()``): called on an image, the class would build a transform, not an image."""
+    if isinstance(t, type) and any("__call__" in vars(k) for k in t.__mro__[:-1]):
+        raise TypeError(f"{where} got the class {t.__name__}, not a transform: write "
+                        f"{t.__name__}() (with its arguments, if it takes any)")
+
+
 class Compose:
     """Apply several transforms in order: ``Compose([f, g])(x) == g(f(x))``.
 
@@ -62,6 +73,7 @@ class Compose:
         for t in transforms:
             if not callable(t):
                 raise TypeError(f"Compose takes callables, got {type(t).__name__}: {t!r}")
+            _not_a_class("Compose", t)
         self.transforms = transforms
 
     def __call__(self, x):
@@ -281,6 +293,7 @@ def _identity(x):
 # %%
 #| export dezero_like/datasets.py
 import numpy as np
+from dezero_like import transforms as _T
 from dezero_like.datasets import _flag
 
 
@@ -305,6 +318,8 @@ class Dataset:
         self.target_transform = _identity if target_transform is None else target_transform
         if not callable(self.transform) or not callable(self.target_transform):
             raise TypeError("transform and target_transform must be callables (or None)")
+        _T._not_a_class("Dataset's transform", self.transform)
+        _T._not_a_class("Dataset's target_transform", self.target_transform)
         self.data = None
         self.label = None
         self.prepare()

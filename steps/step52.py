@@ -132,7 +132,10 @@ def as_cupy(x):
 # The arguments are checked when the loader is made: `shuffle` and `gpu` must be `True` or
 # `False` (or `None` for `shuffle`; the string `"no"` is true), and `seed` an int >= 0 (or what
 # `np.random.default_rng` takes: a `Generator`, a `SeedSequence`), not `1.5`. With
-# `shuffle=False` the order is always the same and a `seed` has nothing to do.
+# `shuffle=False` the order is always the same and a `seed` has nothing to do. The number of
+# batches is counted from `batch_size` when the loader is made, so `batch_size` cannot be
+# changed afterwards (`loader.batch_size = 10` would have read 30 of 300 examples an epoch):
+# a new batch size is a new loader.
 
 # %%
 #| export dezero_like/dataloaders.py
@@ -205,6 +208,18 @@ class DataLoader:
         if gpu:
             self.to_gpu()
         self.reset()
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value):
+        if "_batch_size" in self.__dict__:  # set once, by __init__
+            raise AttributeError(
+                f"batch_size is fixed when the loader is made: its {len(self)} batches per epoch "
+                f"are counted from it. Make a new loader: DataLoader(dataset, {value!r})")
+        self._batch_size = value
 
     def reset(self):
         """Start a new epoch: iteration 0, and a fresh order when shuffling."""

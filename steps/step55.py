@@ -38,7 +38,9 @@
 # a dictionary of arrays. It reads the bytes first and
 # parses them from memory, so no file stays open if parsing fails; `allow_pickle=False` means the
 # file can hold arrays only, never Python objects. Any parsing failure becomes one `ValueError` that
-# names the file.
+# names the file. A path that starts with `~` means the home folder, as in a shell. When the file
+# is missing but the same name with (or without) `.npz` exists, the error names that file: a model
+# saved as `w` and loaded as `w.npz` is a common slip.
 
 # %%
 #| export dezero_like/layers.py
@@ -64,9 +66,20 @@ def _write_npz(f, arrays):
 
 def _read_npz(path):
     """All arrays of an ``.npz`` file, fully read (so a damaged member fails here)."""
-    name = os.fspath(path)
-    with open(name, "rb") as f:  # FileNotFoundError stays what it is
-        raw = f.read()  # parsed from memory: no file handle can stay open on an error
+    given = os.fspath(path)
+    name = os.path.expanduser(given)  # "~/w.npz" is in the home folder, as in a shell
+    try:
+        with open(name, "rb") as f:
+            raw = f.read()  # parsed from memory: no file handle can stay open on an error
+    except FileNotFoundError:
+        # save_weights("w") writes exactly "w": the other spelling may be the file meant
+        other = given[:-len(".npz")] if given.endswith(".npz") else given + ".npz"
+        if not os.path.isfile(os.path.expanduser(other)):
+            raise
+        raise FileNotFoundError(
+            f"cannot load weights: there is no file {name}, but there is {other}: "
+            f"load_weights({other!r}) (save_weights writes exactly the name it is given and "
+            "adds no .npz)") from None
     try:
         if not raw.startswith((b"PK", b"\x93NUMPY")):  # NumPy would try it as a pickle
             raise ValueError("it is not an .npz archive (save_weights writes those)")
@@ -150,7 +163,7 @@ def __getstate__(self):
 
 
 def save_weights(self, path):
-    """Write every parameter to the ``.npz`` file ``path`` (exactly this name).
+    """Write every parameter to the ``.npz`` file ``path`` (exactly this name; ``~`` is home).
 
     The file is written next to ``path`` under a temporary name and then
     renamed over it, so an interrupted save never leaves a half-written file.
@@ -168,7 +181,7 @@ def save_weights(self, path):
             "forward pass first"
         )
     arrays = {key: cuda.as_numpy(p.data) for key, p in params.items()}
-    path = os.fspath(path)
+    path = os.path.expanduser(os.fspath(path))  # "~/w.npz" is in the home folder
     # checked first: otherwise the error would name the temporary file
     if os.path.isdir(path) or path.endswith(("/", os.sep)):
         raise IsADirectoryError(

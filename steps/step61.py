@@ -35,9 +35,21 @@
 # This is not PyTorch's `h.detach()`, which makes a new, cut-off variable and leaves the graph as
 # it is. `unchain_backward` cuts the graph itself, so it belongs **after** `loss.backward()`: cut
 # before, and the backward stops at the cut, leaving the recurrent weights without gradients.
+# That mistake would be silent (the loss would simply stop improving), so the variable cut is
+# remembered in `_cut`, a set that holds it only weakly, and a `backward()` on it warns.
+
+# %%
+#| export dezero_like/core.py
+import weakref
+
+_cut = weakref.WeakSet()  # variables whose graph unchain_backward() cut (backward warns)
+
 
 # %%
 #| export dezero_like/core.py Variable
+from dezero_like.core import _cut
+
+
 def unchain(self):
     """Cut this variable from its creator: it becomes a leaf."""
     self.creator = None
@@ -52,6 +64,8 @@ def unchain_backward(self):
     """
     funcs = [self.creator] if self.creator is not None else []
     self.unchain()
+    if funcs:
+        _cut.add(self)
     seen = set()
     while funcs:
         f = funcs.pop()

@@ -147,6 +147,21 @@ def _datas(values):
 
 
 # %% [markdown]
+# Both hooks that print take a `file` to print to, as Python's `print` does: an *open* file, not a
+# file name. `_check_file` refuses a name (or anything else that cannot be written to) when it is
+# given, instead of at the first print, where the error would be far from its cause.
+
+# %%
+#| export dezero_like/hooks.py
+def _check_file(file, where):
+    """Refuse a ``file`` argument that ``print`` could not write to (e.g. a file name)."""
+    if file is not None and not callable(getattr(file, "write", None)):
+        raise TypeError(
+            f"{where}: file must be an open file, got {type(file).__name__} {file!r}; pass an "
+            "open file (what open(path, 'w') returns), or None for the screen")
+
+
+# %% [markdown]
 # `TimerHook` stores a start time in `*_preprocess` and records the elapsed time in
 # `*_postprocess`, keyed by the function object and the phase. A forward that runs inside a
 # backward gets no start time (`_in_backward`), so it is counted only as part of that backward.
@@ -249,7 +264,8 @@ class TimerHook(_NestingHook):
         return "\n".join(lines)
 
     def print_report(self, file=None):
-        """Print :meth:`report` (to ``file``, default standard output)."""
+        """Print :meth:`report` (to ``file``, an open text file; default standard output)."""
+        _check_file(file, "TimerHook.print_report")
         print(self.report(), file=file if file is not None else sys.stdout)
 
 
@@ -292,6 +308,7 @@ class PrintHook(_NestingHook):
 
     def __init__(self, file=None, backward=True):
         super().__init__()
+        _check_file(file, "PrintHook")
         self.file = file
         self.backward = backward
 

@@ -124,12 +124,29 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(core.__spec__.origin))  # the pac
 # %% [markdown]
 # `_user_location` walks up the call stack and returns the first frame whose file is outside the
 # package: the line in the learner's script that led to the call, rather than a line inside
-# `core.py`.
+# `core.py`. In Jupyter a cell's code lives in a temporary file with a number for a name
+# (`2179349065.py`), which tells the learner nothing; so `_name_location` asks IPython, when it is
+# running, for the name its own tracebacks use, `Cell In[3], line 2`.
 
 # %%
 #| export dezero_like/hooks.py
 import os
 import sys
+
+
+def _name_location(filename, lineno):
+    """``file:line``, or ``Cell In[N], line L`` for a Jupyter/IPython cell, as IPython says it."""
+    ipython = sys.modules.get("IPython")  # only if the learner's program already imported it
+    if ipython is not None:
+        try:
+            shell = ipython.get_ipython()
+            named = shell.compile.format_code_name(filename) if shell is not None else None
+        except Exception:  # noqa: BLE001 - an older or unusual IPython: use the file's name
+            named = None
+        if named:
+            label, name = named
+            return f"{label} {name}, line {lineno}"
+    return f"{os.path.basename(filename)}:{lineno}"
 
 
 def _user_location():
@@ -138,7 +155,7 @@ def _user_location():
     while frame is not None:
         filename = frame.f_code.co_filename
         if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
-            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+            return _name_location(filename, frame.f_lineno)
         frame = frame.f_back
     return "unknown location"
 
@@ -234,9 +251,40 @@ def _accumulate_leaf(x, gx):
         if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
             hook.leaf_postprocess(x)
 
+# %% [markdown]
+# A bad value that a function *receives* usually comes from the data or from code that ran
+# outside debug mode. One more source is common in training: the optimizer's update, which is
+# plain array arithmetic that no hook sees. A learning rate far too large can turn a weight into
+# `inf` between two forward passes. So when a bad input is a `Parameter`, the message names it and
+# says that an update may have made it. The hook is given the input arrays only; `_call_inputs`
+# finds the Variables themselves in the `Function.__call__` that is running on the call stack.
+
 # %%
 #| export dezero_like/hooks.py
-from dezero_like.hooks import _NestingHook, _datas
+import sys
+
+from dezero_like import core
+
+
+def _call_inputs(function):
+    """The inputs (Variables) of the call of ``function`` now running, or ``()`` if not found.
+
+    Read from the frame of ``Function.__call__``, which holds them as ``inputs``; only used to
+    word an error message.
+    """
+    code = core.Function.__call__.__code__
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code and frame.f_locals.get("self") is function:
+            return tuple(frame.f_locals.get("inputs", ()))
+        frame = frame.f_back
+    return ()
+
+
+# %%
+#| export dezero_like/hooks.py
+from dezero_like import core
+from dezero_like.hooks import _NestingHook, _call_inputs, _datas
 
 
 def _where(function):
@@ -268,7 +316,7 @@ class DebugHook(_NestingHook):
                 context = (f" (inside the backward of {type(outer).__name__}, whose forward was "
                            f"called at {_where(outer)})")
             inputs = "; ".join(_summarise(f"input {i}", x) for i, x in enumerate(in_data))
-            hint = self._hint(in_data)
+            hint = self._hint(in_data, _call_inputs(function))
             raise DebugError(
                 f"forward of {type(function).__name__}{context} produced {bad[1]} in output {k} "
                 f"at index {bad[0]}, called at {where}; inputs had {inputs}{hint}"
@@ -320,11 +368,26 @@ class DebugHook(_NestingHook):
                 "(cleargrad()), or the seed given to backward() held it")
 
     @staticmethod
-    def _hint(arrays):
-        if any(_first_bad(a) is not None for a in arrays):
-            return (". What it received already held NaN/Inf: the problem started earlier "
-                    "(in the data, or in a function run outside debug_mode)")
-        return ""
+    def _hint(arrays, inputs=()):
+        """What to add when the arrays a function received (``inputs``: their Variables, if
+        known) already held NaN/Inf: where such a value can come from."""
+        bad = [i for i, a in enumerate(arrays) if _first_bad(a) is not None]
+        if not bad:
+            return ""
+        params = [(i, inputs[i]) for i in bad
+                  if i < len(inputs) and isinstance(inputs[i], core.Parameter)]
+        earlier = "(in the data, or in a function run outside debug_mode)"
+        if not params:
+            return f". What it received already held NaN/Inf: the problem started earlier {earlier}"
+        named = " and ".join(
+            f"input {i} (the Parameter '{p.name}')" if p.name else f"input {i} (a Parameter)"
+            for i, p in params)
+        text = (f". What it received already held NaN/Inf in {named}: an optimizer update (a "
+                f"learning rate too large?) may have made {'it' if len(params) == 1 else 'them'} "
+                "so; updates are not checked by debug_mode")
+        if len(params) < len(bad):
+            text += f"; the other bad inputs started earlier {earlier}"
+        return text
 
 
 # %% [markdown]

@@ -75,12 +75,14 @@ with np.errstate(over="ignore"):
 #| export dezero_like/core.py Variable
 import math
 import numbers
+import warnings
 
 from dezero_like import cuda
 from dezero_like.core import (
     _F,
     Variable,
     _backprop,
+    _cut,
     _is_array,
     _on_two_devices,
     as_array,
@@ -149,6 +151,11 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
     if gradient is None and self.grad is not None and self.creator is not None and (
             _from_backward.get(self, _dead)() is not self.grad):
         gradient = self.grad  # a seed set by hand: y.grad = ...; y.backward() (steps 6-9)
+    if self.creator is None and self in _cut:  # a leaf now: its graph was cut (step 61)
+        warnings.warn(
+            "backward() on a variable whose graph unchain_backward() cut: it reaches nothing, "
+            "so no parameter gets a gradient. Call loss.backward() first, then "
+            "loss.unchain_backward()", RuntimeWarning, stacklevel=2)
     seed = self._seed(gradient, loss_scale, create_graph)
     with using_config("enable_backprop", create_graph):
         _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
