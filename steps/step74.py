@@ -37,7 +37,8 @@ from dezero_like import distributed as D
 # files, over test images instead: the output says which), a global batch of 100
 # (50 per process with two), float64 weights so that the comparison below is
 # not blurred by float32 rounding. Rank 0 writes the final weights to the file
-# named on the command line.
+# named on the command line, and the loss of every step (averaged over the
+# processes) beside them, for the plot below.
 
 # %%
 TRAIN = textwrap.dedent("""
@@ -61,16 +62,16 @@ TRAIN = textwrap.dedent("""
     loader = D.DistributedDataLoader(train_set, 100, comm, seed=0)
     optimizer = SGD(lr=1.0).setup(model).add_hook(D.AllreduceGrads(comm))
 
-    start = time.perf_counter()
+    start, losses = time.perf_counter(), []
     for i, (x, t) in enumerate(loader):
         loss = F.softmax_cross_entropy(model(x.astype(np.float64)), t)
         model.cleargrads()
         loss.backward()
         optimizer.update()
-        if i % 20 == 0 or i == len(loader) - 1:
-            (mean_loss,) = comm.allreduce_mean([loss.data])
-            if comm.rank == 0:
-                print(f"step {i + 1:3d}/{len(loader)}  loss {float(mean_loss):.4f}", flush=True)
+        (mean_loss,) = comm.allreduce_mean([loss.data])  # the whole batch's loss
+        losses.append(float(mean_loss))
+        if comm.rank == 0 and (i % 20 == 0 or i == len(loader) - 1):
+            print(f"step {i + 1:3d}/{len(loader)}  loss {losses[-1]:.4f}", flush=True)
     seconds = time.perf_counter() - start
     if comm.rank == 0:
         x = np.stack([test_set[i][0] for i in range(len(test_set))]).astype(np.float64)
@@ -80,17 +81,19 @@ TRAIN = textwrap.dedent("""
         print(f"{comm.size} process(es): {len(loader)} steps of {loader.local_size} examples "
               f"each, {seconds:.2f} s; test accuracy {acc:.4f}", flush=True)
         np.savez(sys.argv[1], **{k: p.data for k, p in model._flatten_params().items()})
+        np.save(sys.argv[1] + ".losses.npy", np.array(losses))
 """)
 
 
 def train(n, folder):
-    """Run the training script on ``n`` processes; return (its output, the final weights).
+    """Run the training script on ``n`` processes; return (its output, the final weights,
+    the loss of every step).
 
     ``D.run_program`` (step 72) starts it with mpiexec, one BLAS thread per process.
     """
     weights = os.path.join(folder, f"w{n}.npz")
     out = D.run_program(TRAIN, n, args=[weights])
-    return out, dict(np.load(weights))
+    return out, dict(np.load(weights)), np.load(weights + ".losses.npy")
 
 
 # %% [markdown]
@@ -109,9 +112,9 @@ print(train_set.summary)
 
 # %%
 with tempfile.TemporaryDirectory() as folder:
-    out1, w1 = train(1, folder)
+    out1, w1, losses1 = train(1, folder)
     print(out1)
-    out2, w2 = train(2, folder)
+    out2, w2, losses2 = train(2, folder)
     print(out2)
 
 # %% [markdown]
@@ -123,6 +126,20 @@ with tempfile.TemporaryDirectory() as folder:
 # %%
 for key in w1:
     print(f"{key:5}: largest difference, 1 process vs 2: {np.abs(w1[key] - w2[key]).max():.1e}")
+
+# %% [markdown]
+# Every step's loss, both runs on one plot: the two curves lie on top of each
+# other (the largest difference is printed under it).
+
+# %%
+from dezero_like.plot import output_dir, plot_curves, save_figure  # noqa: E402
+
+fig = plot_curves({"training loss": {"1 process": losses1, "2 processes (dashed)": losses2}},
+                  xlabel="step", title="One process against two: the same steps")
+fig.axes[0].lines[1].set_linestyle("--")
+fig.axes[0].legend()
+save_figure(fig, output_dir(74) / "losses.png")
+print(f"largest difference between the two loss curves: {np.abs(losses1 - losses2).max():.1e}")
 
 # %% [markdown]
 # Were two processes also *faster*? The scripts timed their training loops:

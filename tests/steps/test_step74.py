@@ -17,6 +17,10 @@ def test_one_and_two_processes_end_with_the_same_weights(load_step):
     for key in step.w1:
         assert step.w1[key].dtype == np.float64
         np.testing.assert_allclose(step.w2[key], step.w1[key], rtol=1e-10, atol=1e-12)
+    # the plotted curves: every step's loss, averaged over the processes, the same in both runs
+    assert step.losses1.shape == step.losses2.shape == (60,)
+    np.testing.assert_allclose(step.losses2, step.losses1, rtol=1e-10)
+    assert step.losses1[-1] < step.losses1[0] / 3
 
 
 def test_rank_0_alone_prints_and_the_runs_learn(load_step):
