@@ -291,6 +291,36 @@ for k, (xb, tb) in enumerate(tiny_loader):
     print(f"batch {k}: time steps {xb[:, 0].tolist()}, targets {tb[:, 0].tolist()}")
 
 # %% [markdown]
+# The same in a picture. Top: the series, each stream in its own colour. Bottom:
+# the batches as columns, one row per stream; reading a row from left to right
+# walks through one stream in time order, which is the order the model's state
+# for that row sees.
+
+# %%
+batches = np.stack([xb[:, 0] for xb, _ in tiny_loader], axis=1)  # (streams, batches)
+colours = plt.cm.tab10(np.arange(len(batches)))
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.5, 3.6), height_ratios=(1, 2.2))
+for i, steps in enumerate(batches):
+    for t in steps:
+        top.add_patch(plt.Rectangle((t, 0), 0.9, 0.9, color=colours[i], alpha=0.6))
+        top.text(t + 0.45, 0.45, str(t), ha="center", va="center", fontsize=9)
+        k = int(np.argmax(steps == t))
+        bottom.add_patch(plt.Rectangle((k, len(batches) - 1 - i), 0.9, 0.9, color=colours[i],
+                                       alpha=0.6))
+        bottom.text(k + 0.45, len(batches) - 0.55 - i, str(t), ha="center", va="center",
+                    fontsize=9)
+top.set(xlim=(0, 12), ylim=(0, 1), yticks=[], xticks=[], title="the series: time steps 0-11")
+bottom.set(xlim=(0, batches.shape[1]), ylim=(0, len(batches)), xlabel="batch",
+           xticks=np.arange(batches.shape[1]) + 0.45, xticklabels=range(batches.shape[1]),
+           yticks=np.arange(len(batches)) + 0.45,
+           yticklabels=[f"stream {i}" for i in reversed(range(len(batches)))])
+for side in ("top", "right"):
+    bottom.spines[side].set_visible(False)
+fig.tight_layout()
+save_figure(fig, out_dir / "streams.png")
+plt.show()
+
+# %% [markdown]
 # ## Training an LSTM on the noisy sine
 #
 # 10 streams of about 100 steps each, an LSTM with 20 units, truncation every
