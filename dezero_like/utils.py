@@ -67,9 +67,7 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
             return sum(float(cuda.as_numpy(v.data).sum()) for v in y)
         return float(cuda.as_numpy(as_variable(y).data).sum())
 
-    it = np.nditer(x_data, flags=["multi_index"], op_flags=[["readwrite"]])
-    while not it.finished:
-        idx = it.multi_index
+    for idx in np.ndindex(x_data.shape):  # every element's index (one for 0-d, none if empty)
         original = x_data[idx].copy()
         x_data[idx] = original + eps
         y_plus = total(x_data.copy())
@@ -77,7 +75,6 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
         y_minus = total(x_data.copy())
         x_data[idx] = original
         grad[idx] = (y_plus - y_minus) / (2 * eps)
-        it.iternext()
     return xp.asarray(grad)
 
 
