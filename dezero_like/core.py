@@ -1249,6 +1249,16 @@ def test_mode():
     return using_config("train", False)
 
 
+def _outside_package(frame):
+    """``frame``, or the first frame it was called from whose code is not dezero_like's, and the
+    number of frames stepped over (``None`` and the count when every frame is the package's)."""
+    steps = 0
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == \
+            "dezero_like":
+        frame, steps = frame.f_back, steps + 1
+    return frame, steps
+
+
 # --- step 61 ------------------------------------------------------------
 _cut = weakref.WeakSet()  # variables whose graph unchain_backward() cut (backward warns)
 

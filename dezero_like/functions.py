@@ -25,6 +25,7 @@ from dezero_like.core import (
     _global_hooks,
     _make_variable,
     _on_two_devices,
+    _outside_package,
     as_variable,
 )
 from dezero_like.cuda_kernels import RAW_DTYPES
@@ -1224,15 +1225,13 @@ def _training_without_graph(name, effect):
     line outside the package (the model's forward, or the loop calling a Sequential)."""
     if Config.enable_backprop:
         return
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("dezero_like."):
-        frame, level = frame.f_back, level + 1
+    _, level = _outside_package(sys._getframe(1))
     warnings.warn(
         f"{name} ran in training mode under no_grad(): no_grad() only stops recording the "
         f"graph, so {effect}. To evaluate, add dezero_like.test_mode() (PyTorch's "
         "model.eval()): with dz.no_grad(), dz.test_mode(): ... (On purpose, as in Monte Carlo "
         "dropout? warnings.filterwarnings('ignore', 'dropout ran in training mode'))",
-        stacklevel=level)
+        stacklevel=level + 2)
 
 
 def dropout(x, dropout_ratio=0.5):

@@ -45,6 +45,7 @@ import time
 import numpy as np
 
 from dezero_like import core, cuda
+from dezero_like.core import _outside_package
 
 
 # --- step 25 ------------------------------------------------------------
@@ -282,9 +283,6 @@ class DebugError(RuntimeError):
     """A function produced NaN or Inf while :func:`debug_mode` was on."""
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(core.__spec__.origin))  # the package folder
-
-
 def _name_location(filename, lineno):
     """``file:line``, or ``Cell In[N], line L`` for a Jupyter/IPython cell, as IPython says it."""
     ipython = sys.modules.get("IPython")  # only if the learner's program already imported it
@@ -302,13 +300,10 @@ def _name_location(filename, lineno):
 
 def _user_location():
     """``file:line`` of the innermost frame outside the dezero_like package."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
-            return _name_location(filename, frame.f_lineno)
-        frame = frame.f_back
-    return "unknown location"
+    frame, _ = _outside_package(sys._getframe(1))
+    if frame is None:
+        return "unknown location"
+    return _name_location(frame.f_code.co_filename, frame.f_lineno)
 
 
 def _first_bad(a):

@@ -57,13 +57,31 @@ def test_mode():
 # Dropout in training mode with recording off is nearly always that mistake, so
 # `_training_without_graph` warns.
 
+# %% [markdown]
+# The warning should point at the learner's line, not at the package's: through a `Sequential`,
+# dropout is called from `models.py`. `_outside_package` walks up the call stack past the frames
+# whose code belongs to `dezero_like` (the module a frame runs in says so) and counts them, which
+# is the `stacklevel` `warnings.warn` needs. Step 66's debug mode finds its call sites with it too.
+
+# %%
+#| export dezero_like/core.py
+def _outside_package(frame):
+    """``frame``, or the first frame it was called from whose code is not dezero_like's, and the
+    number of frames stepped over (``None`` and the count when every frame is the package's)."""
+    steps = 0
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == \
+            "dezero_like":
+        frame, steps = frame.f_back, steps + 1
+    return frame, steps
+
+
 # %%
 #| export dezero_like/functions.py
 import sys
 import warnings
 
 from dezero_like import cuda
-from dezero_like.core import Config, as_variable
+from dezero_like.core import Config, _outside_package, as_variable
 
 
 def _training_without_graph(name, effect):
@@ -72,15 +90,13 @@ def _training_without_graph(name, effect):
     line outside the package (the model's forward, or the loop calling a Sequential)."""
     if Config.enable_backprop:
         return
-    frame, level = sys._getframe(1), 2
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("dezero_like."):
-        frame, level = frame.f_back, level + 1
+    _, level = _outside_package(sys._getframe(1))
     warnings.warn(
         f"{name} ran in training mode under no_grad(): no_grad() only stops recording the "
         f"graph, so {effect}. To evaluate, add dezero_like.test_mode() (PyTorch's "
         "model.eval()): with dz.no_grad(), dz.test_mode(): ... (On purpose, as in Monte Carlo "
         "dropout? warnings.filterwarnings('ignore', 'dropout ran in training mode'))",
-        stacklevel=level)
+        stacklevel=level + 2)
 
 
 def dropout(x, dropout_ratio=0.5):

@@ -109,29 +109,18 @@ class DebugError(RuntimeError):
 
 
 # %% [markdown]
-# `_PACKAGE_DIR` is the folder that holds the package's files; it lets the hook tell the learner's
-# code apart from the package's own.
-
-# %%
-#| export dezero_like/hooks.py
-import os
-
-from dezero_like import core
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(core.__spec__.origin))  # the package folder
-
-
-# %% [markdown]
-# `_user_location` walks up the call stack and returns the first frame whose file is outside the
-# package: the line in the learner's script that led to the call, rather than a line inside
-# `core.py`. In Jupyter a cell's code lives in a temporary file with a number for a name
-# (`2179349065.py`), which tells the learner nothing; so `_name_location` asks IPython, when it is
-# running, for the name its own tracebacks use, `Cell In[3], line 2`.
+# `_user_location` walks up the call stack with step 56's `_outside_package` to the first frame
+# whose code is not the package's: the line in the learner's script that led to the call, rather
+# than a line inside `core.py`. In Jupyter a cell's code lives in a temporary file with a number
+# for a name (`2179349065.py`), which tells the learner nothing; so `_name_location` asks
+# IPython, when it is running, for the name its own tracebacks use, `Cell In[3], line 2`.
 
 # %%
 #| export dezero_like/hooks.py
 import os
 import sys
+
+from dezero_like.core import _outside_package
 
 
 def _name_location(filename, lineno):
@@ -151,13 +140,10 @@ def _name_location(filename, lineno):
 
 def _user_location():
     """``file:line`` of the innermost frame outside the dezero_like package."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
-            return _name_location(filename, frame.f_lineno)
-        frame = frame.f_back
-    return "unknown location"
+    frame, _ = _outside_package(sys._getframe(1))
+    if frame is None:
+        return "unknown location"
+    return _name_location(frame.f_code.co_filename, frame.f_lineno)
 
 
 # %% [markdown]
