@@ -8,6 +8,7 @@ helpers print the full path of each file they write.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,11 +20,23 @@ def output_dir(step):
     """Return the absolute folder ``outputs/stepNN`` under the current directory, creating it.
 
     ``step`` is the step's number (``output_dir(47)`` -> ``.../outputs/step47``).
+    Where the current directory cannot hold it (read-only, or not yours), the folder
+    is ``~/.dezero_like/outputs/stepNN`` instead, and a line says so.
     """
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 1 <= step <= 99:
         raise ValueError(f"output_dir expects a step number from 1 to 99, got {step!r}")
-    folder = (Path.cwd() / "outputs" / f"step{int(step):02d}").resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    name = f"step{int(step):02d}"
+    folder = (Path.cwd() / "outputs" / name).resolve()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise PermissionError(f"cannot write into {folder}")
+    except OSError as error:
+        fallback = (Path.home() / ".dezero_like" / "outputs" / name).resolve()
+        fallback.mkdir(parents=True, exist_ok=True)
+        print(f"note: {folder.parent} cannot be written here ({error.strerror or error}); "
+              f"this step's files go to {fallback}")
+        return fallback
     return folder
 
 

@@ -18,6 +18,22 @@ def test_output_dir_is_absolute_per_step_and_created(tmp_path, monkeypatch):
     assert plot.output_dir(7) == folder  # a second call reuses it
 
 
+def test_output_dir_falls_back_to_the_home_folder_where_the_current_one_cannot_hold_it(
+        tmp_path, monkeypatch, capsys):
+    """A step run from a folder it cannot write into (read-only, or where 'outputs' is a
+    file) still runs: its files go under ~/.dezero_like/outputs, and it says so."""
+    here, home = tmp_path / "here", tmp_path / "home"
+    here.mkdir()
+    (here / "outputs").write_text("not a folder")
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("HOME", str(home))
+    folder = plot.output_dir(7)
+    assert folder == (home / ".dezero_like" / "outputs" / "step07").resolve() and folder.is_dir()
+    said = capsys.readouterr().out
+    assert said.startswith("note: ") and str(folder) in said
+    assert (here / "outputs").read_text() == "not a folder"
+
+
 @pytest.mark.parametrize("bad", [0, 100, "07", 7.0, True])
 def test_output_dir_rejects_what_is_not_a_step_number(bad):
     with pytest.raises(ValueError, match="step number"):

@@ -3,15 +3,24 @@
     python tools/run_steps.py            # every step, in order
     python tools/run_steps.py 1 14 53    # just these steps
     python tools/run_steps.py --quiet    # only the summary lines
+    python tools/run_steps.py --exercises 10   # check your own answers to step 10
 
-Each step runs as ``python steps/stepNN.py`` in a fresh process from a
-temporary directory, exactly as a reader would run it. Plots are drawn with
-Matplotlib's non-interactive backend unless a display is available.
+Each step runs as ``python steps/stepNN.py`` in a fresh process from the current
+directory, exactly as a reader would run it, so the files it writes land in
+``outputs/stepNN/`` there. Plots are drawn with Matplotlib's non-interactive
+backend unless a display is available.
+
+A step script runs its exercises' solutions, so its self-checks always pass. To
+check your own answer, fill in the ``#| exercise`` cell in ``steps/stepNN.py`` and
+run with ``--exercises``: the step then runs as its notebook does with the
+solutions switched off, and each self-check prints ``self-check passed`` or what
+is still wrong (without stopping the step).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
@@ -24,16 +33,32 @@ from dezero_like.datasets import DATA_ENV, DATA_EXIT_CODE
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _load_notebooks_tool():
+    """tools/notebooks.py, beside this script: how a notebook runs a step's cells."""
+    spec = importlib.util.spec_from_file_location("notebooks", ROOT / "tools" / "notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+notebooks = _load_notebooks_tool()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("steps", nargs="*", type=int, help="step numbers (default: all)")
     parser.add_argument("--quiet", action="store_true", help="do not show the steps' output")
+    parser.add_argument("--exercises", action="store_true",
+                        help="run with the solutions off, so the self-checks test your answers")
     args = parser.parse_args(argv)
     available = {int(p.stem[4:]): p for p in sorted((ROOT / "steps").glob("step[0-9][0-9].py"))}
     wanted = args.steps or sorted(available)
     missing = [n for n in wanted if n not in available]
     if missing:
         parser.error(f"no such step(s): {missing}; available: {sorted(available)}")
+    stale = installed_elsewhere()
+    if stale:
+        print(stale, file=sys.stderr)
     env = dict(os.environ)
     if not env.get("DISPLAY"):
         env.setdefault("MPLBACKEND", "Agg")
@@ -43,12 +68,21 @@ def main(argv=None):
         script = available[n]
         print(f"=== {script.relative_to(ROOT)} ===", flush=True)
         start = time.perf_counter()
-        with tempfile.TemporaryDirectory() as cwd:
-            result = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env,
-                                    capture_output=args.quiet, text=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = learner_version(script, Path(tmp)) if args.exercises else script
+            result = subprocess.run([sys.executable, str(path)], env=env,
+                                    capture_output=args.quiet or args.exercises, text=True)
+        if args.exercises and not args.quiet:  # shown after the run, to count the checks in it
+            print(result.stdout, end="")
+            print(result.stderr, end="", file=sys.stderr)
         elapsed = time.perf_counter() - start
         if result.returncode == 0:
             status = "ok"
+            if args.exercises:
+                lines = result.stdout.splitlines()
+                passed = sum(line.startswith("self-check passed") for line in lines)
+                todo = sum(line.startswith("not solved yet") for line in lines)
+                status += f", self-checks: {passed} passed, {todo} not solved yet"
         elif result.returncode == DATA_EXIT_CODE:  # the step printed why, in one paragraph
             status = "skipped: MNIST is not available (see the paragraph above)"
             no_data.append(n)
@@ -66,8 +100,43 @@ def main(argv=None):
         parts.append(f"{len(no_data)} could not get MNIST {no_data} (set {DATA_ENV} to a folder "
                      "with mnist/, or allow the download)")
     parts.append(f"{len(failed)} failed" + (f" {failed}" if failed else ""))
-    print(f"ran {len(wanted)} steps in {time.perf_counter() - total:.1f} s: " + ", ".join(parts))
+    if (Path.cwd() / "outputs").is_dir():
+        print(f"the files the steps wrote are in {Path.cwd() / 'outputs'}")
+    steps = f"{len(wanted)} step{'s' * (len(wanted) != 1)}"
+    print(f"ran {steps} in {time.perf_counter() - total:.1f} s: " + ", ".join(parts))
     return 1 if failed or no_data else 0
+
+
+def installed_elsewhere():
+    """A warning when ``import dezero_like`` finds a copy other than this checkout's, else None.
+
+    The steps from 23 on import the package; one installed from another checkout (an
+    older clone, say) fails them with ImportErrors about names it does not have yet.
+    """
+    found = importlib.util.find_spec("dezero_like")
+    if found is None or found.origin is None:
+        return None
+    package = Path(found.origin).resolve().parent
+    if package == (ROOT / "dezero_like").resolve():
+        return None
+    return (f"warning: `import dezero_like` finds {package}, not this checkout's "
+            f"{ROOT / 'dezero_like'}: the steps from 23 on may fail with ImportErrors. "
+            f"To fix: run `pip install -e .` in {ROOT}.")
+
+
+def learner_version(script, folder):
+    """Write ``script`` as its notebook runs it, solutions off, into ``folder``; return the path.
+
+    Each code cell becomes what the notebook holds (``notebooks.notebook_cell_source``):
+    a solution runs only if ``use_solution`` is ticked (it is not), and a self-check
+    prints what is still wrong instead of stopping the step. The file keeps the step's
+    name, so its messages and its ``outputs/stepNN`` folder read as the step's own.
+    """
+    cells = notebooks.split_cells(script.read_text(encoding="utf-8"))
+    code = [notebooks.notebook_cell_source(source)[0] for kind, source in cells if kind == "code"]
+    path = folder / script.name
+    path.write_text("\n\n".join(code) + "\n", encoding="utf-8")
+    return path
 
 
 if __name__ == "__main__":

@@ -1,0 +1,80 @@
+"""`python tools/run_steps.py --exercises N` checks the learner's own answers in a step script.
+
+A step script runs its solutions, so its self-checks always pass; with ``--exercises`` the
+step runs as its notebook does, solutions off, and each self-check says whether the
+answer in the ``#| exercise`` cell is right.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("run_steps_tool", ROOT / "tools" / "run_steps.py")
+run_steps = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(run_steps)
+notebooks = run_steps.notebooks
+
+
+def _run(path, cwd):
+    result = subprocess.run([sys.executable, str(path)], cwd=cwd, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_stubs_as_shipped_are_reported_not_solved(tmp_path):
+    out = _run(run_steps.learner_version(ROOT / "steps" / "step30.py", tmp_path), tmp_path)
+    assert out.count("not solved yet") == 2 and "self-check passed" not in out
+
+
+def test_an_answer_written_into_the_stub_passes_and_a_wrong_one_does_not(tmp_path):
+    script = ROOT / "steps" / "step30.py"
+    cells = notebooks.split_cells(script.read_text())
+    (ex, sol, _), *_ = notebooks.exercises(cells)
+    answer = notebooks.exercise_role(cells[sol][1])[1]
+    text = script.read_text()
+    stub = cells[ex][1]
+    assert stub in text
+    right = tmp_path / "right" / "step30.py"
+    right.parent.mkdir()
+    right.write_text(text.replace(stub, "#| exercise\n" + answer, 1))
+    out = _run(run_steps.learner_version(right, tmp_path / "right"), tmp_path)
+    assert out.count("self-check passed") == 1 and out.count("not solved yet") == 1
+
+    wrong = tmp_path / "wrong" / "step30.py"
+    wrong.parent.mkdir()
+    wrong.write_text(text.replace(stub, "#| exercise\nexp_dot = 'digraph g {}'\n", 1))
+    out = _run(run_steps.learner_version(wrong, tmp_path / "wrong"), tmp_path)
+    assert out.count("not solved yet") == 2 and "self-check passed" not in out
+
+
+def test_the_tool_counts_the_checks_and_runs_from_the_current_directory(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "run_steps.py"), "--exercises",
+                             "--quiet", "14"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "--- step 14: ok, self-checks: 0 passed, 1 not solved yet" in result.stdout
+    assert (tmp_path / "outputs" / "step14").is_dir(), "files go to outputs/ where it was run"
+
+
+def test_a_package_installed_from_another_checkout_is_named_with_the_fix(tmp_path):
+    """Another copy of dezero_like ahead on the path (an older clone's install, say) fails the
+    later steps with ImportErrors about names it lacks; the tool says which copy it found."""
+    other = tmp_path / "other"
+    shutil.copytree(ROOT / "dezero_like", other / "dezero_like",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(other))
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "run_steps.py"), "--quiet", "1"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert f"finds {(other / 'dezero_like').resolve()}" in result.stderr
+    assert "pip install -e ." in result.stderr
+    here = subprocess.run([sys.executable, str(ROOT / "tools" / "run_steps.py"), "--quiet", "1"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "warning" not in here.stderr
