@@ -14,11 +14,14 @@ Three ideas from steps 01-22 live here:
 3. :meth:`Variable.backward` walks the graph from the output towards the inputs,
    newest function first (by *generation*), applying the chain rule.
 
-Step 23 writes this module. Later steps change pieces of it in place, each
-shown in its step: 25 (function hooks), 30 (``create_graph``), 37
-(``retain_graph``), 38 (a leaf's gradient has the leaf's dtype), 63 (seeds and
-``requires_grad``), 64 (one variable in several slots), 67 (loss scaling),
-69 (graph nodes without data) and 70 (the fast path).
+Step 23 writes this module. Many later steps change or extend it in place,
+each shown in its step. The main ones: 25 (function hooks), 30
+(``create_graph``), 37 (``retain_graph``), 38 (a leaf's gradient has the
+leaf's dtype), 39, 40, 42 and 48 (``transpose``, ``sum``, ``@`` and indexing
+on a Variable), 41 (each gradient's shape is checked), 45 (``Parameter``), 63
+(seeds and ``requires_grad``), 64 (one variable in several slots), 69 (graph
+nodes without data) and 70 (the fast path). ``python tools/export.py
+registry`` prints the step that introduces each name.
 """
 
 import contextlib

@@ -36,7 +36,11 @@ def get_array_module(x):
 
 
 def as_numpy(x):
-    """A NumPy copy of ``x`` (a CuPy array, a number, a Variable's data)."""
+    """``x`` (a NumPy or CuPy array, a number, or a Variable's data) as a NumPy array.
+
+    A NumPy array comes back as it is, the same object, not a copy; a CuPy
+    array is copied to the host.
+    """
     from dezero_like.core import Variable
 
     if isinstance(x, Variable):

@@ -497,7 +497,8 @@ class MNIST(Dataset):
         lines = [f"MNIST files are not available in {root}: {'; '.join(problems)}"
                  f"{'; and' if len(problems) > 1 else ', and'} {reason}."]
         if details:
-            lines.append("(" + details.replace("\n", "; ") + ")")
+            parts = [part.strip() for part in details.splitlines() if part.strip()]
+            lines.append("(" + "; ".join(parts).replace(":;", ":") + ")")
         fixes = []
         nested = [name for name in missing if (root.parent / name).is_file()]
         if nested:  # DEZERO_LIKE_DATA names the mnist folder itself, not the folder holding it

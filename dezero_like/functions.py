@@ -577,8 +577,10 @@ class Sigmoid(Function):
     Computed as written, ``1 / (1 + exp(-x))``, which is accurate on both
     sides: for very negative x, ``exp(-x)`` is huge and its reciprocal keeps
     full relative precision (it only overflows to inf, giving the right limit
-    0, below about -88 in float32; that overflow is expected and not warned
-    about). float16 would overflow below -11.1, so it is computed in float32
+    0, below about -88.7 in float32; that overflow is expected and not warned
+    about). Between -88.7 and -87.3 the float32 result is subnormal (below
+    1.2e-38); CuPy compiles its kernels with flush-to-zero, so on a GPU those
+    values are 0. float16 would overflow below -11.1, so it is computed in float32
     and rounded, as PyTorch does. The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
     in float32 it gives 2.98e-08 for sigmoid(-18), whose true value is
     1.52e-08, and 0 for sigmoid(-20), so log(sigmoid(-20)) would be -inf.

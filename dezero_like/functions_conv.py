@@ -704,12 +704,16 @@ class PoolingGrad(Function):
             _pair_spread(rows.reshape(-1), across, gx[:, 0], gx[:, 1])
             return gx.reshape(N, C, H, W)
         idx = self.pool.indexes
-        zero = gy.dtype.type(0)
         if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71)
             from dezero_like import cuda_kernels
 
-            return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
-                                                    self.pool.kernel_size)
+            # in the input's dtype, as the CPU paths give it (a float64 gy for float32 images
+            # would make every layer below run its backward in float64)
+            gy = gy.astype(_grad_dtype(self.pool, gy), copy=False)
+            if _raw_gpu(gy):  # float16 has no kernel: the general path below
+                return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
+                                                        self.pool.kernel_size)
+        zero = gy.dtype.type(0)
         return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
 
     def backward(self, ggx):

@@ -89,7 +89,7 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     if x.dtype.kind not in "biuf":
         raise TypeError(f"gradient_check needs real-valued input, got {x.dtype}")
     # the check runs in float64, whatever x is (the book's DeZero does the same): in float32 a
-    # central difference keeps about 3 digits, too few to tell a right gradient from a wrong one
+    # central difference keeps about four digits (step 04), too few for rtol=1e-4
     x = Variable(x.data.astype(np.float64))  # a copy: x itself is never touched
     num_grad = _host(numerical_grad(f, x, *args, **kwargs))  # NumPy, as bp_grad below
     y = f(x, *args, **kwargs)

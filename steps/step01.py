@@ -68,7 +68,9 @@ except TypeError as e:
 # answer; it runs only after you tick its `use_solution` box, so "Run all" never
 # solves an exercise for you (an unsolved self-check prints `not solved yet` and
 # the notebook goes on). In the script, the solution is the cell that starts with
-# `#| solution`, and `python steps/step01.py` runs it.
+# `#| solution`, and `python steps/step01.py` runs it; to check your own answer,
+# write it into the `#| exercise` cell and run `python tools/run_steps.py
+# --exercises 1`, which runs the step with the solutions off.
 
 # %%
 #| exercise

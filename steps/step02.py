@@ -128,14 +128,15 @@ except NotImplementedError as e:
 
 # %% [markdown]
 # ## Exercise
-# Write a `Cube` function whose `forward` returns $x^3$. The self-check cell
-# applies it to `[2.0, 3.0]` and expects `[8.0, 27.0]` in a new `Variable`.
+# Write a `Cube` function, $y = x^3$ element by element, in the style of
+# `Square` above. The self-check cell applies it to `[2.0, 3.0]` and expects
+# `[8.0, 27.0]` in a new `Variable`.
 
 # %%
 #| exercise
 class Cube(Function):
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 02): Cube.forward should return x cubed")
+        raise NotImplementedError("Exercise (step 02): write Cube.forward, as Square's")
 
 # %%
 #| solution
@@ -149,6 +150,6 @@ x = Variable(np.array([2.0, 3.0]))
 y = Cube()(x)
 assert isinstance(y, Variable) and y is not x, "Cube()(x) should return a new Variable"
 assert np.array_equal(y.data, [8.0, 27.0]), (
-    f"expected [8, 27], got {y.data}: forward gets the raw array and returns x**3"
+    f"expected [8, 27], got {y.data}: forward should return the cube of the raw array it gets"
 )
 print("self-check passed: Cube()([2, 3]) is a new Variable holding [8, 27]")

@@ -171,8 +171,8 @@ print("max relative difference to numerical:",
 # %% [markdown]
 # ## Exercise
 # For $y = (x^2)^2 = x^4$ built from two `Square` functions, run the backward
-# pass by hand and store $\frac{dy}{dx}$ in `x.grad`. The self-check compares
-# it with $4x^3$.
+# pass by hand, as above for the chain of three, and store $\frac{dy}{dx}$ in
+# `x.grad`. The self-check compares it with $4x^3$.
 
 # %%
 #| exercise
@@ -180,9 +180,9 @@ x = Variable(np.array([1.0, 2.0]))
 S1, S2 = Square(), Square()
 h = S1(x)
 y = S2(h)
-y.grad = ...  # the seed, dy/dy
-h.grad = ...  # from S2's backward
-x.grad = ...  # from S1's backward
+y.grad = ...  # the seed, dy/dy: an array shaped like y.data
+h.grad = ...  # dy/dh: which function made y?
+x.grad = ...  # dy/dx: and which one made h?
 
 # %%
 #| solution
@@ -197,14 +197,14 @@ x.grad = S1.backward(h.grad)
 # %%
 #| check
 assert isinstance(x.grad, np.ndarray), (
-    f"x.grad should be the array S1.backward returns, got {x.grad!r}"
+    f"x.grad should be an array returned by a backward method, got {x.grad!r}"
 )
 assert np.allclose(x.grad, 4 * x.data**3), (
-    f"expected 4x^3 = {4 * x.data**3}, got {x.grad}: seed y.grad with ones, then call "
-    "S2.backward before S1.backward"
+    f"expected 4x^3 = {4 * x.data**3}, got {x.grad}: is the seed dy/dy = 1? Do the backward "
+    "calls run from the output side back to the input?"
 )
 assert np.allclose(h.grad, 2 * h.data), (
-    f"h.grad should be dy/dh = 2h = {2 * h.data}, got {h.grad}: it comes from S2, the last "
-    "function, so h.grad = S2.backward(y.grad), then x.grad = S1.backward(h.grad)"
+    f"h.grad should be dy/dh = 2h = {2 * h.data}, got {h.grad}: it comes from the function "
+    "that made y, fed with the gradient of its output"
 )
 print("self-check passed: the hand-run backward pass gives dy/dx = 4x^3")

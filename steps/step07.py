@@ -179,12 +179,10 @@ print("b.grad =", b.grad, " a.grad =", a.grad)
 # `backward()` walked them upwards:
 
 # %%
-from pathlib import Path
-
 from dezero_like.graph import plot_dot_graph  # reads only creator, input, output, data, grad
+from dezero_like.plot import output_dir, written  # where files go; says where they went
 
-image = plot_dot_graph(y, values=True, to_file=Path("outputs", "step07") / "chain.svg")
-print("graph drawn to", image.path)
+image = written(plot_dot_graph(y, values=True, to_file=output_dir(7) / "chain.svg"))
 image
 
 # %% [markdown]
@@ -224,10 +222,11 @@ except ValueError as e:
 #| exercise
 class Cube(Function):
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 07): Cube.forward should return x cubed")
+        raise NotImplementedError("Exercise (step 07): Cube.forward, as in step 02")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 07): Cube.backward should return 3x^2 * gy")
+        raise NotImplementedError("Exercise (step 07): Cube.backward, the chain rule as in "
+                                  "Square.backward")
 
 # %%
 #| solution
@@ -248,7 +247,7 @@ y.grad = np.ones_like(y.data)
 y.backward()
 expected = numerical_diff(lambda v: Exp()(Cube()(v)), x)
 assert np.allclose(x.grad, expected, rtol=1e-6), (
-    f"expected {expected}, got {x.grad}: backward returns 3 * x**2 * gy, "
-    "with x read from self.input.data"
+    f"expected {expected}, got {x.grad}: backward multiplies dy/dx = 3x^2, at the input's "
+    "values, by gy; where does Square.backward find its x?"
 )
 print("self-check passed: Cube's backward agrees with numerical_diff inside exp(x^3)")

@@ -203,14 +203,15 @@ print("y.grad =", y.grad, " x.grad =", x.grad, " (2x =", 2 * x.data, ")")
 #| exercise
 class Sin(Function):
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 09): Sin.forward should return sin(x)")
+        raise NotImplementedError("Exercise (step 09): Sin.forward, with NumPy, like Exp.forward")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 09): Sin.backward should return cos(x) * gy")
+        raise NotImplementedError("Exercise (step 09): Sin.backward, the chain rule, like "
+                                  "Exp.backward")
 
 
 def sin(x):
-    raise NotImplementedError("Exercise (step 09): sin(x) should create a Sin and call it")
+    raise NotImplementedError("Exercise (step 09): the wrapper sin, like square and exp")
 
 # %%
 #| solution
@@ -233,11 +234,11 @@ assert isinstance(y, Variable), f"sin(x) should return a Variable, got {type(y).
 assert isinstance(y.data, np.ndarray) and y.data.shape == (), "sin of a 0-d array is 0-d"
 assert np.isclose(y.data, np.sin(np.pi / 3)), f"sin(pi/3) = {np.sin(np.pi / 3)}, got {y.data}"
 y.backward()
-assert np.isclose(x.grad, 0.5), f"cos(pi/3) = 0.5, got {x.grad}: backward uses the input's data"
+assert np.isclose(x.grad, 0.5), f"cos(pi/3) = 0.5, got {x.grad}: is cos taken at the input?"
 x_chain = Variable(np.array(np.pi / 3))
 square(sin(x_chain)).backward()  # now Sin.backward receives gy = 2 sin(x), not 1
 assert np.isclose(x_chain.grad, np.sin(2 * np.pi / 3)), (
     f"d/dx sin(x)^2 = 2 sin(x) cos(x) = {np.sin(2 * np.pi / 3)}, got {x_chain.grad}: "
-    "Sin.backward must multiply cos(x) by gy, the gradient coming from the output side"
+    "Sin.backward ignores gy, the gradient coming from the output side (the chain rule)"
 )
 print("self-check passed: sin works on a 0-d array and its gradient is cos")

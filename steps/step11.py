@@ -257,12 +257,10 @@ print("sum:", s.data, " difference:", d.data, " same creator:", s.creator is d.c
 # Nothing has been differentiated yet, so every gradient shows `-`:
 
 # %%
-from pathlib import Path
-
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+from dezero_like.plot import output_dir, written  # where files go; says where they went
 
-image = plot_dot_graph(s, values=True, to_file=Path("outputs", "step11") / "addsub.svg")
-print("graph drawn to", image.path)
+image = written(plot_dot_graph(s, values=True, to_file=output_dir(11) / "addsub.svg"))
 image
 
 # %% [markdown]

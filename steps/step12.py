@@ -288,11 +288,12 @@ except TypeError as e:
 #| exercise
 class Mul(Function):
     def forward(self, x0, x1):
-        raise NotImplementedError("Exercise (step 12): Mul.forward should return x0 * x1")
+        raise NotImplementedError("Exercise (step 12): Mul.forward, two raw arrays in, one "
+                                  "out, as Add.forward")
 
 
 def mul(x0, x1):
-    raise NotImplementedError("Exercise (step 12): mul should create a Mul and call it")
+    raise NotImplementedError("Exercise (step 12): the wrapper mul, like add")
 
 # %%
 #| solution

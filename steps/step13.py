@@ -248,12 +248,10 @@ print("y.grad =", y.grad, " (2y =", 2 * y.data, ")")
 # gradient arrived along its own branch.
 
 # %%
-from pathlib import Path
-
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+from dezero_like.plot import output_dir, written  # where files go; says where they went
 
-image = plot_dot_graph(z, values=True, to_file=Path("outputs", "step13") / "x2_plus_y2.svg")
-print("graph drawn to", image.path)
+image = written(plot_dot_graph(z, values=True, to_file=output_dir(13) / "x2_plus_y2.svg"))
 image
 
 # %% [markdown]

@@ -272,12 +272,10 @@ print("x + x + x:      x.grad =", x.grad)
 # Backward brings a gradient back along each arrow, and `x.grad` is their sum.
 
 # %%
-from pathlib import Path
-
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+from dezero_like.plot import output_dir, written  # where files go; says where they went
 
-image = plot_dot_graph(y, values=True, to_file=Path("outputs", "step14") / "x_plus_x_plus_x.svg")
-print("graph drawn to", image.path)
+image = written(plot_dot_graph(y, values=True, to_file=output_dir(14) / "x_plus_x_plus_x.svg"))
 image
 
 # %% [markdown]
@@ -315,14 +313,14 @@ print("gradient check:", gradient_check(lambda v: add(add(square(v), square(v)),
 
 # %% [markdown]
 # ## Exercise
-# Compute the gradient of $y = x^2 + x^2$ at $x = 3$: build `y` with `square`
-# and `add` (the same `x` in both squares), then call `y.backward()`. By hand,
-# $y = 2x^2$ has slope $4x = 12$.
+# Compute the gradient of $y = x^2 + x^2$ at $x = 3$: build `y` from this
+# step's functions (the same `x` in both squares), then run backprop from it.
+# By hand, $y = 2x^2$ has slope $4x = 12$.
 
 # %%
 #| exercise
 x = Variable(np.array(3.0))
-y = ...  # x^2 + x^2 with square and add; then call y.backward()
+y = ...  # x^2 + x^2, from this step's functions; then backprop
 
 # %%
 #| solution
@@ -332,12 +330,12 @@ y.backward()
 
 # %%
 #| check
-assert y is not ..., "replace the ... in `y = ...` with x^2 + x^2, built with square and add"
+assert y is not ..., "replace the ... in `y = ...` with x^2 + x^2, built from this step's functions"
 assert isinstance(y, Variable), f"y should be the Variable add returns, got {type(y).__name__}"
 assert y.data == 18.0, f"y = 3^2 + 3^2 should be 18, got {y.data}"
-assert x.grad is not None, "x.grad is None: call y.backward()"
+assert x.grad is not None, "x.grad is None: did backprop run from y?"
 assert x.grad == 12.0, (
-    f"expected 12, got {x.grad}: use the same x in both squares and call backward once "
+    f"expected 12, got {x.grad}: is the same x in both squares, and backward run once? "
     "(re-run your cell, which makes a fresh x, before the check)"
 )
 print("self-check passed: both uses of x add up to the gradient 12")

@@ -276,15 +276,14 @@ print("naive  x.grad += gx:       y.grad =", y.grad, " x.grad =", x.grad,
 # the `+=` wrote into the array that `y.grad` is.
 
 # %%
-from pathlib import Path
-
 from dezero_like.animate import record_backward  # works on this step's own classes
+from dezero_like.plot import output_dir  # outputs/stepNN under the current directory
 
 x = InplaceVariable(np.array(3.0))
 y = add(x, x)
 movie = record_backward(y)
 print(movie, "| y.grad in each frame:", [float(g) for g in movie.gradients(y)])
-print("animation saved to", movie.save(Path("outputs", "step15") / "inplace_bug.gif"))
+print("animation saved to", movie.save(output_dir(15) / "inplace_bug.gif"))
 movie
 
 # %% [markdown]

@@ -304,16 +304,15 @@ print("generations: x", x.generation, "| a", a.generation, "| y", y.generation,
 # order it waits until `a`'s gradient is complete (16) and runs once.
 
 # %%
-from pathlib import Path
-
 from dezero_like.animate import record_backward  # works on this step's own classes
+from dezero_like.plot import output_dir  # outputs/stepNN under the current directory
 
 x = Variable(np.array(2.0))
 a = square(x)
 y = add(square(a), square(a))
 stack_movie = record_backward(y, backward=lambda: backward_stack_order(y))
 print("stack order:     ", stack_movie, " x.grad =", x.grad)
-print("saved to", stack_movie.save(Path("outputs", "step16") / "stack_order.gif"))
+print("saved to", stack_movie.save(output_dir(16) / "stack_order.gif"))
 stack_movie
 
 # %%
@@ -322,7 +321,7 @@ a = square(x)
 y = add(square(a), square(a))
 generation_movie = record_backward(y)
 print("generation order:", generation_movie, " x.grad =", x.grad)
-print("saved to", generation_movie.save(Path("outputs", "step16") / "generation_order.gif"))
+print("saved to", generation_movie.save(output_dir(16) / "generation_order.gif"))
 generation_movie
 
 # %% [markdown]
@@ -382,9 +381,10 @@ print("DFS order:", [(type(f).__name__, f.generation) for f in dfs_order(y)])
 # too. The two approaches differ in cost and limits. The DFS needs no
 # numbers stored during forward but walks the whole graph once before backward
 # and, written recursively as above, nests one Python call per level of the
-# graph, so a long chain hits Python's recursion limit
-# (`sys.getrecursionlimit()`, 1000 by default). The generation loop keeps no
-# call stack at all:
+# graph, so a long chain hits Python's recursion limit (step 08: 1000 in
+# plain Python, 3000 in a Jupyter kernel; `sys.getrecursionlimit()` tells).
+# The chain below is twice that long. The generation loop keeps no call stack
+# at all:
 
 # %%
 import sys  # noqa: E402

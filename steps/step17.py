@@ -304,9 +304,8 @@ print("x.grad =", x.grad, " (8 x^3 =", 8 * x.data**3, ")")
 # the priority queue, with every gradient known at that moment written in.
 
 # %%
-from pathlib import Path
-
 from dezero_like.animate import record_backward  # works on this step's own classes
+from dezero_like.plot import output_dir  # outputs/stepNN under the current directory
 
 x = Variable(np.array(2.0))
 a = square(x)
@@ -314,7 +313,7 @@ y = add(square(a), square(a))
 movie = record_backward(y)
 print(movie)
 print("generations in the order run:", [f.generation for f in movie.order])
-print("animation saved to", movie.save(Path("outputs", "step17") / "heap_order.gif"))
+print("animation saved to", movie.save(output_dir(17) / "heap_order.gif"))
 movie
 
 # %% [markdown]

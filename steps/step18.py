@@ -50,6 +50,59 @@ print("after del:", ref())
 # calls `output()` to follow the weak reference. (The outputs are alive during
 # backward: the user holds the result, and every intermediate variable is held
 # by the function that consumed it.)
+#
+# The links of a two-function graph, `y = square(square(x))`, as a picture. Solid arrows are
+# strong references, which keep their target alive; dashed ones are weak. Follow the solid
+# arrows from your name `y`: they reach every node, and only from that end. The classes below
+# make exactly these links.
+
+# %%
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+
+from dezero_like.plot import output_dir, save_figure  # the course's drawing helpers
+
+out_dir = output_dir(18)  # every file this step writes goes here
+
+styles = {"variable": {"boxstyle": "round,pad=0.4", "fc": "#ffd08a"},
+          "function": {"boxstyle": "square,pad=0.4", "fc": "#a8d8f0"},
+          "you": {"boxstyle": "round,pad=0.4", "fc": "white", "ls": ":"}}
+fig, ax = plt.subplots(figsize=(7, 2.4))
+node = {}
+for pos, (name, kind) in enumerate([("x", "variable"), ("Square 1", "function"),
+                                    ("a", "variable"), ("Square 2", "function"),
+                                    ("y", "variable"), ("you: the\nname y", "you")]):
+    node[name.split(":")[0]] = ax.text(2 * pos, 0, name, ha="center", va="center", fontsize=9,
+                                       bbox=styles[kind])
+
+
+def link(start, end, label, weak=False):
+    """Strong links point left and arc over the nodes; weak ones point right, under them."""
+    edge = -0.25 if weak else 0.25  # leave from the bottom or the top of the boxes
+    x0, x1 = node[start].get_position()[0], node[end].get_position()[0]
+    ax.annotate("", xy=(x1, edge), xytext=(x0, edge),
+                arrowprops={"arrowstyle": "-|>", "lw": 1.4, "ls": "--" if weak else "-",
+                            "color": "0.45" if weak else "k",
+                            "connectionstyle": "arc3,rad=0.5"})
+    ax.text((x0 + x1) / 2, -0.75 if weak else 0.75, label, ha="center", va="center", fontsize=8,
+            color="0.45" if weak else "k")
+
+
+for start, end, label in [("you", "y", "holds"), ("y", "Square 2", "creator"),
+                          ("Square 2", "a", "inputs"), ("a", "Square 1", "creator"),
+                          ("Square 1", "x", "inputs")]:
+    link(start, end, label)
+link("Square 1", "a", "outputs", weak=True)
+link("Square 2", "y", "outputs", weak=True)
+ax.legend(handles=[Line2D([], [], color="k", lw=1.4, label="strong: keeps its target alive"),
+                   Line2D([], [], color="0.45", lw=1.4, ls="--",
+                          label="weak (weakref.ref): does not")],
+          loc="lower center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8, frameon=False)
+ax.set(xlim=(-0.7, 10.9), ylim=(-1.1, 1.1), title="The links of y = square(square(x))")
+ax.axis("off")
+save_figure(fig, out_dir / "references.png")
+plt.show()
+
 
 # %%
 class Variable:
@@ -349,8 +402,8 @@ print("gradient check:", gradient_check(lambda v: add(square(square(v)), exp(v))
 # ## Exercise
 # Which object keeps the graph of `y` alive? Hold only a weak reference to `y`
 # and a strong one to `a.creator`, the first `Square`: after `del y`, is the
-# second `Square` (which made `y`) still alive? Set `second_alive` to your
-# answer; the self-check runs the experiment.
+# second `Square` (which made `y`) still alive? Follow the solid arrows of the
+# picture above. Set `second_alive` to your answer; the self-check runs the experiment.
 
 # %%
 #| exercise

@@ -336,12 +336,10 @@ print("the graph:", type(y.creator).__name__, "<-",
 # inputs unless it is called with `retain_grad=True`.
 
 # %%
-from pathlib import Path
-
 from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+from dezero_like.plot import output_dir, written  # where files go; says where they went
 
-image = plot_dot_graph(y, values=True, to_file=Path("outputs", "step21") / "ab_plus_c.svg")
-print("graph drawn to", image.path)
+image = written(plot_dot_graph(y, values=True, to_file=output_dir(21) / "ab_plus_c.svg"))
 image
 
 # %% [markdown]
@@ -370,13 +368,14 @@ except TypeError as e:
 
 # %% [markdown]
 # ## Exercise
-# Check the product rule: write $y = x \cdot \exp(x)$ with the `*` operator,
-# call `y.backward()` and compare with $f'(x) = (1 + x)e^x$ at $x = 0.5$.
+# Check the product rule: write $y = x e^x$ as plain arithmetic on Variables
+# (steps 20 and 21), run backprop from `y` and compare with
+# $f'(x) = (1 + x)e^x$ at $x = 0.5$.
 
 # %%
 #| exercise
 x = Variable(np.array(0.5))
-y = ...  # x times exp(x), with the * operator; then call y.backward()
+y = ...  # x e^x, as arithmetic on Variables; then backprop
 
 # %%
 #| solution
@@ -386,10 +385,12 @@ y.backward()
 
 # %%
 #| check
-assert y is not ..., "replace the ... in `y = ...` with x times exp(x), written with *"
+assert y is not ..., "replace the ... in `y = ...` with the expression x e^x"
 assert isinstance(y, Variable), f"y should be a Variable, got {type(y).__name__}"
-assert isinstance(y.creator, Mul), "build y with the * operator, so that a Mul makes it"
-assert x.grad is not None, "x.grad is None: call y.backward()"
+assert isinstance(y.creator, Mul), (
+    "y was not made by a Mul: is the last operation a product of Variables?"
+)
+assert x.grad is not None, "x.grad is None: did backprop run from y?"
 assert np.isclose(x.grad, 1.5 * np.exp(0.5)), (
     f"expected (1 + x)e^x = {1.5 * np.exp(0.5)}, got {x.grad} "
     "(re-run your cell, which makes a fresh x, before the check)"

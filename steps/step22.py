@@ -516,12 +516,14 @@ print("x * np.float64 array:", (x * np.array(2.0)).dtype, "(an array keeps its d
 # %% [markdown]
 # ## Exercise
 # Write $f(x) = \dfrac{1}{1 + e^{-x}}$ (the sigmoid) with the operators. The
-# self-check evaluates it at $x = 0.3$ and checks $f'(x) = f(x)\,(1 - f(x))$.
+# self-check evaluates it at $x = 0.3$ (about 0.5744) and checks
+# $f'(x) = f(x)\,(1 - f(x))$.
 
 # %%
 #| exercise
 def sigmoid(x):
-    raise NotImplementedError("Exercise (step 22): return 1 / (1 + exp(-x)), with operators")
+    raise NotImplementedError("Exercise (step 22): the sigmoid from exp and the operators; "
+                              "which ones take a number on the left?")
 
 # %%
 #| solution

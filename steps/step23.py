@@ -62,11 +62,14 @@ Three ideas from steps 01-22 live here:
 3. :meth:`Variable.backward` walks the graph from the output towards the inputs,
    newest function first (by *generation*), applying the chain rule.
 
-Step 23 writes this module. Later steps change pieces of it in place, each
-shown in its step: 25 (function hooks), 30 (``create_graph``), 37
-(``retain_graph``), 38 (a leaf's gradient has the leaf's dtype), 63 (seeds and
-``requires_grad``), 64 (one variable in several slots), 67 (loss scaling),
-69 (graph nodes without data) and 70 (the fast path).
+Step 23 writes this module. Many later steps change or extend it in place,
+each shown in its step. The main ones: 25 (function hooks), 30
+(``create_graph``), 37 (``retain_graph``), 38 (a leaf's gradient has the
+leaf's dtype), 39, 40, 42 and 48 (``transpose``, ``sum``, ``@`` and indexing
+on a Variable), 41 (each gradient's shape is checked), 45 (``Parameter``), 63
+(seeds and ``requires_grad``), 64 (one variable in several slots), 69 (graph
+nodes without data) and 70 (the fast path). ``python tools/export.py
+registry`` prints the step that introduces each name.
 """
 
 class Config:
@@ -859,7 +862,11 @@ import numpy as np
 
 
 def as_numpy(x):
-    """A NumPy copy of ``x`` (a CuPy array, a number, a Variable's data)."""
+    """``x`` (a NumPy or CuPy array, a number, or a Variable's data) as a NumPy array.
+
+    A NumPy array comes back as it is, the same object, not a copy; a CuPy
+    array is copied to the host.
+    """
     from dezero_like.core import Variable
 
     if isinstance(x, Variable):
@@ -975,7 +982,7 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     if x.dtype.kind not in "biuf":
         raise TypeError(f"gradient_check needs real-valued input, got {x.dtype}")
     # the check runs in float64, whatever x is (the book's DeZero does the same): in float32 a
-    # central difference keeps about 3 digits, too few to tell a right gradient from a wrong one
+    # central difference keeps about four digits (step 04), too few for rtol=1e-4
     x = Variable(x.data.astype(np.float64))  # a copy: x itself is never touched
     num_grad = _host(numerical_grad(f, x, *args, **kwargs))  # NumPy, as bp_grad below
     y = f(x, *args, **kwargs)

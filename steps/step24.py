@@ -146,7 +146,8 @@ plt.show()
 # %%
 #| exercise
 def booth(x, y):
-    raise NotImplementedError("Exercise (step 24): return (x + 2*y - 7)**2 + (2*x + y - 5)**2")
+    raise NotImplementedError("Exercise (step 24): the Booth formula with the operators, "
+                              "as sphere and matyas above")
 
 # %%
 #| solution
@@ -177,11 +178,11 @@ print("self-check passed: Booth's gradient is (0, 0) at (1, 3) and (-34, -38) at
 #| exercise
 class MatyasFunction(dz.Function):
     def forward(self, x, y):
-        raise NotImplementedError("Exercise (step 24): return 0.26 * (x**2 + y**2) - 0.48 * x * y")
+        raise NotImplementedError("Exercise (step 24): Matyas on the raw arrays x and y")
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 24): x, y = self.inputs; return gy * (...), gy * (...)"
+            "Exercise (step 24): one gradient per input, each gy times a partial derivative"
         )
 
 # %%
@@ -203,12 +204,16 @@ try:
     z = MatyasFunction()(x, y)
 except NotImplementedError as e:
     raise AssertionError(f"MatyasFunction is not written yet: {e}") from None
-assert np.allclose(z.data, matyas(px, py)), "forward should compute 0.26 (x^2 + y^2) - 0.48 x y"
+assert np.allclose(z.data, matyas(px, py)), "forward disagrees with matyas: reread its formula"
 z.backward()
 xr, yr = dz.Variable(px.copy()), dz.Variable(py.copy())
 matyas(xr, yr).backward()
-assert np.allclose(x.grad.data, xr.grad.data), "df/dx is wrong: it is 0.52 x - 0.48 y"
-assert np.allclose(y.grad.data, yr.grad.data), "df/dy is wrong: it is 0.52 y - 0.48 x"
+assert np.allclose(x.grad.data, xr.grad.data), (
+    "the gradient for x is wrong: is it gy times df/dx, returned first, as forward takes x first?"
+)
+assert np.allclose(y.grad.data, yr.grad.data), (
+    "the gradient for y is wrong: is it gy times df/dy, returned second?"
+)
 assert utils.gradient_check(lambda v: MatyasFunction()(v, dz.Variable(py)), px)
 assert count_functions(z) == 1, "one Function: the graph has a single node"
 print("self-check passed: MatyasFunction agrees with the operator version, in one node")

@@ -913,12 +913,15 @@ print(hand_written)
 # * **Node identity.** A leaf variable (one you made yourself) is identified by
 #   the object. An intermediate result is identified by *where it was made*:
 #   the pair (creator function, output index). The reason is memory: from step
-#   69 on, a function that does not need an input's data keeps only a data-less
-#   stand-in of it, so one intermediate value may exist as several Python
-#   objects. They all share the same creator and index, so they become one node.
+#   37 on, backward (without `retain_graph=True`) replaces the computed inputs
+#   of each function it ran by data-less stand-ins, and from step 69 on a
+#   function keeps only a stand-in, from forward on, of an input its backward
+#   does not read. So one intermediate value may exist as several Python
+#   objects. They all share the same creator and index, so they become one
+#   node.
 # * **Labels.** With `verbose=True` a label shows the variable's name, shape and
-#   dtype. A stand-in (step 69) has no data, so there an intermediate variable
-#   that you no longer hold is drawn without a shape. An unnamed 0-d node that
+#   dtype. A stand-in (steps 37 and 69) has no data, so there an intermediate
+#   variable that you no longer hold is drawn without a shape. An unnamed 0-d node that
 #   still has its data shows its value: grey for a constant
 #   (`requires_grad=False`), orange for a kept intermediate (in the Matyas graph
 #   below, the orange 0.48 is `0.48 * x` at x = 1, the grey one the constant).
@@ -977,7 +980,7 @@ print(get_dot_graph(b))
 # %%
 #| exercise
 u = dz.Variable(np.array(0.5), name="u")
-exercise_dot = ...  # build w = F.sin(u) * u, name it "w", then get_dot_graph(w, verbose=False)
+exercise_dot = ...  # build w from u with F and *, name it, then its DOT text as above
 
 # %%
 #| solution
@@ -990,10 +993,10 @@ exercise_dot = get_dot_graph(w, verbose=False)
 #| check
 assert isinstance(exercise_dot, str), (
     f"exercise_dot should be the DOT text (a str), got {type(exercise_dot).__name__}: "
-    "use get_dot_graph(w, verbose=False)"
+    "the function of this step that turns a graph into text returns one"
 )
 assert 'label="u"' in exercise_dot, "the DOT text has no node labelled u: name the input u"
-assert 'label="w"' in exercise_dot, "the DOT text has no node labelled w: set w.name = 'w'"
+assert 'label="w"' in exercise_dot, "the DOT text has no node labelled w: did you name it?"
 assert count_functions(exercise_dot) == 2, (
     f"expected two functions (Sin and Mul), got {count_functions(exercise_dot)}"
 )
@@ -1003,9 +1006,10 @@ print("self-check passed: the DOT text names u and w and holds two functions")
 # ## Exercise 2: write `Tanh`, keeping its output
 # `Tanh` above keeps its **output** instead of its input, because its
 # derivative is written with the output: $\frac{d}{dx}\tanh x = 1 - y^2$.
-# Write `MyTanh` the same way: in `forward`, call `self.retain_inputs(())` and
-# `self.retain_outputs((0,))` and return `np.tanh(x)`; in `backward`, read
-# `(y,) = self.get_retained_outputs()` and return $g_y (1 - y^2)$. The
+# Write `MyTanh` the same way, without looking back at `Tanh`: `forward`
+# computes tanh on the raw array and tells the function to keep no input and
+# its one output (the two `retain_` methods of this step); `backward` reads
+# that output back from what was kept and returns $g_y (1 - y^2)$. The
 # self-check compares it with `F.tanh` on random inputs and runs
 # `utils.gradient_check`.
 
@@ -1013,11 +1017,11 @@ print("self-check passed: the DOT text names u and w and holds two functions")
 #| exercise
 class MyTanh(dz.Function):
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 25): keep the output, return np.tanh(x)")
+        raise NotImplementedError("Exercise (step 25): tanh of the array; keep only the output")
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 25): (y,) = self.get_retained_outputs(); return gy * (1 - y*y)"
+            "Exercise (step 25): read back the kept output y; the gradient is gy (1 - y^2)"
         )
 
 # %%
@@ -1039,6 +1043,6 @@ try:
     mine = MyTanh()(dz.Variable(xs.copy()))
 except NotImplementedError as e:
     raise AssertionError(f"MyTanh is not written yet: {e}") from None
-assert np.allclose(mine.data, F.tanh(dz.Variable(xs)).data), "MyTanh's forward should be np.tanh(x)"
+assert np.allclose(mine.data, F.tanh(dz.Variable(xs)).data), "MyTanh's forward should match F.tanh"
 assert dz.utils.gradient_check(lambda v: MyTanh()(v), xs), "MyTanh's backward is wrong"
 print("self-check passed: MyTanh matches F.tanh, and its backward matches central differences")

@@ -456,7 +456,7 @@ written(plot_dot_graph(out, to_file=out_dir / "small.png"))
 
 # %%
 #| exercise
-sphere_image = ...  # plot_dot_graph(p**2 + q**2, verbose=False, to_file=out_dir / "sphere.svg")
+sphere_image = ...  # Variables named p and q, their Sphere drawn as goldstein.svg was above
 
 # %%
 #| solution
@@ -480,8 +480,9 @@ print("self-check passed: sphere.svg shows the variables p and q")
 # on a bad name *before* any rendering. Write that helper yourself:
 # `format_of(to_file)` returns `"png"`, `"svg"` or `"pdf"` (lower case, so
 # `"G.SVG"` gives `"svg"`) for a `str` or a `Path`, and raises `ValueError`
-# for any other extension, or none. Hint: `Path(to_file).suffix`. The
-# self-check compares it with the package's own helper on a list of names.
+# for any other extension, or none. Hint: `pathlib.Path` knows a file's
+# extension, dot included. The self-check compares it with the package's own
+# helper on a list of names.
 
 # %%
 #| exercise
@@ -489,8 +490,8 @@ from pathlib import Path
 
 
 def format_of(to_file):
-    raise NotImplementedError("Exercise (step 26): Path(to_file).suffix, lower case, no dot; "
-                              "ValueError if not png/svg/pdf")
+    raise NotImplementedError("Exercise (step 26): the name's extension, normalised, "
+                              "or a ValueError")
 
 # %%
 #| solution

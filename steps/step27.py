@@ -96,8 +96,8 @@ written(plot_dot_graph(y, verbose=False, to_file=out_dir / "taylor_sin.png"))
 # %%
 #| exercise
 def my_cos(x, threshold=1e-4):
-    raise NotImplementedError("Exercise (step 27): add (-1)**i / math.factorial(2*i) * x**(2*i) "
-                              "until a term is below threshold, as my_sin does")
+    raise NotImplementedError("Exercise (step 27): the cos series, summed term by term as "
+                              "my_sin sums the sin series")
 
 # %%
 #| solution

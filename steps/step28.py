@@ -101,7 +101,8 @@ plt.show()
 #| exercise
 def sgd_update(params, lr):
     raise NotImplementedError(
-        "Exercise (step 28): for p in params: p.data = p.data - lr * p.grad.data"
+        "Exercise (step 28): move every parameter's array against its gradient, scaled by "
+        "lr, as the update lines of gradient_descent do, without building a graph"
     )
 
 # %%
@@ -145,7 +146,7 @@ print("self-check passed: sgd_update moves every parameter against its gradient"
 
 # %%
 #| exercise
-final = ...  # the last point of gradient_descent((0.0, 2.0), lr=0.01, iters=100)
+final = ...  # the last point (x0, x1) of the path of that run
 
 # %%
 #| solution

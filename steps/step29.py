@@ -94,8 +94,8 @@ plt.show()
 # %%
 #| exercise
 def newton_step(x):
-    raise NotImplementedError("Exercise (step 29): y = f(x); x.cleargrad(); y.backward(); "
-                              "x.data = x.data - x.grad.data / gx2(x.data)")
+    raise NotImplementedError("Exercise (step 29): one pass of the Newton loop above: f'(x) "
+                              "by backprop (a fresh gradient each time), f''(x) from gx2")
 
 # %%
 #| solution

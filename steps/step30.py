@@ -208,7 +208,7 @@ print(get_dot_graph(x.grad, verbose=False).count("shape=box"), "functions in the
 # %%
 #| exercise
 xe = dz.Variable(np.array(0.5), name="x")
-exp_dot = ...  # backward through F.exp(xe) with create_graph=True, then get_dot_graph(xe.grad, ...)
+exp_dot = ...  # backprop from exp of xe, keeping the gradient's graph, then its DOT text
 
 # %%
 #| solution
@@ -233,16 +233,16 @@ print("self-check passed: the gradient of exp is recorded as gy * exp(x)")
 # $g_y \cdot 3x^2$ with `x` taken from `self.inputs`. The self-check runs
 # `dz.utils.gradient_check` for the first derivative, then differentiates the
 # recorded gradient again: the second derivative must be $6x$. (Try
-# `3 * x.data ** 2` in backward to see it fail.)
+# computing backward on `x.data` to see it fail.)
 
 # %%
 #| exercise
 class Cube(dz.Function):
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 30): return x ** 3")
+        raise NotImplementedError("Exercise (step 30): Cube.forward, on the raw array")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 30): (x,) = self.inputs; return gy * 3 * x ** 2")
+        raise NotImplementedError("Exercise (step 30): Cube.backward, with Variables only")
 
 # %%
 #| solution
@@ -261,13 +261,13 @@ try:
     yc = Cube()(dz.Variable(xs.copy()))
 except NotImplementedError as e:
     raise AssertionError(f"Cube is not written yet: {e}") from None
-assert np.allclose(yc.data, xs**3), "Cube's forward should return x ** 3"
+assert np.allclose(yc.data, xs**3), "Cube's forward does not compute x^3"
 assert dz.utils.gradient_check(lambda v: Cube()(v), xs), "Cube's backward is wrong"
 xc = dz.Variable(xs.copy())
 Cube()(xc).backward(create_graph=True)
 g1 = xc.grad
 assert g1.creator is not None, (
-    "the gradient has no graph: compute backward with the Variable x from self.inputs, not x.data"
+    "the gradient has no graph: backward computed on raw arrays; use the input Variables"
 )
 xc.cleargrad()
 g1.backward()

@@ -111,7 +111,7 @@ print("f and its first five derivatives at 2:", orders)
 # %%
 #| exercise
 xg = dz.Variable(np.array(1.5))
-g2 = ...  # backward(create_graph=True), keep x.grad, cleargrad, backward again: float(xg.grad.data)
+g2 = ...  # g at xg, then the four-step recipe above; g2 is a float
 
 # %%
 #| solution
@@ -127,7 +127,7 @@ g2 = float(xg.grad.data)
 #| check
 assert isinstance(g2, float), f"g2 should be a float, got {type(g2).__name__}"
 assert not np.isclose(g2, 9.0 + 1.75), (
-    "g2 is f' + f'' (10.75): call xg.cleargrad() before the second backward"
+    "g2 is g' + g'' (10.75): g' was still in xg.grad at the second pass (recipe, item 3)"
 )
 assert np.isclose(g2, 9.0), f"the second derivative of x^3 - 5x at 1.5 is 9, got {g2}"
 print("self-check passed: g''(1.5) = 9")
@@ -143,7 +143,8 @@ print("self-check passed: g''(1.5) = 9")
 # %%
 #| exercise
 def second_derivative(fn, x_value):
-    raise NotImplementedError("Exercise (step 31): the recipe above; return x.grad.data")
+    raise NotImplementedError("Exercise (step 31): the four-step recipe for any fn, "
+                              "at a fresh Variable")
 
 # %%
 #| solution

@@ -107,7 +107,7 @@ print("df/dx =", gx.data, "  d2f/dydx =", y.grad.data, "  d2f/dx2 =", x.grad.dat
 
 # %%
 #| exercise
-q2 = ...  # derivatives(poly([...coefficients, highest power first...]), -1.0, 2)[2]
+q2 = ...  # q''(-1) from this step's derivatives and poly
 
 # %%
 #| solution
@@ -117,8 +117,8 @@ q2 = derivatives(poly([2.0, 0.0, -1.0, 0.0, 0.0, 7.0]), -1.0, 2)[2]
 #| check
 assert q2 is not ..., "q2 is not computed yet"
 assert np.isclose(q2, 40 * (-1) ** 3 - 6 * (-1)), (
-    f"q''(-1) = -40 + 6 = -34, got {q2}: the coefficients of 2x^5 - x^3 + 7 are "
-    "[2, 0, -1, 0, 0, 7], highest power first"
+    f"q''(-1) = -40 + 6 = -34, got {q2}: does poly get one coefficient per power, zeros "
+    "included, in the order its docstring gives? Which entry of derivatives' list is q''?"
 )
 print("self-check passed: q''(-1) = -34")
 
@@ -127,16 +127,16 @@ print("self-check passed: q''(-1) = -34")
 # The mixed-derivative recipe above gives one row of the Hessian per
 # backward of a gradient. Write `hessian2(f, x0, y0)` returning the 2×2
 # matrix $\begin{pmatrix} f_{xx} & f_{xy} \\ f_{yx} & f_{yy} \end{pmatrix}$
-# at $(x_0, y_0)$ as a NumPy array: for each row, build fresh Variables,
-# backprop with `create_graph=True`, clear both gradients, and backprop the
-# row's gradient (`x.grad` for the first row, `y.grad` for the second). The
-# self-check compares it with Hessians worked out by hand at random points.
+# at $(x_0, y_0)$ as a NumPy array, each row from fresh Variables and that
+# row's first partial derivative. Mind what each gradient holds before the
+# second pass. The self-check compares it with Hessians worked out by hand at
+# random points.
 
 # %%
 #| exercise
 def hessian2(f, x0, y0):
-    raise NotImplementedError("Exercise (step 32): two rows, each from one backward of x.grad "
-                              "or y.grad; return np.array([[fxx, fxy], [fyx, fyy]])")
+    raise NotImplementedError("Exercise (step 32): two rows, one backward of a gradient "
+                              "each; a 2x2 NumPy array")
 
 # %%
 #| solution

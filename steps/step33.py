@@ -64,8 +64,8 @@ for i in range(10):
 # %%
 #| exercise
 def newton(fn, x0, steps):
-    raise NotImplementedError("Exercise (step 33): the loop above with fn instead of f; "
-                              "return float(x.data)")
+    raise NotImplementedError("Exercise (step 33): the loop above, for any fn, x0 and "
+                              "number of steps; a float")
 
 # %%
 #| solution
@@ -108,7 +108,7 @@ print("self-check passed: newton repeats the iterates above and solves parabolas
 
 # %%
 #| exercise
-x_min = ...  # 6 Newton steps on x**2 + F.exp(-x) from 0, as in the loop above
+x_min = ...  # 6 Newton steps on g from 0 (Exercise 1's newton can do it); a float
 
 # %%
 #| solution

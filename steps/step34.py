@@ -90,7 +90,7 @@ print("functions in the graph of each derivative:", sizes)
 # %%
 #| exercise
 x7 = dz.Variable(np.array(0.3))
-d7 = ...  # 7 passes of g.backward(create_graph=True); g = x7.grad (cleargrad before each)
+d7 = ...  # start from sin(x7) and differentiate 7 times, as the loops above do; a float
 
 # %%
 #| solution
@@ -113,8 +113,9 @@ print("self-check passed: the 7th derivative of sin at 0.3 is -cos(0.3)")
 # %% [markdown]
 # ## Exercise 2: a `Sin` that can be differentiated forever
 # The cycle works because `Sin.backward` calls `cos` and `Cos.backward` calls
-# `sin`, both recorded functions. Write `MySin`: `forward` with `np.sin`,
-# `backward` returning $g_y \cos x$ with `F.cos` on the input Variable. The
+# `sin`, both recorded functions. Write `MySin`: `forward` on the raw array,
+# `backward` returning $g_y \cos x$ with a recorded function of the package,
+# applied to the input Variable. The
 # self-check runs `dz.utils.gradient_check` and takes four derivatives
 # through `MySin`: they must follow the cycle $\cos, -\sin, -\cos, \sin$.
 
@@ -122,10 +123,11 @@ print("self-check passed: the 7th derivative of sin at 0.3 is -cos(0.3)")
 #| exercise
 class MySin(dz.Function):
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 34): return np.sin(x)")
+        raise NotImplementedError("Exercise (step 34): MySin.forward, on the raw array")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 34): (x,) = self.inputs; return gy * F.cos(x)")
+        raise NotImplementedError("Exercise (step 34): MySin.backward, with recorded "
+                                  "functions on Variables")
 
 # %%
 #| solution
@@ -151,6 +153,7 @@ for order, exact in enumerate([np.cos(pts), -np.sin(pts), -np.cos(pts), np.sin(p
     gm.backward(create_graph=True)
     gm = xm.grad
     assert np.allclose(gm.data, exact), (
-        f"derivative of order {order} is wrong: backward must use F.cos on the Variable x"
+        f"derivative of order {order} is wrong: does backward compute with a recorded "
+        "function on the input Variable, not with NumPy?"
     )
 print("self-check passed: MySin's derivatives cycle cos, -sin, -cos, sin")

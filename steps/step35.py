@@ -151,10 +151,10 @@ print("self-check passed: the graphs of exp's derivatives stay at one or two fun
 # %% [markdown]
 # ## Exercise 2: a sigmoid that keeps its output
 # The sigmoid $s(x) = 1/(1 + e^{-x})$ has, like $\tanh$, a derivative written
-# with its output: $s' = s(1 - s)$. Write `MySigmoid` as `F.Tanh` is written:
-# keep the output (`self.retain_inputs(())`, `self.retain_outputs((0,))`),
-# and in `backward` read it with `(y,) = self.get_retained_outputs()` and
-# return $g_y\, y (1 - y)$. The self-check runs `dz.utils.gradient_check` and
+# with its output: $s' = s(1 - s)$. Write `MySigmoid` as `F.Tanh` is written
+# (step 25; reread its two methods): forward keeps the output and not the
+# input, and backward builds $g_y\, s (1 - s)$ from that kept output, as
+# Variables. The self-check runs `dz.utils.gradient_check` and
 # compares the second derivative with the formula $s(1 - s)(1 - 2s)$; count
 # the functions of its higher derivatives yourself: which of tanh and exp does
 # it resemble?
@@ -163,12 +163,12 @@ print("self-check passed: the graphs of exp's derivatives stay at one or two fun
 #| exercise
 class MySigmoid(dz.Function):
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 35): keep the output; "
-                                  "return 1 / (1 + np.exp(-x))")
+        raise NotImplementedError("Exercise (step 35): keep the output, not the input "
+                                  "(as Tanh does), and return s(x) on the NumPy array")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 35): (y,) = self.get_retained_outputs(); "
-                                  "return gy * y * (1 - y)")
+        raise NotImplementedError("Exercise (step 35): read the kept output s and return "
+                                  "gy times s'(x) = s(1 - s)")
 
 # %%
 #| solution
@@ -190,7 +190,7 @@ try:
     ys = MySigmoid()(dz.Variable(pts.copy()))
 except NotImplementedError as e:
     raise AssertionError(f"MySigmoid is not written yet: {e}") from None
-assert np.allclose(ys.data, s), "MySigmoid's forward should be 1 / (1 + exp(-x))"
+assert np.allclose(ys.data, s), "MySigmoid's forward should be s(x) = 1 / (1 + e^-x)"
 assert dz.utils.gradient_check(lambda v: MySigmoid()(v), pts), "MySigmoid's backward is wrong"
 xs2 = dz.Variable(pts.copy())
 MySigmoid()(xs2).backward(create_graph=True)

@@ -138,13 +138,14 @@ print("symmetric:", np.allclose(H_auto, H_auto.T))
 # %% [markdown]
 # ## Exercise 1: curvature along a direction
 # The *curvature of f along a direction* $u$ (a unit vector) is $u^\top H u$.
-# Compute it with one Hessian–vector product for $u = (1, 1, 1, 1, 1)/\sqrt 5$
-# at `x_value`, and store it in `curvature` (a float).
+# Compute it for $u = (1, 1, 1, 1, 1)/\sqrt 5$ at `x_value` without building
+# $H$: which part of $u^\top H u$ does the step's `hvp` already give? Store the
+# result in `curvature` (a Python float).
 
 # %%
 #| exercise
 u = np.ones(n) / np.sqrt(n)
-curvature = ...  # u . (H u), with H u from one call of hvp
+curvature = ...  # a float: u^T H u at x_value, without forming H
 
 # %%
 #| solution
@@ -155,7 +156,8 @@ curvature = float(u @ hvp(x_value, u))
 #| check
 assert isinstance(curvature, float), f"curvature should be a float, got {type(curvature).__name__}"
 assert np.isclose(curvature, u @ H @ u), (
-    f"expected u . (H u) = {u @ H @ u:.6f}, got {curvature}: use hvp(x_value, u), then a dot with u"
+    f"expected u^T H u = {u @ H @ u:.6f}, got {curvature}: reread what hvp returns, "
+    "and which vector is left to multiply by"
 )
 print("self-check passed: the curvature along u is u . (H u)")
 

@@ -272,14 +272,16 @@ print(f"arrays held after backward: retain_graph=True {kept:.1f}, False {freed:.
 # gradient and the final `y`.
 #
 # ## Exercise 1: two passes through one graph
-# Build $z = \sin(x) \cdot x$ at $x = 1$, call `z.backward(retain_graph=True)`
-# twice, and store `x.grad` as a float in `twice`. It should be twice the
-# derivative $\cos 1 + \sin 1$.
+# Build $z = \sin(x) \cdot x$ at $x = 1$ and run backward from $z$ twice
+# through the same graph, without building it again: the first pass must not
+# free it (which option of this step's `backward` does that?). Store $x$'s
+# gradient as a float in `twice`. It should be twice the derivative
+# $\cos 1 + \sin 1$, since gradients accumulate (step 14).
 
 # %%
 #| exercise
 xe = dz.Variable(np.array(1.0))
-twice = ...  # z = F.sin(xe) * xe; two z.backward(retain_graph=True); float(xe.grad.data)
+twice = ...  # xe's gradient, as a float, after two backward passes through one graph
 
 # %%
 #| solution
@@ -300,19 +302,20 @@ print("self-check passed: two backward passes accumulate twice the derivative")
 
 # %% [markdown]
 # ## Exercise 2: releasing a function
-# Write the release of this step as a plain function, `release_function(f)`:
-# replace each input of `f` that has a creator (an intermediate result) by its
-# data-free stand-in `x._as_node()`, keep the leaves as they are (they belong
-# to the user), store the new inputs as a tuple in `f.inputs`, and set
-# `f._freed = True`. The self-check releases the functions of a small graph
+# Write the release of this step as a plain function, `release_function(f)`,
+# without looking at `Function.release`: replace each input of `f` that has a
+# creator (an intermediate result) by its data-free stand-in (`Variable._as_node`),
+# keep the leaves as they are (they belong to the user), store the new inputs
+# as a tuple in `f.inputs`, and raise the flag `f._freed` that the backward
+# loop reads. The self-check releases the functions of a small graph
 # with it, compares them with the package's `release`, and checks that a
 # second backward then stops with the package's error.
 
 # %%
 #| exercise
 def release_function(f):
-    raise NotImplementedError("Exercise (step 37): f.inputs = tuple(x if x.creator is None else "
-                              "x._as_node() for x in f.inputs); f._freed = True")
+    raise NotImplementedError("Exercise (step 37): give f stand-ins for its computed inputs, "
+                              "keep its leaves, and mark it freed (the bullets at the top)")
 
 # %%
 #| solution
@@ -340,10 +343,10 @@ for mine, pkg in [(mul_mine, mul_pkg), (y_mine.creator, y_pkg.creator),
         raise AssertionError(f"release_function is not written yet: {e}") from None
     pkg.release()
     assert isinstance(mine.inputs, tuple), "store the new inputs as a tuple"
-    assert mine._freed, "set f._freed = True, so that backward knows"
+    assert mine._freed, "mark f as freed (its _freed flag), so that backward knows"
     for mine_in, pkg_in in zip(mine.inputs, pkg.inputs):
         assert (mine_in.data is None) == (pkg_in.data is None), (
-            "replace intermediate inputs by x._as_node() and keep the leaves"
+            "replace each intermediate input by its stand-in and keep the leaves"
         )
         assert type(mine_in.creator) is type(pkg_in.creator), (
             "the stand-in keeps the place in the graph (its creator)"

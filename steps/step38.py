@@ -231,14 +231,16 @@ print("weighted grad:", x.grad)  # 2x times the weights
 
 # %% [markdown]
 # ## Exercise 1: the product rule on a tensor
-# For `a = Variable(np.arange(6.0).reshape(3, 2))`, compute `b = F.tanh(a) * a`,
-# run `b.backward()` and store `a.grad` in `grad_a`. By the product rule its
-# entries are $\tanh(a) + a(1 - \tanh^2 a)$.
+# For `a = Variable(np.arange(6.0).reshape(3, 2))`, build $b = \tanh(a)\, a$
+# elementwise with the functions of `F`, backprop from $b$ (a (3, 2) output:
+# which seed does backward use when none is given?) and store the gradient of
+# `a` in `grad_a`. By the product rule its entries are
+# $\tanh(a) + a(1 - \tanh^2 a)$.
 
 # %%
 #| exercise
 a = dz.Variable(np.arange(6.0).reshape(3, 2))
-grad_a = ...  # b = F.tanh(a) * a; b.backward(); a.grad
+grad_a = ...  # a's gradient (a Variable of shape (3, 2)) after backprop from b
 
 # %%
 #| solution
@@ -259,10 +261,12 @@ print("self-check passed: the gradient of tanh(a) * a is tanh(a) + a (1 - tanh^2
 
 # %% [markdown]
 # ## Exercise 2: `AsType`
-# Write the `AsType` function of this step yourself. `MyAsType(dtype)` keeps
-# the target dtype (given); `forward` remembers the input's dtype in
-# `self.x_dtype` and returns `x.astype(self.dtype)`; `backward` converts the
-# gradient back to that dtype, with `F.astype`. The self-check compares it
+# Write the `AsType` function of this step yourself, without looking back at
+# it. `MyAsType(dtype)` keeps the target dtype (given); `forward` remembers
+# the input's dtype on `self` and converts the array to the target dtype;
+# `backward` converts the gradient back to the remembered dtype, with a
+# function of `F`, so that the conversion is recorded for a second backward
+# (a NumPy method on `gy.data` would not be). The self-check compares it
 # with the package's `F.astype` on random float64 data (the gradient must
 # come back as float64) and runs `gradient_check`.
 
@@ -273,11 +277,12 @@ class MyAsType(dz.Function):
         self.dtype = np.dtype(dtype)
 
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 38): self.x_dtype = x.dtype; "
-                                  "return x.astype(self.dtype)")
+        raise NotImplementedError("Exercise (step 38): remember x's dtype, then return x "
+                                  "converted to self.dtype")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 38): return F.astype(gy, self.x_dtype)")
+        raise NotImplementedError("Exercise (step 38): return gy converted back to the dtype "
+                                  "forward remembered, as a Variable")
 
 # %%
 #| solution
@@ -302,15 +307,15 @@ except NotImplementedError as e:
     raise AssertionError(f"MyAsType is not written yet: {e}") from None
 assert y32.dtype == np.float32, f"forward should return float32, got {y32.dtype}"
 assert np.array_equal(y32.data, F.astype(dz.Variable(data), np.float32).data), (
-    "forward should match F.astype: x.astype(self.dtype)"
+    "forward should match F.astype: the same values, in the target dtype"
 )
 gy = np.random.default_rng(1).normal(size=(2, 3)).astype(np.float32)
 mine = MyAsType(np.float32)
 mine(dz.Variable(data.copy()))
 gx = mine.backward(dz.Variable(gy))
 assert isinstance(gx, dz.Variable), (
-    f"backward should return a Variable, got {type(gx).__name__}: convert gy with F.astype, "
-    "which records the conversion for a second backward (gy.data.astype would not)"
+    f"backward should return a Variable, got {type(gx).__name__}: convert gy with a function "
+    "of F, which records the conversion for a second backward (a NumPy method would not)"
 )
 assert gx.dtype == np.float64, f"backward should return the input's dtype float64, got {gx.dtype}"
 assert np.allclose(gx.data, gy), "backward passes the gradient through, only converted"
@@ -319,7 +324,7 @@ back_to32(dz.Variable(data.astype(np.float32)))
 gx32 = back_to32.backward(dz.Variable(np.ones((2, 3))))
 assert gx32.dtype == np.float32, (
     f"for a float32 input, backward should return float32, got {gx32.dtype}: convert to the "
-    "dtype forward remembered, self.x_dtype, not to a fixed one"
+    "dtype forward remembered, not to a fixed one"
 )
 assert gradient_check(lambda v: MyAsType(np.float64)(v) * 3.0, data)
 print("self-check passed: MyAsType converts forward and converts the gradient back")

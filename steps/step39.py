@@ -202,6 +202,69 @@ print("x.grad equals the weights moved back:",
       np.array_equal(x.grad.data, weights.transpose(inverse)))
 
 # %% [markdown]
+# Both rearrangements in a picture. Top: `reshape` reads the cells of `x` in order 0, 1, 2, ...
+# and fills `y` in the same order (the colour is the row of `x` a number came from). Bottom: a
+# (2, 3, 4) array numbered 0 to 23 (blue: `x[0]`, orange: `x[1]`), moved by
+# `transpose(x, (2, 0, 1))`. Backward gets `gy = y` (each number sent back as its own gradient)
+# and permutes it with the inverse `(1, 2, 0)`: every number lands in the cell it left, so
+# `x.grad` looks exactly like `x`.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(39)  # every file this step writes goes here
+shades = np.array(["#cde", "#fdc"])  # a cell's colour: which row (or block) of x it came from
+
+
+def draw_grid(ax, values, colours, x, y, title):
+    """Draw a 1-D or 2-D array as numbered cells with its top-left corner at (x, y)."""
+    values, colours = np.atleast_2d(values), np.atleast_2d(colours)
+    for (i, j), v in np.ndenumerate(values):
+        ax.add_patch(plt.Rectangle((x + j, y - i - 1), 1, 1, fc=colours[i, j], ec="k"))
+        ax.text(x + j + 0.5, y - i - 0.5, f"{v:g}", ha="center", va="center", fontsize=8)
+    ax.text(x + values.shape[1] / 2, y + 0.25, title, ha="center", fontsize=8)
+
+
+def arrow(ax, start, end, label):
+    """A labelled arrow from start to end, (x, y) points."""
+    ax.annotate("", end, start, arrowprops={"arrowstyle": "->"})
+    ax.text((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + 0.25, label, ha="center",
+            fontsize=8)
+
+
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), height_ratios=(1, 2.4))
+grid = dz.Variable(np.arange(6.0).reshape(2, 3))  # the numbers are the reading order
+rows = np.repeat([[0], [1]], 3, axis=1)  # each cell's row in grid
+draw_grid(top, grid.data, shades[rows], 0, 2, "x (2, 3)")
+arrow(top, (3.4, 1), (5.6, 1), "reshape")
+draw_grid(top, F.reshape(grid, (6,)).data, shades[rows.ravel()], 5.8, 1.5, "y (6,)")
+top.text(6, -0.1, "backward: reshape(gy, (2, 3)) reads gy back in the same order", fontsize=8)
+top.set(xlim=(-0.3, 12.2), ylim=(-0.4, 2.6))
+top.set_title("reshape keeps the reading order", fontsize=9)
+
+cube = dz.Variable(np.arange(24.0).reshape(2, 3, 4))
+moved = F.transpose(cube, axes)
+moved.backward(gradient=moved.data)  # each number goes back as its own gradient
+block = np.broadcast_to(np.arange(2)[:, None, None], cube.shape)  # each cell's block in x
+for k in range(2):
+    draw_grid(bottom, cube.data[k], shades[block[k]], 0, 7 - 4 * k, f"x[{k}]")
+    draw_grid(bottom, cube.grad.data[k], shades[block[k]], 17, 7 - 4 * k, f"x.grad[{k}]")
+for k in range(4):
+    draw_grid(bottom, moved.data[k], shades[block.transpose(axes)[k]], 7 + 4 * (k % 2),
+              7 - 3.5 * (k // 2), f"y[{k}]")
+arrow(bottom, (4.3, 5), (6.7, 5), f"transpose\n{axes}")
+arrow(bottom, (14.3, 5), (16.7, 5), f"backward\n{inverse}")
+bottom.set(xlim=(-0.3, 21.3), ylim=(-0.4, 7.6))
+bottom.set_title("x (2, 3, 4) -> y (4, 2, 3) -> x.grad (2, 3, 4), with gy = y", fontsize=9)
+for ax in (top, bottom):
+    ax.set_aspect("equal")
+    ax.axis("off")
+save_figure(fig, out_dir / "rearrange.png")
+plt.show()
+
+# %% [markdown]
 # The gradient checker confirms both functions numerically. Multiplying by
 # random weights makes *where* each gradient lands matter (with a plain sum
 # every element's gradient would be 1 wherever it went):
@@ -221,7 +284,9 @@ print(gradient_check(lambda v: F.transpose(v, axes) * weights, a))
 # %%
 #| exercise
 def swap_last_two(v):
-    raise NotImplementedError("Exercise (step 39): return F.transpose(v, (0, 2, 1))")
+    raise NotImplementedError(
+        "Exercise (step 39): F.transpose(v, axes) puts input axis axes[i] at place i; which "
+        "order of the three axes keeps axis 0 first and exchanges the other two?")
 
 # %%
 #| solution
@@ -243,12 +308,13 @@ print("self-check passed: swap_last_two swaps the axes, and its gradient swaps t
 # %% [markdown]
 # ## Exercise 2: `Transpose` with any permutation
 # Write the `Transpose` function yourself, for an explicit permutation
-# `axes` (given to `__init__`). `forward` returns `x.transpose(self.axes)`.
-# In `backward` the gradient must be permuted **back**: the inverse
-# permutation of `axes` is `np.argsort(axes)` (if axis `i` went to place
-# `axes.index(i)`, it comes back from there). The self-check compares it with
-# `F.transpose` on a random (2, 3, 4) array and runs `gradient_check` for
-# two permutations.
+# `axes` (given to `__init__`). `forward` gets a NumPy array: put its axes in
+# the order `axes`. In `backward`, `gy` has the output's layout, and each
+# gradient must go back to the cell its element came from: permute `gy`
+# **back**, with the inverse permutation (reread "Transposing with an axis
+# order" above, and the picture), using `F.transpose` so that the result is a
+# Variable. The self-check compares it with `F.transpose` on a random
+# (2, 3, 4) array and runs `gradient_check` for two permutations.
 
 # %%
 #| exercise
@@ -257,11 +323,12 @@ class MyTranspose(dz.Function):
         self.axes = tuple(axes)
 
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 39): return x.transpose(self.axes)")
+        raise NotImplementedError("Exercise (step 39): return the array x with its axes in "
+                                  "the order self.axes (NumPy arrays have a method for it)")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 39): "
-                                  "return F.transpose(gy, tuple(np.argsort(self.axes)))")
+        raise NotImplementedError("Exercise (step 39): permute gy back with F.transpose and "
+                                  "the inverse of self.axes (which permutation undoes it?)")
 
 # %%
 #| solution
@@ -292,6 +359,7 @@ for axes in [(1, 2, 0), (2, 0, 1)]:
         return MyTranspose(axes)(v) * weight
 
     assert gradient_check(permuted, data), (
-        f"backward with axes {axes} is wrong: permute by the inverse, np.argsort(axes)"
+        f"backward with axes {axes} is wrong: permute gy by the inverse of axes, the order "
+        "that puts every axis back in its place (not axes itself)"
     )
 print("self-check passed: MyTranspose matches F.transpose, and its gradient is permuted back")

@@ -132,6 +132,68 @@ y.backward(gradient=np.array([[1.0], [2.0]]))
 print("x.grad =", x.grad)
 
 # %% [markdown]
+# Both sums in a picture, forward on the left and backward on the right. A colour marks the
+# cells that are added into one output element (top: a column, bottom: a row). Backward sends
+# that output's gradient back to every one of them, unchanged: `gy` is copied along the axis
+# that the sum removed.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(40)  # every file this step writes goes here
+shades = np.array(["#cde", "#fdc", "#dfd"])  # one colour per output element
+
+
+def draw_grid(ax, values, colours, x, y, title):
+    """Draw a 1-D or 2-D array as labelled cells with its top-left corner at (x, y)."""
+    values, colours = np.atleast_2d(values), np.atleast_2d(colours)
+    for (i, j), v in np.ndenumerate(values):
+        ax.add_patch(plt.Rectangle((x + j, y - i - 1), 1, 1, fc=colours[i, j], ec="k"))
+        ax.text(x + j + 0.5, y - i - 0.5, f"{v:g}", ha="center", va="center", fontsize=8)
+    ax.text(x + values.shape[1] / 2, y + 0.25, title, ha="center", fontsize=8)
+
+
+def arrow(ax, x, y, label):
+    """A labelled arrow pointing right, from (x, y) to (x + 2.5, y)."""
+    ax.annotate("", (x + 2.5, y), (x, y), arrowprops={"arrowstyle": "->"})
+    ax.text(x + 1.25, y + 0.2, label, ha="center", fontsize=8)
+
+
+def draw_sum(ax, x, y, gy, colours, out_colours, title):
+    """One row: x -> y on the left, gy -> x.grad on the right (x has had its backward)."""
+    draw_grid(ax, x.data, shades[colours], 0, 2, f"x {x.shape}")
+    arrow(ax, 3.2, 1, "sum")
+    top_y = 1 + (y.shape[0] if y.ndim == 2 else 1) / 2  # y centred on the row
+    draw_grid(ax, y.data, shades[out_colours], 6, top_y, f"y {y.shape}")
+    ax.plot([9.3, 9.3], [-0.2, 2.6], color="0.6", lw=1, ls=":")
+    draw_grid(ax, gy, shades[out_colours], 9.9, top_y, f"gy {gy.shape}")
+    arrow(ax, 13.4, 1, "copy back")
+    draw_grid(ax, x.grad.data, shades[colours], 16.4, 2, f"x.grad {x.grad.shape}")
+    ax.set(xlim=(-0.3, 19.7), ylim=(-0.3, 2.7))
+    ax.set_title(title, fontsize=9)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 3.2))
+columns = np.array([[0, 1, 2], [0, 1, 2]])  # the element of y each cell of x is added into
+x = dz.Variable(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+gy = np.array([1.0, 10.0, 100.0])
+y = F.sum(x, axis=0)
+y.backward(gradient=gy)
+draw_sum(top, x, y, gy, columns, np.arange(3), "sum(x, axis=0): forward | backward")
+rows = np.array([[0, 0, 0], [1, 1, 1]])  # sum_to (2, 1) adds each row into one
+x = dz.Variable(np.arange(6.0).reshape(2, 3))
+gy = np.array([[1.0], [2.0]])
+y = F.sum_to(x, (2, 1))
+y.backward(gradient=gy)
+draw_sum(bottom, x, y, gy, rows, np.array([[0], [1]]), "sum_to(x, (2, 1)): forward | backward")
+save_figure(fig, out_dir / "sums.png")
+plt.show()
+
+# %% [markdown]
 # Both functions pass the numerical gradient check. The random weights make
 # every output element count differently, so a wrong placement would show:
 
@@ -154,8 +216,8 @@ print(gradient_check(lambda v: F.sum_to(v, (3, 1)) * w2, data))
 # %%
 #| exercise
 def mean(x, axis):
-    raise NotImplementedError("Exercise (step 40): x = dz.as_variable(x); "
-                              "return F.sum(x, axis=axis) / x.shape[axis]")
+    raise NotImplementedError("Exercise (step 40): sum over the axis with F.sum, then divide "
+                              "by how many numbers each sum added (x's shape tells)")
 
 # %%
 #| solution
@@ -177,11 +239,12 @@ print("self-check passed: mean is a sum divided by the axis length, gradient 1/n
 
 # %% [markdown]
 # ## Exercise 2: the `Sum` function
-# Write `Sum` over one axis yourself (no `keepdims`). `forward` remembers the
-# input's shape and returns `x.sum(axis=self.axis)`. In `backward`, `gy` has
-# lost that axis: put it back with length 1 (`F.reshape` to the input's shape
-# with a 1 at `self.axis`), then repeat it with `F.broadcast_to` to the
-# input's shape. The self-check compares it with `F.sum` on a random
+# Write `Sum` over one axis yourself (no `keepdims`). `forward` sums the
+# NumPy array over `self.axis` and remembers what `backward` will need of the
+# input. In `backward`, `gy` has lost the summed axis: give it back with
+# length 1 so that the shapes line up, then repeat it along that axis, as the
+# picture above copies `gy` down (the intro of this step says how; step 41 has
+# the repeating function). The self-check compares it with `F.sum` on a random
 # (2, 3, 4) array for each axis and runs `gradient_check`.
 
 # %%
@@ -191,12 +254,12 @@ class MySum(dz.Function):
         self.axis = axis
 
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 40): self.x_shape = x.shape; "
-                                  "return x.sum(axis=self.axis)")
+        raise NotImplementedError("Exercise (step 40): sum the array over self.axis, and "
+                                  "keep the input's shape for backward")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 40): reshape gy with a 1 at self.axis, "
-                                  "then F.broadcast_to(..., self.x_shape)")
+        raise NotImplementedError("Exercise (step 40): gy lacks the summed axis; put it back "
+                                  "with length 1, then repeat gy to the input's shape")
 
 # %%
 #| solution

@@ -130,13 +130,19 @@ for s0, s1 in pairs:
 # Forgetting the `sum_to` in a Function of your own is an easy mistake, and
 # NumPy does not catch it: a (2, 3) gradient for a (3,) input broadcasts again
 # in the next addition, and a later `sum_to` folds it back into the right
-# shape with the wrong numbers. PyTorch refuses such a gradient as soon as a
-# backward returns it. From this step on our core does too: `_check_grads`,
+# shape with the wrong numbers. PyTorch does not refuse such a gradient; it
+# mends it. When the backward of a `torch.autograd.Function` returns a
+# gradient that broadcasts to its input's shape, the engine sums it back to
+# that shape without a word, so `gy * b` for a (3,) input `b` still gives the
+# right `b.grad`. It refuses only a shape that cannot be summed back, such as
+# a (3,) gradient for a (2,) input ("returned an invalid gradient at index
+# 0"). Our core sums nothing back, so it is stricter: from this step on it
+# refuses any gradient whose shape differs from its input's. `_check_grads`,
 # which since step 23 refuses a backward that returns a gradient too many or
-# too few, now also compares each gradient's shape with its input's (a constant's
-# gradient is thrown away, so it is not checked). (From
-# step 69 on, an input that the package's own backward does not read is kept
-# as a stand-in without data; the check skips those.)
+# too few, now also compares each gradient's shape with its input's. (A
+# constant's gradient is thrown away, so it is not checked. From step 69 on,
+# an input that the package's own backward does not read is kept as a
+# stand-in without data; the check skips those.)
 
 # %%
 #| export dezero_like/core.py
@@ -180,14 +186,15 @@ else:
 # %% [markdown]
 # ## Exercise 1: the gradient of a bias
 # A bias is added to every row of a batch. For `h` of shape (5, 4) and a bias
-# `c` of shape (4,), compute `out = F.sum((h + c) ** 2)`, backprop, and store
-# `c.grad` in `grad_c`. By the chain rule it equals $2\sum_n (h_n + c)$.
+# `c` of shape (4,), compute the scalar $\sum_{n,j} (h_{nj} + c_j)^2$ with the
+# functions of `F`, backprop from it, and store the gradient of `c` in `grad_c`.
+# By the chain rule it equals $2\sum_n (h_n + c)$.
 
 # %%
 #| exercise
 h = dz.Variable(np.random.default_rng(3).normal(size=(5, 4)))
 c = dz.Variable(np.array([0.5, -1.0, 2.0, 0.0]))
-grad_c = ...  # out = F.sum((h + c) ** 2); out.backward(); c.grad
+grad_c = ...  # c's gradient after backprop from the sum of (h + c) squared
 
 # %%
 #| solution
@@ -209,20 +216,22 @@ print("self-check passed: the bias gradient sums the rows, 2 sum_n (h_n + c)")
 # %% [markdown]
 # ## Exercise 2: a `Mul` that broadcasts
 # Write the broadcasting multiplication yourself. `forward(x0, x1)` returns
-# `x0 * x1` (NumPy broadcasts). In `backward`, the gradients are
-# $g_y x_1$ and $g_y x_0$, each summed back to its own input's shape with
-# `F.sum_to(..., x.shape)`. The self-check compares it with `*` for the
+# the elementwise product of the arrays (NumPy broadcasts them). In `backward`,
+# the gradients are $g_y x_1$ and $g_y x_0$, each summed back to its own
+# input's shape (`F.sum_to`, step 40). The self-check compares it with `*` for the
 # shapes (2, 3) and (3,) and runs `gradient_check` for both inputs.
 
 # %%
 #| exercise
 class MyMul(dz.Function):
     def forward(self, x0, x1):
-        raise NotImplementedError("Exercise (step 41): return x0 * x1")
+        raise NotImplementedError("Exercise (step 41): the elementwise product (NumPy "
+                                  "broadcasts the two arrays)")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 41): x0, x1 = self.inputs; return "
-                                  "F.sum_to(gy * x1, x0.shape), F.sum_to(gy * x0, x1.shape)")
+        raise NotImplementedError("Exercise (step 41): each input's gradient is gy times the "
+                                  "other input (step 23's Mul), brought back to that input's "
+                                  "own shape (step 40)")
 
 # %%
 #| solution
@@ -243,7 +252,7 @@ try:
     prod = MyMul()(u, v)
 except NotImplementedError as e:
     raise AssertionError(f"MyMul is not written yet: {e}") from None
-assert np.allclose(prod.data, a * b), "forward should return x0 * x1"
+assert np.allclose(prod.data, a * b), "forward should return the elementwise product"
 F.sum(prod).backward()
 assert v.grad.shape == (3,), (
     f"x1.grad should have x1's shape (3,), got {v.grad.shape}: use F.sum_to"
@@ -252,7 +261,7 @@ v_first = dz.Variable(b.copy())  # the broadcast input in the first slot this ti
 F.sum(MyMul()(v_first, dz.Variable(a))).backward()
 assert v_first.grad.shape == (3,), (
     f"x0.grad should have x0's shape (3,), got {v_first.grad.shape}: sum both gradients to "
-    "their own input's shape, F.sum_to(gy * x1, x0.shape) too"
+    "their own input's shape, the first one too"
 )
 weight = check_rng.normal(size=(2, 3))
 assert gradient_check(lambda p: MyMul()(p, dz.Variable(b)) * weight, a), "x0's gradient is wrong"

@@ -183,6 +183,59 @@ y.backward()
 print("x.grad.shape:", x.grad.shape, " W.grad.shape:", W.grad.shape)
 
 # %% [markdown]
+# The three products of the introduction, drawn to scale for these shapes (one square per
+# element: N = 2 rows of x, D = 3 features, H = 4 outputs). Each row is one matrix product,
+# and in each the inner sizes agree. A colour marks where a matrix came from: orange is `x`
+# (or its transpose, or its gradient), blue is `W`, green is `y` and its gradient `gy`. So
+# `gx` is `gy` times `W` turned over, and comes out orange, in `x`'s shape; `gW` is `x` turned
+# over times `gy`, in `W`'s shape.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(42)  # every file this step writes goes here
+(N, D), H = x.shape, W.shape[1]
+sizes = {"N": N, "D": D, "H": H}
+colours = {"x": "#ffd08a", "W": "#a8d8f0", "y": "#c8e6c0"}  # a transpose keeps its colour
+
+
+def block(ax, left, middle, name, shape, colour):
+    """A matrix drawn to scale, one square per element, centred on the height ``middle``."""
+    rows, cols = sizes[shape[0]], sizes[shape[1]]
+    top = middle + rows / 2
+    for i in range(rows):
+        for j in range(cols):
+            ax.add_patch(plt.Rectangle((left + j, top - i - 1), 1, 1, fc=colour, ec="w"))
+    ax.add_patch(plt.Rectangle((left, top - rows), cols, rows, fill=False, ec="k"))
+    ax.text(left + cols / 2, middle, name, ha="center", va="center", fontsize=11)
+    ax.text(left + cols / 2, top - rows - 0.45, f"({shape[0]}×{shape[1]})", ha="center",
+            va="center", fontsize=9)
+    return left + cols
+
+
+fig, ax = plt.subplots(figsize=(6, 4.2))
+lines = [("y = x W", [("x", "ND", "x"), ("W", "DH", "W"), ("y", "NH", "y")]),
+         ("gx = gy Wᵀ", [("gy", "NH", "y"), ("Wᵀ", "HD", "W"), ("gx", "ND", "x")]),
+         ("gW = xᵀ gy", [("xᵀ", "DN", "x"), ("gy", "NH", "y"), ("gW", "DH", "W")])]
+for k, (formula, (a, b, c)) in enumerate(lines):
+    middle = -5.2 * k
+    ax.text(-0.5, middle, formula, ha="right", va="center", fontsize=11)
+    right = block(ax, 0, middle, a[0], a[1], colours[a[2]])
+    ax.text(right + 0.6, middle, "@", ha="center", va="center", fontsize=12)
+    right = block(ax, right + 1.2, middle, b[0], b[1], colours[b[2]])
+    ax.text(right + 0.6, middle, "=", ha="center", va="center", fontsize=12)
+    block(ax, right + 1.2, middle, c[0], c[1], colours[c[2]])
+ax.set(xlim=(-5, 13.7), ylim=(-13.2, 2.6), title=f"N = {N}, D = {D}, H = {H}: inner sizes "
+       "match, and each gradient has its input's shape")
+ax.title.set_fontsize(9)
+ax.set_aspect("equal")
+ax.axis("off")
+save_figure(fig, out_dir / "matmul_shapes.png")
+plt.show()
+
+# %% [markdown]
 # The seed was all ones, so $g_x = \mathbf{1} W^\top$: every row of `x.grad` is
 # the row sums of `W`. Let us compare both gradients with the formulas and with
 # numerical differentiation:
@@ -226,15 +279,17 @@ print("x2.grad.shape through the constant W:", x2.grad.shape)
 # %% [markdown]
 # ## Exercise 1: the weight gradient by hand
 # Compute the gradient of $L = \sum (xW)^2$ with respect to `W` by hand with
-# NumPy (hint: $g_y = 2xW$, and $g_W = x^\top g_y$) and store it in
-# `by_hand`; it must equal backprop's.
+# NumPy and store it in `by_hand`; it must equal backprop's. Go backwards in
+# two steps: first $g_y = \partial L/\partial y$ for $y = xW$ (each element
+# of $y$ is squared, then all are added), then the rule for $g_W$ from the
+# introduction; the picture above shows which factor is transposed.
 
 # %%
 #| exercise
 x3 = dz.Variable(rng.normal(size=(4, 3)))
 W3 = dz.Variable(rng.normal(size=(3, 2)))
 F.sum(F.matmul(x3, W3) ** 2).backward()
-by_hand = ...  # x^T g_y with g_y = 2 x W, in NumPy (x3.data, W3.data)
+by_hand = ...  # dL/dW in NumPy, from x3.data and W3.data: g_y first, then g_W
 
 # %%
 #| solution
@@ -247,26 +302,31 @@ by_hand = x3.data.T @ (2 * x3.data @ W3.data)
 #| check
 assert isinstance(by_hand, np.ndarray), f"by_hand should be a NumPy array, got {by_hand!r}"
 assert by_hand.shape == W3.shape, f"the gradient has W's shape {W3.shape}, got {by_hand.shape}"
-assert np.allclose(by_hand, W3.grad.data), "by_hand differs from backprop's W3.grad: x^T (2 x W)"
+assert np.allclose(by_hand, W3.grad.data), (
+    "by_hand differs from backprop's W3.grad: is g_y the derivative of the sum of squares "
+    "of y, and is it multiplied by x turned over, on the correct side?"
+)
 print("self-check passed: x^T (2 x W) is backprop's gradient for W")
 
 # %% [markdown]
 # ## Exercise 2: `MatMul` for matrices
 # Write the common case of `MatMul` yourself, for two matrices: `forward`
-# returns `x @ W`; `backward` returns $g_x = g_y W^\top$ and
-# $g_W = x^\top g_y$, built with `F.matmul` and `.T` on the input Variables
-# (so that it can be differentiated again). The self-check compares it with
+# multiplies the two arrays; `backward` returns one gradient per input, the
+# two formulas of the introduction (the picture checks their shapes). Build
+# them from the input Variables (`self.inputs`) with `F.matmul` and `.T`, so
+# that backward can be differentiated again. The self-check compares it with
 # `F.matmul` on random matrices and runs `gradient_check` for both inputs.
 
 # %%
 #| exercise
 class MyMatMul(dz.Function):
     def forward(self, x, W):
-        raise NotImplementedError("Exercise (step 42): return x @ W")
+        raise NotImplementedError("Exercise (step 42): the matrix product of the two arrays")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 42): x, W = self.inputs; "
-                                  "return F.matmul(gy, W.T), F.matmul(x.T, gy)")
+        raise NotImplementedError("Exercise (step 42): take x and W from self.inputs and "
+                                  "return (gx, gW): each has its input's shape, and only one "
+                                  "product of gy with the other factor (or its .T) gives it")
 
 # %%
 #| solution

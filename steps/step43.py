@@ -208,7 +208,7 @@ plt.show()
 #| exercise
 W = dz.Variable(np.zeros((1, 1)))
 b = dz.Variable(np.zeros(1))
-final_loss = ...  # 1000 iterations of the loop above, then float(mean_squared_error(...).data)
+final_loss = ...  # a float: the loss of the model after 1000 iterations of the loop above
 
 # %%
 #| solution
@@ -238,22 +238,24 @@ print("self-check passed: 1000 iterations reach the least-squares loss")
 # %% [markdown]
 # ## Exercise 2: the mean squared error as one function
 # Write `MeanSquaredError` yourself (for arrays of the same shape). `forward`
-# returns $\frac1N \sum (x_0 - x_1)^2$ with $N$ = `len(x0)`; `backward` reads
-# both inputs from `self.inputs` and returns $g_y \cdot \frac{2}{N}(x_0 - x_1)$
-# for $x_0$ and its negative for $x_1$. The self-check compares it with
-# `F.mean_squared_error` on random (10, 2) arrays and runs
-# `dz.utils.gradient_check` for both inputs.
+# returns $\frac1N \sum (x_0 - x_1)^2$, the sum over all elements, with $N$
+# the number of rows (a 0-d pair counts as one). `backward` needs both inputs
+# again and $N$ (keep it on `self` in forward); it returns
+# $g_y \cdot \frac{2}{N}(x_0 - x_1)$ for $x_0$ and its negative for $x_1$,
+# built from Variables (step 23's `Sub` has the same pair of signs). The
+# self-check compares it with `F.mean_squared_error` on random (10, 2) arrays
+# and runs `dz.utils.gradient_check` for both inputs.
 
 # %%
 #| exercise
 class MyMeanSquaredError(dz.Function):
     def forward(self, x0, x1):
-        raise NotImplementedError("Exercise (step 43): diff = x0 - x1; "
-                                  "return (diff * diff).sum() / len(diff)")
+        raise NotImplementedError("Exercise (step 43): the squared differences, summed, "
+                                  "divided by N (keep N for backward)")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 43): x0, x1 = self.inputs; "
-                                  "gx0 = gy * (x0 - x1) * (2 / N); return gx0, -gx0")
+        raise NotImplementedError("Exercise (step 43): the gradients of x0 and x1 from the "
+                                  "formula above, as Variables")
 
 # %%
 #| solution
@@ -279,10 +281,11 @@ except NotImplementedError as e:
     raise AssertionError(f"MyMeanSquaredError is not written yet: {e}") from None
 expected = float(F.mean_squared_error(p, t).data)
 assert np.isclose(float(mse.data), expected), (
-    f"forward should be sum((x0 - x1)^2) / len(x0) = {expected:.6f}, got {float(mse.data):.6f}"
+    f"forward should be (1/N) sum (x0 - x1)^2 = {expected:.6f}, with N the number of rows, "
+    f"got {float(mse.data):.6f}"
 )
 assert dz.utils.gradient_check(lambda v: MyMeanSquaredError()(v, dz.Variable(t)), p), (
-    "the gradient of x0 is wrong: gy * 2 (x0 - x1) / N"
+    "the gradient of x0 is wrong: it is g_y (2/N)(x0 - x1), with the N of forward"
 )
 assert dz.utils.gradient_check(lambda v: MyMeanSquaredError()(dz.Variable(p), v), t), (
     "the gradient of x1 is wrong: the negative of x0's"

@@ -153,8 +153,10 @@ class Sigmoid(Function):
     Computed as written, ``1 / (1 + exp(-x))``, which is accurate on both
     sides: for very negative x, ``exp(-x)`` is huge and its reciprocal keeps
     full relative precision (it only overflows to inf, giving the right limit
-    0, below about -88 in float32; that overflow is expected and not warned
-    about). float16 would overflow below -11.1, so it is computed in float32
+    0, below about -88.7 in float32; that overflow is expected and not warned
+    about). Between -88.7 and -87.3 the float32 result is subnormal (below
+    1.2e-38); CuPy compiles its kernels with flush-to-zero, so on a GPU those
+    values are 0. float16 would overflow below -11.1, so it is computed in float32
     and rounded, as PyTorch does. The shorter ``0.5 * tanh(0.5 * x) + 0.5`` cancels for negative x:
     in float32 it gives 2.98e-08 for sigmoid(-18), whose true value is
     1.52e-08, and 0 for sigmoid(-20), so log(sigmoid(-20)) would be -inf.
@@ -332,7 +334,7 @@ out = predict_tanh(x)
 assert out.shape == (100, 1), f"predict_tanh(x) should have shape (100, 1), got {out.shape}"
 hidden = np.tanh(x @ W1.data + b1.data)
 assert np.allclose(out.data, hidden @ W2.data + b2.data), (
-    "predict_tanh should be linear(tanh(linear(x, W1, b1)), W2, b2)"
+    "predict_tanh should be predict with tanh as the hidden activation, same parameters"
 )
 assert np.isfinite(float(F.mean_squared_error(y, out).data)), "the loss should be finite"
 a = np.linspace(-3, 3, 7)
@@ -343,9 +345,9 @@ print("self-check passed: predict_tanh uses tanh, and tanh is a rescaled sigmoid
 # ## Exercise 2: `Linear` as one function
 # Write `Linear` yourself, with a bias: `forward(x, W, b)` returns
 # `x @ W + b`; `backward` returns the three gradients $g_y W^\top$,
-# $x^\top g_y$ and the sum of $g_y$ over the rows, which is
-# `F.sum_to(gy, b.shape)` (the bias was broadcast over them). Build them with
-# `F.matmul` and `.T` on the inputs from `self.inputs`. The self-check
+# $x^\top g_y$ and the sum of $g_y$ over the rows (the bias was broadcast
+# over them, so step 40's rule applies). Build them from `self.inputs`, with
+# the functions of steps 40 and 42, so that they stay Variables. The self-check
 # compares it with `F.linear` on random inputs and runs `gradient_check` for
 # `x`, `W` and `b`.
 
@@ -353,11 +355,13 @@ print("self-check passed: predict_tanh uses tanh, and tanh is a rescaled sigmoid
 #| exercise
 class MyLinear(dz.Function):
     def forward(self, x, W, b):
-        raise NotImplementedError("Exercise (step 44): return x @ W + b")
+        raise NotImplementedError("Exercise (step 44): the affine map of x by W, with b "
+                                  "added to every row")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 44): x, W, b = self.inputs; return "
-                                  "F.matmul(gy, W.T), F.matmul(x.T, gy), F.sum_to(gy, b.shape)")
+        raise NotImplementedError("Exercise (step 44): three gradients, each of its input's "
+                                  "shape: x's and W's as in MatMul (step 42), b's summed over "
+                                  "the rows it was broadcast to (step 40)")
 
 # %%
 #| solution

@@ -429,8 +429,10 @@ fig = plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True
 #
 # ## Exercise
 # Give `Scale` a bias: write the layer `ScaleShift(size)` with Parameters `w`
-# (ones) and `c` (zeros) computing `x * w + c`. It must register exactly two
-# parameters. The self-check sets random values for `w` and `c`, compares the
+# (ones) and `c` (zeros), both of shape (size,), computing $y = x w + c$
+# element by element (both broadcast over the rows of $x$). It must register
+# exactly two parameters, named `w` and `c`: reread how `Scale` above
+# registers its one. The self-check sets random values for `w` and `c`, compares the
 # output and both parameter gradients with the formulas, runs
 # `gradient_check` with respect to the input, and checks `cleargrads`.
 
@@ -439,11 +441,11 @@ fig = plot_curves({"training loss (MSE)": losses}, xlabel="iteration", logy=True
 class ScaleShift(L.Layer):
     def __init__(self, size):
         super().__init__()
-        raise NotImplementedError("Exercise (step 45): self.w = Parameter(np.ones(size), "
-                                  "name='w'), and c the same with zeros")
+        raise NotImplementedError("Exercise (step 45): register two named Parameters of "
+                                  "shape (size,), w of ones and c of zeros, as Scale does")
 
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 45): return x * self.w + self.c")
+        raise NotImplementedError("Exercise (step 45): scale x by w, then shift it by c")
 
 # %%
 #| solution
@@ -471,7 +473,9 @@ check_rng = np.random.default_rng(0)
 ss.w.data, ss.c.data = check_rng.normal(size=4), check_rng.normal(size=4)
 xs = check_rng.normal(size=(3, 4))
 out = ss(xs)
-assert np.allclose(out.data, xs * ss.w.data + ss.c.data), "forward should be x * w + c"
+assert np.allclose(out.data, xs * ss.w.data + ss.c.data), (
+    "forward should be x w + c, element by element"
+)
 F.sum(out).backward()
 assert np.allclose(ss.w.grad.data, xs.sum(axis=0)), "w's gradient is the column sums of x"
 assert np.allclose(ss.c.grad.data, 3.0), "c's gradient is 3 (the number of rows) everywhere"

@@ -5,7 +5,7 @@
 # we train, save and draw. `dezero_like.models.Model` is a `Layer` with one
 # extra: `model.plot(x, to_file="model.png")` runs the model on `x` and renders
 # the computational graph with the renderer of step 26 (Graphviz's `dot`, or the
-# pip-installed `graphviz-pure`). In this step we print the model's structure instead.
+# pip-installed `graphviz-pure`). In this step we print the model's structure, and draw it.
 #
 # With a Model class we can also ship ready-made networks:
 #
@@ -358,7 +358,7 @@ import numpy as np
 import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like.models import MLP, Model, Sequential
-from dezero_like.plot import output_dir, plot_curves
+from dezero_like.plot import output_dir, plot_curves, written
 
 out_dir = output_dir(46)  # every file this step writes goes here
 
@@ -380,6 +380,21 @@ np.random.seed(0)
 mlp = MLP((10, 1))
 print("MLP((10, 1)), activation", mlp.activation.__name__)
 describe(mlp, np.zeros((1, 1), np.float32))
+
+# %% [markdown]
+# `mlp.plot(x, to_file=...)` runs the model on a sample batch `x` (five examples here) and
+# draws the graph of the result: Graphviz's `dot` renders it when it is installed, the
+# pip-installed `graphviz-pure` otherwise. Blue boxes are functions, orange ellipses the
+# variables with their shapes, the parameters `W` and `b` among them; the input batch is grey,
+# a constant that wants no gradient. `Linear`, `Sigmoid`, `Linear`: step 44's network, built
+# by `MLP((10, 1))`. (With the finished package, as in the notebook, the small empty ellipse
+# between `Linear` and `Sigmoid` is an intermediate result whose array nobody keeps, since
+# the sigmoid's backward needs only its output (from step 69 on the graph drops such arrays),
+# so it has no shape to show.)
+
+# %%
+image = written(mlp.plot(np.zeros((5, 1), np.float32), to_file=out_dir / "mlp.png"))
+image
 
 # %% [markdown]
 # `Sequential` spells out the same kind of network element by element, which is
@@ -471,9 +486,11 @@ print(f"self-check passed: the MLP holds {expected} numbers")
 
 # %% [markdown]
 # ## Exercise 2: `ReLU`
-# Write the ReLU function of this step yourself: `forward` keeps the mask
-# `x > 0` in `self.mask` and returns `np.maximum(x, 0)`; `backward` lets the
-# gradient through where the mask is true, `gy * self.mask`. The self-check
+# Write the ReLU function of this step yourself, as a `Function` with NumPy
+# arrays in and out. `forward` returns the larger of x and 0 elementwise, and
+# keeps what `backward` will need: where the input was positive (a boolean
+# array of x's shape). `backward` lets the gradient through at those places
+# and puts 0 everywhere else, in a new array. The self-check
 # compares it with `F.relu` on random inputs (away from 0, where the
 # derivative jumps) and runs `gradient_check`.
 
@@ -484,10 +501,10 @@ from dezero_like import Function
 
 class MyReLU(Function):
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 46): self.mask = x > 0; return np.maximum(x, 0)")
+        raise NotImplementedError("Exercise (step 46): max(x, 0) elementwise; keep where x > 0")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 46): return gy * self.mask")
+        raise NotImplementedError("Exercise (step 46): gy where forward's x was > 0, else 0")
 
 # %%
 #| solution

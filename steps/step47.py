@@ -875,9 +875,10 @@ fig = plot_curves({"training loss (MSE)": histories}, xlabel="iteration", logy=T
 #    self-check trains a fresh `MLP((10, 1))` for 50 iterations with
 #    `SGD(lr=0.3)` and your hook: `l0.W` must be unchanged while `l1.W` moves.
 # 2. **Implement then test: momentum.** Write `update_one` of `MyMomentumSGD`:
-#    keep a velocity per parameter (`self._state("v", param)` gives a zero array
-#    on first use, the same one afterwards), update it to
-#    $v \leftarrow \mu v - \eta g$ in place, then move the parameter by $v$.
+#    keep a velocity per parameter (`Optimizer._state(name, param)`, above,
+#    gives a zero array on first use and the same one afterwards), update it to
+#    $v \leftarrow \mu v - \eta g$ in place (so that the stored array changes),
+#    then move the parameter's data by $v$.
 #    The self-check runs it next to `optimizers.MomentumSGD` for a few updates
 #    on random data (`np.random.default_rng(0)`) and compares the weights.
 
@@ -907,7 +908,8 @@ for _ in range(50):
     loss.backward()
     opt.update()
 assert np.array_equal(frozen_model.l0.W.data, W0_before), (
-    "l0.W changed: the hook must stop the update of every parameter of model.l0 (FreezeParam)"
+    "l0.W changed: the hook must stop the update of every parameter of model.l0 "
+    "(which hook of this step does that?)"
 )
 assert np.array_equal(frozen_model.l0.b.data, b0_before), (
     "l0.b changed: freeze the whole layer model.l0 (its W and its b), not only l0.W"
@@ -927,8 +929,8 @@ class MyMomentumSGD(optimizers.Optimizer):
 
     def update_one(self, param):
         raise NotImplementedError(
-            "Exercise (step 47): v = self._state('v', param); v <- momentum * v - lr * grad "
-            "(in place); param.data += v"
+            "Exercise (step 47): fetch this parameter's velocity, update it in place with "
+            "the formula above, then move the parameter by it"
         )
 
 # %%
@@ -983,6 +985,6 @@ for name, opt in [("yours", MyMomentumSGD(lr=0.1, momentum=0.8)),
     pair[name] = (layer.w.data, layer.u.data)
 assert all(np.allclose(p, q) for p, q in zip(pair["yours"], pair["package"])), (
     "with two parameters of the same shape the weights differ from MomentumSGD's: keep one "
-    "velocity per parameter, self._state('v', param), not one shared by several parameters"
+    "velocity per parameter (the state is keyed by the parameter), not one shared by several"
 )
 print("self-check passed: MyMomentumSGD matches optimizers.MomentumSGD over 5 updates")

@@ -308,6 +308,58 @@ F.sum(picked).backward()
 print("v.grad =", v.grad)
 
 # %% [markdown]
+# The same three arrays in a picture. Left, the gather: `x[0]` is read twice (orange),
+# `x[3]` once (blue). Middle, the backward with `np.add.at`: each `gy` entry follows its
+# arrow back, and two of them land on `gx[0]`, which adds up to 2. Right, `gx[idx] += gy`:
+# the same two arrows land on `gx[0]`, but the second write replaces the first, so one
+# contribution is lost and `gx[0]` says 1.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(48)  # every file this step writes goes here
+source = np.array(["#ffd08a", "#eeeeee", "#eeeeee", "#a8d8f0"])  # x[0] orange, x[3] blue
+
+
+def cells(ax, values, left, bottom, colours, name):
+    """A 1-D array as a row of labelled cells, its name on the left."""
+    for i, value in enumerate(values):
+        ax.add_patch(plt.Rectangle((left + i, bottom), 1, 1, fc=colours[i], ec="k"))
+        ax.text(left + i + 0.5, bottom + 0.5, f"{value:g}", ha="center", va="center", fontsize=9)
+    ax.text(left - 0.15, bottom + 0.5, name, ha="right", va="center", fontsize=9)
+
+
+def links(ax, left, starts, ends, lost=()):
+    """Arrows from the top row's cell starts[k] to the bottom row's cell ends[k]."""
+    for k, (a, b) in enumerate(zip(starts, ends)):
+        style = {"color": "red", "ls": "--"} if k in lost else {"color": "k"}
+        ax.annotate("", (left + b + 0.5, 1.05), (left + a + 0.5, 1.95),
+                    arrowprops={"arrowstyle": "->", "lw": 1.2, **style})
+
+
+fig, ax = plt.subplots(figsize=(7, 2.2))
+panels = [(1.2, "forward: y = x[[0, 0, 3]]"), (7.8, "backward: np.add.at"),
+          (14.4, "backward: gx[idx] += gy")]
+cells(ax, v.data, panels[0][0], 2, source, "x")
+cells(ax, picked.data, panels[0][0], 0, source[idx], "y")
+links(ax, panels[0][0], idx, range(3))
+for (left, _), gx, lost in [(panels[1], v.grad.data, ()), (panels[2], naive, (0,))]:
+    cells(ax, gy, left, 2, source[idx], "gy")
+    cells(ax, gx, left, 0, source, "gx")
+    links(ax, left, range(3), idx, lost)
+ax.text(panels[2][0] + 0.5, -0.45, "the first 1 is overwritten", ha="left", va="center",
+        fontsize=8, color="red")
+for left, title in panels:
+    ax.text(left + 2, 3.4, title, ha="center", fontsize=9)
+ax.set(xlim=(-0.3, 18.6), ylim=(-0.8, 3.8))
+ax.set_aspect("equal")
+ax.axis("off")
+save_figure(fig, out_dir / "scatter_add.png")
+plt.show()
+
+# %% [markdown]
 # ## The double-backprop symmetry
 #
 # Gathering and scattering are *transposes* of each other: for any arrays $a$
@@ -370,7 +422,8 @@ print(gradient_check(d_dx, data))
 # 2. **Implement then test: the scatter.** Write `forward` of `MyGetItemGrad`:
 #    zeros of the input's shape (in `gy`'s dtype) into which `gy` is *added*
 #    at `slices`, so that an index that appears twice gets both contributions
-#    (`np.add.at`). `MyGetItem` below is indexing whose backward calls your
+#    (the repeated-index trap above, and its picture, say which NumPy call does
+#    that). `MyGetItem` below is indexing whose backward calls your
 #    class; the self-check runs `gradient_check` on it with a repeated index and
 #    compares its gradient with `F.get_item`'s.
 
@@ -394,7 +447,7 @@ assert isinstance(grad_scores, np.ndarray), (
     "call backward() on the sum, then take scores.grad.data"
 )
 assert np.array_equal(grad_scores, np.eye(4)[t]), (
-    f"expected the one-hot rows of t, np.eye(4)[t], got\n{grad_scores}"
+    f"expected one one-hot row per label (1 at column t[n] of row n), got\n{grad_scores}"
 )
 print("self-check passed: picking one score per row sends a one-hot gradient back")
 
@@ -410,8 +463,9 @@ class MyGetItemGrad(Function):
 
     def forward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 48): gx = np.zeros(self.in_shape, dtype=gy.dtype); "
-            "np.add.at(gx, self.slices, gy); return gx"
+            "Exercise (step 48): start from zeros of the input's shape, in gy's dtype, and add "
+            "gy in at self.slices so that a repeated index keeps every contribution (reread "
+            "'The repeated-index trap': += is not enough)"
         )
 
     def backward(self, ggx):
@@ -472,12 +526,13 @@ ref = dz.Variable(x_data.copy())
 F.sum(F.get_item(ref, picks) * w_pick).backward()
 assert np.allclose(mine.grad.data, ref.grad.data), (
     f"row 0 of the gradient should be the sum of three rows of w, {w_pick[[0, 2, 3]].sum(0)}, got "
-    f"{mine.grad.data[0]}: a plain gx[slices] = gy keeps only one of them, use np.add.at"
+    f"{mine.grad.data[0]}: gx[slices] = gy (or +=) keeps only one of them; reread the "
+    "repeated-index trap"
 )
 gy32 = dz.Variable(np.ones((4, 3), dtype=np.float32))
 gx32 = MyGetItemGrad(picks, x_data.shape)(gy32)
 assert gx32.dtype == np.float32, (
-    f"for a float32 gy, MyGetItemGrad returns {gx32.dtype}: create the zeros in gy's dtype, "
-    "np.zeros(self.in_shape, dtype=gy.dtype)"
+    f"for a float32 gy, MyGetItemGrad returns {gx32.dtype}: create the zeros in gy's dtype "
+    "(NumPy's zeros takes a dtype)"
 )
 print("self-check passed: MyGetItemGrad adds repeated indices up, as F.get_item does")

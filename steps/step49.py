@@ -634,19 +634,22 @@ print("softmax_cross_entropy:", gradient_check(F.softmax_cross_entropy, z, lab))
 # %% [markdown]
 # ## Exercise
 # 1. Compute the cross entropy of the logits `big` with labels `[1, 1, 0]` with
-#    `F.log_softmax` and `get_item` (step 48) instead of `softmax_cross_entropy`:
-#    pick $\log p_{n, t_n}$ from each row, average and negate. Store it in `ce`.
-# 2. **Implement then test: softmax.** Write `MySoftmax` over axis 1. `forward`
-#    subtracts each row's max before `np.exp` and divides by the row sums;
-#    `backward` returns $y \odot (g_y - \sum_j y_j g_{y,j})$, the sum taken
-#    over axis 1 with `keepdims=True` (use `F.sum` on the Variables, and the
-#    retained output as in `Softmax` above). The self-check runs
+#    `F.log_softmax` and indexing (step 48) instead of `softmax_cross_entropy`:
+#    $-\frac1N \sum_n \log p_{n, t_n}$. One index expression picks the $N$
+#    entries $(n, t_n)$ at once: reread step 48's exercise, which picks the
+#    score of the correct class in each row. Store the result, a Variable, in `ce`.
+# 2. **Implement then test: softmax.** Write `MySoftmax` over axis 1, without
+#    looking back at `Softmax` above. `forward` subtracts each row's max before
+#    the exponential and divides by the row sums; `backward` returns
+#    $y \odot (g_y - \sum_j y_j g_{y,j})$ from the kept output $y$, one sum per
+#    row kept as an (N, 1) column so that it broadcasts, computed with the
+#    functions of `F` on Variables. The self-check runs
 #    `gradient_check` and compares with `F.softmax` on logits as large as 1000.
 
 # %%
 #| exercise
 lab2 = np.array([1, 1, 0])
-ce = ...  # minus the mean over the rows of log_softmax(big)[n, lab2[n]], a Variable
+ce = ...  # a Variable: the cross entropy of big with labels lab2, from log_softmax
 
 # %%
 #| solution
@@ -661,7 +664,8 @@ assert isinstance(ce, dz.Variable), (
 assert np.isfinite(ce.data), f"ce is {ce.data}: use log_softmax, not log(softmax(...))"
 expected = F.softmax_cross_entropy(big, lab2).data
 assert np.isclose(ce.data, expected, rtol=1e-6), (
-    f"expected {expected}, got {ce.data}: pick column lab2[n] of row n, average and negate"
+    f"expected {expected}, got {ce.data}: take one log-probability per row, the one of "
+    "its label, then average and negate"
 )
 print("self-check passed: log_softmax plus get_item gives softmax_cross_entropy")
 
@@ -673,12 +677,14 @@ from dezero_like.core import Function
 class MySoftmax(Function):
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 49): retain the output; y = exp(x - row max) / row sum of that"
+            "Exercise (step 49): keep the output for backward; the softmax of each row, "
+            "shifted by the row's max first"
         )
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 49): gx = y * gy; return gx - y * F.sum(gx, axis=1, keepdims=True)"
+            "Exercise (step 49): read the kept output y and return the formula above, "
+            "built from Variables"
         )
 
 # %%
@@ -714,6 +720,6 @@ with np.errstate(all="ignore"):
     mine = MySoftmax()(dz.Variable(far_apart)).data
 assert np.allclose(mine, F.softmax(dz.Variable(far_apart)).data), (
     f"MySoftmax gives {mine[1]} for a row of logits near -1000: subtract each row's own max "
-    "(x.max(axis=1, keepdims=True)), not the largest value of the whole array"
+    "(an (N, 1) column), not the largest value of the whole array"
 )
 print("self-check passed: MySoftmax passes the gradient check and does not overflow at 1000")

@@ -249,7 +249,7 @@ plt.show()
 # %%
 #| exercise
 x_new, t_new = dz.datasets.get_spiral(train=False)
-test_accuracy = ...  # float(F.accuracy(...).data) on the new points, inside dz.no_grad()
+test_accuracy = ...  # a Python float: model's accuracy on (x_new, t_new), no graph (step 19)
 
 # %%
 #| solution
@@ -261,7 +261,7 @@ with dz.no_grad():
 #| check
 assert isinstance(test_accuracy, float), (
     f"test_accuracy should be a Python float, got {type(test_accuracy).__name__}: "
-    "wrap the accuracy's .data in float()"
+    "F.accuracy returns a Variable; convert the number it holds"
 )
 print(f"accuracy on a fresh spiral: {test_accuracy:.3f}")
 assert test_accuracy > 0.8, (
@@ -273,7 +273,8 @@ print("self-check passed: the spiral classifier generalises to points it never s
 #| exercise
 def my_accuracy(y, t):
     raise NotImplementedError(
-        "Exercise (step 50): compare y.data.argmax(axis=1) with t and return the mean as a float"
+        "Exercise (step 50): find each row's predicted class, then the fraction of rows where "
+        "it is the label, as a Python float"
     )
 
 # %%
@@ -290,7 +291,7 @@ got = my_accuracy(scores, labels)
 expected = float(F.accuracy(scores, labels).data)
 assert isinstance(got, float), f"return a Python float, got {type(got).__name__}"
 assert np.isclose(got, expected), (
-    f"expected {expected}, got {got}: take the argmax along axis 1 (the classes), "
-    "then the fraction of rows where it equals the label"
+    f"expected {expected}, got {got}: each row's prediction is the class with the highest "
+    "score (the scores are (N, C)); count the rows where it equals the label, divide by N"
 )
 print("self-check passed: my_accuracy agrees with F.accuracy")

@@ -521,24 +521,28 @@ print("batch:", x_batch.shape, t_batch)
 # %% [markdown]
 # ## Exercise
 # 1. Write a transform `Clip01` (a class with `__call__`) that clips an array to
-#    $[0, 1]$ with `np.clip`, and build `pipeline`: convert to float32, then
-#    `Normalize(0.5, 0.25)`, then `Clip01()`. The self-check applies it to a
-#    few values.
+#    $[0, 1]$: values below 0 become 0, values above 1 become 1 (NumPy has a
+#    function for this). Then build `pipeline`, one transform made of three,
+#    in this order: convert to float32, normalize with mean 0.5 and standard
+#    deviation 0.25, clip with `Clip01`. The transforms of this step have what
+#    you need. The self-check applies it to a few values.
 # 2. **Implement then test: reading an example.** Write
 #    `read_example(dataset, index)`, what `Dataset.__getitem__` does for a
-#    valid integer index: apply `dataset.transform` to row `index` of
-#    `dataset.data` and `dataset.target_transform` to its label, and return the
-#    pair; when `dataset.label` is `None`, the label is `None`. The self-check
-#    compares it with indexing the data set itself.
+#    valid integer index, without looking back at it: return the pair (input,
+#    label) of example `index`, each passed through its own transform (the
+#    data set keeps both transforms; see `Dataset.__init__`). A data set
+#    without labels gives `None` as the label. The self-check compares it with
+#    indexing the data set itself.
 
 # %%
 #| exercise
 class Clip01:
     def __call__(self, x):
-        raise NotImplementedError("Exercise (step 51): return x clipped to [0, 1] with np.clip")
+        raise NotImplementedError("Exercise (step 51): return x with its values brought into "
+                                  "[0, 1]")
 
 
-pipeline = ...  # T.Compose of: to float32, Normalize(0.5, 0.25), Clip01()
+pipeline = ...  # one transform: to float32, then normalize, then clip (the order above)
 
 # %%
 #| solution
@@ -551,13 +555,16 @@ pipeline = T.Compose([T.ToFloat(), T.Normalize(0.5, 0.25), Clip01()])
 
 # %%
 #| check
-assert callable(pipeline), "pipeline should be a transform: build it with T.Compose([...])"
+assert callable(pipeline), (
+    "pipeline should be a transform: chain the three with the transform that composes others"
+)
 out = pipeline(np.array([0.4, 0.5, 0.6, 0.9]))
 assert out.dtype == np.float32, (
-    f"the pipeline should produce float32, got {out.dtype}: put T.ToFloat() first"
+    f"the pipeline should produce float32, got {out.dtype}: convert to float32 first"
 )
 assert np.allclose(out, [0.0, 0.0, 0.4, 1.0]), (
-    f"expected [0, 0, 0.4, 1], got {out}: normalize (x - 0.5) / 0.25, then clip to [0, 1]"
+    f"expected [0, 0, 0.4, 1], got {out}: normalize with mean 0.5 and std 0.25, then clip "
+    "to [0, 1]"
 )
 print("self-check passed: float32, normalized, then clipped to [0, 1]")
 
@@ -565,8 +572,8 @@ print("self-check passed: float32, normalized, then clipped to [0, 1]")
 #| exercise
 def read_example(dataset, index):
     raise NotImplementedError(
-        "Exercise (step 51): x = dataset.transform(dataset.data[index]); the label likewise "
-        "with target_transform, or None when dataset.label is None; return (x, label)"
+        "Exercise (step 51): the input and the label of example index, each through its own "
+        "transform; no labels, a None label"
     )
 
 # %%
@@ -589,10 +596,10 @@ for ds in (labelled, unlabelled):
         x_mine, t_mine = read_example(ds, int(i))
         x_ref, t_ref = ds[int(i)]
         assert np.allclose(x_mine, x_ref), (
-            f"input {i} differs from ds[{i}]: apply dataset.transform to dataset.data[index]"
+            f"input {i} differs from ds[{i}]: the input goes through the data set's transform"
         )
         assert t_mine == t_ref, (
-            f"label {i}: expected {t_ref}, got {t_mine}: apply dataset.target_transform, "
-            "and return None when there are no labels"
+            f"label {i}: expected {t_ref}, got {t_mine}: the label goes through its own "
+            "transform, and is None when there are no labels"
         )
 print("self-check passed: read_example reads examples as Dataset.__getitem__ does")

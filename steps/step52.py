@@ -490,8 +490,10 @@ fig = plot_curves({"loss": {key: history[f"{key}_loss"] for key in ("train", "te
 #    smaller (batch size 7 does not divide 300).
 # 2. **Implement then test: collating a batch.** Write
 #    `collate(dataset, batch_index)`, what the loader does with the indices of
-#    one batch: read each example `dataset[int(j)]` and stack the inputs into
-#    one array `x` and the labels into one array `t` (`np.stack`). The
+#    one batch: read those examples by indexing the data set (so that its
+#    transforms apply) and return the pair `(x, t)`, the inputs as one array
+#    of shape (batch, ...) and the labels as one array of shape (batch,).
+#    Step 51 built one such batch by hand ("Towards mini-batches"). The
 #    self-check compares it with the batches of a `DataLoader` that does not
 #    shuffle, on a data set with transforms.
 
@@ -499,8 +501,8 @@ fig = plot_curves({"loss": {key: history[f"{key}_loss"] for key in ("train", "te
 #| exercise
 def evaluate(model, loader):
     raise NotImplementedError(
-        "Exercise (step 52): inside dz.no_grad(), add up accuracy * len(t) over the batches, "
-        "then divide by the number of examples"
+        "Exercise (step 52): with no graph recorded, the batch accuracies averaged with each "
+        "batch weighted by its size"
     )
 
 # %%
@@ -535,7 +537,7 @@ assert abs(got - whole) < 1e-6, (
 )
 assert graph_built and not any(graph_built), (
     f"the model recorded a graph in {sum(graph_built)} of {len(graph_built)} batches: "
-    "evaluation needs no gradient, so call the model inside `with dz.no_grad():`"
+    "evaluation needs no gradient, so call the model with backprop switched off (step 19)"
 )
 print(f"test accuracy {got:.3f}")
 print("self-check passed: evaluate weights every batch by its size")
@@ -544,8 +546,8 @@ print("self-check passed: evaluate weights every batch by its size")
 #| exercise
 def collate(dataset, batch_index):
     raise NotImplementedError(
-        "Exercise (step 52): examples = [dataset[int(j)] for j in batch_index]; "
-        "return np.stack of the inputs, np.stack of the labels"
+        "Exercise (step 52): read the examples of batch_index from the data set and return "
+        "(x, t), the inputs and the labels each as one array"
     )
 
 # %%

@@ -543,7 +543,8 @@ class MNIST(Dataset):
         lines = [f"MNIST files are not available in {root}: {'; '.join(problems)}"
                  f"{'; and' if len(problems) > 1 else ', and'} {reason}."]
         if details:
-            lines.append("(" + details.replace("\n", "; ") + ")")
+            parts = [part.strip() for part in details.splitlines() if part.strip()]
+            lines.append("(" + "; ".join(parts).replace(":;", ":") + ")")
         fixes = []
         nested = [name for name in missing if (root.parent / name).is_file()]
         if nested:  # DEZERO_LIKE_DATA names the mnist folder itself, not the folder holding it
@@ -820,7 +821,8 @@ plt.show()
 #| exercise
 def per_class_accuracy(pred, labels):
     raise NotImplementedError(
-        "Exercise (step 53): for d in 0..9, the mean of (pred == d) over the examples labelled d"
+        "Exercise (step 53): for each digit, the fraction of its examples (by label) that "
+        "were predicted right; 10 numbers"
     )
 
 # %%
@@ -845,8 +847,8 @@ print("self-check passed: the per-class accuracies average back to the overall o
 #| exercise
 def parse_idx(raw):
     raise NotImplementedError(
-        "Exercise (step 53): ndim = raw[3]; dims from np.frombuffer(raw, '>u4', count=ndim, "
-        "offset=4); values: np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim).reshape(dims)"
+        "Exercise (step 53): read the number of dimensions, then the sizes, then the values "
+        "after the header, shaped by the sizes (the layout above)"
     )
 
 # %%

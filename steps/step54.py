@@ -434,23 +434,25 @@ plt.show()
 
 # %% [markdown]
 # ## Exercise
-# 1. Write `normalize_rows(m)`, which divides each row of a 2-D array by its
-#    Euclidean length, using `xp = cuda.get_array_module(m)` so it runs on
-#    either device. The self-check runs it on the CPU (and on the GPU, if there
-#    is one).
+# 1. Write `normalize_rows(m)`, which divides each row $m_i$ of a 2-D array by
+#    its Euclidean length $\sqrt{\sum_j m_{ij}^2}$ (one length per row, kept as
+#    an (N, 1) column so that it broadcasts). Any array function it needs must
+#    come from the module of `m` (`cuda.get_array_module`, this step), so that
+#    it runs on either device. The self-check runs it on the CPU (and on the
+#    GPU, if there is one).
 # 2. **Implement then test: a Function for both devices.** Write `MySoftplus`,
-#    softplus $\log(1 + e^x)$ as a `Function`: `forward` takes its array module
-#    from its input (`xp.log1p(xp.exp(x))`, as `softplus` above), `backward`
-#    returns `gy * F.sigmoid(x)` (the derivative of softplus is the sigmoid;
-#    `x` is `self.inputs[0]`). The self-check runs `gradient_check` on the CPU,
-#    and compares the two devices when there is a GPU.
+#    softplus $\log(1 + e^x)$ as a `Function`: `forward` computes it on the
+#    raw array with the array module of its input (reread the function
+#    `softplus` above); `backward` returns $g_y\, \sigma(x)$, since the
+#    derivative of softplus is the sigmoid, built from Variables with a
+#    function of `F`, $x$ being the function's input. The self-check runs
+#    `gradient_check` on the CPU, and compares the two devices when there is a GPU.
 
 # %%
 #| exercise
 def normalize_rows(m):
     raise NotImplementedError(
-        "Exercise (step 54): xp = cuda.get_array_module(m); divide m by "
-        "xp.sqrt of the row sums of m * m (keepdims=True)"
+        "Exercise (step 54): divide each row by its length, with the array module of m"
     )
 
 # %%
@@ -479,11 +481,12 @@ from dezero_like.core import Function
 class MySoftplus(Function):
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 54): xp = cuda.get_array_module(x); return xp.log1p(xp.exp(x))"
+            "Exercise (step 54): log(1 + e^x) with the array module of the input x"
         )
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 54): return gy * F.sigmoid(self.inputs[0])")
+        raise NotImplementedError("Exercise (step 54): gy times the sigmoid of the input, "
+                                  "as a Variable")
 
 # %%
 #| solution

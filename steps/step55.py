@@ -435,18 +435,19 @@ except ValueError as e:
 #    above.
 # 2. **Implement then test: the file format.** Write `save_arrays(layer, path)`,
 #    the core of `save_weights` without its temporary file: `layer._flatten_params()`
-#    gives `{"l0/W": Parameter, ...}`; write each parameter's array under its key with
-#    `np.savez(path, ...)` (keyword arguments, one per key: fine for these names,
-#    though not for a parameter named `file`, which is why the package writes with
-#    `_write_npz`). The self-check loads your file with the package's `load_weights`
-#    into a fresh model.
+#    gives `{"l0/W": Parameter, ...}`; the file holds each parameter's raw array
+#    (not the Parameter) under its key. `np.savez` takes the arrays as keyword
+#    arguments, one per name (fine for these names, though not for a parameter
+#    named `file`, which is why the package writes with `_write_npz`); the keys
+#    are only known at run time. The self-check loads your file with the
+#    package's `load_weights` into a fresh model.
 
 # %%
 #| exercise
 def same_weights(a, b):
     raise NotImplementedError(
-        "Exercise (step 55): list both models' params(); True when the counts match and "
-        "every pair is np.array_equal"
+        "Exercise (step 55): compare the two models' parameters in order; a different "
+        "number of parameters means different models"
     )
 
 # %%
@@ -479,8 +480,8 @@ print("self-check passed: same_weights tells equal models from different ones")
 #| exercise
 def save_arrays(layer, path):
     raise NotImplementedError(
-        "Exercise (step 55): np.savez(path, **{key: p.data for key, p in "
-        "layer._flatten_params().items()})"
+        "Exercise (step 55): each parameter's array, saved at path under its key from "
+        "_flatten_params()"
     )
 
 # %%

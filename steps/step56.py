@@ -315,18 +315,19 @@ print("test mode, two calls:    ", first, second)
 # %% [markdown]
 # ## Exercise
 # **Implement then test: dropout.** Write your own `my_dropout(x, ratio)` on
-# NumPy arrays: in training mode (`dz.Config.train` is True) keep each element
-# where `np.random.random(x.shape) > ratio` (the mask `F.dropout` draws) and
-# scale kept elements by $1 / (1 - \mathrm{ratio})$; in test mode return `x`
-# unchanged. The self-check tests both modes, and compares your output with
-# `F.dropout`'s from the same random seed.
+# NumPy arrays: in training mode (the flag `dz.Config.train`) drop each element
+# with probability `ratio` and scale the kept ones by $1 / (1 - \mathrm{ratio})$;
+# in test mode return `x` unchanged. Draw the mask the way `F.dropout` does
+# (reread its code above: which NumPy random function, called once, and which
+# comparison), since the self-check compares your output with `F.dropout`'s
+# from the same random seed. It tests both modes too.
 
 # %%
 #| exercise
 def my_dropout(x, ratio=0.5):
     raise NotImplementedError(
-        "Exercise (step 56): in test mode return x; else mask = np.random.random(x.shape) > "
-        "ratio and return x * mask / (1 - ratio)"
+        "Exercise (step 56): x itself in test mode; in training, x with a random mask of "
+        "kept elements applied, the kept ones scaled up"
     )
 
 # %%
@@ -353,8 +354,8 @@ mine = my_dropout(x_check, 0.4)
 np.random.seed(5)
 ref = F.dropout(x_check, 0.4).data
 assert np.allclose(mine, ref), (
-    "with the same seed your output differs from F.dropout's: draw the mask once with "
-    "np.random.random(x.shape) > ratio"
+    "with the same seed your output differs from F.dropout's: draw the mask once, from "
+    "np.random, exactly as F.dropout does (one uniform number per element)"
 )
 with dz.test_mode():
     assert np.array_equal(my_dropout(np.arange(5.0), 0.3), np.arange(5.0)), (

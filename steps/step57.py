@@ -815,12 +815,14 @@ print(f"parameters: {W.size + b.size} (a dense layer from 3x6x6 to 2x3x3 needs {
 #    and stride 1?
 # 2. **Implement then test: the bias of a convolution.** `Conv2d` adds one
 #    number per output channel to a `(N, OC, OH, OW)` map. Write `AddBias`, a
-#    `Function` of the map `y` and the bias `b` of shape `(OC,)`: `forward`
-#    adds `b.reshape(1, -1, 1, 1)` (broadcast over batch and positions);
-#    `backward` returns the map's gradient unchanged and, for `b`, the sum of
-#    `gy` over every axis but the channel axis (`F.sum(gy, axis=(0, 2, 3))`).
-#    The self-check runs `gradient_check` on `b` and compares with the bias
-#    gradient of `Fc.conv2d`.
+#    `Function` of the map `y` and the bias `b` of shape `(OC,)`. In `forward`,
+#    give `b` a shape that NumPy broadcasts along the channel axis only, so
+#    that each channel's number reaches every sample and every position (the
+#    broadcasting rules of step 41). In `backward`, the map's gradient passes
+#    through; each bias element was used at every sample and position of its
+#    channel, so its gradient gathers `gy` from all of them (step 40's `sum`,
+#    the reverse of a broadcast) and has shape `(OC,)`. The self-check runs
+#    `gradient_check` on `b` and compares with the bias gradient of `Fc.conv2d`.
 
 # %%
 #| exercise
@@ -852,11 +854,13 @@ from dezero_like.utils import gradient_check  # noqa: E402
 
 class AddBias(Function):
     def forward(self, y, b):
-        raise NotImplementedError("Exercise (step 57): return y + b.reshape(1, -1, 1, 1)")
+        raise NotImplementedError(
+            "Exercise (step 57): add b to every sample and position of its channel"
+        )
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 57): return gy, and the sum of gy over axes (0, 2, 3) for b"
+            "Exercise (step 57): one gradient for y (shape of gy), one for b (shape (OC,))"
         )
 
 # %%
@@ -891,6 +895,6 @@ F.sum(AddBias()(y_nob, b_mine) * weights[:, :, :3, :4]).backward()
 F.sum(Fc.conv2d(x_in, W_in, b_pkg, stride=1, pad=0) * weights[:, :, :3, :4]).backward()
 assert np.allclose(b_mine.grad.data, b_pkg.grad.data), (
     f"bias gradient {b_mine.grad.data} differs from conv2d's {b_pkg.grad.data}: "
-    "sum gy over the batch and both spatial axes"
+    "each bias element should gather gy from every sample and position of its channel"
 )
 print("self-check passed: AddBias passes the gradient check and matches conv2d's bias gradient")

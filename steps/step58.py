@@ -1169,10 +1169,12 @@ print(f"loops: {loop_ms:.0f} ms, im2col: {im2col_ms:.2f} ms, same result: "
 #    random `x2` and `c2` below (use `Fc.im2col_array` and `Fc.col2im_array`
 #    with kernel 3, stride 2, pad 1) and store them in `lhs` and `rhs`.
 # 2. **Implement then test: `im2col` as a Function.** Write `MyIm2col`:
-#    `forward` remembers the input's shape and returns
-#    `Fc.im2col_array(x, k, s, p)` (one row per window); `backward` sends the
-#    gradient of the columns back with the transpose, the differentiable
-#    `Fc.col2im(gy, input_shape, k, s, p)`. The self-check runs
+#    `forward` turns the image batch into the matrix with one row per window
+#    (the array function of exercise 1, with this Function's settings), and
+#    keeps what `backward` needs to rebuild an image of the right shape;
+#    `backward` sends the gradient of the columns back through the transpose
+#    of exercise 1, in its differentiable form (a Function of this step, not
+#    the `_array` helper), so that the graph goes on. The self-check runs
 #    `gradient_check` and compares with `Fc.im2col`.
 
 # %%
@@ -1194,10 +1196,12 @@ rhs = (x2 * Fc.col2im_array(c2, x2.shape, 3, 2, 1)).sum()
 expected = float((Fc.im2col_array(x2, 3, 2, 1) * c2).sum())
 assert np.isscalar(lhs) or np.ndim(lhs) == 0, "lhs should be one number: sum the product"
 assert np.isclose(lhs, expected), (
-    f"lhs should be {expected:.6f}, got {lhs}: (Fc.im2col_array(x2, 3, 2, 1) * c2).sum()"
+    f"lhs should be {expected:.6f}, got {lhs}: multiply im2col of x2 by c2 elementwise, "
+    "then sum everything"
 )
 assert np.isclose(rhs, lhs), (
-    f"rhs = {rhs} differs from lhs = {lhs}: (x2 * Fc.col2im_array(c2, x2.shape, 3, 2, 1)).sum()"
+    f"rhs = {rhs} differs from lhs = {lhs}: turn c2 back into an image of x2's shape with "
+    "col2im (same kernel, stride, pad), multiply by x2, then sum"
 )
 print(f"self-check passed: both sides are {lhs:.6f}, col2im is the transpose of im2col")
 
@@ -1212,14 +1216,12 @@ class MyIm2col(Function):
 
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 58): self.input_shape = x.shape; return Fc.im2col_array(x, "
-            "self.kernel_size, self.stride, self.pad)"
+            "Exercise (step 58): one row per window; keep what backward needs"
         )
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 58): return Fc.col2im(gy, self.input_shape, self.kernel_size, "
-            "self.stride, self.pad)"
+            "Exercise (step 58): the columns' gradient, back through the transpose of im2col"
         )
 
 # %%

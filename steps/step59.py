@@ -325,17 +325,18 @@ print(f"a detection moved one pixel right, 7 cases: raw map unchanged {raw_same}
 #    above) with 2×2 windows from `Fc.im2col_array` and NumPy's `mean` only, as
 #    a (2, 2) array `avg`.
 # 2. **Implement then test: the max of each row.** Write `RowMax`, the
-#    `Function` behind `F.max(x, axis=1)` for a 2-D `x`: `forward` takes the
-#    row maxima `m` (with `keepdims=True`), keeps the mask `x == m` and returns
-#    the maxima as a 1-D array; `backward` sends each row's gradient to where its maximum
-#    was: `F.reshape(gy, (-1, 1))` times the mask (broadcasting spreads it
-#    along the row). The self-check runs `gradient_check` on inputs without
-#    ties and compares with `F.max`.
+#    `Function` behind `F.max(x, axis=1)` for a 2-D `x`: `forward` returns one
+#    maximum per row, as a 1-D array, and keeps for `backward` where each row's
+#    maximum sits (the idea of max pooling's backward above). `backward` sends
+#    each row's gradient to that place only, zero elsewhere: `gy` has one
+#    number per row and `x` a whole row, so give `gy` a shape that broadcasts
+#    along the rows (step 41). The self-check runs `gradient_check` on inputs
+#    without ties and compares with `F.max`.
 
 # %%
 #| exercise
 side = ...  # the side length after pool 2x2 -> conv 3x3 pad 1 -> pool 2x2, from 28
-avg = ...  # 2x2 average pooling of x from Fc.im2col_array(x, 2, 2, 0) and .mean
+avg = ...  # 2x2 average pooling of x (2x2 windows, stride 2), as a (2, 2) array
 
 # %%
 #| solution
@@ -352,7 +353,8 @@ assert side == expected_side, (
 )
 assert np.shape(avg) == (2, 2), f"avg should have shape (2, 2), got {np.shape(avg)}"
 assert np.allclose(avg, Fc.average_pooling(x, 2).data[0, 0]), (
-    "avg differs from Fc.average_pooling: take the mean of each row of the im2col matrix"
+    "avg differs from Fc.average_pooling: does each value average the four numbers of one "
+    "window (one row of the im2col matrix), laid out as the windows are?"
 )
 print(f"self-check passed: side = {side}, avg =", avg.tolist())
 
@@ -361,12 +363,13 @@ print(f"self-check passed: side = {side}, avg =", avg.tolist())
 class RowMax(Function):
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 59): m = x.max(axis=1, keepdims=True); self.mask = x == m; "
-            "return m.reshape(-1)"
+            "Exercise (step 59): one maximum per row; keep where each one sits"
         )
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 59): return F.reshape(gy, (-1, 1)) * self.mask")
+        raise NotImplementedError(
+            "Exercise (step 59): each row's gradient to where its maximum was, zero elsewhere"
+        )
 
 # %%
 #| solution

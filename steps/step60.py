@@ -443,11 +443,14 @@ print(f"as float32: {vgg_total * 4 / 2**20:,.0f} MiB")
 #    height, width) of VGG16's last pooling layer for a 160×160 input? Set
 #    `vgg_last_pool`.
 # 2. **Implement then test: the CNN's forward.** Write
-#    `convnet_forward(model, x)`, what `SimpleConvNet.forward` computes with the
-#    layers of `model`: a flat `(N, 784)` batch is first reshaped to
-#    `(N, 1, 28, 28)`; then conv1, ReLU, 2×2 pooling; conv2, ReLU, 2×2 pooling;
-#    `F.flatten`; fc3 and ReLU; fc4. The self-check compares your logits with
-#    `model(x)` on random images, flat and not.
+#    `convnet_forward(model, x)`, the logits `model(x)` computes, from the four
+#    layers of `model` and functions you have (ReLU from step 46, pooling from
+#    step 59, `F.flatten` from this step). The layout is in
+#    `SimpleConvNet`'s docstring and in the summary table above: follow the
+#    shape from `(N, 1, 28, 28)` to `(N, 10)`, and decide where the activations
+#    go and where the map becomes one vector per image. A flat `(N, 784)` batch
+#    must work too. The self-check compares your logits with `model(x)` on
+#    random images, flat and not.
 
 # %%
 #| exercise
@@ -476,8 +479,7 @@ print(f"self-check passed: n_conv2 = {n_conv2}, vgg_last_pool = {tuple(vgg_last_
 #| exercise
 def convnet_forward(model, x):
     raise NotImplementedError(
-        "Exercise (step 60): reshape a flat x to (N, 1, 28, 28); two blocks of conv, ReLU, "
-        "Fc.pooling(., 2, 2); F.flatten; F.relu(model.fc3(.)); model.fc4"
+        "Exercise (step 60): from images (N, 1, 28, 28), or a flat (N, 784) batch, to logits"
     )
 
 # %%
@@ -503,6 +505,6 @@ with dz.no_grad():
         )
         assert np.allclose(mine.data, model(batch).data, atol=1e-5), (
             f"for an input of shape {batch.shape} your logits differ from model(x): "
-            "check the order conv -> ReLU -> pool, and ReLU after fc3 only"
+            "compare each layer's place, and each activation's, with SimpleConvNet's docstring"
         )
 print("self-check passed: convnet_forward computes SimpleConvNet's logits")

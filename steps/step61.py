@@ -323,8 +323,9 @@ for t in range(1, 6):
 
 # %%
 from dezero_like.graph import plot_dot_graph  # noqa: E402
+from dezero_like.plot import written  # noqa: E402
 
-plot_dot_graph(h3, verbose=False, to_file=out_dir / "three_steps.svg")
+written(plot_dot_graph(h3, verbose=False, to_file=out_dir / "three_steps.svg"))
 
 # %% [markdown]
 # The graph grows by a fixed amount per step (two `linear`s, an addition, a
@@ -348,7 +349,7 @@ print("after unchain_backward: functions behind h:", graph_size(h), " value kept
       np.round(h.data[0], 3))
 h = rnn(x)
 print("one step later:", graph_size(h), "functions")
-plot_dot_graph(h, verbose=False, to_file=out_dir / "after_the_cut.svg")
+written(plot_dot_graph(h, verbose=False, to_file=out_dir / "after_the_cut.svg"))
 
 # %% [markdown]
 # ## The noisy sine
@@ -440,10 +441,11 @@ plt.show()
 #    does the loop above call `backward()` when `bptt_length` is 50? (The last,
 #    shorter window counts too.) Set `n_backward`.
 # 2. **Implement then test: one step of the RNN.** Write `rnn_step(layer, x)`,
-#    what `Lc.RNN.forward` does with the layers of `layer`: without a state
-#    (`layer.h is None`) the new state is $\tanh(x W_x + b)$ (`layer.x2h(x)`),
-#    otherwise $\tanh(x W_x + b + h W_h)$ (plus `layer.h2h(layer.h)`); store it
-#    in `layer.h` and return it. The self-check runs five steps with your
+#    what `Lc.RNN.forward` does, with the two `Linear` layers that `layer`
+#    holds: the new state is $\tanh(x W_x + b)$ at the first step (no state
+#    yet) and $\tanh(x W_x + b + h W_h)$ after it. Which layer computes which
+#    term, and where does the layer keep its state? (Reread `RNN.__init__`.)
+#    Update that state and return it. The self-check runs five steps with your
 #    function and with the layer itself, from the same weights and inputs.
 
 # %%
@@ -467,8 +469,7 @@ print(f"self-check passed: {n_backward} backward calls per epoch")
 #| exercise
 def rnn_step(layer, x):
     raise NotImplementedError(
-        "Exercise (step 61): h = tanh(layer.x2h(x)), plus layer.h2h(layer.h) inside the tanh "
-        "when layer.h is not None; store it in layer.h and return it"
+        "Exercise (step 61): the new state from x and the previous state (none at first)"
     )
 
 # %%
@@ -493,8 +494,8 @@ cell.reset_state()
 ref = [cell(x_t).data for x_t in steps]
 for k, (a, b) in enumerate(zip(mine, ref)):
     assert np.allclose(a, b, atol=1e-6), (
-        f"step {k + 1}: your state differs from the layer's: the first step has no h2h term, "
-        "later ones add layer.h2h(layer.h) inside the tanh, and layer.h must be updated"
+        f"step {k + 1}: your state differs from the layer's: the first step has no recurrent "
+        "term, later ones add it inside the tanh, and the layer must keep the new state"
     )
 print("self-check passed: rnn_step reproduces Lc.RNN over five steps")
 

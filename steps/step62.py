@@ -409,8 +409,8 @@ index = 2 * 99 + 5  # stream start (row * jump) plus the batch number
 batches = list(loader)
 assert isinstance(index, (int, np.integer)), f"index should be an int, got {type(index).__name__}"
 assert batches[5][0][2, 0] == train_set.data[index, 0], (
-    f"index {index} is not in row 2 of batch 5: row r of batch k is r * jump + k, "
-    f"with jump = {loader.jump}"
+    f"index {index} is not in row 2 of batch 5: stream r starts r jumps into the series "
+    f"(jump = {loader.jump}), and each batch moves every stream one step on"
 )
 print(f"self-check passed: row 2 of batch 5 is step {index} of the series")
 
@@ -418,8 +418,7 @@ print(f"self-check passed: row 2 of batch 5 is step {index} of the series")
 #| exercise
 def lstm_update(f, i, o, u, c_prev):
     raise NotImplementedError(
-        "Exercise (step 62): c = i * u, plus f * c_prev when there is one; "
-        "h = o * F.tanh(c); return h, c"
+        "Exercise (step 62): the new cell state, then the new h from it; return both"
     )
 
 # %%
@@ -449,9 +448,10 @@ for step, x_t in enumerate(rng.normal(size=(3, 5, 2)).astype(np.float32)):
     h_mine, c_mine = lstm_update(f, i, o, u, cell.c)
     h_ref = cell(x_t)  # the layer's own step, from the same state
     assert np.allclose(c_mine.data, cell.c.data, atol=1e-6), (
-        f"step {step + 1}: the cell state differs: c = f * c_prev + i * u (i * u at the first step)"
+        f"step {step + 1}: the cell state differs: the forget gate scales the old state, the "
+        "input gate scales the candidate (and there is no old state at the first step)"
     )
     assert np.allclose(h_mine.data, h_ref.data, atol=1e-6), (
-        f"step {step + 1}: h differs: h = o * tanh(c), with the new c"
+        f"step {step + 1}: h differs: the output gate scales the tanh of the new cell state"
     )
 print("self-check passed: lstm_update gives the LSTM's h and c over three steps")

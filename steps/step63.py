@@ -297,7 +297,9 @@ except RuntimeError as e:
 #    the one-hot vector $e_i$ gives row $i$ of $J$. Write `jacobian(f, x)` that
 #    returns the $m \times n$ matrix of any `f` from $\mathbb{R}^n$ to
 #    $\mathbb{R}^m$ (one row per output), running `f` once and backward $m$
-#    times (hint: `retain_graph=True`, and `cleargrad` between rows).
+#    times. Two things from earlier steps matter: the graph must survive more
+#    than one backward (step 37), and gradients accumulate across calls
+#    (step 14).
 # 2. **Implement then test: skip the gradients nobody needs.** Write `backward`
 #    of `MyMul` ($y = x_0 x_1$, two arrays of the same shape): the gradient of
 #    $x_0$ is $g_y x_1$ and that of $x_1$ is $g_y x_0$, but return `None` in
@@ -309,8 +311,7 @@ except RuntimeError as e:
 #| exercise
 def jacobian(f, x_data):
     raise NotImplementedError(
-        "Exercise (step 63): y = f(x) once; for each i, x.cleargrad() and "
-        "y.backward(gradient=one-hot e_i, retain_graph=True); row i is x.grad"
+        "Exercise (step 63): one forward, then one seeded backward per output, one row each"
     )
 
 # %%
@@ -335,17 +336,18 @@ assert np.allclose(J, np.diag(2 * xs)), f"the Jacobian of x**2 is diag(2x), got\
 J2 = jacobian(lambda x: x * F.sum(x), xs)  # y_i = x_i * s: dy_i/dx_j = s [i=j] + x_i
 assert np.allclose(J2, np.eye(3) * xs.sum() + xs[:, None]), (
     f"the Jacobian of x * sum(x) is sum(x) I + x 1^T, got\n{J2}: row i comes from the "
-    "seed e_i; clear x.grad before each row"
+    "seed e_i alone; does x.grad still hold the rows before it?"
 )
 try:
     J3 = jacobian(lambda x: x[:2] * F.sum(x), xs)  # from R^3 to R^2: 2 rows of 3
 except IndexError as e:
     raise AssertionError(
-        f"jacobian fails for f from R^3 to R^2 ({e}): one row per output, so loop over y.size"
+        f"jacobian fails for f from R^3 to R^2 ({e}): one row per output, so one backward "
+        "per element of y, not of x"
     ) from None
 assert np.shape(J3) == (2, 3), (
     f"for f from R^3 to R^2 the Jacobian is 2 x 3, got shape {np.shape(J3)}: one row per "
-    "output, so loop over y.size, not x.size"
+    "output (an element of y), one column per input (an element of x)"
 )
 assert np.allclose(J3, (np.eye(3) * xs.sum() + xs[:, None])[:2]), (
     f"the Jacobian of x[:2] * sum(x) should be the first two rows of the one above, got\n{J3}"
@@ -363,8 +365,7 @@ class MyMul(Function):
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 63): x0, x1 = self.inputs; n0, n1 = self.needs_input_grad; "
-            "return (gy * x1 if n0 else None, gy * x0 if n1 else None)"
+            "Exercise (step 63): one gradient per input, or None for an input that needs none"
         )
 
 # %%
@@ -394,8 +395,8 @@ batch = dz.Variable(b_data.copy(), requires_grad=False)
 y = MyMul()(weight, batch)
 grads = y.creator.backward(dz.Variable(np.ones((2, 3))))
 assert grads[1] is None, (
-    "the constant input (requires_grad=False) got a gradient: return None where "
-    "self.needs_input_grad is False"
+    "the constant input (requires_grad=False) got a gradient: which attribute says "
+    "whether each input needs one?"
 )
 y_first = MyMul()(batch, weight)  # the constant in the first slot this time
 grads_first = y_first.creator.backward(dz.Variable(np.ones((2, 3))))

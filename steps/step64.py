@@ -252,22 +252,24 @@ print("fused d(x*x)/dx =", x.grad.data)
 # %% [markdown]
 # ## Exercise
 # 1. `stack2(a, b)` stacks two arrays of equal shape along a new first axis,
-#    $y = [a; b]$. Write it with `concat` (hint: `reshape` each input to
-#    `(1,) + shape` first). The self-check verifies that for `stack2(x, x)` the
-#    gradient of `sum(y * m)` is `m[0] + m[1]`.
+#    $y = [a; b]$. Write it with `concat` above, which joins along an axis the
+#    inputs already have: what shape must each input take (step 39) so that
+#    joining two gives `(2,) + shape`? The self-check verifies that for
+#    `stack2(x, x)` the gradient of `sum(y * m)` is `m[0] + m[1]`.
 # 2. **Implement then test: summing the slots.** Write
 #    `accumulate_slots(inputs, gxs)`, the heart of `backward_accumulate`:
-#    `gxs` holds one gradient per input slot (a Variable or `None`); when a
-#    variable appears in several slots (compare with `is`), add the later
-#    slots' gradients into its *first* slot and put `None` in the later ones.
-#    Return the list. The self-check plugs it into a `Concat` and compares
-#    with the package's `backward_accumulate`.
+#    `gxs` holds one gradient per input slot (a Variable or `None`). When one
+#    variable fills several slots (the same object, not merely equal values),
+#    the returned list holds the sum of those slots' gradients in its *first*
+#    slot and `None` in the later ones; the other slots are unchanged. The
+#    self-check plugs it into a `Concat` and compares with the package's
+#    `backward_accumulate`.
 
 # %%
 #| exercise
 def stack2(a, b):
     raise NotImplementedError(
-        "Exercise (step 64): return concat of a and b, each reshaped to (1,) + shape, on axis 0"
+        "Exercise (step 64): stack a and b along a new first axis, with concat"
     )
 
 # %%
@@ -292,8 +294,7 @@ print("self-check passed: stack2(x, x) sends both halves of the gradient to x")
 #| exercise
 def accumulate_slots(inputs, gxs):
     raise NotImplementedError(
-        "Exercise (step 64): for each slot i, find the first slot j with inputs[j] is "
-        "inputs[i]; if j < i, add gxs[i] into gxs[j] and set gxs[i] = None"
+        "Exercise (step 64): one summed gradient per variable, in the first slot it fills"
     )
 
 # %%
@@ -329,8 +330,8 @@ for name, cls in (("yours", MySlotsConcat), ("package", Concat)):
     F.sum(out * weights).backward()
     grads[name] = (xv.grad.data, wv.grad.data, [g is None for g in slots])
 assert np.array_equal(weights, weights_before), (
-    "the output gradient changed: the slots' gradients are views of it, so never add into "
-    "them in place (gxs[j].data += ...); write gxs[j] = gxs[j] + gxs[i], a new Variable"
+    "the output gradient changed: the slots' gradients are views of it, so adding into "
+    "them in place writes into it too; build a new Variable for the sum (step 15)"
 )
 assert grads["yours"][2] == grads["package"][2], (
     f"None slots {grads['yours'][2]}, expected {grads['package'][2]}: keep the gradient in the "

@@ -386,9 +386,9 @@ for phase, f in forward_rec.calls:
 
 # %%
 from dezero_like.graph import plot_dot_graph  # noqa: E402
-from dezero_like.plot import output_dir  # noqa: E402
+from dezero_like.plot import output_dir, written  # noqa: E402
 
-plot_dot_graph(y, verbose=False, to_file=output_dir(65) / "known_graph.svg")
+written(plot_dot_graph(y, verbose=False, to_file=output_dir(65) / "known_graph.svg"))
 
 # %% [markdown]
 # Forward hooks fire in the order the program calls the functions. Backward

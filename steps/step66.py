@@ -513,19 +513,21 @@ print(f"one training step: {plain * 1e3:.2f} ms plain, {debug * 1e3:.2f} ms in d
 # %% [markdown]
 # ## Exercise
 # 1. Rewrite the cross entropy so that debug mode finds nothing for the same
-#    logits. Hint: $\log \mathrm{softmax}(x) = x - \log\sum e^{x}$, and
-#    `F.log_softmax` computes it with the max subtracted first.
+#    logits. Hint: $\log \mathrm{softmax}(x) = x - \log\sum e^{x}$ never takes
+#    the log of a probability that rounded to 0, and step 49 gave the package
+#    a function that computes it with the max subtracted first.
 # 2. **Implement then test: `log`.** Write `MyLog`, the `Function` this step
-#    adds to the package: `forward` is the array module's `log` (take it from
-#    the input with `cuda.get_array_module`), `backward` returns $g_y / x$
-#    (`x` is `self.inputs[0]`). The self-check runs `gradient_check` on
-#    positive inputs and compares with `F.log`.
+#    adds to the package: `forward` takes the log with the array module the
+#    input belongs to (NumPy or CuPy, step 54), and `backward` applies
+#    $\frac{d}{dx}\log x = 1/x$ to $g_y$; where does backward find $x$? The
+#    self-check runs `gradient_check` on positive inputs and compares with
+#    `F.log`.
 
 # %%
 #| exercise
 def stable_cross_entropy(logits, t_onehot):
     raise NotImplementedError(
-        "Exercise (step 66): return -F.sum(t_onehot * F.log_softmax(logits, axis=1)) / N"
+        "Exercise (step 66): the loss of naive_cross_entropy, without taking log(0)"
     )
 
 # %%
@@ -541,7 +543,8 @@ with dz.debug_mode():
     loss.backward()
 expected = (0.0 + np.log1p(np.exp(-1.0))) / 2  # sample 1 is certain; sample 2: log(1 + e^-1)
 assert np.isclose(loss.data, expected), (
-    f"expected {expected:.6f}, got {loss.data}: average -sum(t * log_softmax) over the rows"
+    f"expected {expected:.6f}, got {loss.data}: the same loss as naive_cross_entropy, "
+    "averaged over the rows"
 )
 assert np.isfinite(logits.grad.data).all(), "the gradient has inf or NaN"
 print("self-check passed: the stable cross entropy passes debug mode at logit 1000")
@@ -551,11 +554,11 @@ print("self-check passed: the stable cross entropy passes debug mode at logit 10
 class MyLog(Function):
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 66): return cuda.get_array_module(x).log(x)"
+            "Exercise (step 66): the natural log, with NumPy or CuPy as the input needs"
         )
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 66): return gy / self.inputs[0]")
+        raise NotImplementedError("Exercise (step 66): gy times the derivative of log x")
 
 # %%
 #| solution

@@ -492,11 +492,12 @@ print("loss_scale=2**16:", w_bad[:3, 0])
 #    each update: True when any parameter's gradient contains inf or NaN
 #    (parameters without a gradient are skipped).
 # 2. **Implement then test: dividing the scale out.** Write
-#    `unscale_grads(params)`, what `Optimizer.update` does first: for every
-#    parameter whose `loss_scale` is not `None`, replace `p.grad` by a *new*
-#    Variable holding `p.grad.data / float(p.loss_scale)` (never divide in
-#    place: gradients may be shared), and set `p.loss_scale` back to `None`.
-#    The self-check compares the result with an unscaled backward.
+#    `unscale_grads(params)`, what `Optimizer.update` does first: every
+#    parameter that still carries a loss scale gets its gradient divided by
+#    that scale, in a *new* Variable (never in place: gradients may be shared,
+#    step 15), and is then marked as carrying no scale any more, so that a
+#    second call changes nothing. The self-check compares the result with an
+#    unscaled backward.
 
 # %%
 #| exercise
@@ -557,8 +558,7 @@ print("self-check passed: has_overflow spots the overflowing scale")
 #| exercise
 def unscale_grads(params):
     raise NotImplementedError(
-        "Exercise (step 67): for p with p.loss_scale not None: p.grad = "
-        "Variable(p.grad.data / float(p.loss_scale), requires_grad=False); p.loss_scale = None"
+        "Exercise (step 67): divide each scaled gradient by its scale, into a new Variable"
     )
 
 # %%
@@ -586,10 +586,10 @@ params = list(layers["scaled"].params())
 before = [p.grad.data for p in params]
 unscale_grads(params)
 for p, old, ref in zip(params, before, layers["plain"].params()):
-    assert p.loss_scale is None, "set p.loss_scale back to None once it is divided out"
+    assert p.loss_scale is None, "once the scale is divided out, the parameter has none left"
     assert np.allclose(p.grad.data, ref.grad.data, rtol=1e-5), (
         "after unscaling, the gradient should equal the one of an unscaled backward: "
-        "divide by p.loss_scale"
+        "divide by the parameter's own loss scale"
     )
     assert np.allclose(old, ref.grad.data * 256.0, rtol=1e-5), (
         "the old gradient array changed: make a new Variable, do not divide in place"

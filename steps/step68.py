@@ -156,16 +156,17 @@ timer.print_report()
 #    way `TimerHook` attributes them: `counts[(name, "forward")]` and
 #    `counts[(name, "backward")]`, with `name = type(function).__name__`. A
 #    function run *inside* a backward (the `MatMul` of `Linear`'s backward) is
-#    part of that backward's cost, so it is not counted: keep `self.depth`, the
-#    number of backwards running (+1 in `backward_preprocess`, -1 in
-#    `backward_postprocess`), and count forwards only at depth 0. The
-#    self-check runs one iteration under both hooks and compares.
+#    part of that backward's cost, so it is not counted, and neither is a
+#    backward run inside another backward. `self.depth` should always tell
+#    how many backwards are running: which callbacks mark a backward's start
+#    and its end? The self-check runs one iteration under both hooks and
+#    compares.
 
 # %%
 #| exercise
 def robust_stats(ms):
     raise NotImplementedError(
-        "Exercise (step 68): return float(mean), float(median) of ms (np.mean, np.median)"
+        "Exercise (step 68): the mean and the median of ms, as two Python floats"
     )
 
 # %%
@@ -193,15 +194,15 @@ class CallCounter(FunctionHook):
 
     def forward_postprocess(self, function, in_data, out_data):
         raise NotImplementedError(
-            "Exercise (step 68): at depth 0, add 1 to counts[(type(function).__name__, 'forward')]"
+            "Exercise (step 68): count this forward, unless it runs inside a backward"
         )
 
     def backward_preprocess(self, function, grad_outputs):
-        raise NotImplementedError("Exercise (step 68): self.depth += 1")
+        raise NotImplementedError("Exercise (step 68): a backward starts")
 
     def backward_postprocess(self, function, grad_outputs, grad_inputs):
         raise NotImplementedError(
-            "Exercise (step 68): self.depth -= 1; at depth 0, count (name, 'backward')"
+            "Exercise (step 68): a backward ends; count it unless it ran inside another one"
         )
 
 # %%
@@ -246,8 +247,8 @@ expected = {(name, phase): row[phase]["calls"] for name, row in timer.summary().
             for phase in ("forward", "backward") if row[phase]["calls"]}
 extra = sorted(set(counter.counts) - set(expected))
 assert not extra, (
-    f"counted {extra}, which TimerHook puts inside a backward: count forwards only when no "
-    "backward is running (self.depth == 0)"
+    f"counted {extra}, which TimerHook puts inside a backward: count a forward only when no "
+    "backward is running"
 )
 assert counter.counts == expected, f"expected the counts {expected}, got {counter.counts}"
 print("self-check passed: CallCounter counts calls as TimerHook attributes them")

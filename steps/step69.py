@@ -404,10 +404,10 @@ print("stand-in:", node, " creator:", type(node.creator).__name__,
 
 # %%
 from dezero_like.graph import plot_dot_graph  # noqa: E402
-from dezero_like.plot import output_dir  # noqa: E402
+from dezero_like.plot import output_dir, written  # noqa: E402
 
 del h
-plot_dot_graph(y, to_file=output_dir(69) / "stand_in.svg")
+written(plot_dot_graph(y, to_file=output_dir(69) / "stand_in.svg"))
 
 # %% [markdown]
 # ## A naive graph for comparison
@@ -552,16 +552,16 @@ print("both graphs give the same gradient (c**100):", same,
 #    measure it with `tracemalloc`.
 # 2. **Implement then test: keep only what backward reads.** Write `MyTanh`.
 #    The derivative of $\tanh$ is $1 - y^2$: it reads the *output* only. So
-#    `forward` calls `self.retain_inputs(())` (keep no input) and
-#    `self.retain_outputs((0,))` before returning `np.tanh(x)`, and `backward`
-#    gets `y` from `self.get_retained_outputs()`. The self-check runs
+#    `forward` tells the function to keep none of its inputs and its one
+#    output (the two `retain_` methods of this step), and `backward` reads
+#    `y` back from what was kept, not from `self.inputs`. The self-check runs
 #    `gradient_check`, and verifies that the input of a `MyTanh` that was
 #    computed by another function is a data-less stand-in.
 
 # %%
 #| exercise
 def sin_chain(x, n):
-    raise NotImplementedError("Exercise (step 69): y = x; apply y = F.sin(y) n times; return y")
+    raise NotImplementedError("Exercise (step 69): x through F.sin, n times over")
 
 # %%
 #| solution
@@ -602,13 +602,12 @@ print("self-check passed: each sin keeps its input, so the chain keeps one array
 class MyTanh(dz.Function):
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 69): self.retain_inputs(()); self.retain_outputs((0,)); "
-            "return np.tanh(x)"
+            "Exercise (step 69): tanh of x, keeping the output and no input for backward"
         )
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 69): (y,) = self.get_retained_outputs(); return gy * (1 - y * y)"
+            "Exercise (step 69): gy times the derivative of tanh, from the kept output"
         )
 
 # %%
@@ -633,7 +632,7 @@ gradient_check(lambda v: MyTanh()(F.exp(v) - 1.5), z)  # the input of MyTanh is 
 h = F.exp(dz.Variable(z)) - 1.5
 y = MyTanh()(h)
 assert y.creator.inputs[0].data is None, (
-    "MyTanh still holds its computed input: call self.retain_inputs(()) in forward"
+    "MyTanh still holds its computed input: forward should say that it keeps no input"
 )
 assert np.allclose(y.data, np.tanh(h.data)), "the forward should be np.tanh(x)"
 print("self-check passed: MyTanh passes the gradient check keeping only its output")

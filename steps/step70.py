@@ -646,16 +646,17 @@ for label, stmt, number in [
 # %% [markdown]
 # ## Exercise
 # 1. `__slots__` makes a typo loud. Assign `x.gard = None` to a Variable (a
-#    typo for `grad`), catch the `AttributeError` it raises, and store its
-#    message (`str(e)`) in `message`.
+#    typo for `grad`), catch the `AttributeError` it raises, and store the
+#    error's text, a string, in `message`.
 # 2. **Implement then test: the operator fast path.** Write
 #    `binary(function, op, x0, x1)`, the core of `_binary` for a Variable `x0`
-#    (leave out the reflected operators and the hook test): when a graph is
-#    recorded (`dz.Config.enable_backprop`) return `function()(x0, x1)` as
-#    usual; otherwise create no Function at all: apply `op` to `x0.data` and to
-#    `x1` (its `.data` if it is a Variable) and wrap the result with
-#    `dz.Variable(np.asarray(...), requires_grad=False)`. The self-check counts
-#    the Function objects created, with and without a graph.
+#    (leave out the reflected operators and the hook test). When a graph is
+#    recorded (the switch that step 19's `no_grad` turns off), call the
+#    Function as usual. Otherwise create no Function at all: `op` (a function
+#    of the `operator` module) works on raw arrays, and `x1` may be a Variable
+#    or a plain number. The result is a Variable, but a constant: nothing will
+#    differentiate it (step 63). The self-check counts the Function objects
+#    created, with and without a graph.
 
 # %%
 #| exercise
@@ -672,8 +673,8 @@ except AttributeError as e:
 # %%
 #| check
 assert isinstance(message, str), (
-    f"message should be the error's text, got {message!r}: wrap the assignment in "
-    "try/except AttributeError as e and store str(e)"
+    f"message should be the error's text, got {message!r}: catch the error the assignment "
+    "raises and keep its text as a string"
 )
 assert "gard" in message, f"the message should name the attribute 'gard', got {message!r}"
 print("self-check passed:", message)
@@ -682,9 +683,7 @@ print("self-check passed:", message)
 #| exercise
 def binary(function, op, x0, x1):
     raise NotImplementedError(
-        "Exercise (step 70): with dz.Config.enable_backprop return function()(x0, x1); else "
-        "return dz.Variable(np.asarray(op(x0.data, x1.data if isinstance(x1, dz.Variable) "
-        "else x1)), requires_grad=False)"
+        "Exercise (step 70): the Function when a graph is recorded, op on the arrays otherwise"
     )
 
 # %%
@@ -714,7 +713,7 @@ u = dz.Variable(rng.normal(size=(2, 3)))
 w = dz.Variable(rng.normal(size=(2, 3)))
 y = binary(CountedMul, operator.mul, u, w)
 assert len(created) == 1 and y.creator is created[0], (
-    "with a graph recorded, binary must call the Function: function()(x0, x1)"
+    "with a graph recorded, binary must create and call one Function, as before this step"
 )
 gradient_check(lambda v: binary(CountedMul, operator.mul, v, w), u.data)
 created.clear()
@@ -727,10 +726,10 @@ assert not created, (
 )
 assert isinstance(y_fast, dz.Variable) and y_fast.creator is None, "return a Variable, no graph"
 assert not y_fast.requires_grad and not y_fast2.requires_grad, (
-    "the fast path's result is a constant (nothing will differentiate it): create it with "
-    "dz.Variable(..., requires_grad=False)"
+    "the fast path's result is a constant (nothing will differentiate it): create it as a "
+    "Variable that does not require grad"
 )
 assert np.allclose(y_fast.data, u.data * 3.0) and np.allclose(y_fast2.data, u.data * w.data), (
-    "the fast path computes something else: op(x0.data, x1) (x1.data for a Variable)"
+    "the fast path computes something else: apply op to the raw data of both operands"
 )
 print("self-check passed: binary records a graph when asked and skips the Function otherwise")

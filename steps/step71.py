@@ -975,12 +975,16 @@ def forward(self, gy):
         _pair_spread(rows.reshape(-1), across, gx[:, 0], gx[:, 1])
         return gx.reshape(N, C, H, W)
     idx = self.pool.indexes
-    zero = gy.dtype.type(0)
     if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71)
         from dezero_like import cuda_kernels
 
-        return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
-                                                self.pool.kernel_size)
+        # in the input's dtype, as the CPU paths give it (a float64 gy for float32 images
+        # would make every layer below run its backward in float64)
+        gy = gy.astype(_grad_dtype(self.pool, gy), copy=False)
+        if _raw_gpu(gy):  # float16 has no kernel: the general path below
+            return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
+                                                    self.pool.kernel_size)
+    zero = gy.dtype.type(0)
     return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
 
 
@@ -1089,7 +1093,7 @@ print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain
 # %% [markdown]
 # ## Exercise
 # 1. Write the spec of `fused_tanh_grad`, an `ElementwiseKernel` for the
-#    backward of tanh, `gx = gy * (1 - y * y)`: a triple
+#    backward of tanh, $g_x = g_y (1 - y^2)$ from the output $y$: a triple
 #    `TANH_GRAD = (input params, output params, operation)` written like the
 #    entries of `_SPECS` above. On a GPU the self-check builds the kernel and
 #    compares it with the array version; without one it evaluates your
@@ -1105,7 +1109,7 @@ print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain
 
 # %%
 #| exercise
-TANH_GRAD = ...  # ("T gy, T y", "T gx", "<the C operation>")
+TANH_GRAD = ...  # (input params, output params, operation), like sigmoid_grad's in _SPECS
 
 # %%
 #| solution
@@ -1117,9 +1121,9 @@ assert isinstance(TANH_GRAD, tuple) and len(TANH_GRAD) == 3, (
     "TANH_GRAD should be a triple (input params, output params, operation), like _SPECS's"
 )
 assert [p.split()[-1] for p in TANH_GRAD[0].split(",")] == ["gy", "y"], (
-    f"the inputs should be 'T gy, T y', got {TANH_GRAD[0]!r}"
+    f"the inputs should be gy then y, both of type T, got {TANH_GRAD[0]!r}"
 )
-assert TANH_GRAD[1].split()[-1] == "gx", f"the output should be 'T gx', got {TANH_GRAD[1]!r}"
+assert TANH_GRAD[1].split()[-1] == "gx", f"the output should be gx, of type T, got {TANH_GRAD[1]!r}"
 y = np.tanh(np.linspace(-2, 2, 7))
 gy = np.linspace(1, 2, 7)
 expected = gy * (1 - y * y)
@@ -1132,7 +1136,7 @@ else:
     exec(TANH_GRAD[2].strip().rstrip(";"), {}, scope)  # noqa: S102 - the learner's one line
     got = scope["gx"]
 assert np.allclose(got, expected), (
-    f"the kernel gives {np.round(got, 4)}, expected gy * (1 - y * y) = {np.round(expected, 4)}"
+    f"the kernel gives {np.round(got, 4)}, expected g_y (1 - y^2) = {np.round(expected, 4)}"
 )
 print("self-check passed: TANH_GRAD computes the backward of tanh",
       "(kernel run on the GPU)" if use_gpu else "(operation evaluated on NumPy)")
@@ -1141,7 +1145,7 @@ print("self-check passed: TANH_GRAD computes the backward of tanh",
 #| exercise
 def softmax_ce_grad_reference(p, t, gy):
     raise NotImplementedError(
-        "Exercise (step 71): onehot = np.eye(C, dtype=p.dtype)[t]; return (p - onehot) * gy / N"
+        "Exercise (step 71): (p - onehot(t)) gy / N, in p's dtype"
     )
 
 # %%
@@ -1163,13 +1167,13 @@ probs = F.softmax(logits.data).data
 mine = softmax_ce_grad_reference(probs, labels, float(seed))
 assert np.shape(mine) == (6, 4), f"expected shape (6, 4), got {np.shape(mine)}"
 assert np.allclose(mine, logits.grad.data), (
-    "your gradient differs from softmax_cross_entropy's: subtract 1 at each row's label, "
-    "then multiply by gy / N"
+    "your gradient differs from softmax_cross_entropy's: is the one-hot at each row's "
+    "label, and is the result scaled by gy and divided by the batch size?"
 )
 mine32 = softmax_ce_grad_reference(probs.astype(np.float32), labels, float(seed))
 assert mine32.dtype == np.float32, (
-    f"for float32 probabilities the gradient should stay float32, got {mine32.dtype}: make "
-    "the one-hot in p's dtype, np.eye(c, dtype=p.dtype)"
+    f"for float32 probabilities the gradient should stay float32, got {mine32.dtype}: build "
+    "the one-hot in p's dtype, not NumPy's default float64"
 )
 if use_gpu:
     from dezero_like import cuda_kernels

@@ -535,19 +535,19 @@ plt.show()
 #    self-check compares them with the cost model.
 # 2. **Implement then test: the gradient hook's work.** Write
 #    `allreduce_grads(comm, params)`, what `Communicator.allreduce_grads` does:
-#    take the parameters that have a gradient, hand their gradient arrays to
-#    `comm.allreduce_mean` in one list (one call: one latency), and give each
-#    parameter its mean back as a new `Variable(..., requires_grad=False)`;
-#    parameters without a gradient are left alone. The self-check uses a
-#    stand-in communicator (no MPI needed) and compares with the package's
-#    method.
+#    average across the processes the gradient of every parameter that has
+#    one, with a single call of `comm.allreduce_mean` for all of them (one
+#    call: one latency; what does it take and give back?), and hand each
+#    parameter its mean as a new constant Variable (never in place: step 15;
+#    a constant: step 63). Parameters without a gradient are left alone. The
+#    self-check uses a stand-in communicator (no MPI needed) and compares with
+#    the package's method.
 
 # %%
 #| exercise
 def naive_allreduce(arrays):
     raise NotImplementedError(
-        "Exercise (step 72): total = sum of the arrays; one copy of total per worker; "
-        "sent = nbytes of total for each other worker"
+        "Exercise (step 72): the result of each worker, and the bytes worker 0 sent"
     )
 
 # %%
@@ -565,8 +565,8 @@ def naive_allreduce(arrays):
 arrays_before = [a.copy() for a in arrays]
 results, sent = naive_allreduce(arrays)
 assert all(np.array_equal(a, b) for a, b in zip(arrays, arrays_before)), (
-    "the workers' own arrays changed: add them up into a new array (total = total + a), "
-    "not in place into arrays[0]"
+    "the workers' own arrays changed: add them up into a new array, not in place into "
+    "the first worker's"
 )
 assert len(results) == len(arrays), f"one result per worker: expected {len(arrays)}"
 assert not any(np.shares_memory(r, q) for i, r in enumerate(results) for q in results[i + 1:]), (
@@ -584,8 +584,8 @@ print(f"self-check passed: worker 0 sends {sent} bytes, (p - 1)N, against the ri
 #| exercise
 def allreduce_grads(comm, params):
     raise NotImplementedError(
-        "Exercise (step 72): keep the params whose grad is not None; means = "
-        "comm.allreduce_mean([their grad arrays]); p.grad = Variable(mean, requires_grad=False)"
+        "Exercise (step 72): one allreduce_mean for all the gradients; each mean back to its "
+        "parameter"
     )
 
 # %%

@@ -129,7 +129,7 @@ print(run_mpi(WORKER))
 #| exercise
 def my_slice(batch, rank, size):
     raise NotImplementedError(
-        "Exercise (step 73): n = len(batch) // size; return the n indices of process rank"
+        "Exercise (step 73): the equal, contiguous share of batch that process rank trains on"
     )
 
 # %%
@@ -158,7 +158,7 @@ for size in (1, 2, 3, 4):
         first = loader._batch_index()
         assert np.array_equal(my_slice(order[:12], rank, size), first), (
             f"rank {rank} of {size}: expected {first}, got {my_slice(order[:12], rank, size)}; "
-            "process r takes indices r * n to (r + 1) * n, with n = 12 // size"
+            "the batch is cut into size equal, contiguous slices, the first one for rank 0"
         )
         slices.append(first)
     assert np.array_equal(np.concatenate(slices), order[:12]), "the slices should cover the batch"

@@ -178,19 +178,18 @@ print(f"training loop: {t1:.2f} s on 1 process, {t2:.2f} s on 2: speed-up {t1 / 
 # 2. **Implement then test: the whole scheme in one process.** Write
 #    `data_parallel_grads(model, x, t, p)`, what `p` processes compute
 #    together in one step: process `r` takes a copy of the model
-#    (`copy.deepcopy`), the `r`-th of `p` equal slices of the batch (as
-#    `DistributedDataLoader` cuts it), and the gradient of its mean softmax
-#    cross entropy; the result is the mean over processes of each gradient, as
-#    a dict `{name: array}` keyed like `model._flatten_params()` (what
-#    `AllreduceGrads` leaves). The self-check compares it with the whole
-#    batch's gradient for 1 to 4 processes.
+#    (`copy.deepcopy`: it copies any gradient the model holds too), the `r`-th
+#    of `p` equal slices of the batch (as `DistributedDataLoader` cuts it), and
+#    the gradient of its mean softmax cross entropy; the result is the mean
+#    over processes of each gradient, as a dict `{name: array}` keyed like
+#    `model._flatten_params()` (what `AllreduceGrads` leaves). The self-check
+#    compares it with the whole batch's gradient for 1 to 4 processes.
 
 # %%
 #| exercise
 def allreduce_mb_per_epoch(n_params, n_examples, batch, p):
     raise NotImplementedError(
-        "Exercise (step 74): steps = n_examples // batch; return steps * "
-        "D.ring_allreduce_bytes(n_params * 8, p) / 1e6"
+        "Exercise (step 74): the megabytes one process sends in one epoch"
     )
 
 # %%
@@ -206,8 +205,8 @@ assert n_params == 784 * 100 + 100 + 100 * 10 + 10
 mb = allreduce_mb_per_epoch(n_params, 6000, 100, 2)
 assert abs(mb - 60 * n_params * 8 / 1e6) < 1e-9, (
     f"expected 60 steps of {n_params * 8 / 1e6:.2f} MB = {60 * n_params * 8 / 1e6:.1f} MB, got "
-    f"{mb}: count the steps (n_examples // batch) and use ring_allreduce_bytes of "
-    "n_params * 8 bytes"
+    f"{mb}: count the steps of an epoch (whole batches), and the bytes of one float64 "
+    "gradient of every parameter"
 )
 mb4 = allreduce_mb_per_epoch(n_params, 6000, 100, 4)
 assert abs(mb4 - 60 * 1.5 * n_params * 8 / 1e6) < 1e-9, (
@@ -228,8 +227,8 @@ from dezero_like.models import Sequential
 
 def data_parallel_grads(model, x, t, p):
     raise NotImplementedError(
-        "Exercise (step 74): n = len(x) // p; for r in range(p): a deepcopy of model, "
-        "backward of F.softmax_cross_entropy on x[r*n:(r+1)*n]; return the mean of the grads"
+        "Exercise (step 74): p workers, each with its own model and slice; the mean of their "
+        "gradients"
     )
 
 # %%

@@ -405,6 +405,28 @@ def test_indices_in_range_on_the_host_index_a_gpu_array_as_numpy_does():
 
 
 @needs_gpu
+@pytest.mark.parametrize(("dtype", "upstream"), [(np.float32, np.float64),
+                                                 (np.float16, np.float32),
+                                                 (np.float64, np.float32)])
+def test_max_pooling_gives_the_input_its_own_dtype_of_gradient_on_both_devices(dtype, upstream):
+    """The GPU's pooling kernel wrote its gradient in the upstream gradient's dtype, so with a
+    float64 loss every layer below a float32 pooling ran its backward in float64 on the GPU
+    only. Both devices give the pooling's input a gradient of its own dtype."""
+    import cupy
+
+    x = np.random.default_rng(1).standard_normal((2, 3, 4, 6)).astype(dtype)
+    w = np.random.default_rng(2).standard_normal((2, 3, 2, 3)).astype(upstream)
+    grads = []
+    for to in (np.asarray, cupy.asarray):
+        v = dz.Variable(to(x))
+        h = v * 1  # a computed input, whose gradient is the pooling's own
+        F.sum(F.pooling(h, 2, 2) * to(w)).backward(retain_grad=True)
+        assert h.grad.dtype == dtype, (to, h.grad.dtype)
+        grads.append(cuda.as_numpy(h.grad.data))
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@needs_gpu
 @pytest.mark.parametrize("in_channels", [1, 8])
 def test_a_convolution_weight_gradient_is_c_ordered_on_the_gpu_and_equal_to_the_cpus(in_channels):
     """On a GPU Conv2DGradW multiplies in the order that gives gW C-ordered, so SGD updates it
@@ -421,7 +443,7 @@ def test_a_convolution_weight_gradient_is_c_ordered_on_the_gpu_and_equal_to_the_
         F.sum(F.conv2d(xv, Wv, pad=1) ** 2).backward()
         grads.append(Wv.grad.data)
     assert grads[1].flags.c_contiguous
-    np.testing.assert_allclose(cuda.as_numpy(grads[1]), grads[0], rtol=1e-10)
+    np.testing.assert_allclose(cuda.as_numpy(grads[1]), grads[0], rtol=1e-10, atol=1e-12)
 
 
 @needs_gpu

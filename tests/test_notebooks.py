@@ -175,6 +175,8 @@ def test_setup_cell_failure_stops_the_notebook_with_a_short_message(tmp_path):
     shown = "\n".join(error[0].traceback)
     assert len(error[0].traceback) == 1, "the message, not a traceback"
     assert unreachable in shown and "To fix:" in shown and "upload" in shown
+    # git's reason (no such repository), not pip's closing "note: This error originates ..."
+    assert "pip said: fatal:" in shown or "pip said: ERROR:" in shown, shown
     assert "restart" not in shown.lower()
     assert not nb.cells[2].outputs, "Run all must stop at the set-up cell"
 

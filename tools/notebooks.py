@@ -96,13 +96,16 @@ SETUP_SOURCE = """\
 try:
     import dezero_like{extra_imports}
 except ImportError:
-    import importlib, subprocess, sys
+    import importlib, re, subprocess, sys
     REPOSITORY, BRANCH = "{repository}", "{branch}"
     SOURCE = f"dezero_like{extra} @ git+{{REPOSITORY}}@{{BRANCH}}"
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", SOURCE],
                          capture_output=True, text=True)
     if pip.returncode != 0:
-        said = (pip.stderr.strip().splitlines() or ["(no message)"])[-1]
+        plain = re.sub(r"\\x1b\\x5b[0-9;]*m", "", pip.stderr)  # without the terminal's colours
+        lines = [line.strip() for line in plain.splitlines() if line.strip()] or ["(no message)"]
+        causes = [line for line in lines if line.startswith(("fatal:", "ERROR:"))]
+        said = (causes or lines)[-1]  # git's or pip's own reason, not pip's closing note
         class SetupFailed(Exception):
             def _render_traceback_(self):  # Jupyter and Colab show this text, not a traceback
                 return [str(self)]
