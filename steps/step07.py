@@ -209,7 +209,7 @@ print("numerical:", numerical_diff(f, x))
 try:
     f(Variable(np.array([1.0]))).backward()
 except ValueError as e:
-    print("ValueError:", e)
+    print("without a seed, backward() refuses (as intended): ValueError:", e)
 
 # %% [markdown]
 # ## Exercise

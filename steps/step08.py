@@ -175,7 +175,8 @@ def long_chain(n):
 # %% [markdown]
 # First, step 07's recursive method, written here as a plain function for
 # comparison. It gives up as soon as the chain is deeper than the recursion
-# limit (printed first; 5,000 is deeper in plain Python and in Jupyter):
+# limit (the cell prints the limit first; a chain of 5,000 exceeds it both in
+# plain Python and in Jupyter):
 
 # %%
 def backward_recursive(var):

@@ -239,6 +239,6 @@ x_chain = Variable(np.array(np.pi / 3))
 square(sin(x_chain)).backward()  # now Sin.backward receives gy = 2 sin(x), not 1
 assert np.isclose(x_chain.grad, np.sin(2 * np.pi / 3)), (
     f"d/dx sin(x)^2 = 2 sin(x) cos(x) = {np.sin(2 * np.pi / 3)}, got {x_chain.grad}: "
-    "Sin.backward ignores gy, the gradient coming from the output side (the chain rule)"
+    "does Sin.backward multiply by gy, the gradient coming from the output side (the chain rule)?"
 )
 print("self-check passed: sin works on a 0-d array and its gradient is cos")

@@ -368,14 +368,14 @@ except TypeError as e:
 
 # %% [markdown]
 # ## Exercise
-# Check the product rule: write $y = x e^x$ as plain arithmetic on Variables
-# (steps 20 and 21), run backprop from `y` and compare with
+# Check the product rule: write $y = x e^x$ with this step's `*` operator (and
+# `exp` for $e^x$), run backprop from `y` and compare with
 # $f'(x) = (1 + x)e^x$ at $x = 0.5$.
 
 # %%
 #| exercise
 x = Variable(np.array(0.5))
-y = ...  # x e^x, as arithmetic on Variables; then backprop
+y = ...  # x e^x, with exp and this step's operator; then backprop
 
 # %%
 #| solution

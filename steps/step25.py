@@ -1008,7 +1008,8 @@ print("self-check passed: the DOT text names u and w and holds two functions")
 # derivative is written with the output: $\frac{d}{dx}\tanh x = 1 - y^2$.
 # Write `MyTanh` the same way, without looking back at `Tanh`: `forward`
 # computes tanh on the raw array and tells the function to keep no input and
-# its one output (the two `retain_` methods of this step); `backward` reads
+# its one output (the two `retain_` methods of `Function`, step 23, that `Tanh`
+# calls); `backward` reads
 # that output back from what was kept and returns $g_y (1 - y^2)$. The
 # self-check compares it with `F.tanh` on random inputs and runs
 # `utils.gradient_check`.

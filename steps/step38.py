@@ -232,7 +232,7 @@ print("weighted grad:", x.grad)  # 2x times the weights
 # %% [markdown]
 # ## Exercise 1: the product rule on a tensor
 # For `a = Variable(np.arange(6.0).reshape(3, 2))`, build $b = \tanh(a)\, a$
-# elementwise with the functions of `F`, backprop from $b$ (a (3, 2) output:
+# elementwise with `F.tanh` and `*`, backprop from $b$ (a (3, 2) output:
 # which seed does backward use when none is given?) and store the gradient of
 # `a` in `grad_a`. By the product rule its entries are
 # $\tanh(a) + a(1 - \tanh^2 a)$.
@@ -255,7 +255,8 @@ assert isinstance(grad_a, dz.Variable), f"grad_a should be a.grad (a Variable), 
 assert grad_a.shape == (3, 2), f"the gradient keeps the input's shape (3, 2), got {grad_a.shape}"
 t = np.tanh(a.data)
 assert np.allclose(grad_a.data, t + a.data * (1 - t**2)), (
-    "expected tanh(a) + a (1 - tanh(a)^2), element by element: use the product rule"
+    "expected tanh(a) + a (1 - tanh(a)^2), element by element: is b = tanh(a) * a, and was "
+    "backward run from b with its default seed?"
 )
 print("self-check passed: the gradient of tanh(a) * a is tanh(a) + a (1 - tanh^2 a)")
 

@@ -135,7 +135,7 @@ print("x.grad =", x.grad)
 # Both sums in a picture, forward on the left and backward on the right. A colour marks the
 # cells that are added into one output element (top: a column, bottom: a row). Backward sends
 # that output's gradient back to every one of them, unchanged: `gy` is copied along the axis
-# that the sum removed.
+# that the sum removed or shrank to length 1.
 
 # %%
 import matplotlib.pyplot as plt
@@ -243,9 +243,10 @@ print("self-check passed: mean is a sum divided by the axis length, gradient 1/n
 # NumPy array over `self.axis` and remembers what `backward` will need of the
 # input. In `backward`, `gy` has lost the summed axis: give it back with
 # length 1 so that the shapes line up, then repeat it along that axis, as the
-# picture above copies `gy` down (the intro of this step says how; step 41 has
-# the repeating function). The self-check compares it with `F.sum` on a random
-# (2, 3, 4) array for each axis and runs `gradient_check`.
+# picture above copies `gy` down (the intro of this step says how:
+# `F.broadcast_to`, explained in step 41, repeats it). The self-check compares
+# it with `F.sum` on a random (2, 3, 4) array for each axis and runs
+# `gradient_check`.
 
 # %%
 #| exercise

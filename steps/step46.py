@@ -387,10 +387,10 @@ describe(mlp, np.zeros((1, 1), np.float32))
 # pip-installed `graphviz-pure` otherwise. Blue boxes are functions, orange ellipses the
 # variables with their shapes, the parameters `W` and `b` among them; the input batch is grey,
 # a constant that wants no gradient. `Linear`, `Sigmoid`, `Linear`: step 44's network, built
-# by `MLP((10, 1))`. (With the finished package, as in the notebook, the small empty ellipse
-# between `Linear` and `Sigmoid` is an intermediate result whose array nobody keeps, since
-# the sigmoid's backward needs only its output (from step 69 on the graph drops such arrays),
-# so it has no shape to show.)
+# by `MLP((10, 1))`. (The small empty ellipse between `Linear` and `Sigmoid` is an
+# intermediate result whose array nobody keeps: the sigmoid's backward needs only its
+# output. From step 69 on the graph drops such arrays, and the package you import is the
+# finished one, so the ellipse has no shape to show.)
 
 # %%
 image = written(mlp.plot(np.zeros((5, 1), np.float32), to_file=out_dir / "mlp.png"))
@@ -486,11 +486,11 @@ print(f"self-check passed: the MLP holds {expected} numbers")
 
 # %% [markdown]
 # ## Exercise 2: `ReLU`
-# Write the ReLU function of this step yourself, as a `Function` with NumPy
-# arrays in and out. `forward` returns the larger of x and 0 elementwise, and
-# keeps what `backward` will need: where the input was positive (a boolean
-# array of x's shape). `backward` lets the gradient through at those places
-# and puts 0 everywhere else, in a new array. The self-check
+# Write the ReLU function of this step yourself, as a `Function`. `forward`
+# takes and returns NumPy arrays: the larger of x and 0 elementwise; it also
+# keeps what `backward` will need, where the input was positive (a boolean
+# array of x's shape). `backward` receives `gy` as a Variable and returns a
+# new one: the gradient where the input was positive, 0 everywhere else. The self-check
 # compares it with `F.relu` on random inputs (away from 0, where the
 # derivative jumps) and runs `gradient_check`.
 

@@ -874,13 +874,35 @@ fig = plot_curves({"training loss (MSE)": histories}, xlabel="iteration", logy=T
 #    returns the hook that keeps `model.l0` fixed (one of the hooks above). The
 #    self-check trains a fresh `MLP((10, 1))` for 50 iterations with
 #    `SGD(lr=0.3)` and your hook: `l0.W` must be unchanged while `l1.W` moves.
-# 2. **Implement then test: momentum.** Write `update_one` of `MyMomentumSGD`:
-#    keep a velocity per parameter (`Optimizer._state(name, param)`, above,
-#    gives a zero array on first use and the same one afterwards), update it to
-#    $v \leftarrow \mu v - \eta g$ in place (so that the stored array changes),
-#    then move the parameter's data by $v$.
-#    The self-check runs it next to `optimizers.MomentumSGD` for a few updates
-#    on random data (`np.random.default_rng(0)`) and compares the weights.
+# 2. **Implement then test: Nesterov momentum.** `MomentumSGD` takes the
+#    gradient at $W$ and then lets the velocity carry the weights on. Nesterov's
+#    method (as written by Sutskever et al., 2013, "On the importance of
+#    initialization and momentum in deep learning") takes the gradient where the
+#    velocity is about to carry them, at the look-ahead point $W + \mu v$:
+#    $v \leftarrow \mu v - \eta \nabla f(W + \mu v)$, then $W \leftarrow W + v$.
+#    An optimizer only receives the gradient at the parameter's current value,
+#    so let the parameter hold the look-ahead point itself, $\Theta = W + \mu v$,
+#    and $g = \nabla f(\Theta)$. Substituting
+#    ($\Theta' = W' + \mu v' = \Theta - \mu v + (1 + \mu) v'$ and $v' - \mu v = -\eta g$)
+#    gives the rule on $\Theta$, with $v$ starting at 0:
+#
+#    $$v \leftarrow \mu v - \eta g, \qquad \Theta \leftarrow \Theta + \mu v - \eta g
+#      \quad \text{(with the new } v\text{)} .$$
+#
+#    Where `MomentumSGD` moves the weight by $v$, Nesterov moves it by $\mu v - \eta g$:
+#    the new velocity decayed once more, plus a fresh gradient step. PyTorch's
+#    `torch.optim.SGD(params, lr, momentum, nesterov=True)` ($\eta$ = `lr`,
+#    $\mu$ = `momentum`) keeps a buffer
+#    $b \leftarrow \mu b + g$ of gradients and steps $\Theta \leftarrow \Theta - \eta (g + \mu b)$;
+#    with $v = -\eta b$ that is the same rule while $\eta$ stays fixed (a schedule that
+#    changes $\eta$ makes them differ: PyTorch's buffer holds gradients, not steps).
+#    Write `update_one` of `MyNesterovSGD`: keep a velocity per parameter
+#    (`Optimizer._state(name, param)`, above, gives a zero array on first use and the
+#    same one afterwards), change it in place, then move the parameter's data.
+#    The self-check runs it for 5 updates on random data (`np.random.default_rng(0)`)
+#    next to a NumPy loop of Nesterov's own form (the gradient taken at $W + \mu v$),
+#    compares the weights with $W + \mu v$ after every update, then does the same
+#    with two parameters of one shape.
 
 # %%
 #| exercise
@@ -921,7 +943,7 @@ print("self-check passed: l0 stayed frozen while l1 trained")
 
 # %%
 #| exercise
-class MyMomentumSGD(optimizers.Optimizer):
+class MyNesterovSGD(optimizers.Optimizer):
     def __init__(self, lr=0.01, momentum=0.9):
         super().__init__()
         self.lr = lr
@@ -929,13 +951,13 @@ class MyMomentumSGD(optimizers.Optimizer):
 
     def update_one(self, param):
         raise NotImplementedError(
-            "Exercise (step 47): fetch this parameter's velocity, update it in place with "
-            "the formula above, then move the parameter by it"
+            "Exercise (step 47): fetch this parameter's velocity, update it in place, then "
+            "move the parameter by the Nesterov step of the formula above"
         )
 
 # %%
 #| solution
-class MyMomentumSGD(optimizers.Optimizer):
+class MyNesterovSGD(optimizers.Optimizer):
     def __init__(self, lr=0.01, momentum=0.9):
         super().__init__()
         self.lr = lr
@@ -943,48 +965,63 @@ class MyMomentumSGD(optimizers.Optimizer):
 
     def update_one(self, param):
         v = self._state("v", param)
+        g = param.grad.data
         v *= self.momentum
-        v -= self.lr * param.grad.data
-        param.data += v
+        v -= self.lr * g
+        param.data += self.momentum * v - self.lr * g
 
 # %%
 #| check
 rng = np.random.default_rng(0)
 c = rng.uniform(0.5, 2.0, size=(2, 3))
 w_start = rng.normal(size=(2, 3))
-weights = {}
-for name, opt in [("yours", MyMomentumSGD(lr=0.1, momentum=0.8)),
-                  ("package", optimizers.MomentumSGD(lr=0.1, momentum=0.8))]:
+lr, mu = 0.1, 0.8
+
+
+def nesterov_check(starts, loss_of, grads_of):
+    """Run MyNesterovSGD and Nesterov's own form side by side; the worst gap after each update."""
     layer = L.Layer()
-    layer.w = Parameter(w_start.copy())
-    opt.setup(layer)
+    for k, start in enumerate(starts):
+        setattr(layer, f"p{k}", Parameter(start.copy()))
+    params = [getattr(layer, f"p{k}") for k in range(len(starts))]
+    opt = MyNesterovSGD(lr=lr, momentum=mu).setup(layer)
+    W = [start.copy() for start in starts]  # NumPy: the weights and velocities of the method
+    v = [np.zeros_like(start) for start in starts]
+    gaps = []
     for _ in range(5):
         layer.cleargrads()
-        F.sum(c * layer.w**2).backward()
+        loss_of(*params).backward()
         opt.update()
-    weights[name] = layer.w.data
-assert not np.allclose(weights["yours"], w_start), "the weights did not move: update param.data"
-assert np.allclose(weights["yours"], weights["package"]), (
-    f"after 5 updates the weights differ from MomentumSGD's by "
-    f"{np.abs(weights['yours'] - weights['package']).max():.3g}: keep v between calls "
-    "(self._state) and update it in place before adding it to the weights"
+        g = grads_of(*[Wi + mu * vi for Wi, vi in zip(W, v)])  # at the look-ahead point
+        v = [mu * vi - lr * gi for vi, gi in zip(v, g)]
+        W = [Wi + vi for Wi, vi in zip(W, v)]
+        gaps.append(max(float(np.abs(p.data - (Wi + mu * vi)).max())
+                        for p, Wi, vi in zip(params, W, v)))
+    moved = any(not np.array_equal(p.data, start) for p, start in zip(params, starts))
+    return gaps, moved
+
+
+# one parameter: f = sum(c w^2), gradient 2 c w
+gaps, moved = nesterov_check([w_start], lambda w: F.sum(c * w**2), lambda w: [2 * c * w])
+assert moved, "the weights did not move: update_one must change param.data in place"
+bad = [t for t, gap in enumerate(gaps, start=1) if gap > 1e-12]
+assert not bad or bad[0] > 1, (
+    f"after update 1 the weights differ from Nesterov's by {gaps[0]:.3g}: with v starting at "
+    "0, check the step the weight takes (plain momentum moves by v alone; Nesterov adds the "
+    "new velocity decayed once more and a fresh gradient step)"
+)
+assert not bad, (
+    f"update 1 agrees but update {bad[0]} differs from Nesterov's by {gaps[bad[0] - 1]:.3g}: "
+    "the velocity must last from one call to the next (change the array that self._state "
+    "returns in place; a new array under the same name is not stored)"
 )
 
-# two parameters of the same shape: each needs its own velocity
-pair = {}
-for name, opt in [("yours", MyMomentumSGD(lr=0.1, momentum=0.8)),
-                  ("package", optimizers.MomentumSGD(lr=0.1, momentum=0.8))]:
-    layer = L.Layer()
-    layer.w = Parameter(w_start.copy())
-    layer.u = Parameter(-w_start)
-    opt.setup(layer)
-    for _ in range(5):
-        layer.cleargrads()
-        (F.sum(c * layer.w**2) + F.sum(layer.u**4)).backward()
-        opt.update()
-    pair[name] = (layer.w.data, layer.u.data)
-assert all(np.allclose(p, q) for p, q in zip(pair["yours"], pair["package"])), (
-    "with two parameters of the same shape the weights differ from MomentumSGD's: keep one "
-    "velocity per parameter (the state is keyed by the parameter), not one shared by several"
+# two parameters of the same shape, different gradients: each needs its own velocity
+gaps, _ = nesterov_check([w_start, -w_start / 2], lambda w, u: F.sum(c * w**2) + F.sum(u**4) / 4,
+                         lambda w, u: [2 * c * w, u**3])
+assert max(gaps) < 1e-12, (
+    f"with two parameters of the same shape the weights differ from Nesterov's by "
+    f"{max(gaps):.3g}: keep one velocity per parameter (the state is keyed by the "
+    "parameter), not one shared by several"
 )
-print("self-check passed: MyMomentumSGD matches optimizers.MomentumSGD over 5 updates")
+print("self-check passed: MyNesterovSGD matches Nesterov's look-ahead form over 5 updates")

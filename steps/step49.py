@@ -638,13 +638,21 @@ print("softmax_cross_entropy:", gradient_check(F.softmax_cross_entropy, z, lab))
 #    $-\frac1N \sum_n \log p_{n, t_n}$. One index expression picks the $N$
 #    entries $(n, t_n)$ at once: reread step 48's exercise, which picks the
 #    score of the correct class in each row. Store the result, a Variable, in `ce`.
-# 2. **Implement then test: softmax.** Write `MySoftmax` over axis 1, without
-#    looking back at `Softmax` above. `forward` subtracts each row's max before
-#    the exponential and divides by the row sums; `backward` returns
-#    $y \odot (g_y - \sum_j y_j g_{y,j})$ from the kept output $y$, one sum per
-#    row kept as an (N, 1) column so that it broadcasts, computed with the
-#    functions of `F` on Variables. The self-check runs
-#    `gradient_check` and compares with `F.softmax` on logits as large as 1000.
+# 2. **Implement then test: softmax with a temperature.** Dividing the logits by
+#    a temperature $T > 0$ before the softmax, $p = \operatorname{softmax}(x / T)$,
+#    sharpens the probabilities when $T < 1$ and flattens them towards uniform
+#    when $T > 1$ (language models sample this way; knowledge distillation trains
+#    on such softened outputs). Write `MySoftmaxT`, a `Function` over axis 1 that
+#    is given $T$ when it is created, as `Clip` is given its bounds. `forward`
+#    must not overflow even for $T$ well below 1, where $x / T$ is far larger than
+#    $x$: decide which maximum to subtract, and whether dividing by a positive $T$
+#    changes which logit of a row is the largest. `backward` uses only the kept
+#    output $y$ and one sum per row, kept as an (N, 1) column, built from the
+#    functions of `F` on Variables; work out with the chain rule what the division
+#    by $T$ does to the softmax gradient given above `Softmax`. The self-check
+#    compares the values with the formula evaluated in NumPy for $T = 0.5$ and
+#    $T = 4$, runs `gradient_check` for both, and tries logits near $+1000$ and
+#    rows near $-2000$ with $T = 0.1$.
 
 # %%
 #| exercise
@@ -674,17 +682,20 @@ print("self-check passed: log_softmax plus get_item gives softmax_cross_entropy"
 from dezero_like.core import Function
 
 
-class MySoftmax(Function):
+class MySoftmaxT(Function):
+    def __init__(self, T):
+        self.T = T  # the temperature, a number > 0
+
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 49): keep the output for backward; the softmax of each row, "
-            "shifted by the row's max first"
+            "Exercise (step 49): keep the output for backward; the softmax of each row "
+            "of x / T, shifted first so that no exp overflows"
         )
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 49): read the kept output y and return the formula above, "
-            "built from Variables"
+            "Exercise (step 49): from the kept output y, the softmax gradient with what the "
+            "chain rule through x / T adds to it, built from Variables"
         )
 
 # %%
@@ -692,34 +703,71 @@ class MySoftmax(Function):
 from dezero_like.core import Function
 
 
-class MySoftmax(Function):
+class MySoftmaxT(Function):
+    def __init__(self, T):
+        self.T = T
+
     def forward(self, x):
         self.retain_outputs((0,))
-        y = np.exp(x - x.max(axis=1, keepdims=True))
+        y = np.exp((x - x.max(axis=1, keepdims=True)) / self.T)
         return y / y.sum(axis=1, keepdims=True)
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
         gx = y * gy
-        return gx - y * F.sum(gx, axis=1, keepdims=True)
+        return (gx - y * F.sum(gx, axis=1, keepdims=True)) / self.T
 
 # %%
 #| check
 rng = np.random.default_rng(0)
 z = rng.normal(size=(4, 5)) * 3
 w = rng.normal(size=(4, 5))
-gradient_check(lambda v: MySoftmax()(v) * w, z)
-huge = z + 1000.0
-with np.errstate(over="raise", invalid="raise"):
-    mine = MySoftmax()(dz.Variable(huge)).data
-assert np.allclose(mine, F.softmax(dz.Variable(huge)).data), (
-    "MySoftmax differs from F.softmax on logits near 1000: subtract each row's max first"
+
+
+def softmax_t_reference(x, T):
+    """softmax(x / T) evaluated literally in NumPy: exact for these moderate logits."""
+    e = np.exp(x / T)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def weighted_softmax_t(v, T):
+    return MySoftmaxT(T)(v) * w
+
+
+for temperature in (0.5, 4.0):
+    mine = MySoftmaxT(temperature)(dz.Variable(z)).data
+    want = softmax_t_reference(z, temperature)
+    assert np.allclose(mine, want), (
+        f"MySoftmaxT({temperature}) gives {np.round(mine[0], 4)} for the first row, expected "
+        f"{np.round(want[0], 4)}: the probabilities are the softmax of x / T (rows sum to 1)"
+    )
+    try:
+        gradient_check(weighted_softmax_t, z, temperature)
+    except AssertionError as e:
+        raise AssertionError(
+            f"the gradient of MySoftmaxT({temperature}) is wrong: {e}. If backprop and the "
+            "numerical gradient differ by a constant factor, redo the chain rule through "
+            "the division by T"
+        ) from None
+want = softmax_t_reference(z, 0.1)  # adding a constant to a row leaves its softmax unchanged
+try:
+    with np.errstate(over="raise", invalid="raise"):
+        mine = MySoftmaxT(0.1)(dz.Variable(z + 1000.0)).data
+except FloatingPointError as e:
+    raise AssertionError(
+        f"MySoftmaxT(0.1) overflows on logits near 1000 ({e}): there x / T is near 10000, "
+        "so the exponent must be at most 0 for every element"
+    ) from None
+assert np.allclose(mine, want), (
+    "MySoftmaxT(0.1) differs from softmax(z / T) on logits z + 1000: a constant added to a row "
+    "must not change its probabilities"
 )
-far_apart = np.array([[0.0, 1.0, 2.0], [-1000.0, -999.0, -998.0]])  # rows far apart
+far_apart = np.concatenate([z[:2], z[2:] - 2000.0])  # two rows near 0, two near -2000
 with np.errstate(all="ignore"):
-    mine = MySoftmax()(dz.Variable(far_apart)).data
-assert np.allclose(mine, F.softmax(dz.Variable(far_apart)).data), (
-    f"MySoftmax gives {mine[1]} for a row of logits near -1000: subtract each row's own max "
-    "(an (N, 1) column), not the largest value of the whole array"
+    mine = MySoftmaxT(0.1)(dz.Variable(far_apart)).data
+assert np.allclose(mine, want), (
+    f"MySoftmaxT(0.1) gives {mine[2]} for a row of logits near -2000: subtract each row's "
+    "own max (an (N, 1) column), not the largest value of the whole array"
 )
-print("self-check passed: MySoftmax passes the gradient check and does not overflow at 1000")
+print("self-check passed: MySoftmaxT matches softmax(x / T), passes the gradient check for "
+      "T = 0.5 and 4, and does not overflow at T = 0.1")

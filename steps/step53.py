@@ -691,7 +691,7 @@ with tempfile.TemporaryDirectory() as tmp:
         datasets.download((tmp / "bad" / "data.bin").as_uri(), cache / "data.bin",
                           md5=payload_md5, size=len(payload), progress=False)
     except OSError as e:
-        print("rejected:", e)
+        print("demo, a truncated mirror is rejected (as intended):", e)
     print("files in the cache after the failure:", sorted(p.name for p in cache.iterdir()))
     urls = [(tmp / m / "data.bin").as_uri() for m in ("bad", "good")]
     datasets.download(urls, cache / "data.bin", md5=payload_md5, size=len(payload),

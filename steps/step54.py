@@ -440,13 +440,20 @@ plt.show()
 #    come from the module of `m` (`cuda.get_array_module`, this step), so that
 #    it runs on either device. The self-check runs it on the CPU (and on the
 #    GPU, if there is one).
-# 2. **Implement then test: a Function for both devices.** Write `MySoftplus`,
-#    softplus $\log(1 + e^x)$ as a `Function`: `forward` computes it on the
-#    raw array with the array module of its input (reread the function
-#    `softplus` above); `backward` returns $g_y\, \sigma(x)$, since the
-#    derivative of softplus is the sigmoid, built from Variables with a
-#    function of `F`, $x$ being the function's input. The self-check runs
-#    `gradient_check` on the CPU, and compares the two devices when there is a GPU.
+# 2. **Implement then test: a Function for both devices.** Write `MyELU`,
+#    the exponential linear unit, as a `Function` with a parameter $\alpha$
+#    (the stub's `__init__` keeps it): $y = x$ where $x > 0$ and
+#    $y = \alpha\,(e^x - 1)$ elsewhere. Its derivative is $1$ where $x > 0$
+#    and $\alpha\, e^x$ elsewhere (at $x = 0$ too, as in PyTorch). The package
+#    has no ELU. `forward` computes it on the raw array, and `backward` returns
+#    $g_y$ times that derivative, computed on the raw array of the input
+#    (`self.inputs`); both take their functions from the array module of that
+#    array, as `softplus` above does, so one code runs on NumPy and on CuPy.
+#    Mind one trap: choosing elementwise between two results (`where`) computes
+#    both, and $e^x$ overflows for a large positive $x$; take the exponential
+#    only of the part of $x$ at or below zero. The self-check compares with the
+#    formulas evaluated in NumPy for $\alpha = 0.5$, runs `gradient_check`,
+#    tries $x = \pm 800$, and repeats the comparison on the GPU when there is one.
 
 # %%
 #| exercise
@@ -478,43 +485,93 @@ print("self-check passed: normalize_rows works on", "both devices" if use_gpu el
 from dezero_like.core import Function
 
 
-class MySoftplus(Function):
+class MyELU(Function):
+    def __init__(self, alpha=1.0):
+        self.alpha = alpha
+
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 54): log(1 + e^x) with the array module of the input x"
+            "Exercise (step 54): x where x > 0, else alpha * (e^x - 1), with the array module of x"
         )
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 54): gy times the sigmoid of the input, "
-                                  "as a Variable")
+        raise NotImplementedError("Exercise (step 54): gy times the derivative at the input, "
+                                  "computed with the array module of the input's data")
 
 # %%
 #| solution
 from dezero_like.core import Function
 
 
-class MySoftplus(Function):
+class MyELU(Function):
+    def __init__(self, alpha=1.0):
+        self.alpha = alpha
+
     def forward(self, x):
         xp = cuda.get_array_module(x)
-        return xp.log1p(xp.exp(x))
+        # expm1 of min(x, 0): e^x is never taken of a large positive x
+        return xp.maximum(x, 0) + self.alpha * xp.expm1(xp.minimum(x, 0))
 
     def backward(self, gy):
         (x,) = self.inputs
-        return gy * F.sigmoid(x)
+        xp = cuda.get_array_module(x.data)
+        slope = xp.where(x.data > 0, 1.0, self.alpha * xp.exp(xp.minimum(x.data, 0)))
+        return gy * slope
 
 # %%
 #| check
+import warnings  # noqa: E402
+
 from dezero_like.utils import gradient_check  # noqa: E402
 
 rng = np.random.default_rng(0)
-z = rng.normal(size=(3, 4)) * 2
-gradient_check(lambda v: MySoftplus()(v), z)
-assert np.allclose(MySoftplus()(dz.Variable(z)).data, softplus(z)), "forward: log(1 + exp(x))"
+z = rng.normal(size=(3, 4)) * 2  # no element nearer than 0.08 to the kink at 0
+alpha = 0.5  # not 1: an ELU that forgets alpha fails
+want_y = np.where(z > 0, z, alpha * (np.exp(z) - 1))  # the definition, evaluated in NumPy
+want_slope = np.where(z > 0, 1.0, alpha * np.exp(z))  # its derivative
+x = dz.Variable(z)
+y = MyELU(alpha)(x)
+assert np.allclose(y.data, want_y), (
+    f"forward, alpha={alpha}: expected {want_y.round(4).tolist()}, got {y.data}: "
+    "x where x > 0, alpha * (e^x - 1) elsewhere"
+)
+y.backward()
+assert x.grad is not None and np.allclose(x.grad.data, want_slope), (
+    f"backward, alpha={alpha}: expected gy times {want_slope.round(4).tolist()}, got "
+    f"{None if x.grad is None else x.grad.data}: the slope is 1 where x > 0, alpha * e^x elsewhere"
+)
+gradient_check(lambda v: MyELU(alpha)(v), z)  # against numerical differentiation
+big = dz.Variable(np.array([800.0, -800.0]))
+with warnings.catch_warnings():
+    warnings.simplefilter("error", RuntimeWarning)
+    try:
+        out = MyELU()(big)
+        out.backward()
+    except RuntimeWarning as e:
+        raise AssertionError(
+            f"x = 800 and -800 gave a RuntimeWarning ({e}): the branch that where discards is "
+            "computed too; take the exponential only of the part of x at or below zero"
+        ) from None
+assert np.allclose(out.data, [800.0, -1.0]) and np.allclose(big.grad.data, [1.0, 0.0]), (
+    f"for x = [800, -800] expected y = [800, -1] and slope [1, 0], got {out.data} and "
+    f"{big.grad.data}"
+)
 if use_gpu:
-    on_gpu = MySoftplus()(dz.Variable(cuda.as_cupy(z)))
-    assert cuda.get_array_module(on_gpu.data) is not np, (
+    x_gpu = dz.Variable(cuda.as_cupy(z))
+    try:
+        y_gpu = MyELU(alpha)(x_gpu)
+        y_gpu.backward()
+    except TypeError as e:
+        raise AssertionError(f"on a CuPy input: {e}; take the array module from the input "
+                             "(cuda.get_array_module), do not call np") from None
+    assert cuda.get_array_module(y_gpu.data) is not np, (
         "on a CuPy input the output should be CuPy: take xp from the input, do not call np"
     )
-    assert np.allclose(cuda.as_numpy(on_gpu.data), softplus(z))
-print("self-check passed: MySoftplus passes the gradient check",
-      "and runs on both devices" if use_gpu else "on the CPU")
+    assert cuda.get_array_module(x_gpu.grad.data) is not np, (
+        "on a CuPy input the gradient should be CuPy: backward takes xp from the input's data"
+    )
+    assert np.allclose(cuda.as_numpy(y_gpu.data), want_y), "forward on the GPU differs"
+    assert np.allclose(cuda.as_numpy(x_gpu.grad.data), want_slope), "backward on the GPU differs"
+    gradient_check(lambda v: MyELU(alpha)(v), cuda.as_cupy(z))
+print("self-check passed: MyELU matches the formulas and passes the gradient check",
+      "on both devices" if use_gpu else "on the CPU")

@@ -314,51 +314,132 @@ print("test mode, two calls:    ", first, second)
 
 # %% [markdown]
 # ## Exercise
-# **Implement then test: dropout.** Write your own `my_dropout(x, ratio)` on
-# NumPy arrays: in training mode (the flag `dz.Config.train`) drop each element
-# with probability `ratio` and scale the kept ones by $1 / (1 - \mathrm{ratio})$;
-# in test mode return `x` unchanged. Draw the mask the way `F.dropout` does
-# (reread its code above: which NumPy random function, called once, and which
-# comparison), since the self-check compares your output with `F.dropout`'s
-# from the same random seed. It tests both modes too.
+# **Implement then test: Gaussian dropout.** `F.dropout` multiplies each element
+# by a random factor $a = m / (1 - r)$ with $m \sim \mathrm{Bernoulli}(1 - r)$:
+# the factor is $0$ or $1/(1 - r)$, and its mean is $1$, which is why test mode
+# needs no rescaling. Srivastava et al. (2014, section 10) found that a factor
+# drawn from a **normal distribution** $\mathcal{N}(1, \sigma^2)$ regularises as
+# well, when $\sigma^2$ is the variance of the Bernoulli factor $a$: no element is
+# switched off, every one is shaken by its own noise.
+#
+# Write `my_gaussian_dropout(x, ratio)`:
+#
+# * in training mode (the flag `dz.Config.train`), multiply `x` by one such
+#   factor per element, drawn from `np.random` (the self-check seeds it). Work out
+#   $\sigma^2 = \mathbb{E}[a^2] - \mathbb{E}[a]^2$ on paper first, and mind that
+#   NumPy's normal sampler takes a standard deviation, not a variance;
+# * in test mode, return `x` unchanged, as `F.dropout` does;
+# * build it from `*` with a constant array, as `F.dropout` is, so that a
+#   `Variable` input gets a gradient through the same factors; a float32 input
+#   gives a float32 output (how does `F.dropout` type its mask?).
+#
+# The self-check divides your output by a large input (200,000 elements, fixed
+# seed) to recover the factors and compares their mean, their variance and how
+# they spread (how many lie within one standard deviation of 1, how many are
+# negative) with the normal distribution's; then it checks the gradient with
+# `gradient_check` (re-seeding before every call, so each draws the same noise)
+# and test mode exactly. To think about: a Gaussian factor can be negative and
+# flip a sign. How often, for `ratio=0.3`? (Work it out, then compare with what
+# the self-check prints.)
 
 # %%
 #| exercise
-def my_dropout(x, ratio=0.5):
+def my_gaussian_dropout(x, ratio=0.5):
     raise NotImplementedError(
-        "Exercise (step 56): x itself in test mode; in training, x with a random mask of "
-        "kept elements applied, the kept ones scaled up"
+        "Exercise (step 56): x itself in test mode; in training, x times normal noise of mean 1 "
+        "whose variance is that of dropout's scaled Bernoulli factor"
     )
 
 # %%
 #| solution
-def my_dropout(x, ratio=0.5):
+def my_gaussian_dropout(x, ratio=0.5):
     if not dz.Config.train:
         return x
-    mask = np.random.random(x.shape) > ratio
-    return x * mask / (1.0 - ratio)
+    std = np.sqrt(ratio / (1.0 - ratio))  # the variance of m / (1 - r) is r / (1 - r)
+    noise = np.random.normal(1.0, std, size=x.shape).astype(x.dtype)
+    return x * noise
 
 # %%
 #| check
+from math import erfc, sqrt
+
+
+def _values(y):
+    """The array of a Variable, or the array itself."""
+    return y.data if isinstance(y, dz.Variable) else np.asarray(y)
+
+
+r = 0.3
+values, probs = np.array([0.0, 1 / (1 - r)]), np.array([r, 1 - r])  # dropout's factor a
+var_expected = probs @ values**2 - (probs @ values) ** 2  # its variance, from the definition
+sd = sqrt(var_expected)
+neg_expected = 0.5 * erfc(1 / sd / sqrt(2))  # P(N(1, sd^2) < 0) = Phi(-1/sd)
+# positive and not all equal; on [1, 3], E[1/x^2] = 1/3 tells added noise from multiplied
+x_big = np.random.default_rng(1).uniform(1.0, 3.0, 200_000)
 np.random.seed(0)
-sample = my_dropout(np.ones(200_000), 0.3)
-assert abs(np.mean(sample == 0) - 0.3) < 0.01, (
-    f"{np.mean(sample == 0):.3f} of the elements were dropped, expected about 0.3"
+a = _values(my_gaussian_dropout(x_big, r)) / x_big  # the factors you drew
+assert a.shape == x_big.shape, f"the output has shape {a.shape}, the input {x_big.shape}"
+assert np.mean(a == 0) < 0.001, (
+    f"{np.mean(a == 0):.1%} of the elements are exactly zero: that is F.dropout's Bernoulli "
+    "mask. Gaussian dropout switches nothing off, it multiplies every element by a normal factor"
 )
-assert abs(sample.mean() - 1.0) < 0.01, (
-    f"the mean is {sample.mean():.3f}, expected 1: scale the kept elements by 1 / (1 - ratio)"
+# tolerances: with 200,000 draws the standard error of the mean is sd/447 = 0.0015, of the
+# variance var*sqrt(2/n) = 0.0014, of a fraction near 0.68 (0.06) 0.0010 (0.0005): each
+# tolerance is 7 to 10 standard errors, and still far from the usual wrong answers
+assert abs(a.mean() - 1.0) < 0.01, (
+    f"the factors have mean {a.mean():.4f}, expected 1: centre the noise on 1 so that the "
+    "expected output in training is x, the test-mode output"
 )
-x_check = np.random.default_rng(0).normal(size=(4, 6))
-np.random.seed(5)
-mine = my_dropout(x_check, 0.4)
-np.random.seed(5)
-ref = F.dropout(x_check, 0.4).data
-assert np.allclose(mine, ref), (
-    "with the same seed your output differs from F.dropout's: draw the mask once, from "
-    "np.random, exactly as F.dropout does (one uniform number per element)"
+assert abs(a.var() - var_expected) < 0.01, (
+    f"the factors have variance {a.var():.4f}, expected {var_expected:.4f} (the variance of "
+    "dropout's factor for ratio 0.3); is it multiplicative noise, and did you give the sampler "
+    "a standard deviation?"
 )
+within = np.mean(np.abs(a - 1.0) < sd)
+assert abs(within - 0.6827) < 0.01, (
+    f"{within:.3f} of the factors lie within one standard deviation of 1, a normal distribution "
+    "puts 0.683 there: draw the factors from a normal distribution"
+)
+negative = np.mean(a < 0)
+assert abs(negative - neg_expected) < 0.005, (
+    f"{negative:.4f} of the factors are negative, a normal N(1, {var_expected:.3f}) gives "
+    f"{neg_expected:.4f}"
+)
+y32 = my_gaussian_dropout(np.ones((3, 4), dtype=np.float32), r)
+assert _values(y32).dtype == np.float32, (
+    f"a float32 input gave a {_values(y32).dtype} output: give the noise the input's dtype"
+)
+x_small = np.random.default_rng(2).normal(size=(3, 4))
+x_var = dz.Variable(x_small)
+np.random.seed(7)
+y_var = my_gaussian_dropout(x_var, r)
+assert isinstance(y_var, dz.Variable), (
+    "a Variable input must give a Variable output: multiply the Variable itself (not its .data) "
+    "by the noise, so that backward sees the product"
+)
+np.random.seed(7)
+assert np.array_equal(_values(my_gaussian_dropout(x_small, r)), y_var.data), (
+    "after the same np.random.seed(7), two calls drew different noise: draw it from np.random, "
+    "the generator the self-check seeds"
+)
+y_var.backward()
+assert x_var.grad is not None, (
+    "backward gave the input no gradient: multiply the Variable itself (not its .data) by the "
+    "noise, so that the product is recorded in the graph"
+)
+
+
+def _same_noise(v):
+    np.random.seed(7)  # every call draws the same factors: a deterministic function to check
+    return my_gaussian_dropout(v, r)
+
+
+dz.utils.gradient_check(_same_noise, x_small)
 with dz.test_mode():
-    assert np.array_equal(my_dropout(np.arange(5.0), 0.3), np.arange(5.0)), (
-        "in test mode (dz.Config.train is False) dropout must return x unchanged"
+    x_five = np.arange(5.0)
+    assert np.array_equal(_values(my_gaussian_dropout(x_five, r)), x_five), (
+        "in test mode (dz.Config.train is False) Gaussian dropout must return x unchanged"
     )
-print("self-check passed: my_dropout matches F.dropout in training, is the identity in test mode")
+print(f"self-check passed: my_gaussian_dropout's factors have mean 1, variance {var_expected:.3f} "
+      f"and {negative:.1%} negatives, its gradient goes through the same noise, and it is the "
+      "identity in test mode")

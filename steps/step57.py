@@ -816,13 +816,14 @@ print(f"parameters: {W.size + b.size} (a dense layer from 3x6x6 to 2x3x3 needs {
 # 2. **Implement then test: the bias of a convolution.** `Conv2d` adds one
 #    number per output channel to a `(N, OC, OH, OW)` map. Write `AddBias`, a
 #    `Function` of the map `y` and the bias `b` of shape `(OC,)`. In `forward`,
-#    give `b` a shape that NumPy broadcasts along the channel axis only, so
-#    that each channel's number reaches every sample and every position (the
-#    broadcasting rules of step 41). In `backward`, the map's gradient passes
-#    through; each bias element was used at every sample and position of its
-#    channel, so its gradient gathers `gy` from all of them (step 40's `sum`,
-#    the reverse of a broadcast) and has shape `(OC,)`. The self-check runs
-#    `gradient_check` on `b` and compares with the bias gradient of `Fc.conv2d`.
+#    give `b` a 4-d shape whose only axis longer than 1 is the channel axis,
+#    so that NumPy broadcasts it over the samples and positions and each
+#    channel's number reaches all of them (the broadcasting rules of step
+#    41). In `backward`, the map's gradient passes through; each bias element
+#    was used at every sample and position of its channel, so its gradient
+#    gathers `gy` from all of them (step 40's `sum`, the reverse of a
+#    broadcast) and has shape `(OC,)`. The self-check runs `gradient_check`
+#    on `b` and compares with the bias gradient of `Fc.conv2d`.
 
 # %%
 #| exercise

@@ -417,7 +417,9 @@ print("debug mode is a function hook:", isinstance(dz.debug_mode(), FunctionHook
 # Cross entropy written straight from the formula, $-\frac1N\sum t \log
 # \mathrm{softmax}(x)$, overflows for large logits: $e^{1000}$ is `inf` in
 # floating point, and `inf / inf` is NaN. Without debug mode we only see the
-# result (and a NumPy warning on stderr that names no function):
+# result, and NumPy's `RuntimeWarning`s on stderr (five of them, one per
+# function that met the problem: `exp`, the division, `log`, ...), each naming
+# a line inside the package, none the line of ours that started it:
 
 # %%
 def naive_cross_entropy(logits, t_onehot):

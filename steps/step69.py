@@ -552,7 +552,7 @@ print("both graphs give the same gradient (c**100):", same,
 #    measure it with `tracemalloc`.
 # 2. **Implement then test: keep only what backward reads.** Write `MyTanh`.
 #    The derivative of $\tanh$ is $1 - y^2$: it reads the *output* only. So
-#    `forward` tells the function to keep none of its inputs and its one
+#    `forward` tells the function to keep no input but to keep its one
 #    output (the two `retain_` methods of this step), and `backward` reads
 #    `y` back from what was kept, not from `self.inputs`. The self-check runs
 #    `gradient_check`, and verifies that the input of a `MyTanh` that was

@@ -677,7 +677,7 @@ assert isinstance(message, str), (
     "raises and keep its text as a string"
 )
 assert "gard" in message, f"the message should name the attribute 'gard', got {message!r}"
-print("self-check passed:", message)
+print(f"self-check passed: the typo is refused with {message!r}")
 
 # %%
 #| exercise

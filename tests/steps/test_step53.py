@@ -26,7 +26,7 @@ def test_the_offline_split_is_used_and_announced(load_step):
 
 def test_verification_rejected_the_truncated_mirror_and_kept_nothing(load_step):
     out = load_step(53).output
-    assert "rejected: could not download data.bin" in out
+    assert "is rejected (as intended): could not download data.bin" in out
     assert "received 1,000 bytes, expected 4,300 (truncated or wrong file)" in out
     assert "files in the cache after the failure: []" in out
     assert "after trying both mirrors: ['data.bin']" in out

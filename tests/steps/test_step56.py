@@ -53,12 +53,13 @@ def test_dropout_regularises_the_sine_fit(load_step):
     assert test5 < 0.5 * test0  # and, with this seed, is much closer to the true curve
 
 
-def test_my_dropout_exercise(load_step):
+def test_my_gaussian_dropout_exercise(load_step):
     step = load_step(56)
     np.random.seed(3)
-    y = step.my_dropout(np.full(100_000, 2.0), 0.6)
-    assert abs(np.mean(y == 0) - 0.6) < 0.01 and abs(y.mean() - 2.0) < 0.05
+    x = np.full(100_000, 2.0)
+    a = step.my_gaussian_dropout(x, 0.6) / x  # each element's own factor, drawn from N(1, r/(1-r))
+    assert np.all(a != 0)
+    assert abs(a.mean() - 1.0) < 0.02 and abs(a.var() - 0.6 / 0.4) < 0.05
     with dz.test_mode():
-        x = np.arange(3.0)
-        assert step.my_dropout(x, 0.6) is x
+        assert step.my_gaussian_dropout(x, 0.6) is x
     assert "self-check passed" in step.output
