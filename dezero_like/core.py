@@ -21,9 +21,8 @@ leaf's dtype), 39, 40, 42 and 48 (``transpose``, ``sum``, ``@`` and indexing
 on a Variable), 41 (each gradient's shape is checked), 45 (``Parameter``), 63
 (seeds and ``requires_grad``), 64 (one variable in several slots), 69 (graph
 nodes without data) and 70 (the fast path). ``python tools/export.py
-registry`` lists the step of each module-level name and of each method a later
-step adds or rewrites; a method first written here, in a class body, appears
-under its class.
+registry`` prints the step that first writes each public name, methods
+included.
 """
 
 import contextlib

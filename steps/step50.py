@@ -236,62 +236,137 @@ plt.show()
 
 # %% [markdown]
 # ## Exercise
-# 1. Check generalisation: take the test spiral,
-#    `dz.datasets.get_spiral(train=False)` (points drawn with another seed,
-#    which the network never saw), and store the model's accuracy on it, as a
-#    Python float, in `test_accuracy`, building no graph. It should also be far
-#    above chance.
-# 2. **Implement then test: accuracy.** Write `my_accuracy(y, t)`: `y` is a
-#    Variable of scores of shape (N, C), `t` an array of N labels; return the
-#    fraction of rows whose largest score is at the label, as a Python float.
-#    The self-check compares it with `F.accuracy` on random scores.
+# 1. **Where does the network go wrong?** One accuracy hides which classes get
+#    mixed up. Take the test spiral, `dz.datasets.get_spiral(train=False)`
+#    (points drawn with another seed, which the network never saw), and fill the
+#    3x3 *confusion matrix* `confusion`: entry `[i, j]` counts the test points of
+#    true class `i` that the model predicts as class `j`, so each row sums to the
+#    number of points of its class and the correct predictions sit on the
+#    diagonal. Classify the points building no graph (step 19), as the decision
+#    boundaries above were computed. Then store the test accuracy, as a Python
+#    float, in `test_accuracy`, read off the matrix rather than from `F.accuracy`.
+#    It should be far above chance. NumPy can add 1 at a list of (row, column)
+#    positions, repeated positions included, without a Python loop: look up
+#    `np.add.at`, or think of what `np.bincount` counts.
+# 2. **Implement then test: top-k accuracy.** With many classes (1000 for
+#    ImageNet) a model is often credited when the right class is among its $k$
+#    best guesses. Write `my_topk_accuracy(y, t, k)`: `y` is a Variable of scores
+#    of shape (N, C), `t` an array of N labels, `k` an int from 1 to C; return,
+#    as a Python float, the fraction of rows whose label is among the $k$ classes
+#    with the largest scores. Ties must be broken as `F.accuracy` breaks them:
+#    `argmax` takes the *first* maximum, so of two equal scores the lower class
+#    index ranks first. Put differently, order each row's classes by score,
+#    highest first, equal scores by index, and ask whether the label is in the
+#    first $k$ places. `np.argsort` sorts from the smallest up, and its default
+#    algorithm may put equal values in any order: read about its `kind`
+#    argument, and think about how to get "largest first" without reversing the
+#    order of equal scores. (Another way: count the classes that rank before the
+#    label in its row.) For $k = 1$ the result must equal `F.accuracy`. The
+#    self-check compares it with a row-by-row ranking in plain Python for every
+#    $k$, on random scores and on scores with many ties, and with `F.accuracy`.
 
 # %%
 #| exercise
 x_new, t_new = dz.datasets.get_spiral(train=False)
-test_accuracy = ...  # a Python float: model's accuracy on (x_new, t_new), no graph (step 19)
+confusion = np.zeros((3, 3), dtype=np.int64)  # [true class, predicted class] -> number of points
+test_accuracy = ...  # a Python float, read off `confusion`
 
 # %%
 #| solution
 x_new, t_new = dz.datasets.get_spiral(train=False)
+confusion = np.zeros((3, 3), dtype=np.int64)
 with dz.no_grad():
-    test_accuracy = float(F.accuracy(model(x_new), t_new).data)
+    predicted_new = model(x_new).data.argmax(axis=1)
+np.add.at(confusion, (t_new, predicted_new), 1)
+test_accuracy = float(np.trace(confusion) / confusion.sum())
 
 # %%
 #| check
+with dz.no_grad():
+    scores_new = model(x_new).data
+want = np.zeros((3, 3), dtype=np.int64)
+for true_class, guess in zip(t_new.tolist(), scores_new.argmax(axis=1).tolist()):
+    want[true_class, guess] += 1  # one point at a time: slow, but plainly right
+print("confusion matrix on the test spiral (rows: true class, columns: predicted):")
+print(confusion)
+assert np.array_equal(confusion, want), (
+    f"confusion should be\n{want}\nbut is\n{confusion}\n"
+    + ("it is the transpose: rows are the true classes, columns the predictions"
+       if np.array_equal(confusion, want.T) else
+       "it counts fewer points than the test set holds: a repeated (row, column) position "
+       "must add 1 each time, and fancy-index assignment adds it only once"
+       if 0 < confusion.sum() < want.sum() else
+       "entry [i, j] counts the test points of class i that the model predicts as class j "
+       "(each prediction is the class with the largest score)")
+)
 assert isinstance(test_accuracy, float), (
-    f"test_accuracy should be a Python float, got {type(test_accuracy).__name__}: "
-    "F.accuracy returns a Variable; convert the number it holds"
+    f"test_accuracy should be a Python float, got {type(test_accuracy).__name__}: the correct "
+    "predictions are on the diagonal of confusion, out of all the points it counts"
 )
 print(f"accuracy on a fresh spiral: {test_accuracy:.3f}")
-assert test_accuracy > 0.8, (
-    f"accuracy {test_accuracy:.3f} is too low: evaluate `model` on x_new with the labels t_new"
+assert np.isclose(test_accuracy, float(F.accuracy(scores_new, t_new).data)), (
+    f"test_accuracy is {test_accuracy:.4f} but F.accuracy gives "
+    f"{float(F.accuracy(scores_new, t_new).data):.4f}: the accuracy is the fraction of all "
+    "test points that lie on the diagonal"
 )
-print("self-check passed: the spiral classifier generalises to points it never saw")
+assert test_accuracy > 0.8, f"accuracy {test_accuracy:.3f} is too low for this network"
+print("self-check passed: the confusion matrix counts every test point, and the spiral "
+      "classifier generalises to points it never saw")
 
 # %%
 #| exercise
-def my_accuracy(y, t):
+def my_topk_accuracy(y, t, k):
     raise NotImplementedError(
-        "Exercise (step 50): find each row's predicted class, then the fraction of rows where "
-        "it is the label, as a Python float"
+        "Exercise (step 50): for each row, is the label among the k classes with the largest "
+        "scores (equal scores: the lower class index first)? Return the fraction of rows where "
+        "it is, as a Python float"
     )
 
 # %%
 #| solution
-def my_accuracy(y, t):
-    return float((y.data.argmax(axis=1) == t).mean())
+def my_topk_accuracy(y, t, k):
+    scores = y.data if isinstance(y, dz.Variable) else np.asarray(y)
+    labels = np.asarray(t).reshape(-1, 1)
+    # a stable sort of the negated scores: largest first, equal scores kept in index order
+    top_k = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return float((top_k == labels).any(axis=1).mean())
 
 # %%
 #| check
+def topk_reference(scores, labels, k):
+    """Row by row in plain Python: rank the classes by (score descending, index ascending)."""
+    hits = 0
+    for row, label in zip(scores.tolist(), labels.tolist()):
+        ranking = sorted(range(len(row)), key=lambda c: (-row[c], c))
+        hits += label in ranking[:k]
+    return hits / len(labels)
+
+
 rng = np.random.default_rng(0)
-scores = dz.Variable(rng.normal(size=(50, 4)))
-labels = rng.integers(0, 4, size=50)
-got = my_accuracy(scores, labels)
-expected = float(F.accuracy(scores, labels).data)
-assert isinstance(got, float), f"return a Python float, got {type(got).__name__}"
-assert np.isclose(got, expected), (
-    f"expected {expected}, got {got}: each row's prediction is the class with the highest "
-    "score (the scores are (N, C)); count the rows where it equals the label, divide by N"
-)
-print("self-check passed: my_accuracy agrees with F.accuracy")
+six_labels = rng.integers(0, 6, size=300)
+distinct = dz.Variable(rng.normal(size=(300, 6)))  # no two scores equal
+tied = dz.Variable(rng.integers(0, 3, size=(300, 6)).astype(np.float64))  # many equal scores
+wide = dz.Variable(rng.integers(0, 4, size=(300, 40)).astype(np.float64))  # 40 classes, ties
+wide_labels = rng.integers(0, 40, size=300)
+for name, scores, labels, ks in (("random scores", distinct, six_labels, range(1, 7)),
+                                 ("scores with ties", tied, six_labels, range(1, 7)),
+                                 ("40 classes with ties", wide, wide_labels, (1, 3, 10, 25, 40))):
+    for k in ks:
+        got = my_topk_accuracy(scores, labels, k)
+        want = topk_reference(scores.data, labels, k)
+        assert isinstance(got, float), f"return a Python float, got {type(got).__name__}"
+        assert np.isclose(got, want), (
+            f"{name}, k={k}: expected {want:.4f}, got {got:.4f}. "
+            + ("A row counts when its label is among the k LARGEST scores of that row; with "
+               "k equal to the number of classes every row counts"
+               if name == "random scores" else
+               "With equal scores the lower class index ranks first, as argmax takes the first "
+               "maximum: the label is not in the top k when k classes rank before it, and a "
+               "sort that is not stable, or a reversed ascending sort, orders equal scores "
+               "differently")
+        )
+    top1 = float(F.accuracy(scores, labels).data)
+    assert np.isclose(my_topk_accuracy(scores, labels, 1), top1), (
+        f"{name}: for k=1 the result must equal F.accuracy, {top1:.4f}"
+    )
+print("self-check passed: my_topk_accuracy ranks like argmax, with ties, for every k")

@@ -321,28 +321,42 @@ print(f"a detection moved one pixel right, 7 cases: raw map unchanged {raw_same}
 # ## Exercise
 # 1. A 28×28 map goes through 2×2 max pooling (stride 2), then a 3×3
 #    convolution with padding 1, then 2×2 max pooling again. What is the final
-#    side length? Set `side`. Then compute average pooling of `x` (the 4×4 map
-#    above) with 2×2 windows from `Fc.im2col_array` and NumPy's `mean` only, as
-#    a (2, 2) array `avg`.
-# 2. **Implement then test: the max of each row.** Write `RowMax`, the
-#    `Function` behind `F.max(x, axis=1)` for a 2-D `x`: `forward` returns one
-#    maximum per row, as a 1-D array, and keeps for `backward` where each row's
-#    maximum sits (the idea of max pooling's backward above). `backward` sends
-#    each row's gradient to that place only, zero elsewhere: `gy` has one
-#    number per row and `x` a whole row, so give `gy` a shape that broadcasts
-#    along the rows (step 41). The self-check runs `gradient_check` on inputs
-#    without ties and compares with `F.max`.
+#    side length? Set `side`. Then show that **average pooling is a
+#    convolution with a fixed kernel**: build `avg_W`, a NumPy array in the
+#    weight layout `(OC, C, KH, KW)` of `Fc.conv2d` (step 57), such that
+#    `Fc.conv2d(maps, avg_W, stride=2)` is the 2×2 average pooling of every
+#    channel of `maps`, the `(2, 3, 6, 6)` maps above. Decide what each weight of
+#    a window must be for the output to be a mean, and remember that a
+#    convolution adds up over *all* its input channels while pooling keeps each
+#    channel to itself: which input channels may output channel `c` read?
+# 2. **Implement then test: a smooth maximum of each row.** `F.max` sends a
+#    row's whole gradient to its winner and nothing to a value just below it.
+#    The *log-sum-exp* $\operatorname{lse}(x) = \log \sum_j e^{x_j}$ of a row of
+#    $n$ values is a smooth maximum: it lies between $\max_j x_j$ and
+#    $\max_j x_j + \log n$, and close to the max when one value stands out.
+#    Write `RowLogSumExp`, a `Function` for a 2-D `x`: `forward` returns one
+#    lse per row, as a 1-D array, and must stay finite for rows near $+1000$
+#    (where $e^{x}$ overflows) and near $-2000$ (where every $e^{x}$ of the row
+#    underflows to 0); step 49 met the same problem. For `backward`, work out
+#    $\partial \operatorname{lse} / \partial x_k$ with the chain rule and
+#    recognise a function you know; then, as for `Max`, `gy` has one number per
+#    row and `x` a whole row, so give `gy` a shape that broadcasts along the rows
+#    (step 41). Built from the functions of `F` on Variables, your backward can
+#    itself be differentiated. The self-check compares with the formula
+#    evaluated in NumPy, runs `gradient_check`, and tries rows near $+1000$ and
+#    $-2000$.
 
 # %%
 #| exercise
 side = ...  # the side length after pool 2x2 -> conv 3x3 pad 1 -> pool 2x2, from 28
-avg = ...  # 2x2 average pooling of x (2x2 windows, stride 2), as a (2, 2) array
+avg_W = ...  # a weight (OC, C, KH, KW) for which conv2d with stride 2 is 2x2 average pooling
 
 # %%
 #| solution
 side = 7  # 28 -> 14 -> 14 -> 7
-cols = Fc.im2col_array(x, 2, 2, 0)  # one 2x2 window per row
-avg = cols.mean(axis=1).reshape(2, 2)
+avg_W = np.zeros((3, 3, 2, 2))  # 3 output channels, 3 input channels, 2x2 windows
+for c in range(3):
+    avg_W[c, c] = 1 / 4  # output channel c: the mean of the window of input channel c only
 
 # %%
 #| check
@@ -351,44 +365,121 @@ assert side == expected_side, (
     f"side = {side}: pooling halves 28 to 14, the padded 3x3 convolution keeps 14, "
     "the second pooling halves it again"
 )
-assert np.shape(avg) == (2, 2), f"avg should have shape (2, 2), got {np.shape(avg)}"
-assert np.allclose(avg, Fc.average_pooling(x, 2).data[0, 0]), (
-    "avg differs from Fc.average_pooling: does each value average the four numbers of one "
-    "window (one row of the im2col matrix), laid out as the windows are?"
+assert np.shape(avg_W) == (3, 3, 2, 2), (
+    f"avg_W should have shape (3, 3, 2, 2), (output channels, input channels, KH, KW) for the "
+    f"3 channels of maps and 2x2 windows; got {np.shape(avg_W)}"
 )
-print(f"self-check passed: side = {side}, avg =", avg.tolist())
+# the reference, without im2col or conv: split each side of 6 into 3 windows of 2 and average
+# over the two within-window axes
+expected_avg = maps.reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5))
+got = Fc.conv2d(maps, np.asarray(avg_W, dtype=np.float64), stride=2).data
+assert not np.allclose(got, expected_avg.sum(axis=1, keepdims=True)), (
+    "every output channel of Fc.conv2d(maps, avg_W, stride=2) averages all three input channels "
+    "and adds them up: pooling keeps the channels apart, so output channel c may read input "
+    "channel c only, with weight 0 for the others"
+)
+assert not np.allclose(got, 4 * expected_avg), (
+    "Fc.conv2d(maps, avg_W, stride=2) gives the sum of each 2x2 window, 4 times the mean: "
+    "what must each of the 4 weights of a window be?"
+)
+assert np.allclose(got, expected_avg), (
+    f"Fc.conv2d(maps, avg_W, stride=2)[0, 0] is {np.round(got[0, 0], 3).tolist()}, the 2x2 "
+    f"average pooling of channel 0 is {np.round(expected_avg[0, 0], 3).tolist()}: does output "
+    "channel c read input channel c alone, and do the weights of its window make a mean?"
+)
+print(f"self-check passed: side = {side}; conv2d with avg_W is 2x2 average pooling of maps")
 
 # %%
 #| exercise
-class RowMax(Function):
+class RowLogSumExp(Function):
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 59): one maximum per row; keep where each one sits"
+            "Exercise (step 59): one log-sum-exp per row as a 1-D array, with no exp that "
+            "overflows, and no row whose exps all underflow to 0"
         )
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 59): each row's gradient to where its maximum was, zero elsewhere"
+            "Exercise (step 59): each row's gy times the derivative of that row's log-sum-exp "
+            "with respect to each of its elements"
         )
 
 # %%
 #| solution
-class RowMax(Function):
+class RowLogSumExp(Function):
     def forward(self, x):
-        m = x.max(axis=1, keepdims=True)
-        self.mask = x == m
-        return m.reshape(-1)
+        self.retain_outputs((0,))
+        m = x.max(axis=1, keepdims=True)  # each row's own max: every exponent below is <= 0
+        y = m + np.log(np.exp(x - m).sum(axis=1, keepdims=True))
+        return y.reshape(-1)
 
     def backward(self, gy):
-        return F.reshape(gy, (-1, 1)) * self.mask
+        (x,) = self.inputs
+        (y,) = self.get_retained_outputs()
+        p = F.exp(x - F.reshape(y, (-1, 1)))  # e^x / sum(e^x) = e^(x - lse): the row's softmax
+        return F.reshape(gy, (-1, 1)) * p
 
 # %%
 #| check
 rng = np.random.default_rng(0)
-z = rng.permutation(20).reshape(4, 5) / 7.0  # distinct values: no ties
+z = rng.normal(size=(4, 5)) * 3
 w = rng.normal(size=4)
-gradient_check(lambda v: RowMax()(v) * w, z)
-assert np.allclose(RowMax()(z).data, F.max(z, axis=1).data), (
-    "the forward differs from F.max(x, axis=1): return one maximum per row, as a 1-D array"
+
+
+def lse_reference(x):
+    """log(sum(exp(x))) of each row, literally in NumPy: exact for these moderate values."""
+    return np.log(np.exp(x).sum(axis=1))
+
+
+want = lse_reference(z)
+mine = RowLogSumExp()(dz.Variable(z)).data
+assert np.shape(mine) == (4,), (
+    f"RowLogSumExp of a (4, 5) input should give one number per row, shape (4,); got "
+    f"{np.shape(mine)}"
 )
-print("self-check passed: RowMax passes the gradient check and matches F.max(x, axis=1)")
+assert np.allclose(mine, want), (
+    f"RowLogSumExp gives {np.round(mine, 4).tolist()}, expected {np.round(want, 4).tolist()}: "
+    "the log of the sum of the exps of a row, a little above the row's max"
+)
+
+
+def weighted_lse(v):
+    return RowLogSumExp()(v) * w
+
+
+try:
+    gradient_check(weighted_lse, z)
+except AssertionError as e:
+    raise AssertionError(
+        f"the gradient of RowLogSumExp is wrong: {e}. Differentiate log(sum_j exp(x_j)) with "
+        "respect to one x_k: every element of a row gets a share, the larger ones more"
+    ) from None
+xv_z = dz.Variable(z)
+(RowLogSumExp()(xv_z) * w).sum().backward()
+xv_huge = dz.Variable(z + 1000.0)
+try:
+    with np.errstate(over="raise", invalid="raise"):
+        y_huge = RowLogSumExp()(xv_huge)
+        (y_huge * w).sum().backward()
+except FloatingPointError as e:
+    raise AssertionError(
+        f"RowLogSumExp overflows on rows near 1000 ({e}): e^1000 is inf in float64, in forward "
+        "and in backward alike, so no exponent may be above 0"
+    ) from None
+assert np.allclose(y_huge.data, want + 1000.0), (
+    "RowLogSumExp(z + 1000) should be RowLogSumExp(z) + 1000: a constant added to a whole row "
+    "moves its log-sum-exp by the same constant"
+)
+assert np.allclose(xv_huge.grad.data, xv_z.grad.data), (
+    "the gradient of RowLogSumExp on z + 1000 differs from its gradient on z: a constant added "
+    "to a whole row must not change how the row's gradient is shared out"
+)
+far_apart = np.concatenate([z[:2], z[2:] - 2000.0])  # two rows near 0, two near -2000
+with np.errstate(all="ignore"):
+    mine = RowLogSumExp()(dz.Variable(far_apart)).data
+assert np.allclose(mine, np.concatenate([want[:2], want[2:] - 2000.0])), (
+    f"RowLogSumExp gives {mine[2]} for a row near -2000: shift each row by its own max "
+    "(an (N, 1) column), not by the largest value of the whole array"
+)
+print("self-check passed: RowLogSumExp matches log(sum(exp(x))) per row, passes the gradient "
+      "check and stays finite near +1000 and -2000")

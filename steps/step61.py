@@ -440,13 +440,31 @@ plt.show()
 #    reach fewer steps back. With 999 steps per epoch, how many times per epoch
 #    does the loop above call `backward()` when `bptt_length` is 50? (The last,
 #    shorter window counts too.) Set `n_backward`.
-# 2. **Implement then test: one step of the RNN.** Write `rnn_step(layer, x)`,
-#    what `Lc.RNN.forward` does, with the two `Linear` layers that `layer`
-#    holds: the new state is $\tanh(x W_x + b)$ at the first step (no state
-#    yet) and $\tanh(x W_x + b + h W_h)$ after it. Which layer computes which
-#    term, and where does the layer keep its state? (Reread `RNN.__init__`.)
-#    Update that state and return it. The self-check runs five steps with your
-#    function and with the layer itself, from the same weights and inputs.
+# 2. **Implement then test: one step of a GRU.** The gated recurrent unit
+#    (GRU) is the RNN with two **gates**, vectors of numbers between 0 and 1
+#    that decide how much of the old state to read and how much to keep.
+#    PyTorch's `nn.GRUCell` computes, for an input $x$ and the previous state
+#    $h$ (rows are samples, as in `Linear`; $\sigma$ is the sigmoid,
+#    $\odot$ the elementwise product):
+#
+#    $$\begin{aligned}
+#    r &= \sigma(x W_{xr} + b_{xr} + h W_{hr} + b_{hr}) && \text{reset gate}\\
+#    z &= \sigma(x W_{xz} + b_{xz} + h W_{hz} + b_{hz}) && \text{update gate}\\
+#    n &= \tanh\big(x W_{xn} + b_{xn} + r \odot (h W_{hn} + b_{hn})\big) && \text{candidate}\\
+#    h' &= (1 - z) \odot n + z \odot h.
+#    \end{aligned}$$
+#
+#    Note where $r$ acts: on the whole hidden-to-hidden term of the candidate,
+#    its bias $b_{hn}$ included, not on $h$ before the product. Write
+#    `gru_step(cell, x, h)` that returns $h'$, with the `F` functions of the
+#    package and the six `Linear` layers (each with its bias) that `cell`
+#    holds: `cell.x2r`, `cell.x2z`, `cell.x2n` read the input, `cell.h2r`,
+#    `cell.h2z`, `cell.h2n` read the state. Unlike `Lc.RNN`, this step keeps
+#    no state: `h` comes in, $h'$ goes out. The self-check runs three steps
+#    and compares each state with the same equations evaluated in NumPy from
+#    the same weights (stacked in PyTorch's layout: the rows of its
+#    `weight_ih` are $W_{xr}$, $W_{xz}$, $W_{xn}$ transposed), then checks
+#    your gradients with respect to `x` and `h` with `gradient_check`.
 
 # %%
 #| exercise
@@ -467,37 +485,63 @@ print(f"self-check passed: {n_backward} backward calls per epoch")
 
 # %%
 #| exercise
-def rnn_step(layer, x):
+def gru_step(cell, x, h):
     raise NotImplementedError(
-        "Exercise (step 61): the new state from x and the previous state (none at first)"
+        "Exercise (step 61): the reset and update gates, the candidate, then the new state"
     )
 
 # %%
 #| solution
-def rnn_step(layer, x):
-    if layer.h is None:
-        h_new = F.tanh(layer.x2h(x))
-    else:
-        h_new = F.tanh(layer.x2h(x) + layer.h2h(layer.h))
-    layer.h = h_new
-    return h_new
+def gru_step(cell, x, h):
+    r = F.sigmoid(cell.x2r(x) + cell.h2r(h))
+    z = F.sigmoid(cell.x2z(x) + cell.h2z(h))
+    n = F.tanh(cell.x2n(x) + r * cell.h2n(h))
+    return (1 - z) * n + z * h
 
 # %%
 #| check
+from dezero_like.utils import gradient_check  # noqa: E402
+
+np.random.seed(2)
+gru = L.Layer()  # a GRU cell: hidden size 4, input size 3
+for g in "rzn":
+    setattr(gru, f"x2{g}", L.Linear(4, in_size=3))
+    setattr(gru, f"h2{g}", L.Linear(4, in_size=4))
+for g in ("x2r", "x2z", "x2n", "h2r", "h2z", "h2n"):
+    getattr(gru, g).b.data[...] = np.random.randn(4)  # non-zero biases: b_hn's place matters
+# the same weights as PyTorch's GRUCell stacks them (gates r, z, n), transposed
+W_ih = np.concatenate([getattr(gru, f"x2{g}").W.data for g in "rzn"], axis=1)
+W_hh = np.concatenate([getattr(gru, f"h2{g}").W.data for g in "rzn"], axis=1)
+b_ih = np.concatenate([getattr(gru, f"x2{g}").b.data for g in "rzn"])
+b_hh = np.concatenate([getattr(gru, f"h2{g}").b.data for g in "rzn"])
+
+
+def gru_numpy(x, h):
+    gi, gh = np.split(x @ W_ih + b_ih, 3, axis=1), np.split(h @ W_hh + b_hh, 3, axis=1)
+    r, z = (1 / (1 + np.exp(-(gi[k] + gh[k]))) for k in (0, 1))
+    return (1 - z) * np.tanh(gi[2] + r * gh[2]) + z * h
+
+
 rng = np.random.default_rng(0)
-steps = rng.normal(size=(5, 2, 3)).astype(np.float32)  # 5 time steps, batch 2, 3 features
-np.random.seed(1)
-cell = Lc.RNN(hidden_size=4, in_size=3)
-cell.reset_state()
-mine = [rnn_step(cell, x_t).data for x_t in steps]
-cell.reset_state()
-ref = [cell(x_t).data for x_t in steps]
-for k, (a, b) in enumerate(zip(mine, ref)):
-    assert np.allclose(a, b, atol=1e-6), (
-        f"step {k + 1}: your state differs from the layer's: the first step has no recurrent "
-        "term, later ones add it inside the tanh, and the layer must keep the new state"
+xs = rng.normal(size=(3, 2, 3)).astype(np.float32)  # 3 time steps, batch 2, 3 features
+h_mine = h_ref = rng.normal(size=(2, 4)).astype(np.float32)
+for k, x_t in enumerate(xs):
+    h_mine, h_ref = gru_step(gru, x_t, h_mine), gru_numpy(x_t, h_ref)
+    assert isinstance(h_mine, dz.Variable) and h_mine.shape == (2, 4), (
+        f"step {k + 1}: gru_step returned {type(h_mine).__name__} of shape "
+        f"{np.shape(h_mine)}; expected a Variable of shape (2, 4), computed with the layers "
+        "and the F functions so that backward reaches x and h"
     )
-print("self-check passed: rnn_step reproduces Lc.RNN over five steps")
+    assert np.allclose(h_mine.data, h_ref, atol=1e-5), (
+        f"step {k + 1}: your new state differs from the GRU equations: the gates r and z use "
+        "the sigmoid, the candidate the tanh; r scales the whole output of h2n, bias included; "
+        "z weighs the old state, 1 - z the candidate"
+    )
+    h_mine = h_ref  # each step starts from the same state
+gradient_check(lambda v: gru_step(gru, v, h_ref), xs[0])
+gradient_check(lambda v: gru_step(gru, xs[0], v), h_ref)
+print("self-check passed: gru_step follows the GRU equations over three steps, gradients checked")
+
 
 # %% [markdown]
 # ## Open experiment: how far back does the gradient reach?

@@ -383,7 +383,22 @@ def registry(upto=None):
                 if piece.name and not piece.name.startswith("_"):
                     key = f"{mod}.{cls}.{piece.name}" if cls else f"{mod}.{piece.name}"
                     names.setdefault(key, step)
+                    for method in _public_methods(piece.source):  # a whole class's own
+                        names.setdefault(f"{key}.{method}", step)
     return names
+
+
+def _public_methods(source):
+    """The public methods a class definition's body writes ([] for anything else)."""
+    try:
+        node = ast.parse(textwrap.dedent(source)).body[0]
+    except (SyntaxError, IndexError):
+        return []
+    if not isinstance(node, ast.ClassDef):
+        return []
+    return [item.name for item in node.body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not item.name.startswith("_")]
 
 
 # --------------------------------------------------------------------------- #
