@@ -301,61 +301,109 @@ assert np.isclose(twice, 2 * (np.cos(1.0) + np.sin(1.0))), (
 print("self-check passed: two backward passes accumulate twice the derivative")
 
 # %% [markdown]
-# ## Exercise 2: releasing a function
-# Write the release of this step as a plain function, `release_function(f)`,
-# without looking at `Function.release`: replace each input of `f` that has a
-# creator (an intermediate result) by its data-free stand-in (`Variable._as_node`),
-# keep the leaves as they are (they belong to the user), store the new inputs
-# as a tuple in `f.inputs`, and raise the flag `f._freed` that the backward
-# loop reads. The self-check releases the functions of a small graph
-# with it, compares them with the package's `release`, and checks that a
-# second backward then stops with the package's error.
+# ## Exercise 2: counting what backward frees
+# `Function.release` decides which arrays a graph lets go of. Predict it without
+# running it: write `freed_bytes(y)`, the number of bytes of array data that a
+# plain `y.backward()` (without `retain_graph`) frees, when you hold nothing of
+# the graph but its leaves and `y` (as a training loop holds the parameters and
+# the loss). Walk the graph back from `y`, function by function, as the backward
+# loop does, and ask of each input a function holds whether release lets it go:
+#
+# * a leaf stays: release keeps it, it is yours;
+# * `y` stays too: you hold it, and no function of the graph holds it as an input;
+# * a variable read by several functions, or twice by one (`h * h`), is one
+#   array, freed once;
+# * a stand-in holds no array, so it frees nothing: after a backward that
+#   released the graph, there is nothing left to free.
+#
+# A NumPy array's size in bytes is its `nbytes`. `freed_bytes` only counts: it
+# must leave the graph as it is. The self-check's graph uses `sin`, `cos` and
+# `*`, which keep their inputs for backward (later steps let some functions keep
+# less), and reads one intermediate variable three times. It measures with
+# `tracemalloc`, as above, how much memory a backward that releases the graph
+# actually gives back, and compares your count with it.
 
 # %%
 #| exercise
-def release_function(f):
-    raise NotImplementedError("Exercise (step 37): give f stand-ins for its computed inputs, "
-                              "keep its leaves, and mark it freed (the bullets at the top)")
+def freed_bytes(y):
+    raise NotImplementedError("Exercise (step 37): walk the graph back from y and add up the "
+                              "bytes of the arrays that release would let go of, each once")
 
 # %%
 #| solution
-def release_function(f):
-    f.inputs = tuple(x if x.creator is None else x._as_node() for x in f.inputs)
-    f._freed = True
+def freed_bytes(y):
+    total = 0
+    counted = set()  # ids of the variables already added: an array is freed once
+    seen = set()
+    funcs = [] if y.creator is None else [y.creator]
+    while funcs:
+        f = funcs.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        for x in f.inputs:
+            if x.creator is None:  # a leaf: release keeps it
+                continue
+            funcs.append(x.creator)
+            if x.data is not None and id(x) not in counted:  # a stand-in holds nothing
+                counted.add(id(x))
+                total += x.data.nbytes
+    return total
 
 # %%
 #| check
-def small_graph(seed):
-    xs = dz.Variable(np.random.default_rng(seed).normal(size=3))
-    h = F.sin(xs)
-    return xs, h, F.sum(h * xs)
+def three_reads(n=50_000):
+    x = dz.Variable(np.random.default_rng(0).normal(size=n))
+    h = F.sin(x)  # read three times: twice by h * h, once by sin(h)
+    return x, F.cos(h * h) * F.sin(h) * x
 
 
-x_mine, h_mine, y_mine = small_graph(0)
-x_pkg, h_pkg, y_pkg = small_graph(0)
-# h * xs keeps both its inputs for backward: h (computed) and xs (a leaf)
-mul_mine, mul_pkg = y_mine.creator.inputs[0].creator, y_pkg.creator.inputs[0].creator
-for mine, pkg in [(mul_mine, mul_pkg), (y_mine.creator, y_pkg.creator),
-                  (h_mine.creator, h_pkg.creator)]:
+def count(y):
     try:
-        release_function(mine)
+        return freed_bytes(y)
     except NotImplementedError as e:
-        raise AssertionError(f"release_function is not written yet: {e}") from None
-    pkg.release()
-    assert isinstance(mine.inputs, tuple), "store the new inputs as a tuple"
-    assert mine._freed, "mark f as freed (its _freed flag), so that backward knows"
-    for mine_in, pkg_in in zip(mine.inputs, pkg.inputs):
-        assert (mine_in.data is None) == (pkg_in.data is None), (
-            "replace each intermediate input by its stand-in and keep the leaves"
-        )
-        assert type(mine_in.creator) is type(pkg_in.creator), (
-            "the stand-in keeps the place in the graph (its creator)"
-        )
-assert any(x is x_mine for x in h_mine.creator.inputs), "a leaf input must be kept itself"
+        raise AssertionError(f"freed_bytes is not written yet: {e}") from None
+
+
+tracemalloc.start()
 try:
-    y_mine.backward()
-except RuntimeError:
-    pass
-else:
-    raise AssertionError("backward through released functions should raise RuntimeError")
-print("self-check passed: release_function frees a function as the package does")
+    x_chk, y_chk = three_reads()
+    counted = count(y_chk)
+    try:
+        y_chk.backward(retain_graph=True)
+    except RuntimeError:
+        raise AssertionError("backward failed after freed_bytes(y): it should only count, and "
+                             "leave the functions as they are") from None
+    held_before = tracemalloc.get_traced_memory()[0]
+    counted_kept = count(y_chk)
+    y_chk.backward()  # this pass releases the graph
+    released = held_before - tracemalloc.get_traced_memory()[0]
+finally:
+    tracemalloc.stop()
+one_array = x_chk.data.nbytes
+assert isinstance(counted, (int, np.integer)), (
+    f"freed_bytes should return a number of bytes (an int), got {type(counted).__name__}"
+)
+print(f"freed_bytes: {counted} bytes; backward released {released} bytes "
+      f"(one array here is {one_array} bytes)")
+assert abs(counted - released) < one_array / 100, (
+    f"you count {counted / one_array:g} arrays, backward released {released / one_array:.2f}: "
+    + ("too many: a leaf stays, y stays, and an array read several times is freed once"
+       if counted > released else
+       "too few: count the computed inputs of every function of the graph, not only of the "
+       "last one: go back through the creators")
+)
+assert counted_kept == counted, (
+    f"after backward(retain_graph=True) the count changed from {counted} to {counted_kept}: "
+    "that backward kept every saved array, so the same ones are still there to free"
+)
+try:
+    counted_after = count(y_chk)
+except (AttributeError, TypeError) as e:
+    raise AssertionError(f"freed_bytes failed on a released graph ({e}): its functions now "
+                         "hold stand-ins, whose data is None") from None
+assert counted_after == 0, (
+    f"after a plain backward nothing is left to free, but freed_bytes gives {counted_after}: "
+    "a stand-in holds no array"
+)
+print("self-check passed: freed_bytes predicts the memory a backward releases")

@@ -261,57 +261,73 @@ assert np.allclose(grad_a.data, t + a.data * (1 - t**2)), (
 print("self-check passed: the gradient of tanh(a) * a is tanh(a) + a (1 - tanh^2 a)")
 
 # %% [markdown]
-# ## Exercise 2: `AsType`
-# Write the `AsType` function of this step yourself, without looking back at
-# it. `MyAsType(dtype)` keeps the target dtype (given); `forward` remembers
-# the input's dtype on `self` and converts the array to the target dtype;
-# `backward` converts the gradient back to the remembered dtype, with a
-# function of `F`, so that the conversion is recorded for a second backward
-# (a NumPy method on `gy.data` would not be). The self-check compares it
-# with the package's `F.astype` on random float64 data (the gradient must
-# come back as float64) and runs `gradient_check`.
+# ## Exercise 2: rounding with a straight-through gradient
+# Quantisation stores weights as integers (an int8 model is four times smaller
+# than a float32 one), and quantisation-aware training rounds them already while
+# it learns. But rounding is a staircase: its derivative is 0 between the steps
+# and undefined at them, so an honest backward would stop every gradient. The
+# **straight-through estimator** (STE) rounds in forward and, in backward,
+# pretends the rounding was not there: the gradient passes through unchanged.
+#
+# Write `MyRoundSTE(dtype)`: `forward` rounds every entry of a float array to
+# the *nearest* integer (careful: converting a float to an integer dtype on its
+# own cuts the fractions off, so -2.7 would become -2) and returns the result in
+# the target `dtype` (given; e.g. `np.int32`, or `np.float16` to save memory).
+# `backward` is the straight-through one, and like `AsType` it must hand the
+# gradient back in the input's dtype, recorded in the graph so that a second
+# backward can pass through it again (which tool of this step does both?).
+#
+# `gradient_check` cannot test this one: numerical differentiation sees the flat
+# steps and answers 0, which is exactly what the STE is meant to ignore. The
+# self-check compares the forward with NumPy's rounding, and the gradients with
+# what the STE promises: for $y = \operatorname{round}(x)$ and
+# $z = y^2$, $\partial z/\partial x = 2y$, and differentiating
+# $\sum w \cdot \partial z/\partial x$ once more gives $2w$.
 
 # %%
 #| exercise
-class MyAsType(dz.Function):
+class MyRoundSTE(dz.Function):
     def __init__(self, dtype):
         self.dtype = np.dtype(dtype)
 
     def forward(self, x):
-        raise NotImplementedError("Exercise (step 38): remember x's dtype, then return x "
-                                  "converted to self.dtype")
+        raise NotImplementedError("Exercise (step 38): remember x's dtype, then return x rounded "
+                                  "to the nearest integers, in self.dtype")
 
     def backward(self, gy):
-        raise NotImplementedError("Exercise (step 38): return gy converted back to the dtype "
-                                  "forward remembered, as a Variable")
+        raise NotImplementedError("Exercise (step 38): pass gy straight through, back in the "
+                                  "dtype forward remembered, as a Variable")
 
 # %%
 #| solution
-class MyAsType(dz.Function):
+class MyRoundSTE(dz.Function):
     def __init__(self, dtype):
         self.dtype = np.dtype(dtype)
 
     def forward(self, x):
         self.x_dtype = x.dtype
-        return x.astype(self.dtype)
+        return np.rint(x).astype(self.dtype)
 
     def backward(self, gy):
         return F.astype(gy, self.x_dtype)
 
 # %%
 #| check
-data = np.random.default_rng(0).normal(size=(2, 3))
-x64 = dz.Variable(data.copy())
+data = np.random.default_rng(0).normal(scale=3.0, size=(3, 4))
 try:
-    y32 = MyAsType(np.float32)(x64)
+    q = MyRoundSTE(np.int32)(dz.Variable(data.copy()))
 except NotImplementedError as e:
-    raise AssertionError(f"MyAsType is not written yet: {e}") from None
-assert y32.dtype == np.float32, f"forward should return float32, got {y32.dtype}"
-assert np.array_equal(y32.data, F.astype(dz.Variable(data), np.float32).data), (
-    "forward should match F.astype: the same values, in the target dtype"
+    raise AssertionError(f"MyRoundSTE is not written yet: {e}") from None
+assert q.dtype == np.int32, f"forward should return the target dtype int32, got {q.dtype}"
+assert not np.array_equal(q.data, np.trunc(data)), (
+    "forward cut the fractions off (-1.6 became -1): round to the nearest integer before "
+    "converting to the target dtype"
 )
-gy = np.random.default_rng(1).normal(size=(2, 3)).astype(np.float32)
-mine = MyAsType(np.float32)
+assert np.array_equal(q.data, np.rint(data)), (  # NumPy's rounding is the reference
+    "forward should round every entry to the nearest integer (-1.6 -> -2, 2.84 -> 3)"
+)
+gy = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
+mine = MyRoundSTE(np.float16)
 mine(dz.Variable(data.copy()))
 gx = mine.backward(dz.Variable(gy))
 assert isinstance(gx, dz.Variable), (
@@ -319,13 +335,26 @@ assert isinstance(gx, dz.Variable), (
     "of F, which records the conversion for a second backward (a NumPy method would not)"
 )
 assert gx.dtype == np.float64, f"backward should return the input's dtype float64, got {gx.dtype}"
-assert np.allclose(gx.data, gy), "backward passes the gradient through, only converted"
-back_to32 = MyAsType(np.float64)
-back_to32(dz.Variable(data.astype(np.float32)))
-gx32 = back_to32.backward(dz.Variable(np.ones((2, 3))))
+assert np.allclose(gx.data, gy), (
+    "the straight-through estimator passes the gradient on unchanged (only its dtype "
+    "changes): the true derivative of rounding, 0, would stop learning"
+)
+to_int = MyRoundSTE(np.int32)
+to_int(dz.Variable(data.astype(np.float32)))
+gx32 = to_int.backward(dz.Variable(np.ones((3, 4), dtype=np.int32)))
 assert gx32.dtype == np.float32, (
     f"for a float32 input, backward should return float32, got {gx32.dtype}: convert to the "
     "dtype forward remembered, not to a fixed one"
 )
-assert gradient_check(lambda v: MyAsType(np.float64)(v) * 3.0, data)
-print("self-check passed: MyAsType converts forward and converts the gradient back")
+x = dz.Variable(data.copy())
+(MyRoundSTE(np.float32)(x) ** 2).backward(create_graph=True)
+grad_x = x.grad
+assert np.allclose(grad_x.data, 2 * np.rint(data)), "z = round(x)^2 should give dz/dx = 2 round(x)"
+x.cleargrad()
+w = np.random.default_rng(2).normal(size=(3, 4))
+grad_x.backward(gradient=w)
+assert x.grad is not None and np.allclose(x.grad.data, 2 * w), (
+    "a second backward through dz/dx should reach x with 2w: was the conversion in backward "
+    "recorded in the graph (a function of F), so that the second pass can go through it?"
+)
+print("self-check passed: MyRoundSTE rounds forward and passes the gradient straight through")

@@ -526,13 +526,26 @@ print("batch:", x_batch.shape, t_batch)
 #    in this order: convert to float32, normalize with mean 0.5 and standard
 #    deviation 0.25, clip with `Clip01`. The transforms of this step have what
 #    you need. The self-check applies it to a few values.
-# 2. **Implement then test: reading an example.** Write
-#    `read_example(dataset, index)`, what `Dataset.__getitem__` does for a
-#    valid integer index, without looking back at it: return the pair (input,
-#    label) of example `index`, each passed through its own transform (the
-#    data set keeps both transforms; see `Dataset.__init__`). A data set
-#    without labels gives `None` as the label. The self-check compares it with
-#    indexing the data set itself.
+# 2. **Implement then test: mirrored copies, made when read.** Data
+#    augmentation shows a model more examples than are stored: a photo mirrored
+#    left to right still shows the same thing. `Mirrored` below is a `Dataset`
+#    that stores N images of shape (H, W) but answers as a data set of 2N
+#    examples: example `i` (for `i < N`) is stored image `i`, and example `N + i`
+#    is stored image `i` mirrored left to right (its columns in reverse order),
+#    with the same label. The mirrored copy is made when the example is read,
+#    never stored. Its constructor and `prepare` are written; write `__len__`
+#    and `__getitem__`, in the spirit of `Dataset.__getitem__`:
+#    * `transform` prepares the image the example *is*: mirror first, then
+#      transform. (With a `Flatten()` in the transform the other order reverses
+#      the whole vector, which turns the image upside down as well.)
+#    * The label goes through `target_transform`; a data set without labels
+#      gives `None` as the label.
+#    * An index from 0 to `len(ds) - 1` is an example; any other raises
+#      `IndexError`, as a list does. A `for` loop over an object without
+#      `__iter__` asks for index 0, 1, 2, ... until it gets an `IndexError`.
+#
+#    The self-check builds the expected examples with plain NumPy from small
+#    random images and compares.
 
 # %%
 #| exercise
@@ -570,36 +583,109 @@ print("self-check passed: float32, normalized, then clipped to [0, 1]")
 
 # %%
 #| exercise
-def read_example(dataset, index):
-    raise NotImplementedError(
-        "Exercise (step 51): the input and the label of example index, each through its own "
-        "transform; no labels, a None label"
-    )
+class Mirrored(Dataset):
+    """N stored images (H, W), read as 2N examples: each as stored, then mirrored."""
+
+    def __init__(self, images, labels=None, transform=None, target_transform=None):
+        self.images, self.labels = images, labels  # what prepare() stores
+        super().__init__(True, transform, target_transform)
+
+    def prepare(self):
+        self.data, self.label = self.images, self.labels
+
+    def __len__(self):
+        raise NotImplementedError("Exercise (step 51): how many examples, mirrored ones included")
+
+    def __getitem__(self, index):
+        raise NotImplementedError(
+            "Exercise (step 51): example index as a pair (input, label): stored image or its "
+            "mirror, then the transforms; past the end, an IndexError"
+        )
 
 # %%
 #| solution
-def read_example(dataset, index):
-    x = dataset.transform(dataset.data[index])
-    if dataset.label is None:
-        return x, None
-    return x, dataset.target_transform(dataset.label[index])
+class Mirrored(Dataset):
+    """N stored images (H, W), read as 2N examples: each as stored, then mirrored."""
+
+    def __init__(self, images, labels=None, transform=None, target_transform=None):
+        self.images, self.labels = images, labels  # what prepare() stores
+        super().__init__(True, transform, target_transform)
+
+    def prepare(self):
+        self.data, self.label = self.images, self.labels
+
+    def __len__(self):
+        return 2 * len(self.data)
+
+    def __getitem__(self, index):
+        if not 0 <= index < len(self):
+            raise IndexError(f"{type(self).__name__} has {len(self)} examples, got index {index}")
+        n = len(self.data)
+        image = self.data[index % n]
+        if index >= n:
+            image = image[:, ::-1]  # the columns in reverse order: a view, nothing is stored
+        x = self.transform(image)
+        if self.label is None:
+            return x, None
+        return x, self.target_transform(self.label[index % n])
 
 # %%
 #| check
 rng = np.random.default_rng(0)
-labelled = dz.datasets.Spiral(transform=T.Normalize(0.1, 2.0),
-                              target_transform=lambda t: t + 10)
-unlabelled = Dataset()
-unlabelled.data = rng.normal(size=(6, 2))
-for ds in (labelled, unlabelled):
-    for i in rng.integers(0, len(ds), size=5):
-        x_mine, t_mine = read_example(ds, int(i))
-        x_ref, t_ref = ds[int(i)]
-        assert np.allclose(x_mine, x_ref), (
-            f"input {i} differs from ds[{i}]: the input goes through the data set's transform"
-        )
-        assert t_mine == t_ref, (
-            f"label {i}: expected {t_ref}, got {t_mine}: the label goes through its own "
-            "transform, and is None when there are no labels"
-        )
-print("self-check passed: read_example reads examples as Dataset.__getitem__ does")
+images = rng.integers(0, 256, size=(3, 2, 4), dtype=np.uint8)  # 3 images, 2 rows, 4 columns
+labels = np.array([7, 1, 4])
+to_unit = T.Compose([T.Flatten(), T.ToFloat(), T.Normalize(0.0, 255.0)])
+labelled = Mirrored(images, labels, transform=to_unit, target_transform=lambda t: t + 10)
+unlabelled = Mirrored(images)
+try:
+    n_examples = len(labelled)
+    first = labelled[0]
+except NotImplementedError as e:
+    raise AssertionError(f"Mirrored is not written yet: {e}") from None
+assert n_examples == 6, f"3 stored images make 6 examples, len gives {n_examples}"
+for i in range(6):
+    stored = images[i % 3]
+    picture = np.fliplr(stored) if i >= 3 else stored  # the example, before any transform
+    want = picture.ravel().astype(np.float32) / np.float32(255)
+    x_got, t_got = labelled[i]
+    assert isinstance(x_got, np.ndarray) and x_got.shape == want.shape, (
+        f"example {i}: expected an array of shape {want.shape} (the transform flattens), got "
+        f"{getattr(x_got, 'shape', type(x_got).__name__)}"
+    )
+    flat = stored.ravel().astype(np.float32) / np.float32(255)
+    assert np.allclose(x_got, want), (
+        f"example {i} is not the expected input: "
+        + ("it is the whole flattened vector reversed: mirror the image before the transform"
+           if i >= 3 and np.allclose(x_got, flat[::-1]) else
+           f"it is stored image {i % 3} as stored: examples 3 to 5 are the mirrored copies"
+           if i >= 3 and np.allclose(x_got, flat) else
+           "it is upside down: mirroring left to right reverses the columns, not the rows"
+           if i >= 3 and np.allclose(x_got, np.flipud(stored).ravel() / 255) else
+           f"example {i} is stored image {i % 3}"
+           + (", mirrored" if i >= 3 else "") + ", passed once through the data set's transform")
+    )
+    assert x_got.dtype == np.float32, (
+        f"example {i} has dtype {x_got.dtype}: the transform's result is returned as it is"
+    )
+    assert t_got == labels[i % 3] + 10, (
+        f"label of example {i}: expected {labels[i % 3] + 10}, got {t_got}: a mirrored copy "
+        "keeps its image's label, passed once through target_transform"
+    )
+    x_raw, t_raw = unlabelled[i]
+    assert t_raw is None, f"a data set without labels gives the label None, got {t_raw!r}"
+    assert np.array_equal(x_raw, picture), (
+        f"without a transform, example {i} is the image itself{', mirrored' if i >= 3 else ''}"
+    )
+for past_the_end in (6, 7):
+    try:
+        labelled[past_the_end]
+    except IndexError:
+        pass
+    else:
+        raise AssertionError(f"index {past_the_end} is past the end of 6 examples: raise "
+                             "IndexError, as a list does")
+assert len(list(labelled)) == 6, "a for loop over the data set should give its 6 examples"
+assert labelled.data is images and len(labelled.data) == 3, (
+    "the stored data should stay the 3 images: the mirrored copies are made when read"
+)
+print("self-check passed: Mirrored reads 2N examples, each mirrored before its transforms")

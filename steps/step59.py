@@ -339,7 +339,9 @@ print(f"a detection moved one pixel right, 7 cases: raw map unchanged {raw_same}
 #    (where $e^{x}$ overflows) and near $-2000$ (where every $e^{x}$ of the row
 #    underflows to 0); step 49 met the same problem. For `backward`, work out
 #    $\partial \operatorname{lse} / \partial x_k$ with the chain rule and
-#    recognise a function you know; then, as for `Max`, `gy` has one number per
+#    recognise a function you know (the self-check runs backward near $+1000$
+#    too, so compute it without an exponent above 0, as that function does in
+#    step 49); then, as for `Max`, `gy` has one number per
 #    row and `x` a whole row, so give `gy` a shape that broadcasts along the rows
 #    (step 41). Built from the functions of `F` on Variables, your backward can
 #    itself be differentiated. The self-check compares with the formula

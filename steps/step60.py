@@ -442,15 +442,32 @@ print(f"as float32: {vgg_total * 4 / 2**20:,.0f} MiB")
 #    receives 16 channels? Set `n_conv2`. What is the output shape (channels,
 #    height, width) of VGG16's last pooling layer for a 160×160 input? Set
 #    `vgg_last_pool`.
-# 2. **Implement then test: the CNN's forward.** Write
-#    `convnet_forward(model, x)`, the logits `model(x)` computes, from the four
-#    layers of `model` and functions you have (ReLU from step 46, pooling from
-#    step 59, `F.flatten` from this step). The layout is in
-#    `SimpleConvNet`'s docstring and in the summary table above: follow the
-#    shape from `(N, 1, 28, 28)` to `(N, 10)`, and decide where the activations
-#    go and where the map becomes one vector per image. A flat `(N, 784)` batch
-#    must work too. The self-check compares your logits with `model(x)` on
-#    random images, flat and not.
+# 2. **Implement then test: a CNN from its table of shapes.** Write
+#    `TinyConvNet(image_size=28, num_classes=10)`, a `Model` for one-channel
+#    `S × S` images (`S` is `image_size`) with the layout below: a
+#    convolution with stride 2 instead of `SimpleConvNet`'s second pooling,
+#    and an **average** pooling (step 59) instead of a max. Fill in the
+#    question marks on paper first.
+#
+# | layer | settings | output shape |
+# | --- | --- | --- |
+# | input | | `(N, 1, S, S)` |
+# | `conv1`, then ReLU | 8 filters 3×3, stride 1, padding 1 | `(N, 8, S, S)` |
+# | `conv2`, then ReLU | 16 filters 3×3, stride 2, no padding | `(N, 16, ?, ?)` |
+# | pooling | 2×2 average pooling, stride 2 | `(N, 16, ?, ?)` |
+# | flatten | | `(N, ?)` |
+# | `fc3` | `num_classes` outputs, no activation | `(N, num_classes)` |
+#
+# Register the three layers under these names. `fc3` must receive its input
+# size when it is built (`in_size`, step 45), worked out from `image_size`
+# with the arithmetic `summary` does, so that its weights exist before the
+# first batch: mind the sizes that do not divide evenly (for 28, the side
+# after `conv2` is odd). `forward` takes `(N, 1, S, S)` images and returns
+# the logits. The self-check builds the model for 28×28 images, checks the
+# shape of `fc3`'s weights before any call, compares the logits with the same
+# network computed in plain NumPy from your model's weights, repeats this for
+# 9×9 and 16×16 images, and runs `gradient_check` through the whole network
+# on one 9×9 image.
 
 # %%
 #| exercise
@@ -477,34 +494,121 @@ print(f"self-check passed: n_conv2 = {n_conv2}, vgg_last_pool = {tuple(vgg_last_
 
 # %%
 #| exercise
-def convnet_forward(model, x):
-    raise NotImplementedError(
-        "Exercise (step 60): from images (N, 1, 28, 28), or a flat (N, 784) batch, to logits"
-    )
+import dezero_like.layers as L
+import dezero_like.layers_conv as Lc
+from dezero_like.models import Model
+
+
+class TinyConvNet(Model):
+    def __init__(self, image_size=28, num_classes=10):
+        super().__init__()
+        raise NotImplementedError(
+            "Exercise (step 60): conv1, conv2 and fc3 as in the table; fc3 gets its in_size, "
+            "worked out from image_size"
+        )
+
+    def forward(self, x):
+        raise NotImplementedError(
+            "Exercise (step 60): from images (N, 1, S, S) to logits (N, num_classes), "
+            "through the table's rows in order"
+        )
 
 # %%
 #| solution
-def convnet_forward(model, x):
-    if x.ndim == 2:
-        x = F.reshape(x, (x.shape[0], 1, 28, 28))
-    h = Fc.pooling(F.relu(model.conv1(x)), 2, 2)
-    h = Fc.pooling(F.relu(model.conv2(h)), 2, 2)
-    h = F.relu(model.fc3(F.flatten(h)))
-    return model.fc4(h)
+class TinyConvNet(Model):
+    def __init__(self, image_size=28, num_classes=10):
+        super().__init__()
+        self.conv1 = Lc.Conv2d(8, kernel_size=3, pad=1)  # keeps the side S
+        self.conv2 = Lc.Conv2d(16, kernel_size=3, stride=2)
+        side = Fc.get_conv_outsize(image_size, 3, 2, 0)  # (S - 3) // 2 + 1: 13 for 28
+        side = side // 2  # the 2x2 pooling leaves out an odd last row and column: 6 for 28
+        self.fc3 = L.Linear(num_classes, in_size=16 * side * side)
+
+    def forward(self, x):
+        h = F.relu(self.conv1(x))
+        h = F.relu(self.conv2(h))
+        h = Fc.average_pooling(h, 2)
+        return self.fc3(F.flatten(h))
 
 # %%
 #| check
+from dezero_like.utils import gradient_check
+
+windows = np.lib.stride_tricks.sliding_window_view  # every K x K window of the last two axes
+
+
+def conv_numpy(x, W, b, stride, pad):
+    """A convolution as the sum over each window, in NumPy alone (no im2col, no package)."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    K = W.shape[-1]
+    patches = windows(x, (K, K), axis=(2, 3))[:, :, ::stride, ::stride]  # (N, C, OH, OW, K, K)
+    return np.einsum("nchwij,ocij->nohw", patches, W) + b[:, None, None]
+
+
+def features_numpy(x, W1, b1, W2, b2):
+    """The table up to the flatten, in float64 NumPy: conv1, ReLU, conv2, ReLU, pool, flatten."""
+    h = np.maximum(conv_numpy(np.asarray(x, np.float64), W1, b1, 1, 1), 0)
+    h = np.maximum(conv_numpy(h, W2, b2, 2, 0), 0)
+    h = windows(h, (2, 2), axis=(2, 3))[:, :, ::2, ::2].mean(axis=(-2, -1))  # whole windows
+    return h.reshape(len(h), -1)
+
+
 rng = np.random.default_rng(0)
-images = rng.random((3, 1, 28, 28)).astype(np.float32)
+for S in (28, 9, 16):
+    net = TinyConvNet(image_size=S, num_classes=10)
+    missing = [name for name in ("conv1", "conv2", "fc3") if not hasattr(net, name)]
+    assert not missing, f"TinyConvNet has no layer named {missing}: use the table's names"
+    assert net.fc3.W.data is not None, (
+        "fc3 has no weights before the first batch: build it with its in_size, the width of "
+        "the flattened map, worked out from image_size"
+    )
+    # the width of the flattened map, from the NumPy network run on a blank image
+    width = features_numpy(np.zeros((1, 1, S, S)), np.zeros((8, 1, 3, 3)), np.zeros(8),
+                           np.zeros((16, 8, 3, 3)), np.zeros(16)).shape[1]
+    assert net.fc3.W.shape == (width, 10), (
+        f"for {S}x{S} images fc3's W has shape {net.fc3.W.shape}, which does not fit the "
+        "flattened map: follow the side through conv2 (stride 2, no padding: every window "
+        "lies inside the image) and the pooling (only whole 2x2 windows count), then "
+        "multiply by the channels"
+    )
+    batch = rng.random((2, 1, S, S)).astype(np.float32)
+    with dz.no_grad():
+        mine = net(batch)
+    assert mine.shape == (2, 10), (
+        f"expected logits of shape (2, 10) for images of shape {batch.shape}, got {mine.shape}"
+    )
+    W1, b1, W2, b2, W3, b3 = (np.asarray(param.data, dtype=np.float64) for param in (
+        net.conv1.W, net.conv1.b, net.conv2.W, net.conv2.b, net.fc3.W, net.fc3.b))
+    want = features_numpy(batch, W1, b1, W2, b2) @ W3 + b3
+    assert np.allclose(mine.data, want, atol=1e-4), (
+        f"for {S}x{S} images your logits differ from the NumPy computation of the table, with "
+        "your model's weights: check each row's settings (filters, stride, padding), where "
+        "the ReLUs go, and that the pooling averages its windows"
+    )
+
+# the gradient through the whole network, on one 9x9 image, with float64 weights set here
+small = TinyConvNet(image_size=9, num_classes=3)
+image = rng.random((1, 1, 9, 9))
 with dz.no_grad():
-    for batch in (images, images.reshape(3, 784)):
-        mine = convnet_forward(model, batch)
-        assert mine.shape == (3, 10), (
-            f"expected logits of shape (3, 10) for an input of shape {batch.shape}, "
-            f"got {mine.shape}"
-        )
-        assert np.allclose(mine.data, model(batch).data, atol=1e-5), (
-            f"for an input of shape {batch.shape} your logits differ from model(x): "
-            "compare each layer's place, and each activation's, with SimpleConvNet's docstring"
-        )
-print("self-check passed: convnet_forward computes SimpleConvNet's logits")
+    small(image)  # the convolutions create their weights on the first call
+for layer in (small.conv1, small.conv2, small.fc3):
+    fan_in = layer.W.data[0].size if layer.W.ndim == 4 else layer.W.shape[0]
+    layer.W.data = rng.normal(size=layer.W.shape) / np.sqrt(fan_in)
+    layer.b.data = rng.normal(size=layer.b.shape) * 0.1
+w = rng.normal(size=3)
+
+
+def weighted_logits(v):
+    return small(v) * w
+
+
+try:
+    gradient_check(weighted_logits, image)
+except AssertionError as e:
+    raise AssertionError(
+        f"the gradient through TinyConvNet is wrong: {e}. Every operation of forward must be "
+        "a function of F or Fc on Variables; NumPy on .data cuts the graph"
+    ) from None
+print(f"self-check passed: TinyConvNet matches the NumPy network for 28x28, 9x9 and 16x16 "
+      f"images (fc3 takes {TinyConvNet().fc3.W.shape[0]} inputs for 28x28), and its gradient "
+      "is right")
