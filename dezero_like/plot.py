@@ -56,6 +56,27 @@ def save_figure(fig, path):
     return path
 
 
+def draw_cells(ax, values, x, y, title, colours="#eee", fontsize=8):
+    """Draw an array of one or two axes as numbered cells, its top-left corner at (x, y).
+
+    One unit per cell, rows going down; ``title`` is written above the cells.
+    ``colours`` is one colour for every cell, or an array of colours shaped like
+    ``values`` (a cell's colour can say where its number came from). The steps on
+    shapes (39-41) draw their arrays with it.
+    """
+    import matplotlib.pyplot as plt
+
+    values = np.atleast_2d(np.asarray(values))
+    if values.ndim != 2:
+        raise ValueError(f"draw_cells draws arrays of one or two axes, got shape {values.shape}")
+    colours = np.broadcast_to(np.atleast_2d(np.asarray(colours)), values.shape)
+    for (i, j), v in np.ndenumerate(values):
+        ax.add_patch(plt.Rectangle((x + j, y - i - 1), 1, 1, fc=colours[i, j], ec="k"))
+        ax.text(x + j + 0.5, y - i - 0.5, f"{v:g}", ha="center", va="center",
+                fontsize=fontsize)
+    ax.text(x + values.shape[1] / 2, y + 0.25, title, ha="center", fontsize=fontsize)
+
+
 def written(image):
     """Print the full paths of the files behind a graph image, and return the image.
 

@@ -212,19 +212,10 @@ print("x.grad equals the weights moved back:",
 # %%
 import matplotlib.pyplot as plt
 
-from dezero_like.plot import output_dir, save_figure
+from dezero_like.plot import draw_cells, output_dir, save_figure
 
 out_dir = output_dir(39)  # every file this step writes goes here
 shades = np.array(["#cde", "#fdc"])  # a cell's colour: which row (or block) of x it came from
-
-
-def draw_grid(ax, values, colours, x, y, title):
-    """Draw a 1-D or 2-D array as numbered cells with its top-left corner at (x, y)."""
-    values, colours = np.atleast_2d(values), np.atleast_2d(colours)
-    for (i, j), v in np.ndenumerate(values):
-        ax.add_patch(plt.Rectangle((x + j, y - i - 1), 1, 1, fc=colours[i, j], ec="k"))
-        ax.text(x + j + 0.5, y - i - 0.5, f"{v:g}", ha="center", va="center", fontsize=8)
-    ax.text(x + values.shape[1] / 2, y + 0.25, title, ha="center", fontsize=8)
 
 
 def arrow(ax, start, end, label):
@@ -237,9 +228,9 @@ def arrow(ax, start, end, label):
 fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), height_ratios=(1, 2.4))
 grid = dz.Variable(np.arange(6.0).reshape(2, 3))  # the numbers are the reading order
 rows = np.repeat([[0], [1]], 3, axis=1)  # each cell's row in grid
-draw_grid(top, grid.data, shades[rows], 0, 2, "x (2, 3)")
+draw_cells(top, grid.data, 0, 2, "x (2, 3)", shades[rows])
 arrow(top, (3.4, 1), (5.6, 1), "reshape")
-draw_grid(top, F.reshape(grid, (6,)).data, shades[rows.ravel()], 5.8, 1.5, "y (6,)")
+draw_cells(top, F.reshape(grid, (6,)).data, 5.8, 1.5, "y (6,)", shades[rows.ravel()])
 top.text(6, -0.1, "backward: reshape(gy, (2, 3)) reads gy back in the same order", fontsize=8)
 top.set(xlim=(-0.3, 12.2), ylim=(-0.4, 2.6))
 top.set_title("reshape keeps the reading order", fontsize=9)
@@ -249,11 +240,11 @@ moved = F.transpose(cube, axes)
 moved.backward(gradient=moved.data)  # each number goes back as its own gradient
 block = np.broadcast_to(np.arange(2)[:, None, None], cube.shape)  # each cell's block in x
 for k in range(2):
-    draw_grid(bottom, cube.data[k], shades[block[k]], 0, 7 - 4 * k, f"x[{k}]")
-    draw_grid(bottom, cube.grad.data[k], shades[block[k]], 17, 7 - 4 * k, f"x.grad[{k}]")
+    draw_cells(bottom, cube.data[k], 0, 7 - 4 * k, f"x[{k}]", shades[block[k]])
+    draw_cells(bottom, cube.grad.data[k], 17, 7 - 4 * k, f"x.grad[{k}]", shades[block[k]])
 for k in range(4):
-    draw_grid(bottom, moved.data[k], shades[block.transpose(axes)[k]], 7 + 4 * (k % 2),
-              7 - 3.5 * (k // 2), f"y[{k}]")
+    draw_cells(bottom, moved.data[k], 7 + 4 * (k % 2), 7 - 3.5 * (k // 2), f"y[{k}]",
+               shades[block.transpose(axes)[k]])
 arrow(bottom, (4.3, 5), (6.7, 5), f"transpose\n{axes}")
 arrow(bottom, (14.3, 5), (16.7, 5), f"backward\n{inverse}")
 bottom.set(xlim=(-0.3, 21.3), ylim=(-0.4, 7.6))

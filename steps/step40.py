@@ -140,19 +140,10 @@ print("x.grad =", x.grad)
 # %%
 import matplotlib.pyplot as plt
 
-from dezero_like.plot import output_dir, save_figure
+from dezero_like.plot import draw_cells, output_dir, save_figure
 
 out_dir = output_dir(40)  # every file this step writes goes here
 shades = np.array(["#cde", "#fdc", "#dfd"])  # one colour per output element
-
-
-def draw_grid(ax, values, colours, x, y, title):
-    """Draw a 1-D or 2-D array as labelled cells with its top-left corner at (x, y)."""
-    values, colours = np.atleast_2d(values), np.atleast_2d(colours)
-    for (i, j), v in np.ndenumerate(values):
-        ax.add_patch(plt.Rectangle((x + j, y - i - 1), 1, 1, fc=colours[i, j], ec="k"))
-        ax.text(x + j + 0.5, y - i - 0.5, f"{v:g}", ha="center", va="center", fontsize=8)
-    ax.text(x + values.shape[1] / 2, y + 0.25, title, ha="center", fontsize=8)
 
 
 def arrow(ax, x, y, label):
@@ -163,14 +154,14 @@ def arrow(ax, x, y, label):
 
 def draw_sum(ax, x, y, gy, colours, out_colours, title):
     """One row: x -> y on the left, gy -> x.grad on the right (x has had its backward)."""
-    draw_grid(ax, x.data, shades[colours], 0, 2, f"x {x.shape}")
+    draw_cells(ax, x.data, 0, 2, f"x {x.shape}", shades[colours])
     arrow(ax, 3.2, 1, "sum")
     top_y = 1 + (y.shape[0] if y.ndim == 2 else 1) / 2  # y centred on the row
-    draw_grid(ax, y.data, shades[out_colours], 6, top_y, f"y {y.shape}")
+    draw_cells(ax, y.data, 6, top_y, f"y {y.shape}", shades[out_colours])
     ax.plot([9.3, 9.3], [-0.2, 2.6], color="0.6", lw=1, ls=":")
-    draw_grid(ax, gy, shades[out_colours], 9.9, top_y, f"gy {gy.shape}")
+    draw_cells(ax, gy, 9.9, top_y, f"gy {gy.shape}", shades[out_colours])
     arrow(ax, 13.4, 1, "copy back")
-    draw_grid(ax, x.grad.data, shades[colours], 16.4, 2, f"x.grad {x.grad.shape}")
+    draw_cells(ax, x.grad.data, 16.4, 2, f"x.grad {x.grad.shape}", shades[colours])
     ax.set(xlim=(-0.3, 19.7), ylim=(-0.3, 2.7))
     ax.set_title(title, fontsize=9)
     ax.set_aspect("equal")

@@ -34,7 +34,7 @@ import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
-from dezero_like.plot import output_dir, save_figure
+from dezero_like.plot import draw_cells, output_dir, save_figure
 from dezero_like.utils import gradient_check
 
 out_dir = output_dir(41)  # every file this step writes goes here
@@ -64,27 +64,18 @@ print("x0.grad shape", x0.grad.shape, "x1.grad =", x1.grad)
 # the gradient's rows back into one, so `x1.grad` has `x1`'s shape again.
 
 # %%
-def draw_grid(ax, values, x, y, title, color):
-    """Draw a 2-D array as labelled cells with its top-left corner at (x, y)."""
-    values = np.atleast_2d(values)
-    for (i, j), v in np.ndenumerate(values):
-        ax.add_patch(plt.Rectangle((x + j, y - i - 1), 1, 1, fc=color, ec="k"))
-        ax.text(x + j + 0.5, y - i - 0.5, f"{v:g}", ha="center", va="center")
-    ax.text(x + values.shape[1] / 2, y + 0.3, title, ha="center", fontsize=9)
-
-
 fig, (ax_f, ax_b) = plt.subplots(1, 2, figsize=(11, 3))
-draw_grid(ax_f, x1.data, 0, 2, "x1 (3,)", "#cde")
+draw_cells(ax_f, x1.data, 0, 2, "x1 (3,)", "#cde", fontsize=9)
 ax_f.annotate("", (5.9, 1), (3.3, 1.5), arrowprops={"arrowstyle": "->"})
 ax_f.text(4.6, 1.75, "broadcast_to", ha="center", fontsize=8)
-draw_grid(ax_f, np.broadcast_to(x1.data, (2, 3)), 6.2, 2, "copies (2, 3)", "#cde")
+draw_cells(ax_f, np.broadcast_to(x1.data, (2, 3)), 6.2, 2, "copies (2, 3)", "#cde", fontsize=9)
 ax_f.text(9.65, 1, "+", fontsize=14, va="center")
-draw_grid(ax_f, x0.data, 10.4, 2, "x0 (2, 3)", "#eee")
+draw_cells(ax_f, x0.data, 10.4, 2, "x0 (2, 3)", "#eee", fontsize=9)
 ax_f.set_title("forward: one row used twice")
-draw_grid(ax_b, np.ones_like(y.data), 0, 2, "gy (2, 3), the seed", "#fdc")
+draw_cells(ax_b, np.ones_like(y.data), 0, 2, "gy (2, 3), the seed", "#fdc", fontsize=9)
 ax_b.annotate("", (5.9, 1), (3.3, 1), arrowprops={"arrowstyle": "->"})
 ax_b.text(4.6, 1.2, "sum_to", ha="center", fontsize=8)
-draw_grid(ax_b, x1.grad.data, 6.2, 1.5, "x1.grad (3,)", "#fdc")
+draw_cells(ax_b, x1.grad.data, 6.2, 1.5, "x1.grad (3,)", "#fdc", fontsize=9)
 ax_b.set_title("backward: the copies' gradients add up")
 for ax in (ax_f, ax_b):
     ax.set_xlim(-0.3, 13.7)

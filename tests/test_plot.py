@@ -86,3 +86,24 @@ def test_importing_the_package_does_not_import_matplotlib():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_draw_cells_numbers_each_cell_in_its_colour_and_refuses_more_than_two_axes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    colours = np.array([["red", "blue", "red"], ["blue", "red", "blue"]])
+    plot.draw_cells(ax, np.arange(6.0).reshape(2, 3), 1, 5, "x (2, 3)", colours)
+    cells = ax.patches
+    assert len(cells) == 6
+    assert cells[1].get_xy() == (2, 4) and cells[3].get_xy() == (1, 3)  # row 1 one unit lower
+    assert matplotlib.colors.to_hex(cells[1].get_facecolor()) == "#0000ff"
+    assert [t.get_text() for t in ax.texts] == ["0", "1", "2", "3", "4", "5", "x (2, 3)"]
+    plot.draw_cells(ax, [7.5, 8.0], 0, 0, "y (2,)")  # a 1-D array is one row, one colour
+    assert len(ax.patches) == 8 and ax.texts[-3].get_text() == "7.5"
+    with pytest.raises(ValueError, match="one or two axes"):
+        plot.draw_cells(ax, np.zeros((2, 2, 2)), 0, 0, "cube")
+    plt.close(fig)
