@@ -9,6 +9,7 @@ helpers print the full path of each file they write.
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,7 +22,8 @@ def output_dir(step):
 
     ``step`` is the step's number (``output_dir(47)`` -> ``.../outputs/step47``).
     Where the current directory cannot hold it (read-only, or not yours), the folder
-    is ``~/.dezero_like/outputs/stepNN`` instead, and a line says so.
+    is ``~/.dezero_like/outputs/stepNN`` instead (or, failing that, one in the system's
+    temporary folder), and a line says so once.
     """
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 1 <= step <= 99:
         raise ValueError(f"output_dir expects a step number from 1 to 99, got {step!r}")
@@ -32,12 +34,25 @@ def output_dir(step):
         if not os.access(folder, os.W_OK):
             raise PermissionError(f"cannot write into {folder}")
     except OSError as error:
-        fallback = (Path.home() / ".dezero_like" / "outputs" / name).resolve()
-        fallback.mkdir(parents=True, exist_ok=True)
-        print(f"note: {folder.parent} cannot be written here ({error.strerror or error}); "
-              f"this step's files go to {fallback}")
-        return fallback
+        for fallback in (Path.home() / ".dezero_like" / "outputs" / name,
+                         Path(tempfile.gettempdir()) / "dezero_like" / "outputs" / name):
+            try:
+                fallback.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                continue
+            fallback = fallback.resolve()
+            if fallback not in _FALLBACKS_NOTED:  # say it once per folder, not at every call
+                _FALLBACKS_NOTED.add(fallback)
+                print(f"note: {folder.parent} cannot be written here "
+                      f"({error.strerror or error}); this step's files go to {fallback}")
+            return fallback
+        raise OSError(f"cannot create {folder}, nor a folder for the step's files in your home "
+                      f"folder or {tempfile.gettempdir()}: run the step from a folder you can "
+                      "write to") from error
     return folder
+
+
+_FALLBACKS_NOTED = set()
 
 
 def save_figure(fig, path):

@@ -161,7 +161,8 @@ def mnist_dir():
 # the tests that run a step (or its exercises, notebook or package snapshot) as a whole
 RUNS_A_STEP = {"test_self_check_fails_on_the_stub", "test_self_check_passes_with_the_solution",
                "test_notebook_form_says_not_solved_and_goes_on_until_the_switch_is_ticked",
-               "test_notebook_executes_headless", "test_a_step_runs_on_the_package_as_it_stood"}
+               "test_notebook_executes_headless", "test_a_step_runs_on_the_package_as_it_stood",
+               "test_every_step_runs_to_its_end_with_the_solutions_off"}
 
 
 def _needs_mnist(item):

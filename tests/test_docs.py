@@ -312,7 +312,7 @@ def test_browser_shows_a_rendered_graph_image(site, chromium, tmp_path):
     pages = [site / "steps" / f"{n}.html" for n in NAMES]
     with_images = [p for p in pages if output_images(p)]
     if not with_images:
-        pytest.skip("no step page has an image output yet (graph images start at step 25)")
+        pytest.skip("no step page has an image output yet (the first is step 04's plot)")
     page = with_images[0]
     report = browser_report(chromium, page, tmp_path)
     assert report["images"], f"{page.name}: the browser shows no image in the cell outputs"

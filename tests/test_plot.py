@@ -27,11 +27,17 @@ def test_output_dir_falls_back_to_the_home_folder_where_the_current_one_cannot_h
     (here / "outputs").write_text("not a folder")
     monkeypatch.chdir(here)
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))  # Path.home() on Windows
     folder = plot.output_dir(7)
     assert folder == (home / ".dezero_like" / "outputs" / "step07").resolve() and folder.is_dir()
     said = capsys.readouterr().out
     assert said.startswith("note: ") and str(folder) in said
     assert (here / "outputs").read_text() == "not a folder"
+    assert plot.output_dir(7) == folder and capsys.readouterr().out == ""  # said once
+    (home / ".dezero_like").rename(home / "moved")
+    (home / ".dezero_like").write_text("not a folder either")  # the home folder cannot either
+    monkeypatch.setattr(plot.tempfile, "tempdir", str(tmp_path / "tmp"))
+    assert plot.output_dir(8) == (tmp_path / "tmp" / "dezero_like" / "outputs" / "step08").resolve()
 
 
 @pytest.mark.parametrize("bad", [0, 100, "07", 7.0, True])

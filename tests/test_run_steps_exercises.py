@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("run_steps_tool", ROOT / "tools" / "run_steps.py")
 run_steps = importlib.util.module_from_spec(_spec)
@@ -52,6 +54,58 @@ def test_an_answer_written_into_the_stub_passes_and_a_wrong_one_does_not(tmp_pat
     wrong.write_text(text.replace(stub, "#| exercise\nexp_dot = 'digraph g {}'\n", 1))
     out = _run(run_steps.learner_version(wrong, tmp_path / "wrong"), tmp_path)
     assert out.count("not solved yet") == 2 and "self-check passed" not in out
+
+
+STEPS = sorted(int(p.stem[4:]) for p in (ROOT / "steps").glob("step[0-9][0-9].py"))
+
+
+@pytest.mark.parametrize("number", STEPS)
+def test_every_step_runs_to_its_end_with_the_solutions_off(number, tmp_path):
+    """'Run all' in a notebook, as a learner gets it, never stops: a later cell that used an
+    exercise's answer (step 29's table called the learner's newton_step) must cope with the
+    stub. Each self-check says 'not solved yet', and nothing says 'self-check passed'."""
+    script = ROOT / "steps" / f"step{number:02d}.py"
+    runner = run_steps.learner_version(script, tmp_path)
+    env = dict(os.environ, MPLBACKEND="Agg")
+    result = subprocess.run([sys.executable, str(runner)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-3000:]
+    checks = sum(notebooks.exercise_role(src)[0] == "check"
+                 for kind, src in notebooks.split_cells(script.read_text()) if kind == "code")
+    assert result.stdout.count("not solved yet") == checks
+    assert "self-check passed" not in result.stdout
+
+
+def test_a_runner_keeps_every_line_of_the_script_where_it_is():
+    """Tracebacks of --exercises name the step's own file and line: each cell is compiled at
+    its place in the script, so every line of it is the script's line of that number (the
+    notebook's own wrapper lines, `try:` and the like, aside)."""
+    for script in sorted((ROOT / "steps").glob("step[0-9][0-9].py")):
+        lines = script.read_text().splitlines()
+        cells = []
+        for kind, source, _ in run_steps._cells_with_lines(script.read_text()):
+            if kind == "code":
+                cells.append(source)
+        runner_cells = _runner_cells(script)
+        assert len(runner_cells) == len(cells)
+        for source, (first, shown) in zip(cells, runner_cells):
+            body = notebooks.exercise_role(source)[1]
+            wrapper = set(shown.splitlines()) - set(notebooks._indent(body).splitlines())
+            for k, line in enumerate(shown.splitlines()):
+                if line in wrapper or not line.strip():
+                    continue
+                assert lines[first - 1 + k].strip() == line.strip(), (script.name, first + k)
+
+
+def _runner_cells(script):
+    import ast
+    import json
+    import re
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        text = run_steps.learner_version(script, Path(tmp)).read_text()
+    return json.loads(ast.literal_eval(re.search(r"json\.loads\((.*)\):\n", text).group(1)))
 
 
 def test_the_tool_counts_the_checks_and_runs_from_the_current_directory(tmp_path):

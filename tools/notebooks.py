@@ -104,7 +104,8 @@ except ImportError:
     if pip.returncode != 0:
         plain = re.sub(r"\\x1b\\x5b[0-9;]*m", "", pip.stderr)  # without the terminal's colours
         lines = [line.strip() for line in plain.splitlines() if line.strip()] or ["(no message)"]
-        causes = [line for line in lines if line.startswith(("fatal:", "ERROR:"))]
+        causes = [line for line in lines if line.startswith(("fatal:", "ERROR:", "error:"))
+                  and "subprocess-exited-with-error" not in line]
         said = (causes or lines)[-1]  # git's or pip's own reason, not pip's closing note
         class SetupFailed(Exception):
             def _render_traceback_(self):  # Jupyter and Colab show this text, not a traceback

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -28,9 +29,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from dezero_like.datasets import DATA_ENV, DATA_EXIT_CODE
-
 ROOT = Path(__file__).resolve().parent.parent
+
+try:
+    from dezero_like.datasets import DATA_ENV, DATA_EXIT_CODE
+except ImportError as error:  # not installed (or a broken copy): say how to install it
+    sys.exit(f"run_steps: cannot import dezero_like ({error}). To fix: run `pip install -e .` "
+             f"in {ROOT}, then run this again.")
 
 
 def _load_notebooks_tool():
@@ -69,12 +74,11 @@ def main(argv=None):
         print(f"=== {script.relative_to(ROOT)} ===", flush=True)
         start = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
-            path = learner_version(script, Path(tmp)) if args.exercises else script
-            result = subprocess.run([sys.executable, str(path)], env=env,
-                                    capture_output=args.quiet or args.exercises, text=True)
-        if args.exercises and not args.quiet:  # shown after the run, to count the checks in it
-            print(result.stdout, end="")
-            print(result.stderr, end="", file=sys.stderr)
+            if args.exercises:
+                result = run_counted(learner_version(script, Path(tmp)), env, args.quiet)
+            else:
+                result = subprocess.run([sys.executable, str(script)], env=env,
+                                        capture_output=args.quiet, text=True)
         elapsed = time.perf_counter() - start
         if result.returncode == 0:
             status = "ok"
@@ -100,8 +104,6 @@ def main(argv=None):
         parts.append(f"{len(no_data)} could not get MNIST {no_data} (set {DATA_ENV} to a folder "
                      "with mnist/, or allow the download)")
     parts.append(f"{len(failed)} failed" + (f" {failed}" if failed else ""))
-    if (Path.cwd() / "outputs").is_dir():
-        print(f"the files the steps wrote are in {Path.cwd() / 'outputs'}")
     steps = f"{len(wanted)} step{'s' * (len(wanted) != 1)}"
     print(f"ran {steps} in {time.perf_counter() - total:.1f} s: " + ", ".join(parts))
     return 1 if failed or no_data else 0
@@ -124,19 +126,78 @@ def installed_elsewhere():
             f"To fix: run `pip install -e .` in {ROOT}.")
 
 
-def learner_version(script, folder):
-    """Write ``script`` as its notebook runs it, solutions off, into ``folder``; return the path.
+def run_counted(path, env, quiet):
+    """Run ``path``, echoing its output as it comes (unless ``quiet``); return what it printed.
 
-    Each code cell becomes what the notebook holds (``notebooks.notebook_cell_source``):
-    a solution runs only if ``use_solution`` is ticked (it is not), and a self-check
-    prints what is still wrong instead of stopping the step. The file keeps the step's
-    name, so its messages and its ``outputs/stepNN`` folder read as the step's own.
+    The result has ``returncode``, ``stdout`` and ``stderr`` as ``subprocess.run`` gives them
+    (with ``quiet``, stderr is merged into stdout, so a failure's message can be shown).
     """
-    cells = notebooks.split_cells(script.read_text(encoding="utf-8"))
-    code = [notebooks.notebook_cell_source(source)[0] for kind, source in cells if kind == "code"]
+    env = dict(env, PYTHONIOENCODING="utf-8")
+    with subprocess.Popen([sys.executable, str(path)], env=env, text=True, encoding="utf-8",
+                          stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT if quiet else None) as child:
+        lines = []
+        for line in child.stdout:
+            lines.append(line)
+            if not quiet:
+                print(line, end="", flush=True)
+    return subprocess.CompletedProcess(child.args, child.returncode, "".join(lines), "")
+
+
+def learner_version(script, folder):
+    """Write a runner for ``script`` as its notebook runs it, solutions off; return its path.
+
+    Each code cell runs as the notebook holds it (``notebooks.notebook_cell_source``): a
+    solution only if ``use_solution`` is ticked (it is not), and a self-check that prints
+    what is still wrong instead of stopping the step. Each cell is compiled under the
+    script's own path, with its lines where they are in the script, so a traceback points
+    at the line the learner wrote.
+    """
+    text = script.read_text(encoding="utf-8")
+    cells = []
+    for kind, source, line in _cells_with_lines(text):
+        if kind != "code":
+            continue
+        role, body = notebooks.exercise_role(source)
+        shown = notebooks.notebook_cell_source(source)[0]
+        if role is not None:  # where the body starts in the script, after the marker line
+            rest = source.partition("\n")[2]
+            line += 1 + len(rest) - len(rest.lstrip("\n"))
+            # the lines the notebook puts before the body: title, switch and `if` / `try:`
+            line -= shown.split("\n").index(notebooks._indent(body).split("\n")[0]) \
+                if role != "exercise" else 0
+        cells.append((max(line, 1), shown))
     path = folder / script.name
-    path.write_text("\n\n".join(code) + "\n", encoding="utf-8")
+    path.write_text(RUNNER.format(script=str(script.resolve()), cells=json.dumps(cells)),
+                    encoding="utf-8")
     return path
+
+
+RUNNER = """\
+# Runs {script} as its notebook does, solutions off (tools/run_steps.py --exercises).
+import json
+
+SCRIPT = {script!r}
+for first_line, source in json.loads({cells!r}):
+    exec(compile("\\n" * (first_line - 1) + source, SCRIPT, "exec"), globals())
+"""
+
+
+def _cells_with_lines(text):
+    """``notebooks.split_cells(text)`` with each cell's first line (1-based) in the script."""
+    cells = notebooks.split_cells(text)
+    lines = text.splitlines()
+    marks = [k for k, line in enumerate(lines) if notebooks.CELL_MARK.match(line)]
+    starts = []
+    for k, mark in enumerate(marks):
+        end = marks[k + 1] if k + 1 < len(marks) else len(lines)
+        first = next((j for j in range(mark + 1, end) if lines[j].strip()), None)
+        if first is not None:
+            starts.append(first + 1)
+    if len(starts) != len(cells):
+        raise ValueError(f"cannot place the cells of the script: {len(starts)} non-empty "
+                         f"cells found, split_cells gives {len(cells)}")
+    return [(kind, source, line) for (kind, source), line in zip(cells, starts)]
 
 
 if __name__ == "__main__":
