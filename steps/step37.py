@@ -386,7 +386,8 @@ assert isinstance(counted, (int, np.integer)), (
 )
 print(f"freed_bytes: {counted} bytes; backward released {released} bytes "
       f"(one array here is {one_array} bytes)")
-assert abs(counted - released) < one_array / 100, (
+# a mistake is off by whole arrays; Python's own objects freed with them are a few hundred bytes
+assert abs(counted - released) < one_array / 4, (
     f"you count {counted / one_array:g} arrays, backward released {released / one_array:.2f}: "
     + ("too many: a leaf stays, y stays, and an array read several times is freed once"
        if counted > released else
