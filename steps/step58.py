@@ -621,7 +621,8 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
         mean32, var32 = mean.astype(np.float32), var.astype(np.float32)
         y = batch_norm(F.astype(x, np.float32), F.astype(as_variable(gamma), np.float32),
                        F.astype(as_variable(beta), np.float32), mean32, var32, decay, eps)
-        mean[...], var[...] = mean32, var32  # the running statistics, updated in training
+        if Config.train:  # the running statistics moved; in test mode they did not
+            mean[...], var[...] = mean32, var32
         return F.astype(y, np.float16)
     gamma = F.reshape(as_variable(gamma), shape)
     beta = F.reshape(as_variable(beta), shape)

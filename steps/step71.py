@@ -965,25 +965,24 @@ from dezero_like.functions_conv import _grad_dtype, _pair_spread, _scatter_to_wi
 def forward(self, gy):
     self.retain_inputs(())
     xp = cuda.get_array_module(gy)
+    # in the input's dtype on every path (a float64 gy for float32 images would make every
+    # layer below run its backward in float64)
+    gy = gy.astype(_grad_dtype(self.pool, gy), copy=False)
     if self.pool.pair_masks is not None:  # the 2x2 path: undo its two stages
         across, down = self.pool.pair_masks
         N, C, H, W = self.pool.x_shape
-        g = gy.astype(_grad_dtype(self.pool, gy), copy=False).reshape(-1, W // 2)
+        g = gy.reshape(-1, W // 2)
         rows = np.empty((len(g), 2, W // 2), dtype=g.dtype)
         _pair_spread(g, down, rows[:, 0], rows[:, 1])
         gx = np.empty((N * C * H * W // 2, 2), dtype=g.dtype)
         _pair_spread(rows.reshape(-1), across, gx[:, 0], gx[:, 1])
         return gx.reshape(N, C, H, W)
     idx = self.pool.indexes
-    if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71)
+    if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71); float16 has none
         from dezero_like import cuda_kernels
 
-        # in the input's dtype, as the CPU paths give it (a float64 gy for float32 images
-        # would make every layer below run its backward in float64)
-        gy = gy.astype(_grad_dtype(self.pool, gy), copy=False)
-        if _raw_gpu(gy):  # float16 has no kernel: the general path below
-            return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
-                                                    self.pool.kernel_size)
+        return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
+                                                self.pool.kernel_size)
     zero = gy.dtype.type(0)
     return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
 

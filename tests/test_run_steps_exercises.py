@@ -83,7 +83,7 @@ def test_a_runner_keeps_every_line_of_the_script_where_it_is():
     for script in sorted((ROOT / "steps").glob("step[0-9][0-9].py")):
         lines = script.read_text().splitlines()
         cells = []
-        for kind, source, _ in run_steps._cells_with_lines(script.read_text()):
+        for kind, source, _ in notebooks.split_cells_at(script.read_text()):
             if kind == "code":
                 cells.append(source)
         runner_cells = _runner_cells(script)

@@ -154,34 +154,40 @@ def colab_url(name):
 
 def split_cells(text):
     """Split a percent-format script into (kind, source) pairs."""
+    return [(kind, source) for kind, source, _ in split_cells_at(text)]
+
+
+def split_cells_at(text):
+    """``split_cells`` with each cell's first line: (kind, source, line), lines from 1."""
     cells = []
-    kind, lines = None, []
-    for line in text.splitlines():
+    kind, lines, first = None, [], 0
+    for number, line in enumerate(text.splitlines(), start=1):
         m = CELL_MARK.match(line)
         if m:
             if kind is not None:
-                cells.append((kind, lines))
-            kind, lines = ("markdown" if m.group("md") else "code"), []
+                cells.append((kind, lines, first))
+            kind, lines, first = ("markdown" if m.group("md") else "code"), [], number + 1
         elif kind is None:
             if line.strip() and not line.startswith("#!"):
                 raise ValueError("a step script must start with a '# %% [markdown]' title cell")
         else:
             lines.append(line)
     if kind is not None:
-        cells.append((kind, lines))
+        cells.append((kind, lines, first))
     result = []
-    for kind, lines in cells:
+    for kind, lines, first in cells:
         while lines and not lines[-1].strip():
             lines.pop()
         while lines and not lines[0].strip():
             lines.pop(0)
+            first += 1
         if kind == "markdown":
             bad = [ln for ln in lines if ln and not (ln == "#" or ln.startswith("# "))]
             if bad:
                 raise ValueError(f"markdown line not behind '# ': {bad[0]!r}")
             lines = [ln[2:] if ln.startswith("# ") else "" for ln in lines]
         if lines:
-            result.append((kind, "\n".join(lines)))
+            result.append((kind, "\n".join(lines), first))
     return result
 
 

@@ -155,17 +155,17 @@ def learner_version(script, folder):
     """
     text = script.read_text(encoding="utf-8")
     cells = []
-    for kind, source, line in _cells_with_lines(text):
+    for kind, source, line in notebooks.split_cells_at(text):
         if kind != "code":
             continue
         role, body = notebooks.exercise_role(source)
         shown = notebooks.notebook_cell_source(source)[0]
-        if role is not None:  # where the body starts in the script, after the marker line
-            rest = source.partition("\n")[2]
-            line += 1 + len(rest) - len(rest.lstrip("\n"))
-            # the lines the notebook puts before the body: title, switch and `if` / `try:`
-            line -= shown.split("\n").index(notebooks._indent(body).split("\n")[0]) \
-                if role != "exercise" else 0
+        if role is not None:
+            # the body's first line in the script: after the marker and any blank lines ...
+            line += source.count("\n") - body.count("\n")
+            # ... less the lines the notebook puts before it (title, switch, `if`, `try:`)
+            placed = body if role == "exercise" else notebooks._indent(body)
+            line -= shown[:shown.index(placed)].count("\n")
         cells.append((max(line, 1), shown))
     path = folder / script.name
     path.write_text(RUNNER.format(script=str(script.resolve()), cells=json.dumps(cells)),
@@ -181,23 +181,6 @@ SCRIPT = {script!r}
 for first_line, source in json.loads({cells!r}):
     exec(compile("\\n" * (first_line - 1) + source, SCRIPT, "exec"), globals())
 """
-
-
-def _cells_with_lines(text):
-    """``notebooks.split_cells(text)`` with each cell's first line (1-based) in the script."""
-    cells = notebooks.split_cells(text)
-    lines = text.splitlines()
-    marks = [k for k, line in enumerate(lines) if notebooks.CELL_MARK.match(line)]
-    starts = []
-    for k, mark in enumerate(marks):
-        end = marks[k + 1] if k + 1 < len(marks) else len(lines)
-        first = next((j for j in range(mark + 1, end) if lines[j].strip()), None)
-        if first is not None:
-            starts.append(first + 1)
-    if len(starts) != len(cells):
-        raise ValueError(f"cannot place the cells of the script: {len(starts)} non-empty "
-                         f"cells found, split_cells gives {len(cells)}")
-    return [(kind, source, line) for (kind, source), line in zip(cells, starts)]
 
 
 if __name__ == "__main__":
