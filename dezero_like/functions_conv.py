@@ -232,8 +232,11 @@ class Conv2d(Function):
         if b is None:
             return xp.ascontiguousarray(y)  # a copy only for the transposed view
         # the bias (and any copy) in one pass, into a C-ordered array (left to itself, NumPy
-        # would lay the sum out like a transposed input)
-        out = xp.empty(y.shape, dtype=xp.result_type(y.dtype, b.dtype))
+        # would lay the sum out like a transposed input); y is the product's own new memory,
+        # so when it is C-ordered already the bias is added in place
+        dtype = xp.result_type(y.dtype, b.dtype)
+        in_place = y.flags.c_contiguous and y.dtype == dtype
+        out = y if in_place else xp.empty(y.shape, dtype=dtype)
         return xp.add(y, b.reshape(1, OC, 1, 1), out=out)
 
     def backward(self, gy):
@@ -264,8 +267,11 @@ def conv2d(x, W, b=None, stride=1, pad=0):
     return Conv2d(stride, pad)(x, W, b)
 
 
+_TAPS_BYTES = 32 * 2**20  # the most memory the taps' products take at once in _deconv_stride1
+
+
 def _deconv_stride1(x, W, out_hw, pad):
-    """``deconv2d`` with stride 1: per kernel tap, one matrix product and one shifted add.
+    """``deconv2d`` with stride 1: per kernel tap, one shifted add along the whole batch.
 
     Returns a view ``(N, OC, OH, OW)`` of the full output cropped by ``pad``.
     """
@@ -273,21 +279,22 @@ def _deconv_stride1(x, W, out_hw, pad):
     N, C, H, Wd = x.shape
     OC, KH, KW = W.shape[1:]
     Hq, Wq = H + KH - 1, Wd + KW - 1  # the output before the padding is cropped
-    run = H * Wq  # one tap's contribution, row after row
-    xq = xp.zeros((C, N, H, Wq), dtype=x.dtype)
-    xq[..., :Wd] = x.transpose(1, 0, 2, 3)
-    xq = xq.reshape(C, N * run)
+    plane = N * Hq * Wq  # the whole batch, image after image, each on the output's grid
+    xq = xp.zeros((C, N, Hq, Wq), dtype=x.dtype)
+    xq[:, :, :H, :Wd] = x.transpose(1, 0, 2, 3)
+    xq = xq.reshape(C, plane)
     dtype = xp.result_type(x.dtype, W.dtype)  # as W.T @ x would have it
-    # KW - 1 extra: the last tap's run starts KW - 1 after a row start and is `run` long
-    y = xp.zeros((OC, N, Hq * Wq + KW - 1), dtype=dtype)
-    part = xp.empty((OC, N * run), dtype=dtype)
-    for i in range(KH):
-        for j in range(KW):
-            xp.matmul(W[:, :, i, j].T, xq, out=part)  # (OC, C) @ (C, N*run)
-            start = i * Wq + j
-            y[:, :, start:start + run] += part.reshape(OC, N, run)
+    # room past the end for the largest shift, (KH - 1) * Wq + KW - 1
+    y = xp.zeros((OC, plane + (KH - 1) * Wq + KW - 1), dtype=dtype)
+    taps = W.transpose(2, 3, 1, 0).reshape(KH * KW, OC, C)  # taps[i*KW + j] = W[:, :, i, j].T
+    per_product = max(1, _TAPS_BYTES // (OC * plane * y.itemsize))
+    for first in range(0, KH * KW, per_product):
+        parts = taps[first:first + per_product].reshape(-1, C) @ xq  # (taps*OC, C) @ (C, plane)
+        for k, part in enumerate(parts.reshape(-1, OC, plane), start=first):
+            i, j = divmod(k, KW)
+            y[:, i * Wq + j:i * Wq + j + plane] += part
     (OH, OW), (PH, PW) = out_hw, pad
-    y = y[:, :, :Hq * Wq].reshape(OC, N, Hq, Wq)[:, :, PH:PH + OH, PW:PW + OW]
+    y = y[:, :plane].reshape(OC, N, Hq, Wq)[:, :, PH:PH + OH, PW:PW + OW]
     return y.transpose(1, 0, 2, 3)
 
 

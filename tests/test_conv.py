@@ -389,6 +389,18 @@ def test_stride_one_deconv2d_keeps_the_dtype_and_returns_a_contiguous_array(dtyp
                                rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
 
 
+# one tap's product: OC * N * (H + KH - 1) * (W + KW - 1) float64s = 2 * 1 * 5 * 8 * 8 bytes
+@pytest.mark.parametrize("taps_bytes", [1, 3 * 2 * 1 * 5 * 8 * 8])
+def test_stride_one_deconv2d_gives_the_same_sums_with_fewer_taps_per_product(
+        monkeypatch, taps_bytes):
+    # one tap per product (1 byte), or three of the six (a 2x3 kernel: a last group that is
+    # not full); a large layer takes this path to bound the memory of the taps' products
+    x, Wt, b, s, p, outsize = _deconv_case(DECONV_CASES[5], 26)
+    monkeypatch.setattr(Fc, "_TAPS_BYTES", taps_bytes)
+    y = Fc.deconv2d(x, Wt, b, s, p)
+    np.testing.assert_allclose(y.data, deconv_ref(x, Wt, b, s, p), atol=1e-12)
+
+
 def test_deconv2d_rejects_an_inconsistent_outsize():
     with pytest.raises(ValueError, match="inconsistent"):
         Fc.deconv2d(np.zeros((1, 1, 3, 3)), np.zeros((1, 1, 3, 3)), stride=2, outsize=(10, 10))
