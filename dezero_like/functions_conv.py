@@ -267,7 +267,7 @@ def conv2d(x, W, b=None, stride=1, pad=0):
     return Conv2d(stride, pad)(x, W, b)
 
 
-_TAPS_BYTES = 32 * 2**20  # the most memory the taps' products take at once in _deconv_stride1
+_TAPS_BYTES = 8 * 2**20  # the most memory the taps' products take at once in _deconv_stride1
 
 
 def _deconv_stride1(x, W, out_hw, pad):

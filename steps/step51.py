@@ -375,8 +375,10 @@ class Spiral(Dataset):
 
 
 # %% [markdown]
-# `DATA_EXIT_CODE` is the exit status a script ends with when the data cannot be had; it is the
-# same value as `EXIT_CODE` in `_fixable`.
+# `DATA_EXIT_CODE` (3) is the exit status a script ends with when its data cannot be had (step
+# 53's MNIST, offline). The error that ends it comes from `dezero_like._fixable`, the course's
+# own support code (no step writes it, docs/package-from-steps.md): it prints a one-paragraph
+# message and exits with its `EXIT_CODE`, the same value.
 
 # %%
 #| export dezero_like/datasets.py

@@ -30,8 +30,10 @@
 # defines its names in this script too; the rest of the step uses them through the package.
 
 # %% [markdown]
-# `cuda.py` gains the pieces that say what to do when no GPU can be used. `_GPU_HELP` is the one
-# sentence of advice every such error ends with, so it is written once.
+# The `DataLoader` below can hand out batches already on a GPU (`gpu=True`; the GPU itself is
+# step 54's subject), so `cuda.py` first gains the pieces that say what to do when no GPU can be
+# used. `_GPU_HELP` is the one sentence of advice every such error ends with, so it is written
+# once.
 
 # %%
 #| export dezero_like/cuda.py
@@ -134,8 +136,9 @@ def as_cupy(x):
 # `np.random.default_rng` takes: a `Generator`, a `SeedSequence`), not `1.5`. With
 # `shuffle=False` the order is always the same and a `seed` has nothing to do. The number of
 # batches is counted from `batch_size` when the loader is made, so `batch_size` cannot be
-# changed afterwards (`loader.batch_size = 10` would have read 30 of 300 examples an epoch):
-# a new batch size is a new loader.
+# changed afterwards (a loader of 300 examples made with `batch_size=30` counts 10 batches;
+# `loader.batch_size = 10` would then have read 100 of them an epoch): a new batch size is a new
+# loader.
 
 # %%
 #| export dezero_like/dataloaders.py
@@ -383,10 +386,12 @@ for x, t in loader:
     print("x", x.ravel(), " t", t)
 
 # %% [markdown]
-# With `shuffle=True` each epoch draws a new order (from `np.random`, so
-# `np.random.seed` makes runs repeatable). A different order every epoch
-# matters: with a fixed order, the same examples would always share a batch
-# and push the parameters in the same sequence of directions.
+# `Numbers()` is a training set (`train=True`, the default), so a loader left
+# at `shuffle=None` shuffles it, as `shuffle=True` would: each epoch draws a new
+# order (from `np.random`, so `np.random.seed` makes runs repeatable). A
+# different order every epoch matters: with a fixed order, the same examples
+# would always share a batch and push the parameters in the same sequence of
+# directions.
 
 # %%
 np.random.seed(0)

@@ -723,7 +723,7 @@ print("one example:", x.shape, x.dtype, f"values in [{x.min()}, {x.max()}], labe
 print("stored as:", train_set.data.shape, train_set.data.dtype)
 
 # %% [markdown]
-# The default transform (step 51) flattens each image and scales it to
+# The default transform, built from step 51's transforms, flattens each image and scales it to
 # $[0, 1]$ in float32; the stored data stays uint8. A look at some digits:
 
 # %%
@@ -810,7 +810,8 @@ plt.show()
 #    were predicted as $d$. The self-check confirms that weighting these by how
 #    often each digit occurs gives back the overall accuracy.
 # 2. **Implement then test: reading IDX.** Write `parse_idx(raw)` for the
-#    bytes of an uncompressed IDX file of `uint8` values: byte 3 is the number
+#    bytes of an uncompressed IDX file of `uint8` values: byte 3 (counting from
+#    0) is the number
 #    of dimensions $d$, then come $d$ big-endian `uint32` sizes (`np.frombuffer`
 #    with dtype `">u4"`, `count` and `offset`), then the values. Return the
 #    values as a `uint8` array of that shape (the validation of `load_idx` is

@@ -341,9 +341,9 @@ with np.load(path, allow_pickle=False) as archive:
         print(f"{name:5s} {archive[name].shape} {archive[name].dtype}")
 
 # %% [markdown]
-# A fresh model of the same architecture has no weights yet (a `Linear` layer
-# creates its weight on its first input); `load_weights` creates them from the
-# file. The loaded model computes
+# A fresh model of the same architecture has no weight matrices yet (a `Linear`
+# layer creates its `W` on its first input; only its bias, zeros, exists);
+# `load_weights` creates them from the file. The loaded model computes
 # exactly what the trained one did:
 
 # %%

@@ -457,15 +457,16 @@ def conv2d(x, W, b=None, stride=1, pad=0):
 #
 # The products of several taps go into one matrix product (`(taps*OC, C) @ (C, N*Hq*Wq)`: BLAS
 # is faster on one tall product than on several short ones), as many taps at a time as fit in
-# `_TAPS_BYTES`, so a large layer does not hold all `KH * KW` products at once. On a 2-core
-# Xeon this takes the input gradient of a 16 -> 32 channel layer on 14x14 images from about
-# 5 ms to 3.4 ms per batch of 100 (`benchmarks/conv.py`).
+# `_TAPS_BYTES`, so a large layer does not hold all `KH * KW` products at once (and a new
+# large array costs page faults: `docs/performance.md`). On a 2-core Xeon this made the input
+# gradient of the second MNIST conv layer (16 -> 32 channels, 14x14) about a third faster than
+# one product and one add per tap, image by image.
 
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like import cuda
 
-_TAPS_BYTES = 32 * 2**20  # the most memory the taps' products take at once in _deconv_stride1
+_TAPS_BYTES = 8 * 2**20  # the most memory the taps' products take at once in _deconv_stride1
 
 
 def _deconv_stride1(x, W, out_hw, pad):

@@ -259,12 +259,13 @@ for obj, name in [(x, "numpy"), (x, "view"), (x, "mean"), (model, "zero_grad"),
 # labels, a frozen pretrained layer. Marking them `requires_grad=False` saves
 # two things:
 #
-# * **gradient work**: a function's backward receives `needs_input_grad` and
-#   returns `None` for inputs that do not need a gradient;
-# * **memory**: `Mul` keeps a factor only if the *other* factor needs a gradient
-#   ($\partial (a b) / \partial a = b$). In `h * data` with a constant `data`,
-#   the intermediate `h` is not kept: only `data`'s gradient would read it
-#   (step 69 measures what this saves).
+# * **gradient work**: a function's backward reads `self.needs_input_grad`
+#   (step 23) and returns `None` for inputs that do not need a gradient;
+# * **memory** (from step 69 on): `Mul` needs a factor only if the *other*
+#   factor needs a gradient ($\partial (a b) / \partial a = b$). In `h * data`
+#   with a constant `data`, the intermediate `h` need not be kept: only `data`'s
+#   gradient would read it. Step 69 makes functions keep only what they need,
+#   and measures what this saves.
 #
 # A function whose inputs *all* do not require grad records nothing: its output
 # is a constant too, with no creator, exactly as under `no_grad()`.

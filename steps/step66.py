@@ -16,11 +16,12 @@
 # forward line whose backward failed (PyTorch documentation,
 # `torch.autograd.detect_anomaly`). A NaN made in the forward pass itself goes
 # unreported there until it reaches a backward. Ours, like Chainer's, checks
-# both passes: `with dz.debug_mode():`. It is built entirely from the hooks of step 65: a
+# both passes: `with dz.debug_mode():`. It is built from the hooks of step 65: a
 # `DebugHook` whose `forward_postprocess` and `backward_postprocess` run
 # `isfinite` on each new array and raise `DebugError` (a `RuntimeError`) that
 # names the function, the pass, the line of your code that called it, and what
-# the function was given. Nothing in the core knows about it.
+# the function was given. The core knows nothing about debug mode; it only
+# gains one more hook callback, for gradients added into a leaf (below).
 
 # %% [markdown]
 # ### The package code of this step

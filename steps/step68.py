@@ -138,11 +138,12 @@ timer.print_report()
 # %% [markdown]
 # ## The full benchmark
 #
-# `benchmarks/passes.py` in the repository does the same for two networks
-# (784-1000-10 and 784-1000-1000-10), optionally beside PyTorch on the same
-# weights and data (`--torch`), on a GPU (`--device gpu`) and with the
-# per-function table (`--profile`). It prints the command and the machine
-# first, so a number can always be traced back to where it came from:
+# `benchmarks/passes.py` in the repository does the same for two networks by
+# default (784-1000-10 and 784-1000-1000-10; `--arch` picks others),
+# optionally beside PyTorch on the same weights and data (`--torch`), on a GPU
+# (`--device gpu`) and with the per-function table (`--profile`). It prints the
+# command and the machine first, so a number can always be traced back to
+# where it came from:
 #
 #     python benchmarks/passes.py --iters 100 --warmup 10 --torch
 #

@@ -1,10 +1,10 @@
 # %% [markdown]
 # # Step 69: Graph nodes without data, keeping only what backward needs
 #
-# In DeZero's design (and ours up to step 22) a function keeps its input
-# Variables, and a Variable *is* its data. So as long as the graph is alive,
-# every intermediate array of the forward pass is alive too, whether backward
-# will read it or not. For a chain of $n$ functions on a large array that is
+# In DeZero's design (and ours until now) a function keeps its input
+# Variables, and a Variable *is* its data. So until a backward frees the graph
+# (step 37), every intermediate array of the forward pass is alive too, whether
+# backward will read it or not. For a chain of $n$ functions on a large array that is
 # $n$ arrays.
 #
 # Industrial frameworks split the two roles:

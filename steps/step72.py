@@ -300,10 +300,10 @@ class AllreduceGrads:
 
 
 # %% [markdown]
-# `DistributedDataLoader` changes `_batch_index` only. Every process draws the same order (same
-# `seed`), takes the same global batch, and keeps its own slice of `batch_size / size` examples;
-# `max_iter` counts whole batches only, so every slice has the same size and the mean of the
-# processes' gradients is the gradient of the whole batch.
+# `DistributedDataLoader` overrides only `_batch_index` (and sets `max_iter`). Every process
+# draws the same order (same `seed`), takes the same global batch, and keeps its own slice of
+# `batch_size / size` examples; `max_iter` counts whole batches only, so every slice has the same
+# size and the mean of the processes' gradients is the gradient of the whole batch.
 
 # %%
 #| export dezero_like/distributed.py
@@ -413,6 +413,7 @@ print("weighted by slice size:    ", f"{np.abs(weighted['l0/W'] - whole['l0/W'])
 # **Naive**: every worker sends its array to worker 0, which adds them up and
 # sends the sum back to each. Worker 0's network link carries $(p-1)N$ bytes in
 # and $(p-1)N$ bytes out for arrays of $N$ bytes: $2(p-1)N$, growing with $p$.
+# Counting only what is sent, as below for both schemes, worker 0 sends $(p-1)N$.
 #
 # **Ring**: the workers sit in a ring, and each array is cut into $p$ chunks.
 #

@@ -114,8 +114,9 @@ print(run_mpi(WORKER))
 # **On a GPU.** `allreduce_mean` copies CuPy arrays to host memory, reduces
 # there and copies back. With a CUDA-aware MPI the device buffers could be
 # passed directly, and **NCCL** (NVIDIA's collective library, what PyTorch
-# uses on GPUs) goes further: it runs ring (or tree) all-reduces over NVLink between
-# the GPUs of a machine, with no trip through the CPU at all.
+# uses on GPUs) goes further: it runs ring (or tree) all-reduces over NVLink (or PCIe)
+# between the GPUs of a machine, without the copies to and from NumPy arrays that
+# `allreduce_mean` makes.
 #
 # ## Exercise
 # **Implement then test: each process's slice.** Write
