@@ -582,8 +582,7 @@ def mnist_train_test(data_dir=None, transform=_DEFAULT, target_transform=None, n
 
 
 # --- step 61 ------------------------------------------------------------
-# SinCurve: written in dezero_like/datasets_seq.py (a later step), found here too, as in the
-# book
+# SinCurve: written in dezero_like/datasets_seq.py (step 61), found here too, as in the book
 __getattr__ = forward_names(__name__, {
     "SinCurve": "dezero_like.datasets_seq",
 })

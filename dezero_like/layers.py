@@ -479,8 +479,8 @@ def _read_npz(path):
 
 
 # --- step 58 ------------------------------------------------------------
-# BatchNorm, Conv2d, Deconv2d, EmbedID, LSTM, RNN: written in dezero_like/layers_conv.py (a
-# later step), found here too, as in the book
+# BatchNorm, Conv2d, Deconv2d, EmbedID (this step), RNN (step 61) and LSTM (step 62): written in
+# dezero_like/layers_conv.py, found here too, as in the book
 __getattr__ = forward_names(__name__, {
     "BatchNorm": "dezero_like.layers_conv",
     "Conv2d": "dezero_like.layers_conv",

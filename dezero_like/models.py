@@ -118,8 +118,8 @@ class Sequential(Model):
 
 
 # --- step 60 ------------------------------------------------------------
-# SimpleConvNet, VGG16: written in dezero_like/models_conv.py (a later step), found here
-# too, as in the book
+# SimpleConvNet, VGG16: written in dezero_like/models_conv.py (step 60), found here too, as
+# in the book
 __getattr__ = forward_names(__name__, {
     "SimpleConvNet": "dezero_like.models_conv",
     "VGG16": "dezero_like.models_conv",

@@ -108,8 +108,8 @@ def reshape_sum_backward(gy, x_shape, axis, keepdims):
 from dezero_like.utils import forward_names
 
 
-# get_dot_graph, plot_dot_graph: written in dezero_like/graph.py (a later step), found here
-# too, as in the book
+# get_dot_graph (this step) and plot_dot_graph (step 26): written in dezero_like/graph.py,
+# found here too, as in the book
 __getattr__ = forward_names(__name__, {
     "get_dot_graph": "dezero_like.graph",
     "plot_dot_graph": "dezero_like.graph",

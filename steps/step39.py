@@ -212,24 +212,17 @@ print("x.grad equals the weights moved back:",
 # %%
 import matplotlib.pyplot as plt
 
-from dezero_like.plot import draw_cells, output_dir, save_figure
+from dezero_like.plot import draw_arrow, draw_cells, output_dir, save_figure
 
 out_dir = output_dir(39)  # every file this step writes goes here
 shades = np.array(["#cde", "#fdc"])  # a cell's colour: which row (or block) of x it came from
-
-
-def arrow(ax, start, end, label):
-    """A labelled arrow from start to end, (x, y) points."""
-    ax.annotate("", end, start, arrowprops={"arrowstyle": "->"})
-    ax.text((start[0] + end[0]) / 2, (start[1] + end[1]) / 2 + 0.25, label, ha="center",
-            fontsize=8)
 
 
 fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5), height_ratios=(1, 2.4))
 grid = dz.Variable(np.arange(6.0).reshape(2, 3))  # the numbers are the reading order
 rows = np.repeat([[0], [1]], 3, axis=1)  # each cell's row in grid
 draw_cells(top, grid.data, 0, 2, "x (2, 3)", shades[rows])
-arrow(top, (3.4, 1), (5.6, 1), "reshape")
+draw_arrow(top, (3.4, 1), (5.6, 1), "reshape", lift=0.25)
 draw_cells(top, F.reshape(grid, (6,)).data, 5.8, 1.5, "y (6,)", shades[rows.ravel()])
 top.text(6, -0.1, "backward: reshape(gy, (2, 3)) reads gy back in the same order", fontsize=8)
 top.set(xlim=(-0.3, 12.2), ylim=(-0.4, 2.6))
@@ -245,8 +238,8 @@ for k in range(2):
 for k in range(4):
     draw_cells(bottom, moved.data[k], 7 + 4 * (k % 2), 7 - 3.5 * (k // 2), f"y[{k}]",
                shades[block.transpose(axes)[k]])
-arrow(bottom, (4.3, 5), (6.7, 5), f"transpose\n{axes}")
-arrow(bottom, (14.3, 5), (16.7, 5), f"backward\n{inverse}")
+draw_arrow(bottom, (4.3, 5), (6.7, 5), f"transpose\n{axes}", lift=0.25)
+draw_arrow(bottom, (14.3, 5), (16.7, 5), f"backward\n{inverse}", lift=0.25)
 bottom.set(xlim=(-0.3, 21.3), ylim=(-0.4, 7.6))
 bottom.set_title("x (2, 3, 4) -> y (4, 2, 3) -> x.grad (2, 3, 4), with gy = y", fontsize=9)
 for ax in (top, bottom):

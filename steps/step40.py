@@ -140,27 +140,21 @@ print("x.grad =", x.grad)
 # %%
 import matplotlib.pyplot as plt
 
-from dezero_like.plot import draw_cells, output_dir, save_figure
+from dezero_like.plot import draw_arrow, draw_cells, output_dir, save_figure
 
 out_dir = output_dir(40)  # every file this step writes goes here
 shades = np.array(["#cde", "#fdc", "#dfd"])  # one colour per output element
 
 
-def arrow(ax, x, y, label):
-    """A labelled arrow pointing right, from (x, y) to (x + 2.5, y)."""
-    ax.annotate("", (x + 2.5, y), (x, y), arrowprops={"arrowstyle": "->"})
-    ax.text(x + 1.25, y + 0.2, label, ha="center", fontsize=8)
-
-
 def draw_sum(ax, x, y, gy, colours, out_colours, title):
     """One row: x -> y on the left, gy -> x.grad on the right (x has had its backward)."""
     draw_cells(ax, x.data, 0, 2, f"x {x.shape}", shades[colours])
-    arrow(ax, 3.2, 1, "sum")
+    draw_arrow(ax, (3.2, 1), (5.7, 1), "sum")
     top_y = 1 + (y.shape[0] if y.ndim == 2 else 1) / 2  # y centred on the row
     draw_cells(ax, y.data, 6, top_y, f"y {y.shape}", shades[out_colours])
     ax.plot([9.3, 9.3], [-0.2, 2.6], color="0.6", lw=1, ls=":")
     draw_cells(ax, gy, 9.9, top_y, f"gy {gy.shape}", shades[out_colours])
-    arrow(ax, 13.4, 1, "copy back")
+    draw_arrow(ax, (13.4, 1), (15.9, 1), "copy back")
     draw_cells(ax, x.grad.data, 16.4, 2, f"x.grad {x.grad.shape}", shades[colours])
     ax.set(xlim=(-0.3, 19.7), ylim=(-0.3, 2.7))
     ax.set_title(title, fontsize=9)

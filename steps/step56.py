@@ -8,9 +8,10 @@
 #
 # **Dropout** is a simple defence. During training, every time the network
 # runs, each hidden unit is switched off (its output set to zero) with
-# probability $p$, independently. No unit can rely on one particular other
-# unit being present, so the network has to spread what it learns over many
-# units, and it cannot build the fragile, very specific combinations that
+# probability $r$, the **dropout ratio** (`dropout_ratio` in `F.dropout`, `p`
+# in PyTorch's `nn.Dropout`), independently. No unit can rely on one particular
+# other unit being present, so the network has to spread what it learns over
+# many units, and it cannot build the fragile, very specific combinations that
 # memorising noise needs. One way to see it: every example of every mini-batch
 # trains its own random "thinned" sub-network, all sharing the same weights.
 #
@@ -146,10 +147,10 @@ out_dir = output_dir(56)  # every file this step writes goes here
 # %% [markdown]
 # ## `F.dropout` in training mode
 #
-# In training, `F.dropout(x, p)` multiplies `x` by a random mask of zeros and
-# ones (each one with probability $1 - p$) and by $1 / (1 - p)$:
+# In training, `F.dropout(x, r)` multiplies `x` by a random mask of zeros and
+# ones (each one with probability $1 - r$) and by $1 / (1 - r)$:
 #
-# $$y = x \cdot \frac{m}{1 - p}, \qquad m_i \sim \mathrm{Bernoulli}(1 - p).$$
+# $$y = x \cdot \frac{m}{1 - r}, \qquad m_i \sim \mathrm{Bernoulli}(1 - r).$$
 #
 # The scaling is the answer to the question of scale: it keeps the expected
 # value of every unit unchanged, $\mathbb{E}[y] = x$, so the next layer sees

@@ -49,8 +49,8 @@
 from dezero_like.utils import forward_names
 
 
-# BatchNorm, Conv2d, Deconv2d, EmbedID, LSTM, RNN: written in dezero_like/layers_conv.py (a
-# later step), found here too, as in the book
+# BatchNorm, Conv2d, Deconv2d, EmbedID (this step), RNN (step 61) and LSTM (step 62): written in
+# dezero_like/layers_conv.py, found here too, as in the book
 __getattr__ = forward_names(__name__, {
     "BatchNorm": "dezero_like.layers_conv",
     "Conv2d": "dezero_like.layers_conv",
@@ -177,6 +177,13 @@ def col2im(col, input_shape, kernel_size, stride=1, pad=0, to_matrix=True):
 
 
 # %% [markdown]
+# The cells from here to the `EmbedID` layer write the rest of the convolution toolkit that later
+# steps use: max pooling (what it is and why CNNs use it is step 59's subject: read its opening
+# first if pooling is new to you), batch normalisation, the embedding lookup, and the layers
+# `Conv2d`, `Deconv2d`, `BatchNorm` and `EmbedID`, with a short demonstration after each of the
+# last two ("Batch normalisation at work", "The embedding at work"). The im2col convolution
+# itself resumes at "im2col on a tiny image" below.
+#
 # `_pool_geometry` sets the defaults of pooling (the stride equals the kernel, so windows do not
 # overlap) and refuses a padding as large as the kernel, which would make a window of padding only.
 
@@ -549,6 +556,9 @@ def _bn_axes(x):
 
 
 # %% [markdown]
+# Batch normalisation (Ioffe and Szegedy, 2015) standardises each channel over the batch,
+# $\hat x = (x - \mu)/\sqrt{\sigma^2 + \epsilon}$, then scales and shifts it with learned
+# $\gamma$ and $\beta$: $y = \gamma \hat x + \beta$.
 # `batch_norm` is built from differentiable functions (`F.sum`, `-`, `*`, `**`) and has no
 # backward of its own: the gradients through the batch mean and variance come from the graph. In
 # training, it also updates the running `mean` and `var` in place, as raw arrays outside the graph
@@ -658,6 +668,8 @@ batch_nrom = batch_norm  # the book's DeZero spells it so: its readers' code kee
 
 
 # %% [markdown]
+# An embedding turns integer ids (a word's index in a vocabulary, say) into learned vectors: row
+# `i` of a table `W` is the vector of id `i`.
 # `embed_id` checks that the ids are integers on the device of `W`, and returns `W[x]`: the
 # indexing of step 48 already has the right gradient, rows added into the rows they came from,
 # repeated ids accumulating. The range of the ids matters most on a GPU, where CuPy's indexing
@@ -881,13 +893,15 @@ class Deconv2d(Conv2d):
 # the same length: `_lazy_shape`). The running statistics are passed as `.data`, the arrays
 # `batch_norm` updates in place. Images with their channels last, `(N, H, W, C)`, would be
 # normalised per row; a first batch that looks like that gets `Conv2d`'s warning. The number of
-# channels is therefore no argument: PyTorch's `BatchNorm1d(16)` is `L.BatchNorm()` here, and
+# channels is no argument (it comes from the first batch): PyTorch's `BatchNorm1d(16)` is
+# `L.BatchNorm()` here, and
 # `L.BatchNorm(16)`, which would make 16 the `decay` (and evaluation give nan), is refused.
 
 # %%
 #| export dezero_like/layers_conv.py
+import numpy as np
+
 import dezero_like.functions_conv as Fc
-from dezero_like import cuda
 from dezero_like.core import Parameter
 from dezero_like.layers import Layer
 
@@ -945,6 +959,116 @@ class BatchNorm(Layer):
 
 
 # %% [markdown]
+# ## Batch normalisation at work
+#
+# Before the last export cell, a look at what `BatchNorm` does. From here on the step uses the
+# package, imported once for the rest of the step:
+
+# %%
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import dezero_like as dz
+import dezero_like.functions as F
+import dezero_like.functions_conv as Fc
+import dezero_like.layers as L
+from dezero_like.plot import output_dir, save_figure
+from dezero_like.utils import gradient_check
+
+out_dir = output_dir(58)  # every file this step writes goes here
+
+
+def rounded(v):
+    """``v`` rounded to 2 decimals for printing (``+ 0.0`` prints a ``-0.0`` as ``0.0``)."""
+    return np.round(v, 2) + 0.0
+
+
+# %% [markdown]
+# A batch of 16 images of 3 channels, 5x5 pixels each, where every channel has its own centre
+# and spread, as the outputs of a convolution might. In training mode (the default) `BatchNorm`
+# standardises each channel with the mean and variance of its $16 \cdot 5 \cdot 5 = 400$ values,
+# taken over the batch and the pixels:
+
+# %%
+rng_bn = np.random.default_rng(2)
+centre = np.array([6.0, -4.0, 1.0]).reshape(1, 3, 1, 1)
+spread = np.array([1.5, 0.5, 3.0]).reshape(1, 3, 1, 1)
+x_bn = (rng_bn.standard_normal((16, 3, 5, 5)) * spread + centre).astype(np.float32)
+bn = L.BatchNorm()
+y_bn = bn(x_bn)  # training mode: the statistics of this batch
+for name, a in (("before", x_bn), ("after", y_bn.data)):
+    print(f"{name:>6}: mean per channel {rounded(a.mean(axis=(0, 2, 3)))}, "
+          f"std per channel {rounded(a.std(axis=(0, 2, 3)))}")
+assert np.allclose(y_bn.data.mean(axis=(0, 2, 3)), 0, atol=1e-5)
+assert np.allclose(y_bn.data.std(axis=(0, 2, 3)), 1, atol=1e-3)
+
+fig, (ax_before, ax_after) = plt.subplots(1, 2, figsize=(10, 3))
+for c, colour in enumerate(["tab:blue", "tab:orange", "tab:green"]):
+    ax_before.hist(x_bn[:, c].ravel(), bins=20, alpha=0.5, color=colour)
+    ax_after.hist(y_bn.data[:, c].ravel(), bins=20, alpha=0.5, color=colour, label=f"channel {c}")
+ax_before.set_title("before: a centre and a spread per channel")
+ax_after.set_title("after BatchNorm (training mode)")
+ax_after.legend(loc="upper left", fontsize=8)
+for ax in (ax_before, ax_after):
+    ax.set_xlabel("value")
+ax_before.set_ylabel("count")
+save_figure(fig, out_dir / "batch_norm_histograms.png")
+plt.show()
+
+# %% [markdown]
+# The layer also keeps running statistics, `avg_mean` and `avg_var`, which start at 0 and 1.
+# Every call in training mode moves them the fraction $1 - \mathrm{decay} = 0.1$ of the way to
+# the batch's statistics (the variance with the unbiased factor $m/(m-1)$, $m = 400$ here). Fed
+# the same batch $k$ times, the running mean is $(1 - 0.9^k)\,\mu$: it closes in on the batch's.
+
+# %%
+m_bn = x_bn.size // x_bn.shape[1]  # values per channel
+mu_bn = x_bn.astype(np.float64).mean(axis=(0, 2, 3))
+var_bn = x_bn.astype(np.float64).var(axis=(0, 2, 3)) * m_bn / (m_bn - 1)
+print(f"batch statistics:  mean {rounded(mu_bn)}  var {rounded(var_bn)}")
+for k in range(1, 51):  # k = 1 is the call above
+    if k > 1:
+        bn(x_bn)
+    if k in (1, 2, 5, 10, 20, 50):
+        print(f"after {k:2d} call(s):  mean {rounded(bn.avg_mean.data)}  "
+              f"var {rounded(bn.avg_var.data)}")
+left = 0.9 ** 50  # the weight still left on the starting values 0 and 1
+assert np.allclose(bn.avg_mean.data, (1 - left) * mu_bn, rtol=1e-4, atol=1e-5)
+assert np.allclose(bn.avg_var.data, left * 1 + (1 - left) * var_bn, rtol=1e-4, atol=1e-5)
+
+# %% [markdown]
+# In training mode an example's output depends on the batch it comes in: the same first image,
+# normalised in its own batch or among 7 other images, gives two different results. In test mode
+# (`dz.test_mode()`) the layer uses its running statistics instead, and leaves them as they are,
+# so an example comes out the same alone, in its own batch or in any other one.
+
+# %%
+x_one = x_bn[:1]  # the first image, as a batch of one
+with_others = np.concatenate([x_one, rng_bn.standard_normal((7, 3, 5, 5)).astype(np.float32)])
+fresh = L.BatchNorm()  # a second layer, so that bn's running statistics stay as they are
+gap = np.abs(fresh(x_bn).data[0] - fresh(with_others).data[0]).max()
+print(f"training mode, own batch vs other batch: largest difference {gap:.3f}")
+running = bn.avg_mean.data.copy(), bn.avg_var.data.copy()
+with dz.test_mode():
+    alone = bn(x_one).data[0]
+    in_own = bn(x_bn).data[0]
+    in_other = bn(with_others).data[0]
+shape = (3, 1, 1)  # per channel, against one image (C, H, W)
+by_hand = (x_bn[0] - bn.avg_mean.data.reshape(shape)) / np.sqrt(
+    bn.avg_var.data.reshape(shape) + bn.eps)  # gamma 1, beta 0: not trained here
+for name, y in (("in its own batch", in_own), ("among other images", in_other)):
+    print(f"test mode, alone vs {name}: largest difference {np.abs(alone - y).max():.1e}")
+print(f"test mode vs the running statistics by hand: largest difference "
+      f"{np.abs(alone - by_hand).max():.1e}")
+assert gap > 0.1
+assert np.allclose(alone, in_own) and np.allclose(alone, in_other)
+assert np.allclose(alone, by_hand, atol=1e-5)
+assert all(np.array_equal(a, b) for a, b in zip(running, (bn.avg_mean.data, bn.avg_var.data)))
+
+
+# %% [markdown]
 # `EmbedID` is one Parameter, a table with one row per id, and a forward that calls `embed_id`.
 
 # %%
@@ -966,19 +1090,45 @@ class EmbedID(Layer):
         return Fc.embed_id(x, self.W)
 
 
+# %% [markdown]
+# ## The embedding at work
+#
+# A table of 7 ids with vectors of 3 numbers, and 5 ids to look up, id 2 three times. Picking row
+# `i` of `W` is multiplying the one-hot row of `i` (1 at place `i`, 0 elsewhere) by `W`, so the
+# lookup is the product of a one-hot matrix with `W`, without the multiplications:
+
 # %%
-import time
+emb = L.EmbedID(7, 3)
+ids = np.array([2, 5, 2, 0, 2])
+y_emb = emb(ids)
+one_hot = np.eye(7, dtype=emb.W.dtype)[ids]  # (5, 7): row r is 1 at place ids[r]
+print("one-hot matrix of the ids:")
+print(one_hot)
+print("lookup == one_hot @ W:", np.allclose(y_emb.data, one_hot @ emb.W.data))
+assert np.allclose(y_emb.data, one_hot @ emb.W.data)
 
-import matplotlib.pyplot as plt
-import numpy as np
+# %% [markdown]
+# The product also gives the gradient: for $y = H W$ with the one-hot $H$, $\partial L/\partial W
+# = H^\top g_y$, which adds the gradient of every output row into the row of its id. Id 2 was
+# picked three times, so its row receives the sum of three rows of $g_y$. That is what
+# `np.add.at` does in the backward of indexing (step 48); a plain `gW[ids] += gy` keeps only one
+# of them, the last written:
 
-import dezero_like as dz
-import dezero_like.functions as F
-import dezero_like.functions_conv as Fc
-from dezero_like.plot import output_dir, save_figure
-from dezero_like.utils import gradient_check
-
-out_dir = output_dir(58)  # every file this step writes goes here
+# %%
+gy_emb = np.arange(15, dtype=np.float32).reshape(5, 3)  # the gradient of each looked-up row
+(y_emb * gy_emb).sum().backward()  # a loss whose gradient with respect to y_emb is gy_emb
+added = np.zeros_like(emb.W.data)
+np.add.at(added, ids, gy_emb)
+assigned = np.zeros_like(emb.W.data)
+assigned[ids] += gy_emb  # id 2 is written three times: only the last write stays
+print("W.grad:")
+print(emb.W.grad.data)
+print("rows of gy for id 2:", gy_emb[ids == 2].tolist(), "sum:", gy_emb[ids == 2].sum(axis=0))
+print("row 2 of W.grad:", emb.W.grad.data[2], " np.add.at:", added[2],
+      " gW[ids] += gy:", assigned[2])
+assert np.allclose(emb.W.grad.data, added)
+assert np.allclose(emb.W.grad.data, one_hot.T @ gy_emb)
+assert not np.allclose(assigned[2], added[2])  # the repeats are lost
 
 # %% [markdown]
 # ## im2col on a tiny image

@@ -206,11 +206,15 @@ min = builtins.min
 
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import dezero_like as dz
 import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
+from dezero_like.plot import draw_arrow, draw_cells, output_dir, save_figure
 from dezero_like.utils import gradient_check
+
+out_dir = output_dir(59)  # every file this step writes goes here
 
 # %% [markdown]
 # ## Max and average on a 4×4 map
@@ -220,9 +224,50 @@ x = np.array([[1.0, 3.0, 2.0, 0.0],
               [4.0, 2.0, 1.0, 5.0],
               [0.0, 1.0, 7.0, 2.0],
               [3.0, 2.0, 1.0, 0.0]]).reshape(1, 1, 4, 4)
-print("max pooling 2x2:\n", Fc.pooling(x, 2).data[0, 0])
-print("average pooling 2x2:\n", Fc.average_pooling(x, 2).data[0, 0])
+y_max = Fc.pooling(x, 2).data[0, 0]
+y_avg = Fc.average_pooling(x, 2).data[0, 0]
+print("max pooling 2x2:\n", y_max)
+print("average pooling 2x2:\n", y_avg)
 print("3x3 windows, stride 1:", Fc.pooling(x, 3, stride=1).shape)
+
+# %% [markdown]
+# The same 2×2 pooling in a picture. Each colour is one window of `x` and the output cell it
+# becomes. Max pooling keeps the window's winner (dark, outlined) and forgets the other three;
+# average pooling mixes all four, so no single cell of `x` stands behind its output.
+
+# %%
+light = np.array(["#cde", "#fdc", "#dfd", "#ecf"])  # one colour per 2x2 window
+dark = np.array(["#8ac", "#e96", "#8c8", "#b8d"])  # the same colours, darker: a window's winner
+window = np.arange(4)[:, None] // 2 * 2 + np.arange(4) // 2  # the window each cell of x is in
+out_window = np.arange(4).reshape(2, 2)  # the window each output cell summarises
+winner = x[0, 0] == y_max.repeat(2, axis=0).repeat(2, axis=1)  # equals its window's max
+
+
+def outline(ax, mask, left, top):
+    """A thick border round the cells where mask is True, of an array drawn at (left, top)."""
+    for i, j in zip(*np.nonzero(mask)):
+        ax.add_patch(plt.Rectangle((left + j, top - i - 1), 1, 1, fill=False, ec="k", lw=2.5))
+
+
+def finish(ax, xlim, ylim, title):
+    """Frame a panel of cells: limits, a title, square cells, no axes."""
+    ax.set(xlim=xlim, ylim=ylim)
+    ax.set_title(title, fontsize=9)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+fig, ax = plt.subplots(figsize=(6.5, 4.2))
+draw_cells(ax, x[0, 0], 0, 4, "x (4x4)", np.where(winner, dark[window], light[window]),
+           fontsize=10)
+outline(ax, winner, 0, 4)
+draw_arrow(ax, (4.3, 3.0), (6.7, 3.5), "max")
+draw_cells(ax, y_max, 7, 4.5, "max pooling (2x2)", dark[out_window], fontsize=10)
+draw_arrow(ax, (4.3, 1.0), (6.7, 0.5), "mean")
+draw_cells(ax, y_avg, 7, 1.3, "average pooling (2x2)", light[out_window], fontsize=10)
+finish(ax, (-0.3, 9.8), (-0.9, 5.1), "2x2 windows, stride 2: one output per window")
+save_figure(fig, out_dir / "pool_forward.png")
+plt.show()
 
 # %% [markdown]
 # ## Pooling is im2col plus a reduction
@@ -259,7 +304,7 @@ print("pooling_simple == Fc.pooling:",
       np.allclose(pooling_simple(dz.Variable(maps), 2).data, Fc.pooling(maps, 2).data))
 
 # %% [markdown]
-# The package's `Fc.pooling` differs in three ways. It pads with $-\infty$
+# The package's `Fc.pooling` differs in four ways. It pads with $-\infty$
 # instead of zero, so a window that overlaps the border never picks the
 # padding, even when every real value in it is negative. It never builds
 # `col`: for each of the $K_H K_W$ kernel offsets it takes the strided slice
@@ -268,6 +313,9 @@ print("pooling_simple == Fc.pooling:",
 # element won each window, which its backward needs. (That is its general path;
 # the 2x2 windows with stride 2 used here take step 58's faster path, a maximum of
 # pairs taken twice, which keeps two masks instead of one index per window.)
+# And on a tie its backward gives the whole gradient to the first of the equal
+# values, as PyTorch does, where `F.max` shares it equally among them: both are
+# valid subgradients, and ties are common (a window of zeros after a ReLU).
 #
 # ## Backward: where does the gradient go?
 #
@@ -284,6 +332,33 @@ print("max pooling: x.grad\n", xv.grad.data[0, 0])
 xa = dz.Variable(x)
 Fc.average_pooling(xa, 2).sum().backward()
 print("average pooling: x.grad\n", xa.grad.data[0, 0])
+
+# %% [markdown]
+# After `.sum()` every window's upstream gradient is 1, so you cannot tell which 1 went where.
+# The picture seeds backward with a different number per window, `gy`. Top: each number lands
+# on the winner of its window (outlined, the cell the forward pass kept) and the three other
+# cells get 0. Bottom: average pooling hands every cell of a window a quarter of its number.
+
+# %%
+gy = np.array([[4.0, 8.0], [12.0, 16.0]])  # the upstream gradient, one number per window
+xv_gy, xa_gy = dz.Variable(x), dz.Variable(x)
+Fc.pooling(xv_gy, 2).backward(gradient=gy.reshape(1, 1, 2, 2))
+Fc.average_pooling(xa_gy, 2).backward(gradient=gy.reshape(1, 1, 2, 2))
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 5.6))
+draw_cells(top, x[0, 0], 0, 4, "x, winners outlined",
+           np.where(winner, dark[window], light[window]), fontsize=10)
+outline(top, winner, 0, 4)
+draw_cells(top, gy, 6, 3, "gy (2x2)", dark[out_window], fontsize=10)
+draw_arrow(top, (8.3, 2), (10.7, 2), "to the winner")
+draw_cells(top, xv_gy.grad.data[0, 0], 11, 4, "x.grad", light[window], fontsize=10)
+outline(top, winner, 11, 4)
+finish(top, (-0.3, 15.3), (-0.3, 4.7), "max pooling backward: routed")
+draw_cells(bottom, gy, 6, 3, "gy (2x2)", light[out_window], fontsize=10)
+draw_arrow(bottom, (8.3, 2), (10.7, 2), "1/4 to each")
+draw_cells(bottom, xa_gy.grad.data[0, 0], 11, 4, "x.grad", light[window], fontsize=10)
+finish(bottom, (-0.3, 15.3), (-0.3, 4.7), "average pooling backward: spread")
+save_figure(fig, out_dir / "pool_backward.png")
+plt.show()
 
 # %% [markdown]
 # Both backward passes are themselves differentiable functions (the max
@@ -308,14 +383,43 @@ print("gradient check average pooling:",
 
 # %%
 raw_same = pooled_same = 0
+shifts = {}  # column -> the maps before and after, and both pooled (for the picture below)
 for col in range(7):
     before = np.zeros((1, 1, 8, 8))
     before[0, 0, 3, col] = 1.0
     after = np.roll(before, 1, axis=3)
+    pooled_before, pooled_after = Fc.pooling(before, 2).data, Fc.pooling(after, 2).data
+    shifts[col] = (before[0, 0], after[0, 0], pooled_before[0, 0], pooled_after[0, 0])
     raw_same += int(np.array_equal(before, after))
-    pooled_same += int(np.array_equal(Fc.pooling(before, 2).data, Fc.pooling(after, 2).data))
+    pooled_same += int(np.array_equal(pooled_before, pooled_after))
 print(f"a detection moved one pixel right, 7 cases: raw map unchanged {raw_same} times, "
       f"pooled map unchanged {pooled_same} times")
+
+# %% [markdown]
+# Two of those cases, with the 2×2 windows shaded alternately (each window is one cell of the
+# pooled map; columns count from 0, as in the loop). From column 2 to 3 the 1 stays inside its
+# window, so the two pooled maps are identical; from column 3 to 4 it crosses into the next
+# window, and the 1 of the pooled map moves one cell too.
+
+# %%
+shade = np.array(["#fff", "#dde", "#e96"])  # the two window shades, and the detection
+checker = (np.arange(8)[:, None] // 2 + np.arange(8) // 2) % 2  # alternating 2x2 windows
+fig, axes = plt.subplots(2, 1, figsize=(11, 6.8))
+for ax, col in zip(axes, (2, 3)):
+    before, after, pooled_before, pooled_after = shifts[col]
+    for left, top_y, values, title, cells in (
+            (0, 8, before, "map", checker),
+            (9.5, 8, after, "shifted one pixel right", checker),
+            (19.5, 6, pooled_before, "map, max-pooled", checker[::2, ::2]),
+            (25, 6, pooled_after, "shifted, max-pooled", checker[::2, ::2])):
+        draw_cells(ax, values, left, top_y, title, shade[np.where(values == 1, 2, cells)],
+                   fontsize=8)
+    same = np.array_equal(pooled_before, pooled_after)
+    finish(ax, (-0.3, 30.3), (-0.3, 8.7),
+           f"the 1 moves from column {col} to {col + 1}: the map changes, the pooled map "
+           + ("stays the same" if same else "changes too"))
+save_figure(fig, out_dir / "shift.png")
+plt.show()
 
 # %% [markdown]
 # ## Exercise

@@ -90,8 +90,7 @@ def unchain_backward(self):
 from dezero_like.utils import forward_names
 
 
-# SinCurve: written in dezero_like/datasets_seq.py (a later step), found here too, as in the
-# book
+# SinCurve: written in dezero_like/datasets_seq.py (step 61), found here too, as in the book
 __getattr__ = forward_names(__name__, {
     "SinCurve": "dezero_like.datasets_seq",
 })
@@ -550,7 +549,7 @@ print("self-check passed: gru_step follows the GRU equations over three steps, g
 # Backprop through time multiplies the gradient by $W_h$ (and by the tanh's
 # slope) once per step it goes back. Below, an RNN with 10 hidden units reads
 # 40 random inputs; we backpropagate from the sum of the last state and look at
-# the size of the gradient that reaches each input, $|\partial h_{40} /
+# the size of the gradient that reaches each input, $|\partial (\sum_i h_{40,i}) /
 # \partial x_{40-k}|$, $k$ steps back, with $W_h$ multiplied by 0.5, 1, 2 and 4.
 # Before you run it: which columns do you expect to shrink, and how fast?
 
@@ -573,6 +572,8 @@ reach = {s: gradient_reach(s) for s in scales}
 print("steps back" + "".join(f"{f'W_h x {s:g}':>12}" for s in scales))
 for k in (0, 1, 2, 5, 10, 20, 39):
     print(f"{k:>10}" + "".join(f"{reach[s][k]:>12.2e}" for s in scales))
+print(f"W_h x 4: the gradient 39 steps back is {reach[4.0][39] / reach[4.0][1]:.0f} times "
+      "the one 1 step back")
 for s in scales:
     plt.semilogy(reach[s], label=f"$W_h$ x {s:g}")
 plt.xlabel("steps back")
@@ -585,8 +586,8 @@ plt.show()
 # $W_h$ leaves almost nothing 10 steps back, so truncating at 30 steps loses
 # nothing that the network could have learned anyway. With large weights it
 # no longer fades: it stays large or grows, unevenly because tanh saturates
-# (in the table, the column with $W_h$ times 4 is over 40 times larger 39 steps
-# back than 1 step back: exploding gradients), which
+# (with $W_h$ times 4, the gradient 39 steps back is tens of times the one 1
+# step back, the ratio printed under the table: exploding gradients), which
 # is why long windows are often paired with gradient clipping (`ClipGrad`,
 # step 47). Try other seeds, longer sequences, or inputs ten times larger
 # (the tanh saturates, its slope tends to 0, and the gradient fades again).

@@ -113,3 +113,17 @@ def test_draw_cells_numbers_each_cell_in_its_colour_and_refuses_more_than_two_ax
     with pytest.raises(ValueError, match="one or two axes"):
         plot.draw_cells(ax, np.zeros((2, 2, 2)), 0, 0, "cube")
     plt.close(fig)
+
+
+def test_draw_arrow_points_from_start_to_end_with_its_label_above_the_middle():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    plot.draw_arrow(ax, (1, 2), (5, 4), "sum", lift=0.5)
+    arrow, label = ax.texts
+    assert arrow.xy == (5, 4) and arrow.xyann == (1, 2)  # the head at the end
+    assert label.get_text() == "sum" and label.get_position() == (3, 3.5)
+    plt.close(fig)

@@ -47,3 +47,10 @@ def test_vgg16_structure(step):
     assert names.count("pool") == 5 and sum(n.startswith("conv") for n in names) == 13
     assert "total parameters: 138,357,544" in step.output
     assert "self-check passed" in step.output
+
+
+def test_the_batch_norm_variant_trains_on_the_same_batches_and_ends_lower(step):
+    assert len(step.bn_losses) == len(step.cnn_losses) == 80
+    # same starting weights as the plain CNN, so the comparison is of the batch norm alone
+    assert np.mean(step.bn_losses[-20:]) < np.mean(step.cnn_losses[-20:])
+    assert "with batch norm" in step.output and "losses_batchnorm.png" in step.output
