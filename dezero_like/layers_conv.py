@@ -261,8 +261,10 @@ class LSTM(Layer):
     $u = \tanh(x W_{xu} + h W_{hu})$ (candidate), then
     $c_t = f \odot c_{t-1} + i \odot u$ and $h_t = o \odot \tanh(c_t)$.
 
-    The cell state ``c`` is updated by a product and a sum only, so gradients
-    can flow back through many steps without being squashed at each one.
+    The cell state ``c`` is updated by a product and a sum only, so along ``c`` a
+    gradient is scaled at each step by the forget gate ``f``, not by a squashing
+    derivative: it reaches back as far as ``f`` stays near 1 (the forget gate's bias,
+    ``x2f.b``, sets where ``f`` starts; this step measures it).
     ``reset_state()`` clears ``h`` and ``c``.
     """
 

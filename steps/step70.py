@@ -623,27 +623,91 @@ def rdiv(x0, x1):
 # %% [markdown]
 # ## Before and after
 #
-# Two of the lines at the top of this step, and one more, measured with the
-# same finished package (the package you imported is always the finished one;
-# the numbers at the top were measured with it too). To compare with the plain core of step 69, the
-# repository builds the package as it stood at step 69 and runs the same
-# benchmark on both:
+# The package you imported is the finished one: it has only the fast path, so the
+# numbers at the top of this step are all "after". For the "before", the repository
+# builds the package as it stood at step 69 (`tools/export.py upto 69`, into a
+# temporary folder) and times the same small program with both, each in a fresh
+# Python process: that is `benchmarks/hot_path.py`. The next cell runs it in its
+# quick mode (best of 3 repeats, a few seconds), prints its table and draws it.
 #
-# ```
-# python benchmarks/hot_path.py
-# ```
+# Each case is a loop of one kind of step: a chain of `F.sin` on a 1-element array
+# with its backward, a chain of `y * 0.5 + 0.25` (two operators per step) with its
+# backward, `F.sin` under `no_grad()`, and a short chain of `F.sin` on a
+# 1000×1000 array. The time is microseconds per step of the chain (per call for
+# `no_grad`), and the ratio is step 69's time over step 70's.
 #
-# On the machine of `docs/performance.md` it gives the table there: the fast
-# path roughly halves the cost of a small function's forward and backward,
-# while on 1000×1000 arrays the two cores are within a few percent of each other.
+# It needs the repository beside the package, as in a clone installed with
+# `pip install -e .`. A package installed from GitHub (the set-up cell in Colab)
+# comes without the repository's `steps/`, `tools/` and `benchmarks/`; then the
+# cell says so and draws nothing, and `python benchmarks/hot_path.py` in a clone
+# gives the same table.
 
 # %%
-for label, stmt, number in [
-    ("F.sin(x), recording the graph", "F.sin(x)", 20000),
-    ("F.sin(x) and its backward", "F.sin(x).backward()", 5000),
-    ("x * 2.0 + 1.0 and its backward", "(x * 2.0 + 1.0).backward()", 5000),
-]:
-    print(f"{label:32s} {per_call(stmt, F=F, x=x, number=number):6.2f} µs")
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import textwrap  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from dezero_like.plot import output_dir, save_figure  # noqa: E402
+
+repo = Path(dz.__path__[0]).parent  # the folder that holds the package (a clone, or site-packages)
+bench = repo / "benchmarks" / "hot_path.py"
+timings = {}  # case -> (step 69, step 70), microseconds per step
+if bench.is_file() and (repo / "tools" / "export.py").is_file():
+    with tempfile.TemporaryDirectory() as tmp:
+        numbers = Path(tmp) / "hot_path.json"
+        run = subprocess.run([sys.executable, str(bench), "--quick", "--json", str(numbers)],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(f"{bench} --quick failed:\n{run.stderr}")
+        print(run.stdout)
+        measured = json.loads(numbers.read_text())
+    for case, before in measured["step 69"].items():
+        timings[case] = (before, measured["step 70"][case])
+else:
+    print(f"{bench} is not here: dezero_like was installed without its repository, so the "
+          "package of step 69 cannot be built. In a clone of the repository, installed with "
+          "pip install -e ., this cell measures both.")
+
+# %%
+if timings:
+    small = [case for case in timings if "1000x1000" not in case]
+    big = [case for case in timings if "1000x1000" in case]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), width_ratios=[len(small), len(big)])
+    for ax, cases in zip(axes, (small, big), strict=True):
+        at = np.arange(len(cases))
+        before = [timings[c][0] for c in cases]
+        after = [timings[c][1] for c in cases]
+        ax.bar(at - 0.2, before, 0.4, label="step 69 (plain core)", color="tab:gray")
+        ax.bar(at + 0.2, after, 0.4, label="step 70 (fast path)", color="tab:blue")
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            ax.annotate(f"{b / a:.2f}x", (i, max(b, a)), xytext=(0, 3),
+                        textcoords="offset points", ha="center", fontsize=8)
+        ax.set_xticks(at, [textwrap.fill(c, 18) for c in cases], fontsize=8)
+        ax.set_ylim(0, 1.15 * max(before + after))
+        ax.set_ylabel("microseconds per step")
+    axes[0].set_title("1-element arrays: the framework's overhead", fontsize=10)
+    axes[1].set_title("1000×1000: NumPy's work", fontsize=10)
+    axes[0].legend(fontsize=8, loc="upper right")
+    fig.suptitle("Step 69 against step 70, best of 3 (over each pair: step 69's time / step 70's)",
+                 fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, output_dir(70) / "before_after.png")
+    plt.show()
+
+# %% [markdown]
+# Look at the ratios rather than the microseconds: both columns come from the same
+# run on the same machine, so their ratio is what carries over to another machine,
+# while the times themselves do not. On the 1-element cases nearly all of a step's
+# time is the framework's own Python, and that is what steps 69 and 70 differ in.
+# On the 1000×1000 case the same Python runs once per step too, but NumPy's work on
+# a million numbers hides it: the two bars should be close to equal, and what gap
+# there is comes and goes from run to run (run the cell again). A small model,
+# an RNN's time steps, or an optimizer looping over many small parameters are
+# made of calls like the left-hand ones.
 
 # %% [markdown]
 # ## Exercise

@@ -18,6 +18,9 @@ def test_step_runs_and_its_self_check_passes(load_step, capsys):
     step = load_step(70)
     assert "gard" in step.message
     assert step.t_dict > 0 and step.t_slots > 0
+    # the before/after chart: both packages timed on every case, read from the benchmark's JSON
+    assert len(step.timings) == 4
+    assert all(before > 0 and after > 0 for before, after in step.timings.values())
 
 
 def test_variable_has_slots_and_no_dict():
