@@ -75,17 +75,6 @@ def _count_once(framework, chain, runs, valgrind):
     return parse_total(proc.stderr, proc.returncode)
 
 
-def warm_up(framework, chain):
-    """Run the child once, uncounted, so that both counted runs find the bytecode written.
-
-    Otherwise the first counted process after a change to the package compiles the changed
-    modules and writes their ``.pyc`` files, which the second one only reads: the difference
-    of the two totals, meant to be the chain's alone, would lose those instructions.
-    """
-    subprocess.run([sys.executable, os.path.abspath(__file__), "--child", framework, chain, "0"],
-                   capture_output=True, check=False)
-
-
 def parse_total(valgrind_output, returncode=0):
     """The ``I refs`` total from cachegrind's summary, as an int."""
     match = re.search(r"I\s+refs:\s+([\d,]+)", valgrind_output)
@@ -131,7 +120,6 @@ def main(argv=None):
     results = {}
     for chain in args.chain or ["sin", "affine"]:
         for fw in frameworks:
-            warm_up(fw, chain)
             n = per_step(count(fw, chain, r1, valgrind), count(fw, chain, r2, valgrind), r1, r2)
             results[chain, fw] = n
             print(f"{chain:8} {fw:12} {n:13,.0f}")

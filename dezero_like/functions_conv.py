@@ -267,9 +267,6 @@ def conv2d(x, W, b=None, stride=1, pad=0):
     return Conv2d(stride, pad)(x, W, b)
 
 
-_TAPS_BYTES = 8 * 2**20  # the most memory the taps' products take at once in _deconv_stride1
-
-
 def _deconv_stride1(x, W, out_hw, pad):
     """``deconv2d`` with stride 1: per kernel tap, one shifted add along the whole batch.
 
@@ -286,12 +283,10 @@ def _deconv_stride1(x, W, out_hw, pad):
     dtype = xp.result_type(x.dtype, W.dtype)  # as W.T @ x would have it
     # room past the end for the largest shift, (KH - 1) * Wq + KW - 1
     y = xp.zeros((OC, plane + (KH - 1) * Wq + KW - 1), dtype=dtype)
-    taps = W.transpose(2, 3, 1, 0).reshape(KH * KW, OC, C)  # taps[i*KW + j] = W[:, :, i, j].T
-    per_product = max(1, _TAPS_BYTES // (OC * plane * y.itemsize))
-    for first in range(0, KH * KW, per_product):
-        parts = taps[first:first + per_product].reshape(-1, C) @ xq  # (taps*OC, C) @ (C, plane)
-        for k, part in enumerate(parts.reshape(-1, OC, plane), start=first):
-            i, j = divmod(k, KW)
+    part = xp.empty((OC, plane), dtype=dtype)
+    for i in range(KH):
+        for j in range(KW):
+            xp.matmul(W[:, :, i, j].T, xq, out=part)  # (OC, C) @ (C, plane)
             y[:, i * Wq + j:i * Wq + j + plane] += part
     (OH, OW), (PH, PW) = out_hw, pad
     y = y[:, :plane].reshape(OC, N, Hq, Wq)[:, :, PH:PH + OH, PW:PW + OW]

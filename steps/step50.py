@@ -170,8 +170,8 @@ print("x:", x.shape, x.dtype, " t:", t.shape, "classes:", np.bincount(t))
 #
 # Each *epoch* visits all 300 points once, in a fresh random order, in batches
 # of 30. Every batch gives one gradient step. Shuffling matters: with the points
-# in class order, as data files often store them, every batch would hold a single
-# class and pull the network back and forth between classes; a fresh order each
+# in class order, as data files often store them, almost every batch would hold a
+# single class and pull the network back and forth between classes; a fresh order each
 # epoch also keeps the same points from always sharing a batch.
 #
 # `F.accuracy(y, t)` is the fraction of rows whose largest logit is the right

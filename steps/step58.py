@@ -894,8 +894,8 @@ class Deconv2d(Conv2d):
 # `batch_norm` updates in place. Images with their channels last, `(N, H, W, C)`, would be
 # normalised per row; a first batch that looks like that gets `Conv2d`'s warning. The number of
 # channels is no argument (it comes from the first batch): PyTorch's `BatchNorm1d(16)` is
-# `L.BatchNorm()` here, and
-# `L.BatchNorm(16)`, which would make 16 the `decay` (and evaluation give nan), is refused.
+# `L.BatchNorm()` here, and `L.BatchNorm(16)`, which would make 16 the `decay` (and evaluation
+# give nan), is refused.
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -961,8 +961,8 @@ class BatchNorm(Layer):
 # %% [markdown]
 # ## Batch normalisation at work
 #
-# Before the last export cell, a look at what `BatchNorm` does. From here on the step uses the
-# package, imported once for the rest of the step:
+# Before the export cells that remain, a look at what `BatchNorm` does. From here on the step
+# uses the package, imported once for the rest of the step:
 
 # %%
 import time
@@ -1112,7 +1112,7 @@ assert np.allclose(y_emb.data, one_hot @ emb.W.data)
 # = H^\top g_y$, which adds the gradient of every output row into the row of its id. Id 2 was
 # picked three times, so its row receives the sum of three rows of $g_y$. That is what
 # `np.add.at` does in the backward of indexing (step 48); a plain `gW[ids] += gy` keeps only one
-# of them, the last written:
+# of them (here the last written; NumPy does not promise which):
 
 # %%
 gy_emb = np.arange(15, dtype=np.float32).reshape(5, 3)  # the gradient of each looked-up row
