@@ -334,7 +334,7 @@ print(f"total  {sum(p.size for p in model.params()):>23,}")
 # trains on 8,000 of the 10,000 real *test* images and evaluates on the other
 # 2,000 (it prints which). To keep this demo short, each model sees 8,000
 # training images once (80 batches of 100), and is then evaluated on images
-# it never saw. The MLP is trained the same way, for comparison.
+# it never saw. The MLP is trained for the same number of batches, for comparison.
 
 # %%
 train_set, test_set = dz.datasets.mnist_train_test()

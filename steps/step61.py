@@ -279,7 +279,7 @@ import dezero_like.layers_conv as Lc
 from dezero_like import optimizers
 from dezero_like.datasets_seq import SinCurve, get_sin_curve
 from dezero_like.models import Model
-from dezero_like.plot import output_dir, plot_curves
+from dezero_like.plot import output_dir, plot_curves, save_figure
 
 out_dir = output_dir(61)  # every file this step writes goes here
 
@@ -368,6 +368,7 @@ for i in range(3):
 plt.plot(train_set.data[:, 0], lw=0.8, label="training data (noisy sine)")
 plt.plot(get_sin_curve(train=False)[0][:, 0], lw=0.8, label="test data (cosine)")
 plt.legend()
+save_figure(plt.gcf(), out_dir / "data.png")
 plt.show()
 
 # %% [markdown]
@@ -431,6 +432,7 @@ print(f"test mean squared error: {test_mse:.4f}")
 plt.plot(ts[:, 0], label="next value (truth)")
 plt.plot(preds, "--", label="RNN prediction")
 plt.legend()
+save_figure(plt.gcf(), out_dir / "prediction.png")
 plt.show()
 
 # %% [markdown]
@@ -579,6 +581,7 @@ for s in scales:
 plt.xlabel("steps back")
 plt.ylabel("gradient reaching the input")
 plt.legend()
+save_figure(plt.gcf(), out_dir / "gradient_reach.png")
 plt.show()
 
 # %% [markdown]

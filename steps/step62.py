@@ -243,6 +243,7 @@ ax.set_ylim(-0.5, 3.6)
 ax.axis("off")
 ax.set_title("one LSTM step (with the forget gate of Gers et al., 2000)")
 save_figure(fig, out_dir / "lstm_cell.png")
+plt.show()
 
 # %% [markdown]
 # ## The LSTM layer
@@ -379,6 +380,7 @@ print(f"test mean squared error: {test_mse:.4f}")
 plt.plot(ts[:, 0], label="next value (truth)")
 plt.plot(preds, "--", label="LSTM prediction")
 plt.legend()
+save_figure(plt.gcf(), out_dir / "prediction.png")
 plt.show()
 
 # %% [markdown]
