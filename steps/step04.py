@@ -160,6 +160,8 @@ for eps in epsilons:
 # %%
 import matplotlib.pyplot as plt
 
+from dezero_like.plot import output_dir, save_figure  # the course's drawing helpers
+
 fig, ax = plt.subplots(figsize=(5, 3.5))
 ax.loglog(epsilons, forward_errors, "o-", label="forward difference")
 ax.loglog(epsilons, central_errors, "s-", label="central difference")
@@ -167,6 +169,7 @@ ax.set_xlabel("eps")
 ax.set_ylabel("relative error")
 ax.set_title("Numerical derivative of exp(exp(2x)) at x = 0.5")
 ax.legend()
+save_figure(fig, output_dir(4) / "eps_errors.png")
 plt.show()
 
 # %% [markdown]

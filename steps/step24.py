@@ -26,6 +26,9 @@ import numpy as np
 
 import dezero_like as dz
 from dezero_like import utils
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(24)  # every file this step writes goes here
 
 
 def sphere(x, y):
@@ -131,6 +134,7 @@ for ax, f in zip(axes, (sphere, matyas, goldstein)):
     ax.set_title(f.__name__)
     ax.set_aspect("equal")
 plt.tight_layout()
+save_figure(fig, out_dir / "gradients.png")
 plt.show()
 
 # %% [markdown]

@@ -23,6 +23,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import dezero_like as dz
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(28)  # every file this step writes goes here
 
 
 def rosenbrock(x0, x1):
@@ -82,6 +85,7 @@ ax.set_xlabel("$x_0$")
 ax.set_ylabel("$x_1$")
 ax.legend(loc="upper left")
 ax.set_title("Gradient descent on the Rosenbrock function")
+save_figure(fig, out_dir / "rosenbrock_path.png")
 plt.show()
 
 # %% [markdown]

@@ -31,6 +31,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import dezero_like as dz
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(29)  # every file this step writes goes here
 
 
 def f(x):
@@ -75,6 +78,7 @@ ax.semilogy([abs(v - 1) for v in gd_iterates], "s-", label="gradient descent, lr
 ax.set_xlabel("iteration")
 ax.set_ylabel("|x - 1|")
 ax.legend()
+save_figure(fig, out_dir / "newton_vs_gd.png")
 plt.show()
 
 # %% [markdown]

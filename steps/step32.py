@@ -15,6 +15,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import dezero_like as dz
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(32)  # every file this step writes goes here
 
 
 def derivatives(f, x_value, n):
@@ -66,6 +69,7 @@ ax.axhline(0, color="gray", linewidth=0.5)
 ax.set_ylim(-6, 10)
 ax.set_xlabel("x")
 ax.legend()
+save_figure(fig, out_dir / "polynomial_derivatives.png")
 plt.show()
 max_error = max(
     np.max(np.abs(curves[k] - np.polyval(np.polyder(p4, k), grid))) for k in range(3)

@@ -17,6 +17,9 @@ import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(34)  # every file this step writes goes here
 
 xs = np.linspace(-7, 7, 200)
 x = dz.Variable(xs)
@@ -41,6 +44,7 @@ for curve, name in zip(curves, names):
 ax.set_xlabel("x")
 ax.legend(loc="lower right", fontsize=8)
 ax.set_title("sin and its first four derivatives")
+save_figure(fig, out_dir / "sin_derivatives.png")
 plt.show()
 
 # %% [markdown]

@@ -19,7 +19,7 @@ import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
-from dezero_like.plot import output_dir, written
+from dezero_like.plot import output_dir, save_figure, written
 from dezero_like.utils import get_dot_graph, plot_dot_graph
 
 out_dir = output_dir(35)  # every file this step writes goes here
@@ -101,6 +101,7 @@ for order in range(1, 5):
 ax.set_xlabel("x")
 ax.legend(fontsize=8)
 ax.set_title("tanh and its derivatives")
+save_figure(fig, out_dir / "tanh_derivatives.png")
 plt.show()
 
 # %% [markdown]

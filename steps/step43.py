@@ -121,6 +121,9 @@ import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(43)  # every file this step writes goes here
 
 np.random.seed(0)
 x = np.random.rand(100, 1)
@@ -191,6 +194,7 @@ ax1.set_xlabel("iteration")
 ax1.set_ylabel("mean squared error")
 ax1.set_yscale("log")
 plt.tight_layout()
+save_figure(fig, out_dir / "fit_and_loss.png")
 plt.show()
 
 # %% [markdown]

@@ -218,7 +218,10 @@ import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions as F
+from dezero_like.plot import output_dir, save_figure
 from dezero_like.utils import gradient_check
+
+out_dir = output_dir(44)  # every file this step writes goes here
 
 np.random.seed(0)
 x = np.random.rand(100, 1)
@@ -304,6 +307,7 @@ ax1.set_xlabel("iteration")
 ax1.set_ylabel("loss")
 ax1.set_yscale("log")
 plt.tight_layout()
+save_figure(fig, out_dir / "fit_and_loss.png")
 plt.show()
 
 # %% [markdown]

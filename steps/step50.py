@@ -160,6 +160,9 @@ import dezero_like as dz
 import dezero_like.functions as F
 from dezero_like import optimizers
 from dezero_like.models import MLP
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(50)  # every file this step writes goes here
 
 
 x, t = dz.datasets.get_spiral(train=True)  # 100 points on each of 3 arms, shuffled
@@ -234,6 +237,7 @@ for c, marker in zip(range(3), "ox^"):
 ax1.set_aspect("equal")
 ax1.legend(loc="upper right", fontsize=8)
 plt.tight_layout()
+save_figure(fig, out_dir / "loss_and_boundary.png")
 plt.show()
 
 # %% [markdown]

@@ -406,6 +406,9 @@ import numpy as np
 import dezero_like as dz
 from dezero_like import transforms as T
 from dezero_like.datasets import Dataset
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(51)  # every file this step writes goes here
 
 # %% [markdown]
 # ## The spiral data as a `Dataset`
@@ -437,6 +440,7 @@ for c in range(3):
 plt.gca().set_aspect("equal")
 plt.legend()
 plt.title("Spiral training set")
+save_figure(plt.gcf(), out_dir / "spiral_train.png")
 plt.show()
 
 # %% [markdown]

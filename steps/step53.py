@@ -649,7 +649,7 @@ import dezero_like as dz
 import dezero_like.functions as F
 from dezero_like import DataLoader, datasets, optimizers
 from dezero_like.models import MLP
-from dezero_like.plot import output_dir, plot_curves
+from dezero_like.plot import output_dir, plot_curves, save_figure
 
 out_dir = output_dir(53)  # every file this step writes goes here
 
@@ -732,6 +732,7 @@ for ax, i in zip(axes.ravel(), range(16)):
     ax.imshow(train_set.data[i, 0], cmap="gray_r")
     ax.set_title(str(train_set.label[i]), fontsize=9)
     ax.axis("off")
+save_figure(fig, out_dir / "first_digits.png")
 plt.show()
 
 # %% [markdown]
@@ -801,6 +802,7 @@ for ax, i in zip(axes, wrong[:8]):
     ax.imshow(test_set.data[i, 0], cmap="gray_r")
     ax.set_title(f"{test_set.label[i]}→{pred[i]}", fontsize=9)
     ax.axis("off")
+save_figure(fig, out_dir / "misclassified.png")
 plt.show()
 
 # %% [markdown]

@@ -140,7 +140,7 @@ import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like import optimizers
 from dezero_like.models import Model
-from dezero_like.plot import output_dir, plot_curves
+from dezero_like.plot import output_dir, plot_curves, save_figure
 
 out_dir = output_dir(56)  # every file this step writes goes here
 
@@ -295,6 +295,7 @@ with dz.test_mode(), dz.no_grad():
 plt.plot(x_test, t_test, "k:", label="true curve")
 plt.scatter(x_train, t_train, s=15, color="k", label="training points")
 plt.legend()
+save_figure(plt.gcf(), out_dir / "dropout_fits.png")
 plt.show()
 
 # %% [markdown]

@@ -287,7 +287,7 @@ import dezero_like.layers as L
 from dezero_like import DataLoader, optimizers
 from dezero_like.models import MLP
 from dezero_like.models_conv import VGG16, SimpleConvNet, summary
-from dezero_like.plot import output_dir, plot_curves
+from dezero_like.plot import output_dir, plot_curves, save_figure
 
 out_dir = output_dir(60)  # every file this step writes goes here
 
@@ -403,6 +403,7 @@ for ax, w in zip(axes.ravel(), filters):
     ax.imshow(w, cmap="gray")
     ax.axis("off")
 fig.suptitle("conv1 filters after training")
+save_figure(fig, out_dir / "conv1_filters.png")
 plt.show()
 
 # %% [markdown]

@@ -608,6 +608,8 @@ print("self-check passed: unscale_grads gives back the unscaled gradients")
 # %%
 import matplotlib.pyplot as plt  # noqa: E402
 
+from dezero_like.plot import output_dir, save_figure  # noqa: E402
+
 print(f"{'scale S':>9} {'rel. error vs float32':>22} {'finite':>7}")
 scales = [2.0**k for k in range(0, 17, 2)]
 errors = []
@@ -621,6 +623,7 @@ for s in scales:
 plt.semilogx(scales, errors, "o-", base=2)
 plt.xlabel("loss scale S")
 plt.ylabel("relative error of the first update")
+save_figure(plt.gcf(), output_dir(67) / "loss_scale_sweep.png")
 plt.show()
 
 # %% [markdown]

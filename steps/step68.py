@@ -47,6 +47,9 @@ import dezero_like.functions as F
 from dezero_like.hooks import TimerHook
 from dezero_like.models import MLP
 from dezero_like.optimizers import SGD
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(68)  # every file this step writes goes here
 
 # %% [markdown]
 # ## A timing loop
@@ -122,6 +125,7 @@ plt.hist(total_ms, bins=15)
 plt.xlabel("ms per iteration")
 plt.ylabel("iterations")
 plt.title("MLP 784-1000-10, batch 100")
+save_figure(plt.gcf(), out_dir / "iteration_times.png")
 plt.show()
 
 # %% [markdown]

@@ -353,6 +353,9 @@ import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like import distributed as D
 from dezero_like.models import Sequential
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(72)  # every file this step writes goes here
 
 # %% [markdown]
 # ## Two workers, one batch
@@ -497,6 +500,7 @@ for r, (ax, (held, written)) in enumerate(zip(axes, rounds)):
 fig.suptitle("ring all-reduce, 4 workers (rows) x 4 chunks (columns): how many workers' "
              "data each copy sums", fontsize=10)
 fig.tight_layout()
+save_figure(fig, out_dir / "ring_rounds.png")
 plt.show()
 assert (counts == p).all(), "after the last round every worker should hold every complete chunk"
 
@@ -518,6 +522,7 @@ plt.ylabel("MB sent by the busiest worker, per step")
 plt.title("All-reduce of 3.2 MB of gradients")
 plt.legend()
 plt.tight_layout()
+save_figure(plt.gcf(), out_dir / "allreduce_bytes.png")
 plt.show()
 
 # %% [markdown]

@@ -33,7 +33,7 @@ def _tool():
 export = _tool()
 
 # The course's own support code, not part of the framework a learner builds: it draws
-# the pictures and animations of steps 07-21 (before the framework exists as a package)
+# the pictures and animations of steps 04-21 (before the framework exists as a package)
 # and formats one-paragraph errors. docs/package-from-steps.md says why it is exempt.
 SUPPORT = {"dezero_like.plot", "dezero_like.animate", "dezero_like._fixable"}
 
