@@ -73,10 +73,17 @@ def square(x):
     return Square()(x)
 
 
+def _float_dtype(dtype, complex_ok=True):
+    """The dtype to compute in: ``dtype`` itself when it is a floating one (or complex, with
+    ``complex_ok``), float64 for integers and booleans (NumPy would give float16 results for
+    int8 and uint8 input, and a sum or a mean of integers would wrap or round)."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.kind in ("fc" if complex_ok else "f") else np.dtype(np.float64)
+
+
 def _as_float(x):
-    """Integer and boolean arrays in float64, floating ones as they are (NumPy would give
-    float16 results for int8 and uint8 input)."""
-    return x if x.dtype.kind in "fc" else x.astype(np.float64)
+    """Integer and boolean arrays in float64, floating ones as they are: :func:`_float_dtype`."""
+    return x.astype(_float_dtype(x.dtype), copy=False)
 
 
 class Exp(Function):
@@ -425,7 +432,7 @@ def _sum_dtype(dtype):
     (whose sums would wrap around), the dtype itself for other floats."""
     if dtype == np.float16:
         return np.dtype(np.float32)
-    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    return _float_dtype(dtype)
 
 
 def _per_example(a, n):
@@ -675,7 +682,7 @@ class LeakyReLU(Function):
     def forward(self, x):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
-        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        dtype = _float_dtype(x.dtype, complex_ok=False)
         scale = xp.where(x > 0, dtype.type(1), dtype.type(self.slope))  # nan: slope * nan
         if self.needs_input_grad:
             self.scale = scale
@@ -874,7 +881,7 @@ def _minus_max(xp, x, axis):
     float64, a 0-d input as a 0-d array (NumPy's arithmetic makes it a scalar, which ``out=``
     refuses), and an empty class axis left empty (``max`` would refuse it)."""
     if x.dtype.kind != "f" or not x.ndim:
-        x = xp.asarray(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+        x = xp.asarray(x, dtype=_float_dtype(x.dtype, complex_ok=False))
     if not x.size:
         return x.copy()
     z = x - x.max(axis=axis, keepdims=True)
@@ -1097,7 +1104,7 @@ def _binary_targets(name, x, t):
     """``x`` and ``t`` in one floating dtype (x's, or float64), and the number of examples;
     different shapes are refused."""
     n = _check_same_shape(name, x, t, "targets of the input's shape", "t.reshape(x.shape)")
-    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    dtype = _float_dtype(x.dtype, complex_ok=False)
     return x.astype(dtype, copy=False), t.astype(dtype, copy=False), n
 
 
@@ -1216,7 +1223,7 @@ def accuracy(y, t):
             f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
     acc = (pred == t_data).mean()
-    dtype = y_data.dtype if y_data.dtype.kind == "f" else np.float64
+    dtype = _float_dtype(y_data.dtype, complex_ok=False)
     return Variable(xp.asarray(acc, dtype=dtype), requires_grad=False)
 
 
@@ -1253,7 +1260,7 @@ def dropout(x, dropout_ratio=0.5):
         _training_without_graph("dropout", "it still drops values at random")
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
-    scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")
+    scale = keep.astype(_float_dtype(x.dtype))
     if dropout_ratio < 1.0:  # at 1 every element is dropped: all zeros, as in PyTorch
         scale *= 1.0 / (1.0 - dropout_ratio)
     return x * scale
@@ -1334,7 +1341,7 @@ class Max(Function):
             if y.dtype.kind == "f" and y.dtype.itemsize >= 4:  # counts exact up to 2**24
                 self.share = mask.astype(y.dtype) / count.astype(y.dtype)  # ties share equally
             else:  # in an integer, bool or float16 dtype the count would wrap or overflow
-                self.share = (mask / count).astype(y.dtype if y.dtype.kind == "f" else "f8")
+                self.share = (mask / count).astype(_float_dtype(y.dtype, complex_ok=False))
         if not self.keepdims:
             y = y.reshape(_reduced_shape(x.shape, self.axis))
         return y

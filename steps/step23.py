@@ -1112,7 +1112,9 @@ def square(x):
 # %% [markdown]
 # `exp`, `sin` and `cos` (and, later, `tanh` and `log`) take integer input too, computed in
 # float64 by `_as_float`. Left to NumPy, an int8 or uint8 array would be computed in float16,
-# which keeps three significant digits and makes `exp(12)` infinite.
+# which keeps three significant digits and makes `exp(12)` infinite. The rule itself, "a
+# floating dtype stays, anything else becomes float64", is `_float_dtype`: later functions
+# (sums and means, losses, dropout, batch norm) ask it for the dtype to compute in.
 
 # %%
 #| export dezero_like/functions.py
@@ -1121,10 +1123,17 @@ from dezero_like import cuda
 from dezero_like.core import Function
 
 
+def _float_dtype(dtype, complex_ok=True):
+    """The dtype to compute in: ``dtype`` itself when it is a floating one (or complex, with
+    ``complex_ok``), float64 for integers and booleans (NumPy would give float16 results for
+    int8 and uint8 input, and a sum or a mean of integers would wrap or round)."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.kind in ("fc" if complex_ok else "f") else np.dtype(np.float64)
+
+
 def _as_float(x):
-    """Integer and boolean arrays in float64, floating ones as they are (NumPy would give
-    float16 results for int8 and uint8 input)."""
-    return x if x.dtype.kind in "fc" else x.astype(np.float64)
+    """Integer and boolean arrays in float64, floating ones as they are: :func:`_float_dtype`."""
+    return x.astype(_float_dtype(x.dtype), copy=False)
 
 
 class Exp(Function):

@@ -39,6 +39,7 @@
 #| export dezero_like/functions.py
 import numpy as np
 from dezero_like.core import Function
+from dezero_like.functions import _float_dtype
 
 
 def _sum_dtype(dtype):
@@ -47,7 +48,7 @@ def _sum_dtype(dtype):
     (whose sums would wrap around), the dtype itself for other floats."""
     if dtype == np.float16:
         return np.dtype(np.float32)
-    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    return _float_dtype(dtype)
 
 
 def _per_example(a, n):

@@ -86,6 +86,7 @@ import numbers
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
+from dezero_like.functions import _float_dtype
 
 
 class LeakyReLU(Function):
@@ -99,7 +100,7 @@ class LeakyReLU(Function):
     def forward(self, x):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
-        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        dtype = _float_dtype(x.dtype, complex_ok=False)
         scale = xp.where(x > 0, dtype.type(1), dtype.type(self.slope))  # nan: slope * nan
         if self.needs_input_grad:
             self.scale = scale

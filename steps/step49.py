@@ -99,6 +99,7 @@ def clip(x, x_min, x_max):
 #| export dezero_like/functions.py
 import numpy as np
 from dezero_like import cuda
+from dezero_like.functions import _float_dtype
 
 
 def _minus_max(xp, x, axis):
@@ -106,7 +107,7 @@ def _minus_max(xp, x, axis):
     float64, a 0-d input as a 0-d array (NumPy's arithmetic makes it a scalar, which ``out=``
     refuses), and an empty class axis left empty (``max`` would refuse it)."""
     if x.dtype.kind != "f" or not x.ndim:
-        x = xp.asarray(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+        x = xp.asarray(x, dtype=_float_dtype(x.dtype, complex_ok=False))
     if not x.size:
         return x.copy()
     z = x - x.max(axis=axis, keepdims=True)
@@ -397,15 +398,15 @@ def softmax_cross_entropy(x, t):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
-from dezero_like.functions import (Sigmoid, _check_same_shape, _per_example, _warn_squashed,
-                                   sigmoid)
+from dezero_like.functions import (Sigmoid, _check_same_shape, _float_dtype, _per_example,
+                                   _warn_squashed, sigmoid)
 
 
 def _binary_targets(name, x, t):
     """``x`` and ``t`` in one floating dtype (x's, or float64), and the number of examples;
     different shapes are refused."""
     n = _check_same_shape(name, x, t, "targets of the input's shape", "t.reshape(x.shape)")
-    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    dtype = _float_dtype(x.dtype, complex_ok=False)
     return x.astype(dtype, copy=False), t.astype(dtype, copy=False), n
 
 

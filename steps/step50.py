@@ -34,6 +34,7 @@
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Variable, _on_two_devices
+from dezero_like.functions import _float_dtype
 
 
 def accuracy(y, t):
@@ -67,7 +68,7 @@ def accuracy(y, t):
             f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
     acc = (pred == t_data).mean()
-    dtype = y_data.dtype if y_data.dtype.kind == "f" else np.float64
+    dtype = _float_dtype(y_data.dtype, complex_ok=False)
     return Variable(xp.asarray(acc, dtype=dtype), requires_grad=False)
 
 

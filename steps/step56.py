@@ -83,6 +83,7 @@ import warnings
 
 from dezero_like import cuda
 from dezero_like.core import Config, _outside_package, as_variable
+from dezero_like.functions import _float_dtype
 
 
 def _training_without_graph(name, effect):
@@ -117,7 +118,7 @@ def dropout(x, dropout_ratio=0.5):
         _training_without_graph("dropout", "it still drops values at random")
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
-    scale = keep.astype(x.dtype if x.dtype.kind in "fc" else "float64")
+    scale = keep.astype(_float_dtype(x.dtype))
     if dropout_ratio < 1.0:  # at 1 every element is dropped: all zeros, as in PyTorch
         scale *= 1.0 / (1.0 - dropout_ratio)
     return x * scale

@@ -903,6 +903,7 @@ import numpy as np
 
 import dezero_like.functions_conv as Fc
 from dezero_like.core import Parameter
+from dezero_like.functions import _float_dtype
 from dezero_like.layers import Layer
 
 
@@ -945,7 +946,7 @@ class BatchNorm(Layer):
             xp = self._creation_xp(x)
             C = x.shape[1]
             # integer input (uint8 pixels) is normalised in float64, as batch_norm computes it
-            dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+            dtype = _float_dtype(x.dtype, complex_ok=False)
             self.avg_mean.data = xp.zeros(C, dtype=dtype)
             self.avg_var.data = xp.ones(C, dtype=dtype)
             self.gamma.data = xp.ones(C, dtype=dtype)

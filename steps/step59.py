@@ -48,7 +48,7 @@
 #| export dezero_like/functions.py
 from dezero_like import utils
 from dezero_like.core import Function
-from dezero_like.functions import broadcast_to
+from dezero_like.functions import _float_dtype, broadcast_to
 
 
 class Max(Function):
@@ -76,7 +76,7 @@ class Max(Function):
             if y.dtype.kind == "f" and y.dtype.itemsize >= 4:  # counts exact up to 2**24
                 self.share = mask.astype(y.dtype) / count.astype(y.dtype)  # ties share equally
             else:  # in an integer, bool or float16 dtype the count would wrap or overflow
-                self.share = (mask / count).astype(y.dtype if y.dtype.kind == "f" else "f8")
+                self.share = (mask / count).astype(_float_dtype(y.dtype, complex_ok=False))
         if not self.keepdims:
             y = y.reshape(_reduced_shape(x.shape, self.axis))
         return y
