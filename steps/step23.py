@@ -1132,8 +1132,11 @@ def _float_dtype(dtype, complex_ok=True):
 
 
 def _as_float(x):
-    """Integer and boolean arrays in float64, floating ones as they are: :func:`_float_dtype`."""
-    return x.astype(_float_dtype(x.dtype), copy=False)
+    """Integer and boolean arrays in float64, floating ones as they are: :func:`_float_dtype`.
+
+    A floating array is the common case, on every call of ``exp``, ``sin`` or ``cos``, so it
+    is let through by one test of its kind before anything else is asked."""
+    return x if x.dtype.kind in "fc" else x.astype(_float_dtype(x.dtype))
 
 
 class Exp(Function):
