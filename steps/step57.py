@@ -456,20 +456,29 @@ def conv2d(x, W, b=None, stride=1, pad=0):
 # correct: a shifted run spills past the end of a row, or of an image, only from zeros (times
 # finite weights: an infinite weight makes $0 \cdot \infty$, nan, there).
 #
-# Each tap's product goes into the same buffer, `part`, reused nine times: a new large array
-# on every call can cost more in page faults than the product itself (`docs/performance.md`).
-# On a 2-core Xeon this made a small CNN's training step about a tenth faster than the same
-# products added image by image, row by row (the input gradient of its second conv layer,
-# 16 -> 32 channels on 14x14 maps, is where it shows).
+# The products of all the taps are one matrix product: stack the taps' `W[:, :, i, j]^T` into one
+# `(KH*KW*OC, C)` matrix, and each block of `OC` rows of the result is one tap's contribution.
+# One tall product runs faster than nine short ones (OpenBLAS does little with 16 rows at a
+# time). But for a whole batch its result is large (9 x 16 x 25,600 numbers, 15 MB, in the
+# benchmark's layer), and a new large array on every call can cost more in page faults than
+# the product itself (`docs/performance.md`). So the product is made for a **run of whole
+# images** at a time, into one buffer, `part`, of at most about 2 MiB, reused by every run;
+# the shifted adds of a run spill past its last image only from zeros, as above.
+#
+# On a 2-core Xeon the long adds made a small CNN's training step about a tenth faster than the
+# same products added image by image, row by row, and the stacked product took the second conv
+# layer's input gradient (16 -> 32 channels on 14x14 maps) from 4.3 to 3.2 ms.
 
 # %%
 #| export dezero_like/functions_conv.py
 from dezero_like import cuda
 
 
-def _deconv_stride1(x, W, out_hw, pad):
+def _deconv_stride1(x, W, out_hw, pad, part_bytes=2 * 2**20):
     """``deconv2d`` with stride 1: per kernel tap, one shifted add along the whole batch.
 
+    The taps' products are computed for a run of whole images at a time, all taps in
+    one matrix product, into one buffer of at most about ``part_bytes``.
     Returns a view ``(N, OC, OH, OW)`` of the full output cropped by ``pad``.
     """
     xp = cuda.get_array_module(x)
@@ -483,11 +492,17 @@ def _deconv_stride1(x, W, out_hw, pad):
     dtype = xp.result_type(x.dtype, W.dtype)  # as W.T @ x would have it
     # room past the end for the largest shift, (KH - 1) * Wq + KW - 1
     y = xp.zeros((OC, plane + (KH - 1) * Wq + KW - 1), dtype=dtype)
-    part = xp.empty((OC, plane), dtype=dtype)
-    for i in range(KH):
-        for j in range(KW):
-            xp.matmul(W[:, :, i, j].T, xq, out=part)  # (OC, C) @ (C, plane)
-            y[:, i * Wq + j:i * Wq + j + plane] += part
+    taps = W.transpose(2, 3, 1, 0).reshape(KH * KW * OC, C)  # row (i, j, o): W[:, o, i, j]
+    image_bytes = KH * KW * OC * Hq * Wq * np.dtype(dtype).itemsize
+    run = max(1, part_bytes // max(1, image_bytes)) * Hq * Wq  # whole images per product
+    part = xp.empty(KH * KW * OC * min(run, plane), dtype=dtype)  # reused by every run
+    for start in range(0, plane, run):
+        n = min(run, plane - start)  # the last run may be shorter
+        out = part[:KH * KW * OC * n].reshape(KH * KW * OC, n)
+        xp.matmul(taps, xq[:, start:start + n], out=out)  # (taps*OC, C) @ (C, n)
+        for k in range(KH * KW):
+            at = start + (k // KW) * Wq + k % KW  # tap (i, j) lands i rows and j columns on
+            y[:, at:at + n] += out[k * OC:(k + 1) * OC]
     (OH, OW), (PH, PW) = out_hw, pad
     y = y[:, :plane].reshape(OC, N, Hq, Wq)[:, :, PH:PH + OH, PW:PW + OW]
     return y.transpose(1, 0, 2, 3)

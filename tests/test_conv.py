@@ -942,3 +942,15 @@ def test_channels_last_images_that_are_not_square_are_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Lc.Conv2d(8, 3, pad=1)(np.zeros((4, 16, 100, 1), np.float32))  # a 1-d signal: fine
+
+
+@pytest.mark.parametrize("images_per_run", [1, 2, 3])
+def test_stride_one_deconv2d_in_runs_of_images_matches_the_direct_scatter(images_per_run):
+    # the taps' products are made a run of whole images at a time (one product per run, into
+    # a buffer of at most part_bytes); 5 images in runs of 2 or 3 leave a shorter last run
+    x, Wt, b, s, p, _ = _deconv_case((5, 3, 4, 6, 2, (3, 2), 1, (1, 0), None), 26)
+    OC, KH, KW = Wt.shape[1:]
+    image_bytes = KH * KW * OC * (4 + KH - 1) * (6 + KW - 1) * x.itemsize
+    y = Fc._deconv_stride1(x, Wt, (4 + KH - 1 - 2, 6 + KW - 1), (1, 0),
+                           part_bytes=images_per_run * image_bytes)
+    np.testing.assert_allclose(y, deconv_ref(x, Wt, None, s, p), atol=1e-12)
