@@ -234,11 +234,18 @@ class Variable:
 
     # (step 70)
     def __init__(self, data, name=None, requires_grad=True):
-        if type(data) is not np.ndarray and data is not None and not _is_array(data):
-            raise TypeError(
-                f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
-                f"got {type(data).__name__}; use Variable(np.array(...))"
-            )
+        if type(data) is not np.ndarray and data is not None:  # the common case tests one type
+            if not _is_array(data):
+                raise TypeError(
+                    f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
+                    f"got {type(data).__name__}; use Variable(np.array(...))"
+                )
+            if isinstance(data, (np.matrix, np.ma.MaskedArray)):
+                raise TypeError(
+                    f"Variable data must be a plain array, got {type(data).__name__}, whose "
+                    "operators differ (np.matrix's * is a matrix product; a masked array's sums "
+                    "skip masked values, their gradients would not); use "
+                    "Variable(np.asarray(data))")
         if data is not None and data.dtype.kind not in "biufc":
             raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
         _fill(self, data, requires_grad, None, 0, 0, name)

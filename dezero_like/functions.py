@@ -10,6 +10,7 @@ plus a lowercase wrapper. The docstring gives the formula and its derivative.
 Every function works on NumPy and CuPy arrays through the same code.
 """
 
+import copy
 import numbers
 import sys
 import warnings
@@ -555,10 +556,10 @@ class Linear(Function):
             return gx, gW, None
         if len(self.b_shape) != 1:
             gb = utils.sum_to(g, self.b_shape)
-        elif _raw_gpu(g) and g.flags.c_contiguous:
+        elif _raw_gpu(g) and g.flags.c_contiguous and len(g) <= 512:
             from dezero_like import cuda_kernels
 
-            gb = cuda_kernels.sum_rows(g)  # one launch (step 71)
+            gb = cuda_kernels.sum_rows(g)  # one launch; each thread adds a column's rows in turn
         else:
             gb = g.sum(axis=0)
         return gx, gW, _make_variable(gb, False)
@@ -702,12 +703,25 @@ def leaky_relu(x, slope=0.2):
 
 # --- step 48 ------------------------------------------------------------
 def _index_data(slices):
-    """Replace Variables inside an index by their arrays."""
-    if isinstance(slices, Variable):
-        return slices.data
+    """Replace Variables inside an index by their arrays, and copy any array or list in it.
+
+    Backward scatters the gradient through the index as it was at forward time: an index
+    array the caller refills before ``backward()`` (a buffer reused batch after batch) must
+    not move the gradient. PyTorch copies a NumPy index too.
+    """
     if isinstance(slices, tuple):
-        return tuple(s.data if isinstance(s, Variable) else s for s in slices)
-    return slices
+        return tuple(_index_item(s) for s in slices)
+    return _index_item(slices)
+
+
+def _index_item(s):
+    if isinstance(s, Variable):
+        s = s.data
+    if isinstance(s, list):
+        return copy.deepcopy(s)  # NumPy reads a list as an array (and [] as an empty one)
+    if isinstance(s, np.ndarray) or cuda.is_cupy_array(s):
+        return s.copy()
+    return s
 
 
 def _is_basic_index(slices):
@@ -844,11 +858,20 @@ def get_item(x, slices):
 
 # --- step 49 ------------------------------------------------------------
 class Clip(Function):
-    """y = min(max(x, x_min), x_max); dy/dx = 1 inside [x_min, x_max], else 0."""
+    """y = min(max(x, x_min), x_max); dy/dx = 1 inside [x_min, x_max], else 0.
+
+    The bounds are constants (numbers or arrays that broadcast to ``x``'s shape); they get
+    no gradient, and ``y`` has ``x``'s shape.
+    """
 
     def __init__(self, x_min, x_max):
         if x_min is None and x_max is None:
             raise ValueError("clip needs x_min or x_max (None leaves that side open)")
+        for name, bound in (("x_min", x_min), ("x_max", x_max)):
+            if isinstance(bound, Variable):
+                raise TypeError(
+                    f"clip's {name} is a Variable; the bounds are constants (numbers or "
+                    f"arrays) that get no gradient: pass {name}.data")
         # an open side is an infinite bound, as in np.clip and torch.clamp
         x_min = -float("inf") if x_min is None else x_min
         x_max = float("inf") if x_max is None else x_max
@@ -866,6 +889,12 @@ class Clip(Function):
         lo, hi = self.x_min, self.x_max
         if xp is not np:  # NumPy array bounds go to the GPU with x (numbers stay numbers)
             lo, hi = (xp.asarray(b) if isinstance(b, np.ndarray) else b for b in (lo, hi))
+        shape = np.broadcast_shapes(x.shape, np.shape(lo), np.shape(hi))
+        if shape != x.shape:  # y would be larger than x, and x's gradient the wrong shape
+            raise ValueError(
+                f"clip: bounds of shapes {np.shape(lo)} and {np.shape(hi)} would broadcast x of "
+                f"shape {x.shape} to {shape}; clip keeps x's shape. Broadcast x first "
+                f"(F.broadcast_to(x, {shape})) if you mean the larger result")
         if self.needs_input_grad:
             self.mask = (x >= lo) & (x <= hi)
         return xp.clip(x, lo, hi)
@@ -1059,7 +1088,7 @@ class SoftmaxCrossEntropy(Function):
         _check_labels("softmax_cross_entropy", x, t)  # shapes, dtype; the range on the CPU only
         xp = cuda.get_array_module(x)
         n = x.shape[0]
-        if _raw_gpu(x):  # on a GPU: one kernel gives the loss and the probabilities (step 71)
+        if _raw_gpu(x) and x.size <= self.fused_max_size:  # one kernel: loss and probabilities
             from dezero_like import cuda_kernels
 
             loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
@@ -1085,6 +1114,11 @@ class SoftmaxCrossEntropy(Function):
             onehot = xp.where(((t.data < 0) | (t.data >= c))[:, None], xp.nan, onehot)
         gx = (softmax(x, axis=1) - onehot) * (gy / n)
         return gx, None
+
+    # (step 71)
+    # the fused kernel runs as one block of 256 threads: right for a batch's logits, not for a
+    # vocabulary's worth (CuPy's own kernels spread those over the whole GPU)
+    fused_max_size = 2**16
 
 
 def _warn_squashed(x, kind, name, applied):
@@ -1202,6 +1236,8 @@ def accuracy(y, t):
     """
     y_data = y.data if isinstance(y, Variable) else y
     t_data = t.data if isinstance(t, Variable) else t
+    if isinstance(y_data, (list, tuple)):
+        y_data = np.asarray(y_data)
     xp = cuda.get_array_module(y_data)
     if isinstance(t_data, (list, tuple)):
         t_data = xp.asarray(t_data)
@@ -1224,6 +1260,15 @@ def accuracy(y, t):
         raise ValueError(
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "
             f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
+    if t_data.size and xp is np:  # on a GPU this would wait for the device
+        C = y_data.shape[1]
+        if t_data.dtype.kind == "f" and not np.array_equal(t_data, np.round(t_data)):
+            raise ValueError("accuracy expects whole-number class indices, got "
+                             f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
+        low, high = t_data.min(), t_data.max()
+        if low < 0 or high >= C:  # such a label never equals an argmax: counted wrong, silently
+            raise ValueError(f"accuracy: label {low if low < 0 else high} is out of range for "
+                             f"{C} classes; labels must be in 0..{C - 1}")
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
     acc = (pred == t_data).mean()
     dtype = _float_dtype(y_data.dtype, complex_ok=False)
@@ -1331,7 +1376,9 @@ class Max(Function):
 
     def __init__(self, axis=None, keepdims=False):
         self.axis = tuple(axis) if isinstance(axis, list) else axis  # NumPy takes a tuple
-        self.keepdims = keepdims
+        if keepdims not in (True, False):  # forward always keeps them; any other value would too
+            raise TypeError(f"{self._reduce}: keepdims must be True or False, got {keepdims!r}")
+        self.keepdims = bool(keepdims)
 
     def forward(self, x):
         self.retain_inputs(())

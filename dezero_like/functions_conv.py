@@ -37,10 +37,10 @@ from dezero_like.functions import _raw_gpu, _sum_dtype
 # --- step 57 ------------------------------------------------------------
 def pair(x):
     """``3 -> (3, 3)``; a pair ``(kh, kw)`` is returned as a tuple of ints."""
-    if isinstance(x, numbers.Integral):
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):  # True is not a size
         return (int(x), int(x))
     if isinstance(x, (tuple, list)) and len(x) == 2 and all(
-        isinstance(v, numbers.Integral) for v in x
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in x
     ):
         return (int(x[0]), int(x[1]))
     raise TypeError(f"expected an int or a pair of ints (height, width), got {x!r}")
@@ -143,6 +143,8 @@ def col2im_array(col, img_shape, kernel_size, stride, pad, to_matrix=True):
 def _check_conv_weight(name, x, W, c_axis, b=None):
     if W.ndim != 4:
         raise ValueError(f"{name}: W must be 4-d, got shape {W.shape}")
+    if min(W.shape[2:]) < 1:
+        raise ValueError(f"{name}: the kernel of W {W.shape} is empty; it needs at least 1x1")
     if b is not None and b.shape != (W.shape[1 - c_axis],):
         raise ValueError(
             f"{name}: the bias has shape {b.shape}, but W of shape {W.shape} makes "
@@ -313,6 +315,9 @@ class Deconv2d(Function):
     def __init__(self, stride=1, pad=0, outsize=None):
         self.stride = pair(stride)
         self.pad = pair(pad)
+        if min(self.stride) < 1 or min(self.pad) < 0:  # no input size to check them against
+            raise ValueError(f"deconv2d: stride must be >= 1 and pad >= 0, got stride "
+                             f"{self.stride}, pad {self.pad}")
         self.outsize = None if outsize is None else pair(tuple(outsize))
 
     # (step 71)
@@ -489,7 +494,11 @@ def im2col(x, kernel_size, stride=1, pad=0, to_matrix=True):
 
 
 class Col2im(Function):
-    """``x = col2im(col)``; linear, so the gradient is ``im2col(gx)`` (its transpose)."""
+    """``x = col2im(col)``; linear, so the gradient is ``im2col(gx)`` (its transpose).
+
+    ``col`` must have exactly the shape im2col makes for ``input_shape``: any other array of
+    the same size would be read in the wrong order without a word.
+    """
 
     def __init__(self, input_shape, kernel_size, stride, pad, to_matrix):
         self.input_shape = tuple(input_shape)
@@ -499,6 +508,17 @@ class Col2im(Function):
         self.to_matrix = to_matrix
 
     def forward(self, col):
+        _check_geometry("col2im", self.input_shape, self.kernel_size, self.stride, self.pad)
+        N, C, H, W = self.input_shape
+        (KH, KW), (SH, SW), (PH, PW) = self.kernel_size, self.stride, self.pad
+        OH, OW = get_conv_outsize(H, KH, SH, PH), get_conv_outsize(W, KW, SW, PW)
+        shape = (N * OH * OW, C * KH * KW) if self.to_matrix else (N, C, KH, KW, OH, OW)
+        if col.shape != shape:
+            raise ValueError(
+                f"col2im: for input_shape {self.input_shape}, kernel {self.kernel_size}, "
+                f"stride {self.stride} and pad {self.pad}, col must have shape {shape} (as "
+                f"im2col makes it, to_matrix={self.to_matrix}), got {col.shape}. (PyTorch's "
+                "fold takes (N, C*KH*KW, L) instead)")
         self.retain_inputs(())
         return col2im_array(col, self.input_shape, self.kernel_size, self.stride, self.pad,
                             self.to_matrix)
@@ -512,6 +532,170 @@ def col2im(col, input_shape, kernel_size, stride=1, pad=0, to_matrix=True):
     return Col2im(input_shape, kernel_size, stride, pad, to_matrix)(col)
 
 
+def _bn_axes(x):
+    """The axes batch norm averages over (all but the channel axis 1), and the shape that
+    lines a per-channel array up with ``x``: (N, C), (N, C, L), (N, C, H, W), ..."""
+    if x.ndim < 2:
+        raise ValueError(
+            f"batch_norm expects (N, C) input, or (N, C, ...) such as (N, C, H, W), got shape "
+            f"{tuple(x.shape)}")
+    return (0,) + tuple(range(2, x.ndim)), (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def _bn_settings(owner, decay, eps):
+    """Refuse a ``decay`` that is not a real number in [0, 1) and an ``eps`` that is not > 0.
+
+    ``L.BatchNorm(16)``, PyTorch's ``BatchNorm1d(16)``, would make 16 the decay: the running
+    statistics then grow without bound and evaluation gives nan.
+    """
+    hint = ("decay is the weight of the old running mean and variance in their update: "
+            "PyTorch's momentum=0.1 is decay=0.9")
+    if owner == "BatchNorm":
+        hint = ("the number of channels is not an argument here: BatchNorm takes it from the "
+                "first batch, so PyTorch's BatchNorm1d(16) is L.BatchNorm(); " + hint)
+    eps_hint = "eps keeps 1 / sqrt(var + eps) finite for a channel of constant values"
+    for name, value, why in (("decay", decay, hint), ("eps", eps, eps_hint)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{owner}: {name} must be a number, got {value!r} "
+                            f"({type(value).__name__}); " + why)
+    if not 0 <= decay < 1:  # nan fails too
+        raise ValueError(f"{owner}: decay must be in [0, 1), got {decay!r}; " + hint)
+    if not 0 < eps < float("inf"):
+        raise ValueError(f"{owner}: eps must be > 0 (and finite), got {eps!r}; " + eps_hint)
+
+
+def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
+    r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
+
+    In training (``Config.train``), $\mu$ and $\sigma^2$ are the batch's mean
+    and (biased) variance per channel (axis 1; also over the axes after it, H and W for
+    images, L for sequences),
+    and the running statistics ``mean`` and ``var`` (arrays, updated in place)
+    move towards them: ``mean = decay*mean + (1-decay)*mu`` (the running variance
+    uses the unbiased estimate). In test mode the running statistics are used
+    instead, so one example's output does not depend on the rest of its batch.
+
+    The training path is written with differentiable functions (sum, mean,
+    ``**``), so its gradient - including the terms that flow through $\mu$ and
+    $\sigma^2$ - and its second derivatives come out of backprop. float16 input is
+    normalised in float32 and the result rounded back, as PyTorch does.
+    """
+    from dezero_like.core import Config
+
+    _bn_settings("batch_norm", decay, eps)
+    for name, stat in (("mean", mean), ("var", var)):
+        if isinstance(stat, Variable):  # mean *= decay would make a new Variable, and the
+            raise TypeError(            # caller's statistics would never move
+                f"batch_norm: the running {name} must be an array, updated in place, got a "
+                f"Variable; pass {name}.data (the BatchNorm layer passes its own arrays)")
+    x = as_variable(x)
+    axes, shape = _bn_axes(x)
+    xp = cuda.get_array_module(x)
+    if any(cuda.get_array_module(a) is not xp for a in (mean, var)):
+        where = "the GPU" if xp is not np else "the CPU"
+        raise TypeError(
+            f"batch_norm: x is on {where} but the running statistics mean/var are not; "
+            "put them on the same device (cuda.as_cupy / cuda.as_numpy; the BatchNorm "
+            "layer's to_gpu() moves its own)")
+    if x.dtype == np.float16:  # in float32, as PyTorch: a deviation of 256 squares to inf
+        mean32, var32 = mean.astype(np.float32), var.astype(np.float32)
+        y = batch_norm(F.astype(x, np.float32), F.astype(as_variable(gamma), np.float32),
+                       F.astype(as_variable(beta), np.float32), mean32, var32, decay, eps)
+        if Config.train:  # the running statistics moved; in test mode they did not
+            mean[...], var[...] = mean32, var32
+        return F.astype(y, np.float16)
+    gamma = F.reshape(as_variable(gamma), shape)
+    beta = F.reshape(as_variable(beta), shape)
+    if Config.train:
+        F._training_without_graph(
+            "batch_norm", "it normalises with this batch's statistics and moves its running "
+            "mean and variance towards this data")
+        m = x.size // x.shape[1]
+        if m < 2:  # the variance of one value is 0: y would be beta, whatever x is
+            raise ValueError(
+                f"batch_norm in training needs more than one value per channel, got input "
+                f"of shape {tuple(x.shape)}; use a batch of at least 2 (a DataLoader's last "
+                "batch holds what is left over: len(dataset) % batch_size examples, here "
+                "perhaps 1; choose a batch size that leaves 0 or at least 2), or evaluate a "
+                "single example under dezero_like.test_mode() (the running statistics)")
+        mu = F.sum(x, axis=axes, keepdims=True) / m
+        xc = x - mu
+        var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
+        xhat = xc * (var_b + eps) ** -0.5
+        s = decay
+        mean *= s
+        mean += (1 - s) * mu.data.reshape(mean.shape)
+        unbiased = m / (m - 1)
+        var *= s
+        var += (1 - s) * unbiased * var_b.data.reshape(var.shape)
+    else:
+        inv_std = (var + eps) ** -0.5
+        xhat = (x - mean.reshape(shape)) * inv_std.reshape(shape)
+    return xhat * gamma + beta
+
+
+batch_nrom = batch_norm  # the book's DeZero spells it so: its readers' code keeps working
+
+
+def embed_id(x, W):
+    """Rows of ``W (vocab, dim)`` picked by the integer ids ``x``: ``y = W[x]``.
+
+    The gradient adds each output row's gradient into the row it came from
+    (repeated ids accumulate) - exactly the backward of ``W[x]`` indexing.
+
+    An id outside ``[0, vocab)`` is an IndexError on the CPU. On a GPU nothing is read back
+    (that would wait for the device on every call): the row of such an id is NaN, and so is
+    its gradient, instead of the row CuPy's indexing would wrap the id around to. A table of
+    a dtype without NaN (integers) is checked as on the CPU, which waits for the device.
+    """
+    W = as_variable(W)
+    if W.ndim != 2:
+        raise ValueError(f"embed_id needs a 2-d table W (vocab, dim), got shape {W.shape}")
+    if isinstance(x, Variable):
+        x = x.data
+    xp = cuda.get_array_module(W)
+    apart = _on_two_devices(x, W.data) if _is_array(x) else None
+    if apart:
+        ids_on, w_on = apart
+        raise TypeError(
+            f"embed_id: the ids are on the {ids_on} but W is on the {w_on}; put both on one "
+            "device (cuda.as_cupy(ids) or cuda.as_numpy(ids))")
+    x = xp.asarray(x)  # a list of ids goes to W's device
+    if x.dtype.kind not in "iu":
+        raise TypeError(f"embed_id needs integer ids, got dtype {x.dtype}")
+    if xp is not np and W.dtype.kind in "fc":  # on a GPU: NaN rows, nothing read back
+        bad = (x < 0) | (x >= W.shape[0])
+        mask = xp.where(bad, W.dtype.type(np.nan), W.dtype.type(1))
+        return W[x] * mask.reshape(x.shape + (1,) * (W.ndim - 1))  # exact 1 * row elsewhere
+    # one test, so that on a GPU one number comes back (the device is waited for once)
+    if x.size and bool(((x < 0) | (x >= W.shape[0])).any()):
+        raise IndexError(
+            f"embed_id: ids must be in [0, {W.shape[0]}), got min {int(x.min())}, "
+            f"max {int(x.max())}"
+        )
+    return W[x]
+
+
+def conv2d_simple(x, W, b=None, stride=1, pad=0):
+    """Convolution from differentiable parts: im2col, one matmul, reshape, transpose.
+
+    The same numbers as :func:`conv2d` (up to rounding), with a graph of seven functions
+    (six without a bias) instead of one, and the column array kept for backward.
+    """
+    N, C, H, Wd = x.shape
+    OC, C, KH, KW = W.shape
+    (SH, SW), (PH, PW) = pair(stride), pair(pad)
+    OH = get_conv_outsize(H, KH, SH, PH)
+    OW = get_conv_outsize(Wd, KW, SW, PW)
+    col = im2col(x, (KH, KW), stride, pad, to_matrix=True)  # (N*OH*OW, C*KH*KW)
+    W_mat = W.reshape(OC, -1).T  # (C*KH*KW, OC)
+    y = F.matmul(col, W_mat)  # (N*OH*OW, OC)
+    if b is not None:
+        y = y + b
+    return y.reshape(N, OH, OW, OC).transpose(0, 3, 1, 2)
+
+
+# --- step 59 ------------------------------------------------------------
 def _pool_geometry(name, x_shape, kernel_size, stride, pad):
     kernel_size = pair(kernel_size)
     stride = kernel_size if stride is None else pair(stride)
@@ -766,163 +950,6 @@ def pooling(x, kernel_size, stride=None, pad=0):
 max_pooling = pooling
 
 
-def _bn_axes(x):
-    """The axes batch norm averages over (all but the channel axis 1), and the shape that
-    lines a per-channel array up with ``x``: (N, C), (N, C, L), (N, C, H, W), ..."""
-    if x.ndim < 2:
-        raise ValueError(
-            f"batch_norm expects (N, C) input, or (N, C, ...) such as (N, C, H, W), got shape "
-            f"{tuple(x.shape)}")
-    return (0,) + tuple(range(2, x.ndim)), (1, x.shape[1]) + (1,) * (x.ndim - 2)
-
-
-def _bn_settings(owner, decay, eps):
-    """Refuse a ``decay`` that is not a real number in [0, 1) and an ``eps`` that is not > 0.
-
-    ``L.BatchNorm(16)``, PyTorch's ``BatchNorm1d(16)``, would make 16 the decay: the running
-    statistics then grow without bound and evaluation gives nan.
-    """
-    hint = ("decay is the weight of the old running mean and variance in their update: "
-            "PyTorch's momentum=0.1 is decay=0.9")
-    if owner == "BatchNorm":
-        hint = ("the number of channels is not an argument here: BatchNorm takes it from the "
-                "first batch, so PyTorch's BatchNorm1d(16) is L.BatchNorm(); " + hint)
-    eps_hint = "eps keeps 1 / sqrt(var + eps) finite for a channel of constant values"
-    for name, value, why in (("decay", decay, hint), ("eps", eps, eps_hint)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{owner}: {name} must be a number, got {value!r} "
-                            f"({type(value).__name__}); " + why)
-    if not 0 <= decay < 1:  # nan fails too
-        raise ValueError(f"{owner}: decay must be in [0, 1), got {decay!r}; " + hint)
-    if not 0 < eps < float("inf"):
-        raise ValueError(f"{owner}: eps must be > 0 (and finite), got {eps!r}; " + eps_hint)
-
-
-def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
-    r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
-
-    In training (``Config.train``), $\mu$ and $\sigma^2$ are the batch's mean
-    and (biased) variance per channel (axis 1; also over the axes after it, H and W for
-    images, L for sequences),
-    and the running statistics ``mean`` and ``var`` (arrays, updated in place)
-    move towards them: ``mean = decay*mean + (1-decay)*mu`` (the running variance
-    uses the unbiased estimate). In test mode the running statistics are used
-    instead, so one example's output does not depend on the rest of its batch.
-
-    The training path is written with differentiable functions (sum, mean,
-    ``**``), so its gradient - including the terms that flow through $\mu$ and
-    $\sigma^2$ - and its second derivatives come out of backprop. float16 input is
-    normalised in float32 and the result rounded back, as PyTorch does.
-    """
-    from dezero_like.core import Config
-
-    _bn_settings("batch_norm", decay, eps)
-    x = as_variable(x)
-    axes, shape = _bn_axes(x)
-    xp = cuda.get_array_module(x)
-    if any(cuda.get_array_module(a) is not xp for a in (mean, var)):
-        where = "the GPU" if xp is not np else "the CPU"
-        raise TypeError(
-            f"batch_norm: x is on {where} but the running statistics mean/var are not; "
-            "put them on the same device (cuda.as_cupy / cuda.as_numpy; the BatchNorm "
-            "layer's to_gpu() moves its own)")
-    if x.dtype == np.float16:  # in float32, as PyTorch: a deviation of 256 squares to inf
-        mean32, var32 = mean.astype(np.float32), var.astype(np.float32)
-        y = batch_norm(F.astype(x, np.float32), F.astype(as_variable(gamma), np.float32),
-                       F.astype(as_variable(beta), np.float32), mean32, var32, decay, eps)
-        if Config.train:  # the running statistics moved; in test mode they did not
-            mean[...], var[...] = mean32, var32
-        return F.astype(y, np.float16)
-    gamma = F.reshape(as_variable(gamma), shape)
-    beta = F.reshape(as_variable(beta), shape)
-    if Config.train:
-        F._training_without_graph(
-            "batch_norm", "it normalises with this batch's statistics and moves its running "
-            "mean and variance towards this data")
-        m = x.size // x.shape[1]
-        if m < 2:  # the variance of one value is 0: y would be beta, whatever x is
-            raise ValueError(
-                f"batch_norm in training needs more than one value per channel, got input "
-                f"of shape {tuple(x.shape)}; use a batch of at least 2 (a DataLoader's last "
-                "batch holds what is left over: len(dataset) % batch_size examples, here "
-                "perhaps 1; choose a batch size that leaves 0 or at least 2), or evaluate a "
-                "single example under dezero_like.test_mode() (the running statistics)")
-        mu = F.sum(x, axis=axes, keepdims=True) / m
-        xc = x - mu
-        var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
-        xhat = xc * (var_b + eps) ** -0.5
-        s = decay
-        mean *= s
-        mean += (1 - s) * mu.data.reshape(mean.shape)
-        unbiased = m / (m - 1)
-        var *= s
-        var += (1 - s) * unbiased * var_b.data.reshape(var.shape)
-    else:
-        inv_std = (var + eps) ** -0.5
-        xhat = (x - mean.reshape(shape)) * inv_std.reshape(shape)
-    return xhat * gamma + beta
-
-
-batch_nrom = batch_norm  # the book's DeZero spells it so: its readers' code keeps working
-
-
-def embed_id(x, W):
-    """Rows of ``W (vocab, dim)`` picked by the integer ids ``x``: ``y = W[x]``.
-
-    The gradient adds each output row's gradient into the row it came from
-    (repeated ids accumulate) - exactly the backward of ``W[x]`` indexing.
-
-    An id outside ``[0, vocab)`` is an IndexError on the CPU. On a GPU nothing is read back
-    (that would wait for the device on every call): the row of such an id is NaN, and so is
-    its gradient, instead of the row CuPy's indexing would wrap the id around to. A table of
-    a dtype without NaN (integers) is checked as on the CPU, which waits for the device.
-    """
-    W = as_variable(W)
-    if isinstance(x, Variable):
-        x = x.data
-    xp = cuda.get_array_module(W)
-    apart = _on_two_devices(x, W.data) if _is_array(x) else None
-    if apart:
-        ids_on, w_on = apart
-        raise TypeError(
-            f"embed_id: the ids are on the {ids_on} but W is on the {w_on}; put both on one "
-            "device (cuda.as_cupy(ids) or cuda.as_numpy(ids))")
-    x = xp.asarray(x)  # a list of ids goes to W's device
-    if x.dtype.kind not in "iu":
-        raise TypeError(f"embed_id needs integer ids, got dtype {x.dtype}")
-    if xp is not np and W.dtype.kind in "fc":  # on a GPU: NaN rows, nothing read back
-        bad = (x < 0) | (x >= W.shape[0])
-        mask = xp.where(bad, W.dtype.type(np.nan), W.dtype.type(1))
-        return W[x] * mask.reshape(x.shape + (1,) * (W.ndim - 1))  # exact 1 * row elsewhere
-    # one test, so that on a GPU one number comes back (the device is waited for once)
-    if x.size and bool(((x < 0) | (x >= W.shape[0])).any()):
-        raise IndexError(
-            f"embed_id: ids must be in [0, {W.shape[0]}), got min {int(x.min())}, "
-            f"max {int(x.max())}"
-        )
-    return W[x]
-
-
-def conv2d_simple(x, W, b=None, stride=1, pad=0):
-    """Convolution from differentiable parts: im2col, one matmul, reshape, transpose.
-
-    The same numbers as :func:`conv2d` (up to rounding), with a graph of seven functions
-    (six without a bias) instead of one, and the column array kept for backward.
-    """
-    N, C, H, Wd = x.shape
-    OC, C, KH, KW = W.shape
-    (SH, SW), (PH, PW) = pair(stride), pair(pad)
-    OH = get_conv_outsize(H, KH, SH, PH)
-    OW = get_conv_outsize(Wd, KW, SW, PW)
-    col = im2col(x, (KH, KW), stride, pad, to_matrix=True)  # (N*OH*OW, C*KH*KW)
-    W_mat = W.reshape(OC, -1).T  # (C*KH*KW, OC)
-    y = F.matmul(col, W_mat)  # (N*OH*OW, OC)
-    if b is not None:
-        y = y + b
-    return y.reshape(N, OH, OW, OC).transpose(0, 3, 1, 2)
-
-
-# --- step 59 ------------------------------------------------------------
 class AveragePooling(_Pool):
     """Average pooling: ``y = mean`` of each ``KH x KW`` window (padding counts as 0).
 

@@ -64,11 +64,19 @@ class Conv2d(Layer):
                 f"stride and pad by position; got {2 + len(args)} numbers. PyTorch's "
                 f"{torch_name}(in, out, kernel) is written {name}(out, kernel, in_channels=in)"
             )
+        name = type(self).__name__
+        for what, size in (("out_channels", out_channels), ("in_channels", in_channels)):
+            if size is not None and not (isinstance(size, (int, np.integer))
+                                         and not isinstance(size, bool) and size >= 1):
+                raise ValueError(f"{name}: {what} must be a positive integer, got {size!r}")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = Fc.pair(kernel_size)
         self.stride = Fc.pair(stride)
         self.pad = Fc.pair(pad)
+        if min(self.kernel_size) < 1 or min(self.stride) < 1 or min(self.pad) < 0:
+            raise ValueError(f"{name}: kernel_size and stride must be >= 1 and pad >= 0, got "
+                             f"{self.kernel_size}, {self.stride} and {self.pad}")
         self.dtype = np.dtype(dtype)
         self.W = Parameter(None, name="W")
         if in_channels is not None:

@@ -35,22 +35,40 @@
 
 # %% [markdown]
 # Two helpers first. `_index_data` lets an index contain Variables (an array of labels, say) by
-# replacing them with their arrays. `_is_basic_index` tells whether an index is made only of
-# integers, slices, `None` and `...`: such an index can never select the same element twice.
+# replacing them with their arrays, and copies any array or list in the index, so that a buffer
+# of indices the caller refills before `backward()` cannot move the gradient. `_is_basic_index`
+# tells whether an index is made only of integers, slices, `None` and `...`: such an index can
+# never select the same element twice.
 
 # %%
 #| export dezero_like/functions.py
+import copy
+
 import numpy as np
+from dezero_like import cuda
 from dezero_like.core import Variable
 
 
 def _index_data(slices):
-    """Replace Variables inside an index by their arrays."""
-    if isinstance(slices, Variable):
-        return slices.data
+    """Replace Variables inside an index by their arrays, and copy any array or list in it.
+
+    Backward scatters the gradient through the index as it was at forward time: an index
+    array the caller refills before ``backward()`` (a buffer reused batch after batch) must
+    not move the gradient. PyTorch copies a NumPy index too.
+    """
     if isinstance(slices, tuple):
-        return tuple(s.data if isinstance(s, Variable) else s for s in slices)
-    return slices
+        return tuple(_index_item(s) for s in slices)
+    return _index_item(slices)
+
+
+def _index_item(s):
+    if isinstance(s, Variable):
+        s = s.data
+    if isinstance(s, list):
+        return copy.deepcopy(s)  # NumPy reads a list as an array (and [] as an empty one)
+    if isinstance(s, np.ndarray) or cuda.is_cupy_array(s):
+        return s.copy()
+    return s
 
 
 def _is_basic_index(slices):

@@ -45,15 +45,24 @@
 #| export dezero_like/functions.py
 import numpy as np
 from dezero_like import cuda
-from dezero_like.core import Function
+from dezero_like.core import Function, Variable
 
 
 class Clip(Function):
-    """y = min(max(x, x_min), x_max); dy/dx = 1 inside [x_min, x_max], else 0."""
+    """y = min(max(x, x_min), x_max); dy/dx = 1 inside [x_min, x_max], else 0.
+
+    The bounds are constants (numbers or arrays that broadcast to ``x``'s shape); they get
+    no gradient, and ``y`` has ``x``'s shape.
+    """
 
     def __init__(self, x_min, x_max):
         if x_min is None and x_max is None:
             raise ValueError("clip needs x_min or x_max (None leaves that side open)")
+        for name, bound in (("x_min", x_min), ("x_max", x_max)):
+            if isinstance(bound, Variable):
+                raise TypeError(
+                    f"clip's {name} is a Variable; the bounds are constants (numbers or "
+                    f"arrays) that get no gradient: pass {name}.data")
         # an open side is an infinite bound, as in np.clip and torch.clamp
         x_min = -float("inf") if x_min is None else x_min
         x_max = float("inf") if x_max is None else x_max
@@ -71,6 +80,12 @@ class Clip(Function):
         lo, hi = self.x_min, self.x_max
         if xp is not np:  # NumPy array bounds go to the GPU with x (numbers stay numbers)
             lo, hi = (xp.asarray(b) if isinstance(b, np.ndarray) else b for b in (lo, hi))
+        shape = np.broadcast_shapes(x.shape, np.shape(lo), np.shape(hi))
+        if shape != x.shape:  # y would be larger than x, and x's gradient the wrong shape
+            raise ValueError(
+                f"clip: bounds of shapes {np.shape(lo)} and {np.shape(hi)} would broadcast x of "
+                f"shape {x.shape} to {shape}; clip keeps x's shape. Broadcast x first "
+                f"(F.broadcast_to(x, {shape})) if you mean the larger result")
         if self.needs_input_grad:
             self.mask = (x >= lo) & (x <= hi)
         return xp.clip(x, lo, hi)

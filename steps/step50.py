@@ -27,7 +27,9 @@
 # `accuracy` compares the index of the largest score in each row with the label and returns the
 # fraction that match. It works on the raw arrays and returns a Variable with
 # `requires_grad=False`: an argmax has no useful gradient, so no graph is built. The result takes
-# the float dtype of `y` (float64 when `y` is not a float array).
+# the float dtype of `y` (float64 when `y` is not a float array). A label out of range, or a
+# fraction such as 1.5, would never equal an argmax and would silently count as a miss, so on the
+# CPU both are refused, as `softmax_cross_entropy` refuses them.
 
 # %%
 #| export dezero_like/functions.py
@@ -44,6 +46,8 @@ def accuracy(y, t):
     """
     y_data = y.data if isinstance(y, Variable) else y
     t_data = t.data if isinstance(t, Variable) else t
+    if isinstance(y_data, (list, tuple)):
+        y_data = np.asarray(y_data)
     xp = cuda.get_array_module(y_data)
     if isinstance(t_data, (list, tuple)):
         t_data = xp.asarray(t_data)
@@ -66,6 +70,15 @@ def accuracy(y, t):
         raise ValueError(
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "
             f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
+    if t_data.size and xp is np:  # on a GPU this would wait for the device
+        C = y_data.shape[1]
+        if t_data.dtype.kind == "f" and not np.array_equal(t_data, np.round(t_data)):
+            raise ValueError("accuracy expects whole-number class indices, got "
+                             f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
+        low, high = t_data.min(), t_data.max()
+        if low < 0 or high >= C:  # such a label never equals an argmax: counted wrong, silently
+            raise ValueError(f"accuracy: label {low if low < 0 else high} is out of range for "
+                             f"{C} classes; labels must be in 0..{C - 1}")
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
     acc = (pred == t_data).mean()
     dtype = _float_dtype(y_data.dtype, complex_ok=False)

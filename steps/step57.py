@@ -124,10 +124,10 @@ import numbers
 
 def pair(x):
     """``3 -> (3, 3)``; a pair ``(kh, kw)`` is returned as a tuple of ints."""
-    if isinstance(x, numbers.Integral):
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):  # True is not a size
         return (int(x), int(x))
     if isinstance(x, (tuple, list)) and len(x) == 2 and all(
-        isinstance(v, numbers.Integral) for v in x
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in x
     ):
         return (int(x[0]), int(x[1]))
     raise TypeError(f"expected an int or a pair of ints (height, width), got {x!r}")
@@ -294,6 +294,8 @@ from dezero_like import functions as F
 def _check_conv_weight(name, x, W, c_axis, b=None):
     if W.ndim != 4:
         raise ValueError(f"{name}: W must be 4-d, got shape {W.shape}")
+    if min(W.shape[2:]) < 1:
+        raise ValueError(f"{name}: the kernel of W {W.shape} is empty; it needs at least 1x1")
     if b is not None and b.shape != (W.shape[1 - c_axis],):
         raise ValueError(
             f"{name}: the bias has shape {b.shape}, but W of shape {W.shape} makes "
@@ -532,6 +534,9 @@ class Deconv2d(Function):
     def __init__(self, stride=1, pad=0, outsize=None):
         self.stride = pair(stride)
         self.pad = pair(pad)
+        if min(self.stride) < 1 or min(self.pad) < 0:  # no input size to check them against
+            raise ValueError(f"deconv2d: stride must be >= 1 and pad >= 0, got stride "
+                             f"{self.stride}, pad {self.pad}")
         self.outsize = None if outsize is None else pair(tuple(outsize))
 
     def forward(self, x, W, b=None):

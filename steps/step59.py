@@ -19,14 +19,379 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `Max`, `Min`, `max`, `min`; `functions_conv` gains
-# `AveragePooling`, `AveragePoolingGrad`, `average_pooling`, `pooling_simple`.
+# In this step `functions` gains `Max`, `Min`, `max`, `min`; `functions_conv` gains `Pooling`,
+# `PoolingGrad`, `Pooling2DWithIndexes`, `pooling`, `max_pooling`, `AveragePooling`,
+# `AveragePoolingGrad`, `average_pooling`, `pooling_simple`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
 # modules of `dezero_like` (a later step that writes the same name replaces it), so what you
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
+
+# %% [markdown]
+# Max pooling first. Its package code is written here, where its meaning is; average pooling and
+# the `max` and `min` reductions follow. The pictures and tests of this step come after all of
+# the package code, at "Max and average on a 4×4 map".
+#
+# `_pool_geometry` sets the defaults of pooling (the stride equals the kernel, so windows do not
+# overlap) and refuses a padding as large as the kernel, which would make a window of padding only.
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.functions_conv import _check_geometry, pair
+
+
+def _pool_geometry(name, x_shape, kernel_size, stride, pad):
+    kernel_size = pair(kernel_size)
+    stride = kernel_size if stride is None else pair(stride)
+    pad = pair(pad)
+    _check_geometry(name, x_shape, kernel_size, stride, pad)
+    if pad[0] >= kernel_size[0] or pad[1] >= kernel_size[1]:
+        raise ValueError(
+            f"{name}: pad {pad} must be smaller than the kernel {kernel_size}, otherwise "
+            "some windows would see only padding"
+        )
+    return kernel_size, stride, pad
+
+
+# %% [markdown]
+# Two helpers for pooling. `_window_offsets` yields, for each kernel offset `k`, the strided slice
+# that holds element `k` of every window at once, the same slices im2col copies; `_padded` pads an
+# input with a given value, and returns it unchanged when there is no padding.
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+
+
+def _window_offsets(pool):
+    """``(k, index)`` for every kernel offset: ``padded[index]`` is element k of every window."""
+    (KH, KW), (SH, SW) = pool.kernel_size, pool.stride
+    OH, OW = pool.out_hw
+    for i in range(KH):
+        for j in range(KW):
+            yield i * KW + j, (Ellipsis, slice(i, i + SH * OH, SH), slice(j, j + SW * OW, SW))
+
+
+def _padded(x, pad, value):
+    PH, PW = pad
+    if not (PH or PW):
+        return x
+    xp = cuda.get_array_module(x)
+    return xp.pad(x, ((0, 0), (0, 0), (PH, PH), (PW, PW)), mode="constant",
+                  constant_values=value)
+
+
+# %% [markdown]
+# `_scatter_to_windows` builds an input-shaped gradient by adding a value into element `k` of every
+# window, for each `k`: the pooling version of `col2im`, with no column array in between.
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+
+
+def _grad_dtype(pool, gy):
+    """The input's dtype for its gradient; an integer image keeps the gradient's own."""
+    return pool.dtype if pool.dtype.kind in "fc" else gy.dtype
+
+
+def _scatter_to_windows(pool, values_at):
+    """The input-shaped array that adds ``values_at(k)`` into element k of every window."""
+    first = values_at(0)
+    xp = cuda.get_array_module(first)
+    N, C, H, W = pool.x_shape
+    PH, PW = pool.pad
+    SH, SW = pool.stride
+    g = xp.zeros((N, C, H + 2 * PH + SH - 1, W + 2 * PW + SW - 1),
+                 dtype=_grad_dtype(pool, first))
+    for k, index in _window_offsets(pool):
+        g[index] += values_at(k)
+    return g[:, :, PH:PH + H, PW:PW + W]
+
+
+# %% [markdown]
+# `_Pool` is the base class of the pooling functions. `_setup` checks the geometry, keeps only the
+# input's shape and dtype (no input array), computes the output size and sets `tiles` when the
+# windows cover the image exactly once (stride equal to the kernel, no padding, sizes that
+# divide).
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.core import Function
+from dezero_like.functions_conv import get_conv_outsize
+
+
+class _Pool(Function):
+    def __init__(self, kernel_size, stride=None, pad=0):
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.pad = pad
+
+    def _setup(self, name, x):
+        self.kernel_size, self.stride, self.pad = _pool_geometry(
+            name, x.shape, self.kernel_size, self.stride, self.pad)
+        self.retain_inputs(())
+        self.x_shape = x.shape
+        self.dtype = x.dtype
+        H, W = x.shape[2:]
+        self.out_hw = tuple(get_conv_outsize(s, k, st, p) for s, k, st, p in
+                            zip((H, W), self.kernel_size, self.stride, self.pad))
+        # windows that cover the image exactly once (stride = kernel, no padding, sizes
+        # that divide), as in the common 2x2 pooling with stride 2
+        self.tiles = (self.stride == self.kernel_size and self.pad == (0, 0)
+                      and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
+
+
+# %% [markdown]
+# The 2x2 window with stride 2 is the pooling nearly every CNN uses, and it has a fast path. A
+# 2x2 maximum is a maximum of **pairs taken twice**: first the two elements of each row of a
+# window, then the two row results. `_max_pool_2x2` first copies the four elements of every
+# window into four separate planes, `q[i, j]` holding element `(i, j)` of each window, one
+# contiguous array each. That one copy is the only strided pass: every comparison after it is a
+# long NumPy loop over contiguous memory, the case NumPy's vectorised loops are built for
+# (on strided pairs `np.maximum` runs several times slower).
+#
+# Backward needs to know which of each pair won. `_max_pairs` records it in one byte per pair:
+# the second element wins when it is greater, so on a tie the first maximum in reading order
+# wins, as in PyTorch. A `nan` also wins: a maximum over values one of which is `nan` is `nan`
+# (as in `np.max` and PyTorch), and its gradient goes to that `nan`; a comparison alone would
+# quietly skip it. Asking every pair "is the second one `nan`?" costs two more passes, and the
+# answer is nearly always no. So the fast path compares only, then looks at the (four times
+# smaller) result: a window holding a `nan` has a `nan` maximum, so no `nan` in `y` means no
+# `nan` anywhere, and the masks are right. Only when there is one are both stages redone with
+# the `nan` rule. The masks are then turned into -1 (**every bit set**) and 0, so that
+# selecting is bit arithmetic on the floats' bit patterns, viewed as integers of the same width
+# by `_bits`: `g & mask` is `g` where the mask is set and exactly `0.0` elsewhere, and
+# `g ^ (g & mask)` is the other half. Unlike
+# `g * mask`, this never turns an `inf` gradient into `nan` (`inf * 0`), and it is several times
+# faster than `np.where` or `np.copyto(..., where=...)` on float arrays.
+
+# %%
+#| export dezero_like/functions_conv.py
+import numpy as np
+
+
+def _max_pairs(a, b, out, mask, nan_wins=True):
+    """Write ``max(a, b)`` into ``out``, and into the boolean ``mask`` where ``b`` won.
+
+    ``b`` wins when it is greater (so the first of equal values wins) or, with
+    ``nan_wins``, ``nan`` (so a ``nan`` propagates and takes the gradient, as in PyTorch).
+    """
+    np.greater(b, a, out=mask)
+    if nan_wins:
+        np.logical_or(mask, np.isnan(b), out=mask)
+    np.maximum(a, b, out=out)  # nan if either is
+
+
+def _max_pool_2x2(x, nan_wins=False):
+    """2x2 max pooling with stride 2 of a NumPy ``x``: ``y`` and the masks of both stages."""
+    N, C, H, W = x.shape
+    R, Q = N * C * H // 2, W // 2  # rows of windows, windows per row
+    q = np.empty((2, 2, R, Q), dtype=x.dtype)  # q[i, j]: element (i, j) of every window
+    np.copyto(q, x.reshape(R, 2, Q, 2).transpose(1, 3, 0, 2))
+    across = np.empty((2, R, Q), dtype=np.bool_)  # in row i of a window: did (i, 1) win?
+    rows = np.empty((2, R, Q), dtype=x.dtype)
+    for i in (0, 1):
+        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i], nan_wins)
+    down = np.empty((R, Q), dtype=np.bool_)  # did the window's second row win?
+    y = np.empty((R, Q), dtype=x.dtype)
+    _max_pairs(rows[0], rows[1], y, down, nan_wins)
+    if not nan_wins and y.dtype.kind == "f" and np.isnan(y).any():
+        return _max_pool_2x2(x, nan_wins=True)  # a nan somewhere: redo with the nan rule
+    # backward reads the row masks in the image's order: a window's two rows, one after the other
+    across = np.ascontiguousarray(across.transpose(1, 0, 2))
+    masks = across.reshape(-1).view(np.int8), down.view(np.int8)
+    for mask in masks:
+        np.negative(mask, out=mask)  # True is 1, and -1 has every bit set
+    return y.reshape(N, C, H // 2, W // 2), masks
+
+
+def _bits(a):
+    """The same memory seen as integers of the same width: float32 -> int32, and so on."""
+    return a.view(f"i{a.dtype.itemsize}")
+
+
+def _pair_spread(g, mask, to_a, to_b):
+    """Write ``g`` into ``to_b`` where ``mask`` is set, into ``to_a`` elsewhere; 0 in the other."""
+    np.bitwise_and(_bits(g), mask, out=_bits(to_b))  # the int8 mask widens to -1 or 0
+    np.bitwise_xor(_bits(g), _bits(to_b), out=_bits(to_a))
+
+
+def _pair_pick(a, b, mask):
+    """``b`` where ``mask`` is set, else ``a``: the winners that :func:`_max_pairs` recorded."""
+    return (_bits(a) ^ ((_bits(a) ^ _bits(b)) & mask)).view(a.dtype)
+
+
+# %% [markdown]
+# For any other window, `_max_pool_windows` keeps a running maximum over the `KH * KW` slices of
+# `_window_offsets`, one at a time, and records in `indexes` which element of each window won,
+# with the same two rules: a later element must be strictly greater to win, and a `nan` always
+# wins. (`candidate != candidate` is the array-module-neutral way to ask for `nan`.)
+
+# %%
+#| export dezero_like/functions_conv.py
+import numpy as np
+from dezero_like import cuda
+
+
+def _max_pool_windows(pool, x):
+    """Max pooling over any windows: ``y`` and the index (0 .. KH*KW-1) of each winner."""
+    xp = cuda.get_array_module(x)
+    kind = x.dtype.kind  # the padding is the lowest value of x's dtype (-inf for floats)
+    low = -np.inf if kind in "fc" else np.iinfo(x.dtype).min if kind in "iu" else False
+    padded = _padded(x, pool.pad, low)
+    # with padding: which cells are the image's (the padding's -inf must not win a tie
+    # with a real -inf, or that element's gradient would be lost)
+    real = _padded(xp.ones(x.shape, dtype=bool), pool.pad, False) if any(pool.pad) else None
+    y = indexes = won_real = None
+    for k, index in _window_offsets(pool):
+        candidate = padded[index]
+        if y is None:
+            y = candidate.copy()
+            indexes = xp.zeros(y.shape, dtype=np.int32)
+            won_real = None if real is None else real[index].copy()
+            continue
+        better = candidate > y  # strict: the first maximum wins ties
+        better |= candidate != candidate  # and a nan wins, so it propagates
+        if real is not None:
+            is_real = real[index]
+            better |= is_real & ~won_real  # an image cell beats the padding
+            xp.copyto(won_real, is_real, where=better)
+        xp.copyto(y, candidate, where=better)  # in place: no new arrays per offset
+        xp.copyto(indexes, k, where=better)
+    return y, indexes
+
+
+# %% [markdown]
+# `Pooling` takes the 2x2 fast path on NumPy arrays (`pair_masks` keeps its two masks) and the
+# general one otherwise (`indexes`). Either way, the derivative of a max is 1 for the winner and 0
+# for the others, so what is recorded is all backward needs.
+
+# %%
+#| export dezero_like/functions_conv.py
+import numpy as np
+from dezero_like import cuda
+
+
+class Pooling(_Pool):
+    """Max pooling: ``y = max`` of each ``KH x KW`` window (padding counts as ``-inf``).
+
+    The derivative is 1 for the element that won the max (the first one on ties;
+    a ``nan`` wins and propagates, as in PyTorch) and 0 for the others, so
+    backward routes ``gy`` to the winners (:class:`PoolingGrad`).
+    """
+
+    def forward(self, x):
+        self._setup("pooling", x)
+        xp = cuda.get_array_module(x)
+        self.pair_masks = None
+        if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
+            y, self.pair_masks = _max_pool_2x2(x)
+            return y
+        y, self.indexes = _max_pool_windows(self, x)
+        return y
+
+    def backward(self, gy):
+        return PoolingGrad(self)(gy)
+
+
+# %% [markdown]
+# `PoolingGrad` sends each output gradient to the winning element of its window and puts 0
+# elsewhere. On the 2x2 path it undoes the two stages in reverse order: each gradient goes to the
+# winning row, then to the winning element of that row (`_pair_spread`). Otherwise it adds
+# through `_scatter_to_windows`, since windows may overlap.
+
+# %%
+#| export dezero_like/functions_conv.py
+import numpy as np
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class PoolingGrad(Function):
+    """Routes each output gradient to the input element that won the max.
+
+    Linear in ``gy`` (for fixed winners); its backward picks the same winners
+    out of ``ggx`` (:class:`Pooling2DWithIndexes`).
+    """
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def forward(self, gy):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(gy)
+        if self.pool.pair_masks is not None:  # the 2x2 path: undo its two stages
+            across, down = self.pool.pair_masks
+            N, C, H, W = self.pool.x_shape
+            g = gy.astype(_grad_dtype(self.pool, gy), copy=False).reshape(-1, W // 2)
+            rows = np.empty((len(g), 2, W // 2), dtype=g.dtype)
+            _pair_spread(g, down, rows[:, 0], rows[:, 1])
+            gx = np.empty((N * C * H * W // 2, 2), dtype=g.dtype)
+            _pair_spread(rows.reshape(-1), across, gx[:, 0], gx[:, 1])
+            return gx.reshape(N, C, H, W)
+        idx = self.pool.indexes
+        zero = gy.dtype.type(0)
+        return _scatter_to_windows(self.pool, lambda k: xp.where(idx == k, gy, zero))
+
+    def backward(self, ggx):
+        return Pooling2DWithIndexes(self.pool)(ggx)
+
+
+# %% [markdown]
+# `Pooling2DWithIndexes` picks, in each window, the element at the recorded winning index. It is
+# `PoolingGrad`'s transpose, so the two are each other's backward: second derivatives of max
+# pooling use the same winners as the first.
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like import cuda
+from dezero_like.core import Function
+
+
+class Pooling2DWithIndexes(Function):
+    """Picks, in each window of its input, the element at the max pooling's winning index."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def forward(self, x):
+        self.retain_inputs(())
+        xp = cuda.get_array_module(x)
+        if self.pool.pair_masks is not None:  # the 2x2 path: pick in a row, then across rows
+            across, down = self.pool.pair_masks
+            N, C, H, W = x.shape
+            p = x.astype(_grad_dtype(self.pool, x), copy=False).reshape(-1, 2)
+            r = _pair_pick(p[:, 0], p[:, 1], across).reshape(-1, 2, W // 2)
+            return _pair_pick(r[:, 0], r[:, 1], down).reshape(N, C, H // 2, W // 2)
+        padded = _padded(x, self.pool.pad, 0)
+        idx = self.pool.indexes
+        y = xp.zeros(idx.shape, dtype=x.dtype)
+        for k, index in _window_offsets(self.pool):
+            y = xp.where(idx == k, padded[index], y)
+        return y
+
+    def backward(self, gy):
+        return PoolingGrad(self.pool)(gy)
+
+
+# %% [markdown]
+# `pooling` is the function a model calls (also called `max_pooling`, the book's other name).
+
+# %%
+#| export dezero_like/functions_conv.py
+def pooling(x, kernel_size, stride=None, pad=0):
+    """Max pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``.
+
+    Returns ``(N, C, OH, OW)``; ``pad`` must be smaller than the kernel.
+    """
+    return Pooling(kernel_size, stride, pad)(x)
+
+
+max_pooling = pooling
+
 
 # %% [markdown]
 # `Max` keeps no input. Forward reduces with `keepdims=True` and compares, so `mask` is True where
@@ -63,7 +428,9 @@ class Max(Function):
 
     def __init__(self, axis=None, keepdims=False):
         self.axis = tuple(axis) if isinstance(axis, list) else axis  # NumPy takes a tuple
-        self.keepdims = keepdims
+        if keepdims not in (True, False):  # forward always keeps them; any other value would too
+            raise TypeError(f"{self._reduce}: keepdims must be True or False, got {keepdims!r}")
+        self.keepdims = bool(keepdims)
 
     def forward(self, x):
         self.retain_inputs(())
@@ -311,7 +678,7 @@ print("pooling_simple == Fc.pooling:",
 # of the input that holds that element of every window and keeps a running
 # maximum, which saves the memory of the copies. And it remembers *which*
 # element won each window, which its backward needs. (That is its general path;
-# the 2x2 windows with stride 2 used here take step 58's faster path, a maximum of
+# the 2x2 windows with stride 2 used here take the faster path written above, a maximum of
 # pairs taken twice, which keeps two masks instead of one index per window.)
 # And on a tie its backward gives the whole gradient to the first of the equal
 # values, as PyTorch does, where `F.max` shares it equally among them: both are

@@ -510,9 +510,10 @@ def _raw_gpu(a):
 # (two transposes, two `matmul`s, a `sum_to`), each a few microseconds of Python around one
 # launch, which is what a GPU step at batch 100 is made of; the numbers are the same. On that path,
 # when `b` is 1-d and `gy` is a contiguous CuPy matrix, the bias's gradient, `gy` summed over the
-# rows, comes from `sum_rows` in one launch. With `create_graph=True` or a global hook (`with
-# hook:`), step 44's functions run, so the hook sees each of them. (A hook attached to the
-# `Linear` itself sees the `Linear`, as before.)
+# rows, comes from `sum_rows` in one launch (for up to 512 rows: one thread adds up a column,
+# so a long column is better left to CuPy's reduction). With `create_graph=True` or a global
+# hook (`with hook:`), step 44's functions run, so the hook sees each of them. (A hook attached
+# to the `Linear` itself sees the `Linear`, as before.)
 
 # %%
 #| export dezero_like/functions.py Linear
@@ -531,10 +532,10 @@ def _backward_arrays(self, g, x, W, needs):
         return gx, gW, None
     if len(self.b_shape) != 1:
         gb = utils.sum_to(g, self.b_shape)
-    elif _raw_gpu(g) and g.flags.c_contiguous:
+    elif _raw_gpu(g) and g.flags.c_contiguous and len(g) <= 512:
         from dezero_like import cuda_kernels
 
-        gb = cuda_kernels.sum_rows(g)  # one launch (step 71)
+        gb = cuda_kernels.sum_rows(g)  # one launch; each thread adds a column's rows in turn
     else:
         gb = g.sum(axis=0)
     return gx, gW, _make_variable(gb, False)
@@ -630,7 +631,9 @@ def backward(self, gy):
 
 # %% [markdown]
 # `SoftmaxCrossEntropy.forward` on a GPU gets the loss and the probabilities from one kernel and
-# stores the probabilities on the function. Labels left on the CPU (a NumPy array beside CuPy
+# stores the probabilities on the function. The kernel is one block of 256 threads, made for a
+# batch's logits; above `fused_max_size` logits (65,536) the array path spreads the work over
+# the whole GPU instead. Labels left on the CPU (a NumPy array beside CuPy
 # logits) are refused at once: CuPy would copy them, and the fused backward would fail on them.
 # The label check still runs on the CPU only; on a GPU the kernel gives NaN for a bad label
 # instead, and so does the array path that other dtypes (float16) take there, where CuPy's
@@ -645,6 +648,10 @@ from dezero_like import cuda
 from dezero_like.core import _on_two_devices
 from dezero_like.functions import _check_labels, _per_example, _shifted_logsumexp
 
+# the fused kernel runs as one block of 256 threads: right for a batch's logits, not for a
+# vocabulary's worth (CuPy's own kernels spread those over the whole GPU)
+fused_max_size = 2**16
+
 
 def forward(self, x, t):
     apart = _on_two_devices(x, t)  # CuPy would copy the labels, then fail in backward
@@ -658,7 +665,7 @@ def forward(self, x, t):
     _check_labels("softmax_cross_entropy", x, t)  # shapes, dtype; the range on the CPU only
     xp = cuda.get_array_module(x)
     n = x.shape[0]
-    if _raw_gpu(x):  # on a GPU: one kernel gives the loss and the probabilities (step 71)
+    if _raw_gpu(x) and x.size <= self.fused_max_size:  # one kernel: loss and probabilities
         from dezero_like import cuda_kernels
 
         loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
@@ -926,7 +933,7 @@ def forward(self, x, W, b=None):
 
 # %% [markdown]
 # Max pooling gets the kernel only when the windows tile the image (`self.tiles`); other windows
-# take the array code of step 58. The kernel returns the same `indexes` (the first maximum wins,
+# take the array code of step 59. The kernel returns the same `indexes` (the first maximum wins,
 # and so does a `nan`), and `PoolingGrad` uses the matching kernel under the same condition, so
 # forward and backward agree.
 

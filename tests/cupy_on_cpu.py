@@ -560,7 +560,8 @@ static void emu_run(unsigned grid, unsigned block, bool threaded, std::function<
 """
 _C_NAMES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long",
             "uint32": "unsigned int", "bool": "bool", "float16": "half",
-            "int8": "signed char", "uint8": "unsigned char"}
+            "int8": "signed char", "uint8": "unsigned char", "int16": "short",
+            "uint16": "unsigned short", "uint64": "unsigned long long"}
 _C_DTYPES = {c: _np.dtype(name) for name, c in _C_NAMES.items()}
 _C_SCALARS = {"float": ctypes.c_float, "double": ctypes.c_double, "int": ctypes.c_int,
               "long long": ctypes.c_longlong, "unsigned int": ctypes.c_uint}

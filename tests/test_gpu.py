@@ -237,6 +237,54 @@ def test_fused_kernels_agree_with_the_unfused_path(dtype):
 
 
 @needs_gpu
+@pytest.mark.parametrize("label_dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                         np.uint32, np.int64, np.uint64])
+def test_softmax_cross_entropy_takes_labels_of_every_integer_dtype_on_the_gpu(label_dtype):
+    """The fused backward reads the labels with the kernel's own C type for their dtype."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(6, 4))
+    t = np.array([0, 1, 2, 3, 1, 0], label_dtype)
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        v = dz.Variable(device(x))
+        loss = F.softmax_cross_entropy(v, device(t))
+        loss.backward()
+        results.append((cuda.as_numpy(loss.data), cuda.as_numpy(v.grad.data)))
+    for c, g in zip(*results, strict=True):
+        np.testing.assert_allclose(g, c, rtol=1e-12, atol=1e-14)
+
+
+@needs_gpu
+@pytest.mark.parametrize("rows, classes", [(40, 2000), (700, 3)])
+def test_large_losses_and_long_bias_sums_take_the_array_path_with_the_same_numbers(
+        rows, classes, monkeypatch):
+    """The one-block softmax kernel is for a batch's logits (at most ``fused_max_size``), and
+    ``sum_rows`` for up to 512 rows; past either, CuPy's own kernels run, with the same numbers."""
+    from dezero_like import cuda_kernels
+
+    used = []
+    for name in ("softmax_cross_entropy", "sum_rows"):
+        kernel = getattr(cuda_kernels, name)
+        monkeypatch.setattr(cuda_kernels, name,
+                            lambda *a, k=kernel, n=name: used.append(n) or k(*a))
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(rows, 8))
+    t = rng.integers(0, classes, size=rows)
+    W0, b0 = rng.normal(size=(8, classes)), rng.normal(size=classes)
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        W, b = dz.Parameter(device(W0)), dz.Parameter(device(b0))
+        loss = F.softmax_cross_entropy(F.linear(device(x), W, b), device(t))
+        loss.backward()
+        results.append([cuda.as_numpy(a) for a in (loss.data, W.grad.data, b.grad.data)])
+    # 80,000 logits: the array path, and sum_rows for the 40 rows; 700 rows: the fused loss
+    # for its 2,100 logits, and CuPy's reduction for the bias
+    assert used == (["sum_rows"] if rows == 40 else ["softmax_cross_entropy"])
+    for c, g in zip(*results, strict=True):
+        np.testing.assert_allclose(g, c, rtol=1e-10, atol=1e-12)
+
+
+@needs_gpu
 @pytest.mark.parametrize("dtype", [np.float16, np.complex64, np.complex128, np.int32])
 def test_sigmoid_takes_on_the_gpu_every_dtype_it_takes_on_the_cpu(dtype):
     """float16 goes through the fused kernels; complex and integer input must not (CuPy's
