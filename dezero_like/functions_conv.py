@@ -445,7 +445,7 @@ def im2col_array(img, kernel_size, stride, pad, to_matrix=True, pad_value=0):
     Returns ``col`` of shape ``(N, C, KH, KW, OH, OW)`` where
     ``col[n, c, i, j, oh, ow] = padded[n, c, oh*SH + i, ow*SW + j]``, or with
     ``to_matrix=True`` the matrix ``(N*OH*OW, C*KH*KW)``: one row per window.
-    ``pad_value`` fills the border (max pooling pads with ``-inf``).
+    ``pad_value`` fills the border (0 for a convolution; ``-inf`` for a max).
     """
     xp = cuda.get_array_module(img)
     N, C, H, W = img.shape

@@ -63,7 +63,8 @@ __getattr__ = forward_names(__name__, {
 # %% [markdown]
 # `im2col_array` is the public im2col on raw arrays, with the layout `(N, C, KH, KW, OH, OW)` and,
 # with `to_matrix=True`, one row per window. `pad_value` sets what the border is filled with: 0
-# for a convolution, $-\infty$ for a max, so that padding never wins.
+# for a convolution; a max over windows would want $-\infty$, so that padding never wins (step
+# 59's max pooling pads that way, without im2col).
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -77,7 +78,7 @@ def im2col_array(img, kernel_size, stride, pad, to_matrix=True, pad_value=0):
     Returns ``col`` of shape ``(N, C, KH, KW, OH, OW)`` where
     ``col[n, c, i, j, oh, ow] = padded[n, c, oh*SH + i, ow*SW + j]``, or with
     ``to_matrix=True`` the matrix ``(N*OH*OW, C*KH*KW)``: one row per window.
-    ``pad_value`` fills the border (max pooling pads with ``-inf``).
+    ``pad_value`` fills the border (0 for a convolution; ``-inf`` for a max).
     """
     xp = cuda.get_array_module(img)
     N, C, H, W = img.shape
@@ -194,8 +195,9 @@ def col2im(col, input_shape, kernel_size, stride=1, pad=0, to_matrix=True):
 # The cells from here to the `EmbedID` layer write the rest of the toolkit that later steps use:
 # batch normalisation, the embedding lookup, and the layers `Conv2d`, `Deconv2d`, `BatchNorm` and
 # `EmbedID`, with a short demonstration after each of the last two ("Batch normalisation at
-# work", "The embedding at work"). Max pooling, the other piece a CNN needs, is step 59's. The
-# im2col convolution itself resumes at "im2col on a tiny image" below.
+# work", "The embedding at work"). Max pooling, the other piece a CNN needs, is written in step
+# 59, whose subject it is. The im2col convolution itself resumes at "im2col on a tiny image"
+# below.
 #
 # `_bn_axes` gives the axes batch norm averages over, the batch for `(N, C)` data and the batch
 # and pixels for images, and the shape that broadcasts a per-channel array against the input.

@@ -19,9 +19,9 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `functions` gains `Max`, `Min`, `max`, `min`; `functions_conv` gains `Pooling`,
-# `PoolingGrad`, `Pooling2DWithIndexes`, `pooling`, `max_pooling`, `AveragePooling`,
-# `AveragePoolingGrad`, `average_pooling`, `pooling_simple`.
+# In this step `functions_conv` gains `Pooling`, `PoolingGrad`, `Pooling2DWithIndexes`,
+# `pooling`, `max_pooling`, `AveragePooling`, `AveragePoolingGrad`, `average_pooling`,
+# `pooling_simple`; `functions` gains `Max`, `Min`, `max`, `min`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -30,12 +30,15 @@
 # defines its names in this script too; the rest of the step uses them through the package.
 
 # %% [markdown]
-# Max pooling first. Its package code is written here, where its meaning is; average pooling and
-# the `max` and `min` reductions follow. The pictures and tests of this step come after all of
-# the package code, at "Max and average on a 4×4 map".
+# Max pooling first, then average pooling, which shares its window helpers, then the reductions
+# `max` and `min`. Backward needs one fact, which "Backward: where does the gradient go?" below
+# shows in pictures: the derivative of a window's max is 1 for the element that won and 0 for the
+# others, so forward records the winners. The examples and pictures come after these cells, at
+# "Max and average on a 4×4 map".
 #
-# `_pool_geometry` sets the defaults of pooling (the stride equals the kernel, so windows do not
-# overlap) and refuses a padding as large as the kernel, which would make a window of padding only.
+# `_pool_geometry` turns the arguments into pairs, gives the stride its default (the kernel size,
+# as above) and refuses a padding as large as the kernel, which would make a window of padding
+# only.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -266,8 +269,7 @@ def _max_pool_windows(pool, x):
 
 # %% [markdown]
 # `Pooling` takes the 2x2 fast path on NumPy arrays (`pair_masks` keeps its two masks) and the
-# general one otherwise (`indexes`). Either way, the derivative of a max is 1 for the winner and 0
-# for the others, so what is recorded is all backward needs.
+# general one otherwise (`indexes`). Either way, what is recorded is all backward needs.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -394,6 +396,84 @@ max_pooling = pooling
 
 
 # %% [markdown]
+# `AveragePooling` reuses `_Pool` and the window slices of max pooling: it adds the `KH * KW`
+# slices and divides by their number. Padding counts as 0 and is still divided by the full
+# window size. The sums are made in a dtype that can hold them: float64 for integer images
+# (uint8 pixels would wrap around: 200 + 200 is 144 in uint8), float32 for float16.
+
+# %%
+#| export dezero_like/functions_conv.py
+import numpy as np
+from dezero_like.functions import _sum_dtype
+from dezero_like.functions_conv import _Pool, _padded, _window_offsets
+
+
+class AveragePooling(_Pool):
+    """Average pooling: ``y = mean`` of each ``KH x KW`` window (padding counts as 0).
+
+    Every element of a window gets ``gy / (KH*KW)``; the backward is
+    :class:`AveragePoolingGrad`, whose own backward is average pooling again.
+    """
+
+    def forward(self, x):
+        self._setup("average_pooling", x)
+        padded = _padded(x, self.pad, 0)
+        wide = _sum_dtype(x.dtype)  # uint8 pixels would wrap (200 + 200 is 144), float16 overflow
+        y = None
+        for _, index in _window_offsets(self):
+            y = padded[index].astype(wide) if y is None else y + padded[index]
+        KH, KW = self.kernel_size
+        y = y / (KH * KW)
+        return y.astype(np.float16) if x.dtype == np.float16 else y
+
+    def backward(self, gy):
+        return AveragePoolingGrad(self)(gy)
+
+
+# %% [markdown]
+# Every element of a window has derivative $1/(KH \cdot KW)$, so `AveragePoolingGrad` adds that
+# share of `gy` into every element of the window. It is linear, and its backward is average pooling
+# again.
+
+# %%
+#| export dezero_like/functions_conv.py
+from dezero_like.core import Function
+from dezero_like.functions_conv import _scatter_to_windows
+
+
+class AveragePoolingGrad(Function):
+    """Spreads ``gy / (KH*KW)`` evenly over each window (linear; backward = average pooling)."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def forward(self, gy):
+        self.retain_inputs(())
+        KH, KW = self.pool.kernel_size
+        share = gy / (KH * KW)
+        return _scatter_to_windows(self.pool, lambda k: share)
+
+    def backward(self, ggx):
+        p = self.pool
+        return average_pooling(ggx, p.kernel_size, p.stride, p.pad)
+
+
+# %% [markdown]
+# `average_pooling` is the wrapper; as for max pooling, the stride defaults to the kernel size.
+
+# %%
+#| export dezero_like/functions_conv.py
+def average_pooling(x, kernel_size, stride=None, pad=0):
+    """Average pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``."""
+    return AveragePooling(kernel_size, stride, pad)(x)
+
+
+# %% [markdown]
+# `pooling_simple`, further on, builds max pooling from `im2col` and a reduction along an axis:
+# `max` (and `min`) of `functions`. Its ties follow `torch.max(x)` and share the gradient, where
+# `Pooling` gives it all to the first tied value, as `max_pool2d` does: both are valid
+# subgradients.
+#
 # `Max` keeps no input. Forward reduces with `keepdims=True` and compares, so `mask` is True where
 # `x` equals the maximum of its group; backward reshapes `gy` to that kept shape, broadcasts it to
 # the input's shape and multiplies by each element's share of it.
@@ -488,79 +568,6 @@ def max(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
 def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
     """Minimum over ``axis`` (all axes when None), like ``np.min``; see :class:`Min`."""
     return Min(axis, keepdims)(x)
-
-
-# %% [markdown]
-# `AveragePooling` reuses `_Pool` and the window slices of max pooling: it adds the `KH * KW`
-# slices and divides by their number. Padding counts as 0 and is still divided by the full
-# window size. The sums are made in a dtype that can hold them: float64 for integer images
-# (uint8 pixels would wrap around: 200 + 200 is 144 in uint8), float32 for float16.
-
-# %%
-#| export dezero_like/functions_conv.py
-import numpy as np
-from dezero_like.functions import _sum_dtype
-from dezero_like.functions_conv import _Pool, _padded, _window_offsets
-
-
-class AveragePooling(_Pool):
-    """Average pooling: ``y = mean`` of each ``KH x KW`` window (padding counts as 0).
-
-    Every element of a window gets ``gy / (KH*KW)``; the backward is
-    :class:`AveragePoolingGrad`, whose own backward is average pooling again.
-    """
-
-    def forward(self, x):
-        self._setup("average_pooling", x)
-        padded = _padded(x, self.pad, 0)
-        wide = _sum_dtype(x.dtype)  # uint8 pixels would wrap (200 + 200 is 144), float16 overflow
-        y = None
-        for _, index in _window_offsets(self):
-            y = padded[index].astype(wide) if y is None else y + padded[index]
-        KH, KW = self.kernel_size
-        y = y / (KH * KW)
-        return y.astype(np.float16) if x.dtype == np.float16 else y
-
-    def backward(self, gy):
-        return AveragePoolingGrad(self)(gy)
-
-
-# %% [markdown]
-# Every element of a window has derivative $1/(KH \cdot KW)$, so `AveragePoolingGrad` adds that
-# share of `gy` into every element of the window. It is linear, and its backward is average pooling
-# again.
-
-# %%
-#| export dezero_like/functions_conv.py
-from dezero_like.core import Function
-from dezero_like.functions_conv import _scatter_to_windows
-
-
-class AveragePoolingGrad(Function):
-    """Spreads ``gy / (KH*KW)`` evenly over each window (linear; backward = average pooling)."""
-
-    def __init__(self, pool):
-        self.pool = pool
-
-    def forward(self, gy):
-        self.retain_inputs(())
-        KH, KW = self.pool.kernel_size
-        share = gy / (KH * KW)
-        return _scatter_to_windows(self.pool, lambda k: share)
-
-    def backward(self, ggx):
-        p = self.pool
-        return average_pooling(ggx, p.kernel_size, p.stride, p.pad)
-
-
-# %% [markdown]
-# `average_pooling` is the wrapper; as for max pooling, the stride defaults to the kernel size.
-
-# %%
-#| export dezero_like/functions_conv.py
-def average_pooling(x, kernel_size, stride=None, pad=0):
-    """Average pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``."""
-    return AveragePooling(kernel_size, stride, pad)(x)
 
 
 # %%
@@ -671,26 +678,23 @@ print("pooling_simple == Fc.pooling:",
       np.allclose(pooling_simple(dz.Variable(maps), 2).data, Fc.pooling(maps, 2).data))
 
 # %% [markdown]
-# The package's `Fc.pooling` differs in four ways. It pads with $-\infty$
-# instead of zero, so a window that overlaps the border never picks the
-# padding, even when every real value in it is negative. It never builds
-# `col`: for each of the $K_H K_W$ kernel offsets it takes the strided slice
-# of the input that holds that element of every window and keeps a running
-# maximum, which saves the memory of the copies. And it remembers *which*
-# element won each window, which its backward needs. (That is its general path;
-# the 2x2 windows with stride 2 used here take the faster path written above, a maximum of
-# pairs taken twice, which keeps two masks instead of one index per window.)
-# And on a tie its backward gives the whole gradient to the first of the equal
-# values, as PyTorch does, where `F.max` shares it equally among them: both are
-# valid subgradients, and ties are common (a window of zeros after a ReLU).
+# `Fc.pooling`, written at the start of this step, differs from `pooling_simple` in four ways,
+# all met above. It pads with $-\infty$ instead of zero, so a window that overlaps the border
+# never picks the padding, even when every real value in it is negative. It never builds `col`:
+# it keeps a running maximum over the strided slices of `_window_offsets`, or, for the 2x2
+# windows with stride 2 used here, takes maxima of pairs twice (`_max_pool_2x2`). It records
+# which element won each window, which its backward needs. And on a tie its backward gives the
+# whole gradient to the first of the equal values, as PyTorch's `max_pool2d` does, where `F.max`
+# shares it equally among them: both are valid subgradients, and ties are common (a window of
+# zeros after a ReLU).
 #
 # ## Backward: where does the gradient go?
 #
 # For max pooling, $y = \max_k x_k$ changes only when the winning element
 # changes, so $\partial y / \partial x_k$ is 1 for the winner and 0 for the
-# others: the gradient is *routed* to the winners. For average pooling
-# every element of a window contributes $1/(K_H K_W)$ of the output, so the
-# gradient is spread evenly.
+# others: `PoolingGrad` *routes* the gradient to the winners. For average pooling
+# every element of a window contributes $1/(K_H K_W)$ of the output, so
+# `AveragePoolingGrad` spreads the gradient evenly.
 
 # %%
 xv = dz.Variable(x)

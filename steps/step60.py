@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Step 60: CNN models: a small CNN on MNIST, and VGG16's structure
 #
-# With `conv2d` (steps 57-58) and max pooling (steps 58-59) in the package, a
+# With `conv2d` (steps 57-58) and max pooling (step 59) in the package, a
 # convolutional network is just a `Model` whose layers include `Conv2d`.
 # Like `Linear`, `Conv2d` creates its weights on the first call, from the
 # number of channels it receives, so a model is written by listing output
