@@ -52,7 +52,19 @@ class DataLoader:
     batches per epoch. Unlabelled datasets give ``t = None``.
     """
 
-    def __init__(self, dataset, batch_size, shuffle=None, gpu=False, seed=None):
+    def __init__(self, dataset, batch_size, shuffle=None, gpu=False, seed=None, **torch_args):
+        if torch_args:  # PyTorch's DataLoader options: say what they are here
+            meaning = {"num_workers": "batches are made in this process; leave it out",
+                       "drop_last": "the last, smaller batch is kept; skip it in your loop "
+                                    "(if len(x) < batch_size: continue)",
+                       "pin_memory": "gpu=True hands out batches already on the GPU",
+                       "sampler": "shuffle= and seed= choose the order"}
+            name = next(iter(torch_args))
+            if name not in meaning:
+                raise TypeError(f"DataLoader got an unexpected argument {name}=; its arguments "
+                                "are dataset, batch_size, shuffle, gpu and seed")
+            raise TypeError(f"DataLoader got PyTorch's {name}=, which it does not take: "
+                            f"{meaning[name]}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
                 or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -151,7 +163,13 @@ class DataLoader:
                             "examples must be NumPy arrays or numbers (return v.data)")
         x = self._stack([ex[0] for ex in examples], indices, "input")
         labels = [ex[1] for ex in examples]
-        t = None if labels[0] is None else self._stack(labels, indices, "label")
+        unlabelled = [j for j, label in zip(indices, labels) if label is None]
+        if unlabelled and len(unlabelled) < len(labels):  # None only for an unlabelled dataset
+            raise ValueError(
+                f"DataLoader: example {unlabelled[0]} has no label (None) but example "
+                f"{next(j for j, label in zip(indices, labels) if label is not None)} has one; "
+                "a dataset is labelled throughout or not at all")
+        t = None if unlabelled else self._stack(labels, indices, "label")
         if self.gpu:
             x = cuda.as_cupy(x)
             t = None if t is None else cuda.as_cupy(t)

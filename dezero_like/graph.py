@@ -481,7 +481,7 @@ def _format_of(to_file):
 
 def render_dot(dot_text, to_file, renderer="auto"):
     """Render DOT text into ``to_file`` (PNG, SVG or PDF); see :func:`plot_dot_graph`."""
-    to_file = Path(to_file)
+    to_file = Path(to_file).expanduser()  # "~/g.png" is in the home folder, as in a shell
     fmt = _format_of(to_file)
     if to_file.parent != Path(""):
         to_file.parent.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ import numpy as np
 import dezero_like.functions as F
 from dezero_like import cuda
 from dezero_like.core import Parameter, Variable, _is_array, _pytorch_names, as_variable
+from dezero_like.optimizers import _warn_unregistered
 from dezero_like.utils import forward_names, publish
 
 
@@ -227,6 +228,7 @@ class Layer:
             raise ValueError(
                 f"cannot save weights: this {type(self).__name__} has no parameters (layers kept "
                 "in a list or a dict are not registered: assign each to an attribute)")
+        _warn_unregistered(self)  # layers in a list would be left out of the file, silently
         missing = [k for k, p in params.items() if p.data is None]
         if missing:
             raise ValueError(
@@ -273,6 +275,7 @@ class Layer:
         """
         owners = {}
         params = self._flatten_params(owners=owners)
+        _warn_unregistered(self)  # layers in a list would keep their random weights, silently
         arrays = _read_npz(path)
         problems = []
         missing = sorted(set(params) - set(arrays))
@@ -449,6 +452,9 @@ def _read_npz(path):
     try:
         with open(name, "rb") as f:
             raw = f.read()  # parsed from memory: no file handle can stay open on an error
+    except IsADirectoryError:
+        raise IsADirectoryError(f"cannot load weights: {name} is a folder; pass the file "
+                                "save_weights wrote") from None
     except FileNotFoundError:
         # save_weights("w") writes exactly "w": the other spelling may be the file meant
         other = given[:-len(".npz")] if given.endswith(".npz") else given + ".npz"
@@ -465,12 +471,19 @@ def _read_npz(path):
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise ValueError("it is a single array, not an .npz archive of named arrays")
         with archive:
+            names = archive.zip.namelist()
+            if "data.pkl" in names or any(n.endswith("/data.pkl") for n in names):
+                raise ValueError("it is a PyTorch checkpoint (torch.save): its Python objects "
+                                 "are never loaded; save_weights writes .npz files of arrays")
+            not_arrays = [n for n in names if not n.endswith(".npy")]
+            if not_arrays:
+                raise ValueError(f"its members {', '.join(not_arrays[:3])} are not arrays (.npy)")
             return {key: archive[key] for key in archive.files}
     except Exception as e:  # noqa: BLE001 - any failure to parse untrusted bytes is bad input
         # a damaged archive surfaces as many types: BadZipFile, EOFError, KeyError,
         # RuntimeError or NotImplementedError from the zip reader, ValueError from NumPy
         reason = str(e) or type(e).__name__
-        if "pickle" in reason.lower():
+        if "pickle" in reason.lower() and "PyTorch" not in reason:
             reason = "it contains Python objects (pickled data), which are never loaded"
         raise ValueError(
             f"cannot load weights from {name}: {reason}. The file may be truncated or not "

@@ -69,11 +69,11 @@ class VGG16(Model):
     parameters, are created lazily on the first call: building the model
     allocates only the biases (zeros, about 52 KiB).
 
-    ``pretrained=True`` loads ImageNet weights from ``weights_file`` (an
-    ``.npz`` written by ``save_weights`` or converted to the same names:
+    ``weights_file`` (given alone, or with ``pretrained=True``) loads ImageNet weights
+    from that ``.npz`` (written by ``save_weights`` or converted to the same names:
     ``conv1_1/W``, ``conv1_1/b``, ..., ``fc8/b``; ``W`` of Linear layers is
-    (in, out)), or from the cache ``<data dir>/models/vgg16.npz``. Nothing is
-    downloaded unless a checksum is pinned in :attr:`WEIGHTS_MD5`; otherwise a
+    (in, out)); ``pretrained=True`` alone loads the cache ``<data dir>/models/vgg16.npz``.
+    Nothing is downloaded unless a checksum is pinned in :attr:`WEIGHTS_MD5`; otherwise a
     :class:`PretrainedWeightsUnavailable` error says where to put the file.
     """
 
@@ -97,7 +97,7 @@ class VGG16(Model):
         self.fc7 = L.Linear(4096)
         self.fc8 = L.Linear(num_classes)
         self.fc_names = ["fc6", "fc7", "fc8"]
-        if pretrained:
+        if pretrained or weights_file is not None:  # a file given is a file to load
             self.load_weights(self.pretrained_path(weights_file))
 
     def forward(self, x):
@@ -116,7 +116,7 @@ class VGG16(Model):
         from dezero_like import datasets
 
         if weights_file is not None:
-            path = Path(weights_file)
+            path = Path(weights_file).expanduser()
             if not path.is_file():
                 raise FileNotFoundError(f"VGG16 weights file {path} does not exist")
             return path

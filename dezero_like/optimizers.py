@@ -35,8 +35,8 @@ def _warn_unregistered(target):
     ``params()`` does not reach, and about a weight kept as a plain Variable (a model training
     only part of itself, silently).
 
-    Checked in ``setup``, when the model is complete: a list of layers that are also
-    attributes (the book's ``MLP`` kept one) is fine.
+    Checked in ``setup``, ``save_weights`` and ``load_weights`` (step 55), when the model is
+    complete: a list of layers that are also attributes (the book's ``MLP`` kept one) is fine.
     """
     from dezero_like.layers import Layer  # here: layers is imported after optimizers
 
@@ -58,7 +58,7 @@ def _warn_unregistered(target):
                 warnings.warn(
                     f"{type(layer).__name__}.{name} is a {type(value).__name__} holding layers "
                     "or parameters that params() does not reach: optimizers do not train them "
-                    "and save_weights does not save them. Assign each to its own attribute "
+                    "and save_weights and load_weights skip them. Assign each to its own attribute "
                     "(self.l0 = ...), or use Sequential", stacklevel=3)
 
 
@@ -90,8 +90,15 @@ def _floats_only(optimizer, params):
     to int64") after the parameters before it were updated. The step mixes the gradient with
     the optimizer's numbers (lr, momentum, eps, ...), so an integer gradient with integer
     settings (SGD with lr=1) still takes an integer step, as NumPy's ``p -= 1 * g`` does."""
-    numbers = [v for v in vars(optimizer).values() if type(v) in (int, float)]
+    numbers = [v for v in vars(optimizer).values()  # NumPy scalars too (lr=np.float32(0.5))
+               if type(v) in (int, float) or isinstance(v, np.number)]
     for p in params:
+        if p.data.dtype.kind == "c" and not getattr(optimizer, "complex_ok", True):
+            raise TypeError(
+                f"{type(optimizer).__name__} scales each step by g * g, which for a complex "
+                f"parameter ({p.data.dtype} {p.shape}) is not |g|^2: its steps would be wrong. "
+                "Use SGD or MomentumSGD, or keep the real and imaginary parts as two real "
+                "parameters")
         if p.data.dtype.kind in "iub":
             step = np.result_type(p.grad.data, *numbers)
             if not np.can_cast(step, p.data.dtype, casting="same_kind"):
@@ -236,10 +243,17 @@ class Optimizer:
         """Apply one update to every parameter of the target that has a gradient."""
         if self.target is None:
             raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
-        params = [p for p in self.target.params() if p.grad is not None]
+        # by identity: a parameter that params() lists twice (weights tied by hand) steps once
+        params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
         if not params:
             _warn_no_gradient()
         for p in params:
+            if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:  # set by hand
+                raise ValueError(
+                    f"the gradient of {p.name or 'a parameter'} {p.shape} is "
+                    + (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
+                       f"of shape {p.grad.shape}")
+                    + ": it must be a Variable of the parameter's shape (p.grad = Variable(g))")
             if p.loss_scale is not None:
                 # a new array: grads may be shared between parameters (never divide in place)
                 g = p.grad.data  # float16 is divided in float32: a scale of 2**16 is inf in float16
@@ -262,14 +276,17 @@ class Optimizer:
     def _state(self, name, param):
         """Per-parameter state array (zeros of the parameter's shape and dtype on first use).
 
-        It follows the parameter to the other device (``model.to_gpu()`` in the middle of
-        training), as the parameter's own gradient does.
+        A float16 parameter gets float32 state: Adam's average of g*g, or AdaGrad's sum, would
+        round to 0 there for gradients below about 5e-3 (and its eps, 1e-8, is 0 in float16),
+        and the step would divide by 0. It follows the parameter to the other device
+        (``model.to_gpu()`` in the middle of training), as the parameter's own gradient does.
         """
         state = self._param_state(param)
         array = state.get(name)
         if array is None:
             xp = cuda.get_array_module(param.data)
-            array = state[name] = xp.zeros_like(param.data)
+            dtype = np.float32 if param.data.dtype == np.float16 else param.data.dtype
+            array = state[name] = xp.zeros(param.data.shape, dtype=dtype)
         elif type(array) is not type(param.data):  # the parameter moved (step 54)
             xp = cuda.get_array_module(param.data)
             array = state[name] = xp.asarray(cuda.as_numpy(array))
@@ -378,6 +395,8 @@ class MomentumSGD(Optimizer):
 class AdaGrad(Optimizer):
     """h <- h + g*g; W <- W - lr * g / (sqrt(h) + eps): often-moved weights slow down."""
 
+    complex_ok = False  # g * g is not |g|^2 for complex numbers
+
     _settings = {"lr": (0.0, None), "eps": (0.0, None)}
 
     def __init__(self, lr=0.001, eps=1e-8):
@@ -388,7 +407,7 @@ class AdaGrad(Optimizer):
     def update_one(self, param):
         xp = cuda.get_array_module(param.data)
         h = self._state("h", param)
-        g = param.grad.data
+        g = param.grad.data.astype(h.dtype, copy=False)  # float16: squared in float32
         h += g * g
         param.data -= self.lr * g / (xp.sqrt(h) + self.eps)
 
@@ -399,6 +418,8 @@ class AdaDelta(Optimizer):
     msg <- rho msg + (1-rho) g^2;  dx = sqrt((msdx + eps) / (msg + eps)) g;
     msdx <- rho msdx + (1-rho) dx^2;  W <- W - dx.
     """
+
+    complex_ok = False  # g * g is not |g|^2 for complex numbers
 
     _settings = {"rho": (0.0, 1.0), "eps": (0.0, None)}
 
@@ -412,7 +433,7 @@ class AdaDelta(Optimizer):
         msg = self._state("msg", param)
         msdx = self._state("msdx", param)
         rho, eps = self.rho, self.eps
-        g = param.grad.data
+        g = param.grad.data.astype(msg.dtype, copy=False)  # float16: squared in float32
         msg *= rho
         msg += (1 - rho) * g * g
         dx = xp.sqrt((msdx + eps) / (msg + eps)) * g
@@ -428,6 +449,8 @@ class Adam(Optimizer):
     W <- W - alpha * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps), where t = 1, 2, ...
     counts the updates of that parameter (as in PyTorch and Chainer).
     """
+
+    complex_ok = False  # g * g is not |g|^2 for complex numbers
 
     _settings = {"alpha": (0.0, None), "beta1": (0.0, 1.0), "beta2": (0.0, 1.0),
                  "eps": (0.0, None)}
@@ -465,7 +488,7 @@ class Adam(Optimizer):
         v = self._state("v", param)
         state = self._param_state(param)
         t = state["t"] = state.get("t", 0) + 1  # the updates of this parameter
-        g = param.grad.data
+        g = param.grad.data.astype(v.dtype, copy=False)  # float16: squared in float32
         m += (1 - self.beta1) * (g - m)
         v += (1 - self.beta2) * (g * g - v)
         param.data -= self.lr_at(t) * m / (xp.sqrt(v) + self.eps)
@@ -523,16 +546,33 @@ class FreezeParam:
     """
 
     def __init__(self, *layers):
+        if not layers:
+            raise TypeError("FreezeParam needs the layers or parameters to keep fixed: "
+                            "FreezeParam(model.l1) or FreezeParam(model.l1.W)")
         self.frozen = []
-        for layer in layers:
-            if isinstance(layer, Parameter):
-                self.frozen.append(layer)
-            else:
-                self.frozen.extend(layer.params())
+        for item in layers:  # a list of them, or model.params(), is taken as its items
+            items = item if isinstance(item, (list, tuple, GeneratorType)) else (item,)
+            for layer in items:
+                self.frozen.extend(_to_freeze(layer))
 
     def __call__(self, params):
         for p in self.frozen:
             p.grad = None
+
+
+def _to_freeze(layer):
+    """The Parameters of ``layer`` (a layer, a model, or one Parameter), or a clear error."""
+    if isinstance(layer, Parameter):
+        return [layer]
+    if isinstance(layer, Variable):
+        raise TypeError("FreezeParam got a Variable that is not a Parameter: optimizers never "
+                        "update it anyway; pass a layer or its Parameters")
+    if isinstance(layer, type):
+        raise TypeError(f"FreezeParam got the class {layer.__name__}; pass the layer object "
+                        "(model.l1), not its class")
+    if not hasattr(layer, "params"):
+        raise TypeError(f"FreezeParam takes layers and Parameters, got {type(layer).__name__}")
+    return list(layer.params())
 
 
 def _runs_after_freezing(hook):

@@ -335,9 +335,15 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 
 # %% [markdown]
-# In `Optimizer.update`, the division by the scale makes a new gradient with `_new_grad` rather
+# In `Optimizer.update`, the parameters are taken once each (a model that reaches one parameter by
+# two paths, weights tied by hand, must not step it twice), and a gradient set by hand must be a
+# Variable of its parameter's shape (NumPy would broadcast a smaller one into the step). The
+# division by the scale makes a new gradient with `_new_grad` rather
 # than dividing in place: a gradient array may be shared by several parameters, and would then be
-# divided more than once. `loss_scale` is reset to `None` once it has been used. The hooks then
+# divided more than once. The unscaled float16 gradient is small (about 1e-3 is common), and its
+# square smaller still: that is why the optimizers keep their running averages in float32 for a
+# float16 parameter (`_state`, step 47), where Adam's `g * g` would round to 0 and its step
+# would be `m / 0`. `loss_scale` is reset to `None` once it has been used. The hooks then
 # see the unscaled gradients, in the order `add_hook` keeps (every `FreezeParam` first, step 47).
 # The last line
 # hands every parameter that still has a gradient (a hook, `FreezeParam`, may have removed some)
@@ -346,6 +352,7 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 # %%
 #| export dezero_like/optimizers.py Optimizer
+from dezero_like.core import Variable
 from dezero_like.optimizers import _floats_only, _new_grad, _warn_no_gradient, _wide
 
 
@@ -353,10 +360,17 @@ def update(self):
     """Apply one update to every parameter of the target that has a gradient."""
     if self.target is None:
         raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
-    params = [p for p in self.target.params() if p.grad is not None]
+    # by identity: a parameter that params() lists twice (weights tied by hand) steps once
+    params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
     if not params:
         _warn_no_gradient()
     for p in params:
+        if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:  # set by hand
+            raise ValueError(
+                f"the gradient of {p.name or 'a parameter'} {p.shape} is "
+                + (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
+                   f"of shape {p.grad.shape}")
+                + ": it must be a Variable of the parameter's shape (p.grad = Variable(g))")
         if p.loss_scale is not None:
             # a new array: grads may be shared between parameters (never divide in place)
             g = p.grad.data  # float16 is divided in float32: a scale of 2**16 is inf in float16

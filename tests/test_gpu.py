@@ -497,8 +497,9 @@ def test_a_convolution_weight_gradient_is_c_ordered_on_the_gpu_and_equal_to_the_
 @needs_gpu
 def test_sgd_updates_many_parameters_in_few_launches_as_on_the_cpu(monkeypatch):
     """SGD.update_all on a GPU: eight float32 parameters per launch of one kernel, float64 in
-    its own, and the rest (float16, integers, a strided parameter or gradient, a gradient of
-    another shape, memory shared with another parameter) one by one, as update_one does."""
+    its own, and the rest (float16, integers, a strided parameter or gradient, memory shared
+    with another parameter) one by one, as update_one does; a gradient of another shape is
+    refused on both devices."""
     from dezero_like import cuda_kernels
 
     rng = np.random.default_rng(0)
@@ -508,8 +509,7 @@ def test_sgd_updates_many_parameters_in_few_launches_as_on_the_cpu(monkeypatch):
     others = [(rng.normal(size=4).astype(np.float16), rng.normal(size=4).astype(np.float16)),
               (np.arange(4), np.ones(4, int)),  # integers: -= with lr 1, as NumPy
               (rng.normal(size=(3, 4)).astype(np.float32).T, rng.normal(size=(4, 3))),  # copied C
-              (rng.normal(size=(3, 4)), rng.normal(size=(4, 3)).T),
-              (rng.normal(size=(2, 3)), rng.normal(size=3))]  # broadcast, as NumPy's -=
+              (rng.normal(size=(3, 4)), rng.normal(size=(4, 3)).T)]
     shared = rng.normal(size=8).astype(np.float32)
     launches = []
     real = cuda_kernels.sgd_update_many
@@ -535,6 +535,12 @@ def test_sgd_updates_many_parameters_in_few_launches_as_on_the_cpu(monkeypatch):
         assert cpu.dtype == gpu.dtype and cpu.shape == gpu.shape, i
         np.testing.assert_allclose(gpu, cpu, rtol=1e-3 if cpu.dtype == np.float16 else 1e-6,
                                    atol=1e-6, err_msg=f"parameter {i}")  # float64 g cast first
+    for device in (np.asarray, cuda.as_cupy):  # NumPy's -= would broadcast it into the step
+        model = Model()
+        model.p = dz.Parameter(device(np.ones((2, 3))))
+        model.p.grad = dz.Variable(device(np.ones(3)))
+        with pytest.raises(ValueError, match=r"of shape \(3,\)"):
+            optimizers.SGD(lr=1).setup(model).update()
 
 
 @needs_gpu

@@ -178,3 +178,176 @@ def test_batch_norm_refuses_running_statistics_given_as_variables():
 def test_embed_id_needs_a_two_dimensional_table(W):
     with pytest.raises(ValueError, match=r"2-d table W \(vocab, dim\)"):
         Fc.embed_id(np.array([1, 2]), W)
+
+
+# ---- files: "~", weights, loaders ------------------------------------------------------------
+
+def test_plot_dot_graph_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch):
+    from dezero_like.utils import plot_dot_graph
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    x = dz.Variable(np.ones(2))
+    plot_dot_graph(F.sum(x * 2.0), to_file="~/g.svg")
+    assert (home / "g.svg").is_file() and not (work / "~").exists()
+
+
+def test_vgg16_loads_a_weights_file_given_without_pretrained(tmp_path, monkeypatch):
+    from dezero_like.models_conv import VGG16
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    # a file given is a file to load: a missing one is an error, not random weights
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / "nope.npz")):
+        VGG16(weights_file="~/nope.npz")
+
+
+class _ListedLayers(dz.Model):
+    def __init__(self):
+        super().__init__()
+        self.blocks = [L.Linear(3), L.Linear(3)]  # a list: params() does not reach them
+        self.out = L.Linear(1)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.out(x)
+
+
+def test_save_and_load_weights_warn_about_layers_kept_in_a_list(tmp_path):
+    model = _ListedLayers()
+    model(np.ones((1, 2), np.float32))
+    with pytest.warns(UserWarning, match="blocks is a list holding layers"):
+        model.save_weights(tmp_path / "w.npz")
+    with pytest.warns(UserWarning, match="blocks is a list holding layers"):
+        model.load_weights(tmp_path / "w.npz")
+
+
+def test_load_weights_names_a_pytorch_checkpoint_and_refuses_members_that_are_not_arrays(
+        tmp_path):
+    import zipfile
+
+    model = L.Linear(2, in_size=3)
+    before = model.W.data.copy()
+    torch_like = tmp_path / "t.pt"
+    with zipfile.ZipFile(torch_like, "w") as z:  # the layout torch.save writes
+        z.writestr("t/data.pkl", b"\x80\x02}q\x00.")
+        z.writestr("t/version", b"3\n")
+    with pytest.raises(ValueError, match="PyTorch checkpoint"):
+        model.load_weights(torch_like)
+    raw = tmp_path / "raw.npz"
+    with zipfile.ZipFile(raw, "w") as z:  # members named like the parameters, not .npy
+        z.writestr("W", b"0" * 24)
+        z.writestr("b", b"0" * 8)
+    with pytest.raises(ValueError, match=r"are not arrays \(\.npy\)"):
+        model.load_weights(raw)
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        model.load_weights(tmp_path)
+    np.testing.assert_array_equal(model.W.data, before)
+
+
+def test_a_batch_mixing_labelled_and_unlabelled_examples_is_refused():
+    examples = [(np.ones(2), None), (np.ones(2), 1), (np.ones(2), 2)]
+    with pytest.raises(ValueError, match="example 0 has no label"):
+        next(iter(dz.DataLoader(examples, 3, shuffle=False)))
+    x, t = next(iter(dz.DataLoader([(np.ones(2), None)] * 3, 3, shuffle=False)))
+    assert t is None and x.shape == (3, 2)
+
+
+@pytest.mark.parametrize("name", ["num_workers", "drop_last", "pin_memory", "sampler"])
+def test_dataloader_translates_pytorch_options(name):
+    with pytest.raises(TypeError, match=f"PyTorch's {name}="):
+        dz.DataLoader([(np.ones(2), 1)], 1, **{name: 1})
+    with pytest.raises(TypeError, match="unexpected argument workers="):
+        dz.DataLoader([(np.ones(2), 1)], 1, workers=2)
+
+
+# ---- optimizers ------------------------------------------------------------------------------
+
+def _one_param(data, grad):
+    layer = L.Layer()
+    layer.p = dz.Parameter(np.array(data), name="p")
+    layer.p.grad = dz.Variable(np.array(grad))
+    return layer
+
+
+@pytest.mark.parametrize("make", [dz.optimizers.Adam, dz.optimizers.AdaGrad,
+                                  dz.optimizers.AdaDelta, dz.optimizers.MomentumSGD])
+def test_float16_parameters_get_float32_state_and_finite_steps(make):
+    # in float16, g * g of a small gradient rounds to 0 (and Adam's eps is 0): the step was
+    # m / 0 = -inf, and 0 / 0 = nan for a zero gradient
+    results = {}
+    for dtype in (np.float16, np.float32):
+        layer = _one_param(np.array([1.0, 0.5, -0.3], dtype), np.array([1e-3, 0.0, 1e-4], dtype))
+        optimizer = make().setup(layer)
+        optimizer.update()
+        layer.p.grad = dz.Variable(np.array([2e-3, 0.0, -1e-4], dtype))
+        optimizer.update()
+        results[dtype] = layer.p.data
+    assert results[np.float16].dtype == np.float16
+    assert np.isfinite(results[np.float16]).all()
+    np.testing.assert_allclose(results[np.float16], results[np.float32], atol=2e-3)
+
+
+def test_a_parameter_listed_twice_by_the_target_takes_one_step():
+    enc, dec = L.Linear(2, in_size=2), L.Linear(2, in_size=2)
+    dec.W = enc.W  # weights tied by hand: params() of the pair below lists W twice
+
+    class Both:
+        def params(self):
+            yield from enc.params()
+            yield from dec.params()
+
+    before = enc.W.data.copy()
+    enc.W.grad = dz.Variable(np.ones((2, 2), np.float32))
+    dz.optimizers.SGD(lr=0.1).setup(Both()).update()
+    np.testing.assert_allclose(enc.W.data, before - 0.1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("grad, message", [(dz.Variable(np.ones(3)), r"of shape \(3,\)"),
+                                           (np.ones((2, 3)), "is a ndarray")])
+def test_a_gradient_set_by_hand_must_be_a_variable_of_the_parameters_shape(grad, message):
+    layer = _one_param(np.ones((2, 3)), np.zeros((2, 3)))
+    layer.p.grad = grad
+    with pytest.raises(ValueError, match=message):
+        dz.optimizers.SGD().setup(layer).update()
+    np.testing.assert_array_equal(layer.p.data, np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("lr", [np.array(0.5), np.float32(0.5)], ids=["0-d array", "float32"])
+def test_integer_parameters_are_refused_before_any_update_with_numpy_settings(lr):
+    layer = L.Layer()
+    layer.a = dz.Parameter(np.array([1.0, 2.0]))
+    layer.b = dz.Parameter(np.array([1, 2]))
+    layer.a.grad = dz.Variable(np.array([1, 1]))
+    layer.b.grad = dz.Variable(np.array([1, 1]))
+    with pytest.raises(TypeError, match="cannot update a parameter of int64"):
+        dz.optimizers.SGD(lr=lr).setup(layer).update()
+    np.testing.assert_array_equal(layer.a.data, [1.0, 2.0])  # nothing moved
+
+
+@pytest.mark.parametrize("make", [dz.optimizers.Adam, dz.optimizers.AdaGrad,
+                                  dz.optimizers.AdaDelta])
+def test_adaptive_optimizers_refuse_complex_parameters(make):
+    layer = _one_param([1 + 1j, -2 + 0.5j], [0.3 - 0.2j, -0.1 + 0.4j])
+    with pytest.raises(TypeError, match=r"g \* g, which for a complex parameter"):
+        make().setup(layer).update()
+    dz.optimizers.MomentumSGD().setup(layer).update()  # plain steps are right for complex
+
+
+def test_freeze_param_takes_lists_and_generators_and_refuses_the_rest():
+    from dezero_like.models import MLP
+
+    model = MLP((3, 2))
+    model(np.ones((1, 4), np.float32))
+    FreezeParam = dz.optimizers.FreezeParam
+    assert len(FreezeParam([model.l0, model.l1.W]).frozen) == 3
+    assert len(FreezeParam(model.l0.params()).frozen) == 2
+    for args, message in (((), "needs the layers or parameters"),
+                          ((dz.Variable(np.ones(2)),), "not a Parameter"),
+                          ((L.Linear,), "the class Linear"),
+                          ((3,), "got int")):
+        with pytest.raises(TypeError, match=message):
+            FreezeParam(*args)
