@@ -504,6 +504,16 @@ class AdaDelta(Optimizer):
     complex_ok = False  # g * g is not |g|^2 for complex numbers
     _settings = {"rho": (0.0, 1.0), "eps": (0.0, None)}
 
+    @property
+    def lr(self):
+        raise AttributeError("AdaDelta has no learning rate: its steps are scaled by the "
+                             "running averages alone (rho and eps are its settings)")
+
+    @lr.setter
+    def lr(self, value):  # a schedule writing opt.lr would otherwise change nothing, silently
+        raise AttributeError("AdaDelta has no learning rate to set: its steps are scaled by the "
+                             "running averages alone; use another optimizer for a schedule")
+
     def __init__(self, rho=0.95, eps=1e-6):
         super().__init__()
         self.rho = rho

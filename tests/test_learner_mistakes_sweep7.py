@@ -351,3 +351,17 @@ def test_freeze_param_takes_lists_and_generators_and_refuses_the_rest():
                           ((3,), "got int")):
         with pytest.raises(TypeError, match=message):
             FreezeParam(*args)
+
+
+def test_adadelta_has_no_learning_rate_to_schedule():
+    optimizer = dz.optimizers.AdaDelta()
+    with pytest.raises(AttributeError, match="AdaDelta has no learning rate to set"):
+        optimizer.lr = 0.5  # a schedule's write, which changed nothing before
+    assert not hasattr(optimizer, "lr")
+
+
+@pytest.mark.parametrize("name, hint", [("param_groups", r"optimizer\.lr = 0\.01"),
+                                        ("state_dict", r"copy\.deepcopy\(optimizer\)")])
+def test_pytorchs_optimizer_names_say_what_to_write(name, hint):
+    with pytest.raises(AttributeError, match=f"that is PyTorch's name.*{hint}"):
+        getattr(dz.optimizers.SGD(), name)
