@@ -289,7 +289,7 @@ def _deconv_stride1(x, W, out_hw, pad, part_bytes=2 * 2**20):
     y = xp.zeros((OC, plane + (KH - 1) * Wq + KW - 1), dtype=dtype)
     taps = W.transpose(2, 3, 1, 0).reshape(KH * KW * OC, C)  # row (i, j, o): W[:, o, i, j]
     image_bytes = KH * KW * OC * Hq * Wq * np.dtype(dtype).itemsize
-    run = max(1, part_bytes // max(1, image_bytes)) * Hq * Wq  # whole images per product
+    run = max(1, part_bytes // max(1, image_bytes)) * max(1, Hq * Wq)  # whole images per product
     part = xp.empty(KH * KW * OC * min(run, plane), dtype=dtype)  # reused by every run
     for start in range(0, plane, run):
         n = min(run, plane - start)  # the last run may be shorter
@@ -782,17 +782,21 @@ def _max_pairs(a, b, out, mask, nan_wins=True):
 def _max_pool_2x2(x, nan_wins=False):
     """2x2 max pooling with stride 2 of a NumPy ``x``: ``y`` and the masks of both stages."""
     N, C, H, W = x.shape
-    pairs = x.reshape(-1, 2)  # the two elements of each window row, side by side
-    across = np.empty(len(pairs), dtype=np.bool_)  # in each window row: did the second win?
-    rows = np.empty(len(pairs), dtype=x.dtype)
-    _max_pairs(pairs[:, 0], pairs[:, 1], rows, across, nan_wins)
-    rows = rows.reshape(-1, 2, W // 2)  # a window's two row results: two rows of W // 2
-    down = np.empty(rows[:, 0].shape, dtype=np.bool_)  # did the window's second row win?
-    y = np.empty(rows[:, 0].shape, dtype=x.dtype)
-    _max_pairs(rows[:, 0], rows[:, 1], y, down, nan_wins)
+    R, Q = N * C * H // 2, W // 2  # rows of windows, windows per row
+    q = np.empty((2, 2, R, Q), dtype=x.dtype)  # q[i, j]: element (i, j) of every window
+    np.copyto(q, x.reshape(R, 2, Q, 2).transpose(1, 3, 0, 2))
+    across = np.empty((2, R, Q), dtype=np.bool_)  # in row i of a window: did (i, 1) win?
+    rows = np.empty((2, R, Q), dtype=x.dtype)
+    for i in (0, 1):
+        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i], nan_wins)
+    down = np.empty((R, Q), dtype=np.bool_)  # did the window's second row win?
+    y = np.empty((R, Q), dtype=x.dtype)
+    _max_pairs(rows[0], rows[1], y, down, nan_wins)
     if not nan_wins and y.dtype.kind == "f" and np.isnan(y).any():
         return _max_pool_2x2(x, nan_wins=True)  # a nan somewhere: redo with the nan rule
-    masks = across.view(np.int8), down.view(np.int8)
+    # backward reads the row masks in the image's order: a window's two rows, one after the other
+    across = np.ascontiguousarray(across.transpose(1, 0, 2))
+    masks = across.reshape(-1).view(np.int8), down.view(np.int8)
     for mask in masks:
         np.negative(mask, out=mask)  # True is 1, and -1 has every bit set
     return y.reshape(N, C, H // 2, W // 2), masks

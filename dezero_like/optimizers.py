@@ -247,13 +247,8 @@ class Optimizer:
         params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
         if not params:
             _warn_no_gradient()
+        _check_grads(params, "set by hand?")
         for p in params:
-            if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:  # set by hand
-                raise ValueError(
-                    f"the gradient of {p.name or 'a parameter'} {p.shape} is "
-                    + (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
-                       f"of shape {p.grad.shape}")
-                    + ": it must be a Variable of the parameter's shape (p.grad = Variable(g))")
             if p.loss_scale is not None:
                 # a new array: grads may be shared between parameters (never divide in place)
                 g = p.grad.data  # float16 is divided in float32: a scale of 2**16 is inf in float16
@@ -263,6 +258,8 @@ class Optimizer:
         for f in self.hooks:
             f(params)
         params = [p for p in params if p.grad is not None]  # a hook may remove a grad
+        if self.hooks:
+            _check_grads(params, "after the hooks")
         _floats_only(self, params)
         self.prepare()
         self.update_all(params)
@@ -556,14 +553,15 @@ class FreezeParam:
     """
 
     def __init__(self, *layers):
-        if not layers:
-            raise TypeError("FreezeParam needs the layers or parameters to keep fixed: "
-                            "FreezeParam(model.l1) or FreezeParam(model.l1.W)")
         self.frozen = []
         for item in layers:  # a list of them, or model.params(), is taken as its items
-            items = item if isinstance(item, (list, tuple, GeneratorType)) else (item,)
-            for layer in items:
+            many = not (hasattr(item, "params") or isinstance(item, (Variable, str, type))) \
+                and hasattr(item, "__iter__")
+            for layer in (item if many else (item,)):
                 self.frozen.extend(_to_freeze(layer))
+        if not self.frozen:
+            warnings.warn("FreezeParam was given no layer or parameter, so it freezes nothing: "
+                          "FreezeParam(model.l1) or FreezeParam(model.l1.W)", stacklevel=2)
 
     def __call__(self, params):
         for p in self.frozen:
@@ -595,6 +593,19 @@ _pytorch_names(
     Optimizer,
     zero_grad="model.cleargrads() (optimizer.target.cleargrads()): the gradients are the model's",
     step="optimizer.update()",
-    param_groups="the settings themselves: optimizer.lr = 0.01 (Adam: optimizer.alpha)",
+    param_groups="the settings themselves: optimizer.lr = 0.01 (Adam: alpha; AdaDelta has none)",
     state_dict="copy.deepcopy(optimizer) or pickle (the state is kept per parameter)",
 )
+
+
+# --- step 67 ------------------------------------------------------------
+def _check_grads(params, who):
+    """Refuse a gradient that is not a Variable of its parameter's shape (one set by hand, or by
+    a hook): NumPy would broadcast a smaller one into the step."""
+    for p in params:
+        if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:
+            got = (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
+                   f"of shape {p.grad.shape}")
+            raise ValueError(f"the gradient of {p.name or 'a parameter'} {p.shape} is {got} "
+                             f"({who}): it must be a Variable of the parameter's shape "
+                             "(p.grad = Variable(g))")

@@ -671,8 +671,9 @@ def _wide(g):
 
 
 # %% [markdown]
-# `FreezeParam` collects the parameters of the layers it is given (layers, Parameters, or a list
-# of them; anything else is refused at once) and sets their `grad` to `None`;
+# `FreezeParam` collects the parameters of the layers it is given (layers, Parameters, or lists
+# of them; anything else is refused at once, and nothing at all gets a warning) and sets their
+# `grad` to `None`;
 # `update` checks `p.grad` again after the hooks, so these parameters are skipped. The order of
 # the hooks matters: `ClipGrad` after `WeightDecay` clips the decayed gradients, before it the
 # decay is added to clipped ones. A frozen parameter, though, must count nowhere: with
@@ -683,7 +684,7 @@ def _wide(g):
 
 # %%
 #| export dezero_like/optimizers.py
-from types import GeneratorType
+import warnings
 
 from dezero_like.core import Parameter, Variable
 
@@ -696,14 +697,15 @@ class FreezeParam:
     """
 
     def __init__(self, *layers):
-        if not layers:
-            raise TypeError("FreezeParam needs the layers or parameters to keep fixed: "
-                            "FreezeParam(model.l1) or FreezeParam(model.l1.W)")
         self.frozen = []
         for item in layers:  # a list of them, or model.params(), is taken as its items
-            items = item if isinstance(item, (list, tuple, GeneratorType)) else (item,)
-            for layer in items:
+            many = not (hasattr(item, "params") or isinstance(item, (Variable, str, type))) \
+                and hasattr(item, "__iter__")
+            for layer in (item if many else (item,)):
                 self.frozen.extend(_to_freeze(layer))
+        if not self.frozen:
+            warnings.warn("FreezeParam was given no layer or parameter, so it freezes nothing: "
+                          "FreezeParam(model.l1) or FreezeParam(model.l1.W)", stacklevel=2)
 
     def __call__(self, params):
         for p in self.frozen:

@@ -64,8 +64,9 @@ def _index_data(slices):
 def _index_item(s):
     if isinstance(s, Variable):
         s = s.data
-    if isinstance(s, list):
-        return copy.deepcopy(s)  # NumPy reads a list as an array (and [] as an empty one)
+    if isinstance(s, list):  # NumPy reads a list as an array of indices: make it that array
+        a = np.array(s) if s else np.empty(0, dtype=np.intp)  # [] picks nothing, as in NumPy
+        return a if a.dtype.kind in "iub" else copy.deepcopy(s)  # anything else: as given
     if isinstance(s, np.ndarray) or cuda.is_cupy_array(s):
         return s.copy()
     return s

@@ -35,7 +35,8 @@
 
 # %% [markdown]
 # `Clip` limits `x` to `[x_min, x_max]`; the derivative is 1 inside the interval and 0 outside.
-# The bounds may be numbers or arrays (one bound per element, broadcast as NumPy does).
+# The bounds may be numbers or arrays that broadcast to `x`'s shape (one bound per element);
+# bounds that would make the result larger than `x` are refused.
 # Backward needs only that mask, not `x`, so forward keeps no input and computes the mask, only
 # when a gradient will be needed (`needs_input_grad`). On a GPU, NumPy array bounds are moved to
 # the device with `x`; bounds already on the GPU are not checked for `x_min <= x_max`, since

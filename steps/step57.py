@@ -460,16 +460,17 @@ def conv2d(x, W, b=None, stride=1, pad=0):
 #
 # The products of all the taps are one matrix product: stack the taps' `W[:, :, i, j]^T` into one
 # `(KH*KW*OC, C)` matrix, and each block of `OC` rows of the result is one tap's contribution.
-# One tall product runs faster than nine short ones (OpenBLAS does little with 16 rows at a
-# time). But for a whole batch its result is large (9 x 16 x 25,600 numbers, 15 MB, in the
-# benchmark's layer), and a new large array on every call can cost more in page faults than
-# the product itself (`docs/performance.md`). So the product is made for a **run of whole
-# images** at a time, into one buffer, `part`, of at most about 2 MiB, reused by every run;
+# On the 2-core Xeon this was measured on, one tall product ran faster than nine short ones
+# (1.3 against 2.3 ms: OpenBLAS did little there with 16 rows at a time). But for a whole
+# batch its result is large (9 x 16 x 25,600 numbers, 15 MB, in the benchmark's layer), and a
+# new large array on every call can cost more in page faults than the product itself
+# (`docs/performance.md`). So the product is made for a **run of whole images** at a time, into
+# one buffer, `part`, of at most about 2 MiB, reused by every run (14 images of that layer);
 # the shifted adds of a run spill past its last image only from zeros, as above.
 #
 # On a 2-core Xeon the long adds made a small CNN's training step about a tenth faster than the
 # same products added image by image, row by row, and the stacked product took the second conv
-# layer's input gradient (16 -> 32 channels on 14x14 maps) from 4.3 to 3.2 ms.
+# layer's input gradient (16 -> 32 channels on 14x14 maps) from 4.3 to about 3 ms.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -496,7 +497,7 @@ def _deconv_stride1(x, W, out_hw, pad, part_bytes=2 * 2**20):
     y = xp.zeros((OC, plane + (KH - 1) * Wq + KW - 1), dtype=dtype)
     taps = W.transpose(2, 3, 1, 0).reshape(KH * KW * OC, C)  # row (i, j, o): W[:, o, i, j]
     image_bytes = KH * KW * OC * Hq * Wq * np.dtype(dtype).itemsize
-    run = max(1, part_bytes // max(1, image_bytes)) * Hq * Wq  # whole images per product
+    run = max(1, part_bytes // max(1, image_bytes)) * max(1, Hq * Wq)  # whole images per product
     part = xp.empty(KH * KW * OC * min(run, plane), dtype=dtype)  # reused by every run
     for start in range(0, plane, run):
         n = min(run, plane - start)  # the last run may be shorter

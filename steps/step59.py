@@ -150,12 +150,11 @@ class _Pool(Function):
 # %% [markdown]
 # The 2x2 window with stride 2 is the pooling nearly every CNN uses, and it has a fast path. A
 # 2x2 maximum is a maximum of **pairs taken twice**: first the two elements of each row of a
-# window, then the two row results. In memory the first pairs are neighbours: `x.reshape(-1, 2)`
-# puts each window row's two elements side by side, and its two columns are the two operands,
-# each read with a stride of two elements. The row results then lie in the image's order, a
-# window's two rows `W // 2` apart, so the second stage compares two contiguous runs. Only the
-# first stage reads strided memory, once per comparison, where copying the four elements of
-# every window into four contiguous planes first cost more than it saved (`docs/performance.md`).
+# window, then the two row results. `_max_pool_2x2` first copies the four elements of every
+# window into four separate planes, `q[i, j]` holding element `(i, j)` of each window, one
+# contiguous array each. That one copy is the only strided pass: every comparison after it is a
+# long NumPy loop over contiguous memory, the case NumPy's vectorised loops are built for
+# (on strided pairs `np.maximum` runs several times slower).
 #
 # Backward needs to know which of each pair won. `_max_pairs` records it in one byte per pair:
 # the second element wins when it is greater, so on a tie the first maximum in reading order
@@ -192,17 +191,21 @@ def _max_pairs(a, b, out, mask, nan_wins=True):
 def _max_pool_2x2(x, nan_wins=False):
     """2x2 max pooling with stride 2 of a NumPy ``x``: ``y`` and the masks of both stages."""
     N, C, H, W = x.shape
-    pairs = x.reshape(-1, 2)  # the two elements of each window row, side by side
-    across = np.empty(len(pairs), dtype=np.bool_)  # in each window row: did the second win?
-    rows = np.empty(len(pairs), dtype=x.dtype)
-    _max_pairs(pairs[:, 0], pairs[:, 1], rows, across, nan_wins)
-    rows = rows.reshape(-1, 2, W // 2)  # a window's two row results: two rows of W // 2
-    down = np.empty(rows[:, 0].shape, dtype=np.bool_)  # did the window's second row win?
-    y = np.empty(rows[:, 0].shape, dtype=x.dtype)
-    _max_pairs(rows[:, 0], rows[:, 1], y, down, nan_wins)
+    R, Q = N * C * H // 2, W // 2  # rows of windows, windows per row
+    q = np.empty((2, 2, R, Q), dtype=x.dtype)  # q[i, j]: element (i, j) of every window
+    np.copyto(q, x.reshape(R, 2, Q, 2).transpose(1, 3, 0, 2))
+    across = np.empty((2, R, Q), dtype=np.bool_)  # in row i of a window: did (i, 1) win?
+    rows = np.empty((2, R, Q), dtype=x.dtype)
+    for i in (0, 1):
+        _max_pairs(q[i, 0], q[i, 1], rows[i], across[i], nan_wins)
+    down = np.empty((R, Q), dtype=np.bool_)  # did the window's second row win?
+    y = np.empty((R, Q), dtype=x.dtype)
+    _max_pairs(rows[0], rows[1], y, down, nan_wins)
     if not nan_wins and y.dtype.kind == "f" and np.isnan(y).any():
         return _max_pool_2x2(x, nan_wins=True)  # a nan somewhere: redo with the nan rule
-    masks = across.view(np.int8), down.view(np.int8)
+    # backward reads the row masks in the image's order: a window's two rows, one after the other
+    across = np.ascontiguousarray(across.transpose(1, 0, 2))
+    masks = across.reshape(-1).view(np.int8), down.view(np.int8)
     for mask in masks:
         np.negative(mask, out=mask)  # True is 1, and -1 has every bit set
     return y.reshape(N, C, H // 2, W // 2), masks

@@ -159,7 +159,7 @@ _pytorch_names(
     Optimizer,
     zero_grad="model.cleargrads() (optimizer.target.cleargrads()): the gradients are the model's",
     step="optimizer.update()",
-    param_groups="the settings themselves: optimizer.lr = 0.01 (Adam: optimizer.alpha)",
+    param_groups="the settings themselves: optimizer.lr = 0.01 (Adam: alpha; AdaDelta has none)",
     state_dict="copy.deepcopy(optimizer) or pickle (the state is kept per parameter)",
 )
 

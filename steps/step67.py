@@ -335,9 +335,10 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 
 # %% [markdown]
-# In `Optimizer.update`, the parameters are taken once each (a model that reaches one parameter by
-# two paths, weights tied by hand, must not step it twice), and a gradient set by hand must be a
-# Variable of its parameter's shape (NumPy would broadcast a smaller one into the step). The
+# In `Optimizer.update`, the parameters are taken once each (`Layer.params()` lists each once,
+# but a target that writes its own `params()` may reach one twice, weights tied by hand), and a
+# gradient set by hand, or by a hook, must be a Variable of its parameter's shape
+# (`_check_grads`: NumPy would broadcast a smaller one into the step). The
 # division by the scale makes a new gradient with `_new_grad` rather
 # than dividing in place: a gradient array may be shared by several parameters, and would then be
 # divided more than once. The unscaled float16 gradient is small (about 1e-3 is common), and its
@@ -351,9 +352,26 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 # update them all together, as SGD does on a GPU in step 71.
 
 # %%
-#| export dezero_like/optimizers.py Optimizer
+#| export dezero_like/optimizers.py
 from dezero_like.core import Variable
-from dezero_like.optimizers import _floats_only, _new_grad, _warn_no_gradient, _wide
+
+
+def _check_grads(params, who):
+    """Refuse a gradient that is not a Variable of its parameter's shape (one set by hand, or by
+    a hook): NumPy would broadcast a smaller one into the step."""
+    for p in params:
+        if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:
+            got = (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
+                   f"of shape {p.grad.shape}")
+            raise ValueError(f"the gradient of {p.name or 'a parameter'} {p.shape} is {got} "
+                             f"({who}): it must be a Variable of the parameter's shape "
+                             "(p.grad = Variable(g))")
+
+
+# %%
+#| export dezero_like/optimizers.py Optimizer
+from dezero_like.optimizers import (_check_grads, _floats_only, _new_grad, _warn_no_gradient,
+                                    _wide)
 
 
 def update(self):
@@ -364,13 +382,8 @@ def update(self):
     params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
     if not params:
         _warn_no_gradient()
+    _check_grads(params, "set by hand?")
     for p in params:
-        if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:  # set by hand
-            raise ValueError(
-                f"the gradient of {p.name or 'a parameter'} {p.shape} is "
-                + (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
-                   f"of shape {p.grad.shape}")
-                + ": it must be a Variable of the parameter's shape (p.grad = Variable(g))")
         if p.loss_scale is not None:
             # a new array: grads may be shared between parameters (never divide in place)
             g = p.grad.data  # float16 is divided in float32: a scale of 2**16 is inf in float16
@@ -380,6 +393,8 @@ def update(self):
     for f in self.hooks:
         f(params)
     params = [p for p in params if p.grad is not None]  # a hook may remove a grad
+    if self.hooks:
+        _check_grads(params, "after the hooks")
     _floats_only(self, params)
     self.prepare()
     self.update_all(params)

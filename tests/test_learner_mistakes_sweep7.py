@@ -196,12 +196,18 @@ def test_plot_dot_graph_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch):
 
 
 def test_vgg16_loads_a_weights_file_given_without_pretrained(tmp_path, monkeypatch):
+    import re
+
     from dezero_like.models_conv import VGG16
 
     monkeypatch.setenv("HOME", str(tmp_path))
     # a file given is a file to load: a missing one is an error, not random weights
-    with pytest.raises(FileNotFoundError, match=str(tmp_path / "nope.npz")):
+    with pytest.raises(FileNotFoundError, match=re.escape(str(tmp_path / "nope.npz"))):
         VGG16(weights_file="~/nope.npz")
+    small = L.Linear(2, in_size=3)
+    small.save_weights(tmp_path / "small.npz")  # a real weights file, of another model
+    with pytest.raises(ValueError, match="missing conv1_1/W"):
+        VGG16(weights_file="~/small.npz")  # it was read: VGG16's names are not in it
 
 
 class _ListedLayers(dz.Model):
@@ -345,8 +351,10 @@ def test_freeze_param_takes_lists_and_generators_and_refuses_the_rest():
     FreezeParam = dz.optimizers.FreezeParam
     assert len(FreezeParam([model.l0, model.l1.W]).frozen) == 3
     assert len(FreezeParam(model.l0.params()).frozen) == 2
-    for args, message in (((), "needs the layers or parameters"),
-                          ((dz.Variable(np.ones(2)),), "not a Parameter"),
+    assert len(FreezeParam({model.l0.W}, (p for p in [model.l1.b])).frozen) == 2
+    with pytest.warns(UserWarning, match="freezes nothing"):
+        FreezeParam(*[])  # an empty list of layers to freeze, from a configuration
+    for args, message in (((dz.Variable(np.ones(2)),), "not a Parameter"),
                           ((L.Linear,), "the class Linear"),
                           ((3,), "got int")):
         with pytest.raises(TypeError, match=message):
@@ -365,3 +373,46 @@ def test_adadelta_has_no_learning_rate_to_schedule():
 def test_pytorchs_optimizer_names_say_what_to_write(name, hint):
     with pytest.raises(AttributeError, match=f"that is PyTorch's name.*{hint}"):
         getattr(dz.optimizers.SGD(), name)
+
+
+def test_a_hook_that_leaves_a_gradient_of_another_shape_is_refused():
+    layer = _one_param(np.ones((2, 3)), np.ones((2, 3)))
+    optimizer = dz.optimizers.SGD().setup(layer)
+
+    def squash(params):
+        for p in params:
+            p.grad = dz.Variable(p.grad.data.sum(axis=0))
+
+    optimizer.add_hook(squash)
+    with pytest.raises(ValueError, match=r"of shape \(3,\) \(after the hooks\)"):
+        optimizer.update()
+    np.testing.assert_array_equal(layer.p.data, np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.uint8, np.bool_])
+@pytest.mark.parametrize("layout", ["C", "transposed", "nan", "ties"])
+def test_the_2x2_pooling_path_matches_the_general_windows(dtype, layout):
+    """The 2x2 stride-2 fast path (pairs taken twice) and the general path (a running maximum
+    over the window offsets) pick the same winners: same y, same gradient, same second order."""
+    rng = np.random.default_rng(5)
+    if layout == "ties" or dtype in (np.int64, np.uint8, np.bool_):
+        x = rng.integers(0, 3, (2, 3, 6, 8)).astype(dtype)
+    else:
+        x = rng.standard_normal((2, 3, 6, 8)).astype(dtype)
+    if layout == "transposed":
+        x = np.ascontiguousarray(x.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    if layout == "nan" and x.dtype.kind == "f":
+        x.flat[[3, 50, 51, 200]] = np.nan
+    fast = Fc.Pooling(2, 2, 0)
+    y_fast = fast.forward(x)
+    assert fast.pair_masks is not None  # the fast path ran
+    general = Fc.Pooling(2, 2, 0)
+    general._setup("pooling", x)
+    y_general, general.indexes = Fc._max_pool_windows(general, x)
+    general.pair_masks = None
+    np.testing.assert_array_equal(y_fast, y_general)
+    gy = rng.standard_normal(y_fast.shape).astype(np.float32)
+    gy.flat[0] = np.inf  # never inf * 0 = nan in a window it did not win
+    g_fast = Fc.PoolingGrad(fast).forward(gy)
+    g_general = Fc.PoolingGrad(general).forward(gy)
+    np.testing.assert_array_equal(g_fast, g_general)
