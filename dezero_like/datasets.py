@@ -57,6 +57,9 @@ def get_spiral(train=True, seed=None, num_data=100, num_class=3):
     2020 for the test set unless ``seed`` is given. The global NumPy random
     state is not touched. Returns ``x`` (N, 2) float32 and ``t`` (N,) int64.
     """
+    for name, n in (("num_data", num_data), ("num_class", num_class)):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"get_spiral: {name} must be a positive int, got {n!r}")
     if seed is None:
         seed = 1984 if _flag("train", train) else 2020
     rng = np.random.default_rng(seed)

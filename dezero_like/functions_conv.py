@@ -684,6 +684,8 @@ def conv2d_simple(x, W, b=None, stride=1, pad=0):
     """
     N, C, H, Wd = x.shape
     OC, C, KH, KW = W.shape
+    if b is not None and b.shape != (OC,):  # (1,) would broadcast over every channel
+        raise ValueError(f"conv2d_simple: the bias must have shape ({OC},), got {b.shape}")
     (SH, SW), (PH, PW) = pair(stride), pair(pad)
     OH = get_conv_outsize(H, KH, SH, PH)
     OW = get_conv_outsize(Wd, KW, SW, PW)

@@ -248,6 +248,9 @@ class Layer:
             raise ValueError(f"cannot save weights to {path}: {target} exists and is not a regular "
                              "file; give the name of a new or an ordinary file")
         directory = os.path.dirname(target)
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise NotADirectoryError(f"cannot save weights to {path}: {directory} is a file, not a "
+                                     "folder; choose another folder or file name")
         if not os.path.isdir(directory):
             raise FileNotFoundError(
                 f"cannot save weights to {path}: the directory {directory} does not exist; "

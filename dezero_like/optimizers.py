@@ -505,7 +505,12 @@ class WeightDecay:
     """L2 regularisation: g <- g + rate * W (the gradient of rate/2 * ||W||^2)."""
 
     def __init__(self, rate):
-        self.rate = _checked("WeightDecay", "rate", rate)
+        self.rate = rate
+
+    def __setattr__(self, name, value):  # checked on every assignment, as optimizers' settings
+        if name == "rate":
+            value = _checked("WeightDecay", "rate", value)
+        super().__setattr__(name, value)
 
     def __call__(self, params):
         for p in params:
@@ -522,7 +527,12 @@ class ClipGrad:
     """
 
     def __init__(self, max_norm):
-        self.max_norm = _checked("ClipGrad", "max_norm", max_norm, positive=True)
+        self.max_norm = max_norm
+
+    def __setattr__(self, name, value):  # checked on every assignment, as optimizers' settings
+        if name == "max_norm":
+            value = _checked("ClipGrad", "max_norm", value, positive=True)
+        super().__setattr__(name, value)
 
     def __call__(self, params):
         params = [p for p in params if p.grad is not None]

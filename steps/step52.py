@@ -211,6 +211,9 @@ class DataLoader:
         if not _is_seed(seed):
             raise TypeError("seed must be None, an int >= 0 (or a list of them), or a NumPy "
                             f"Generator or SeedSequence, got {seed!r}")
+        if isinstance(dataset, dict):  # ds[0] would look up the key 0
+            raise TypeError("DataLoader reads examples by position (ds[0], ds[1], ...), and got "
+                            "a dict; for arrays kept by name use list(zip(d['x'], d['t']))")
         if len(dataset) == 0:
             raise ValueError("DataLoader got an empty dataset")
         self.dataset = dataset

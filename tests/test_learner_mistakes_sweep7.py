@@ -416,3 +416,28 @@ def test_the_2x2_pooling_path_matches_the_general_windows(dtype, layout):
     g_fast = Fc.PoolingGrad(fast).forward(gy)
     g_general = Fc.PoolingGrad(general).forward(gy)
     np.testing.assert_array_equal(g_fast, g_general)
+
+
+def test_hook_settings_are_checked_on_every_assignment():
+    decay, clip = dz.optimizers.WeightDecay(0.1), dz.optimizers.ClipGrad(1.0)
+    with pytest.raises(ValueError, match="rate must be >= 0"):
+        decay.rate = -1  # gradient ascent on the weights, silently
+    with pytest.raises(ValueError, match="max_norm must be"):
+        clip.max_norm = -1
+    decay.rate, clip.max_norm = 0.2, 5.0
+    assert (decay.rate, clip.max_norm) == (0.2, 5.0)
+
+
+def test_more_clear_errors_for_inputs_that_failed_far_from_their_cause(tmp_path):
+    from dezero_like.datasets import get_spiral
+    from dezero_like.functions_conv import conv2d_simple
+
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
+        L.Linear(2, in_size=3).save_weights(tmp_path / "afile" / "w.npz")
+    with pytest.raises(TypeError, match="got a dict"):
+        dz.DataLoader({"x": 1}, 2)  # was KeyError: 0
+    with pytest.raises(ValueError, match=r"bias must have shape \(3,\)"):
+        conv2d_simple(np.ones((1, 2, 4, 4)), np.ones((3, 2, 2, 2)), np.ones(1))
+    with pytest.raises(ValueError, match="num_class must be a positive int"):
+        get_spiral(num_class=0)  # was "need at least one array to concatenate"
