@@ -79,7 +79,9 @@ class DataLoader:
             raise TypeError("DataLoader reads examples by position (ds[0], ds[1], ...), and got "
                             "a dict; for arrays kept by name use list(zip(d['x'], d['t']))")
         if len(dataset) == 0:
-            raise ValueError("DataLoader got an empty dataset")
+            why = (f": {type(dataset).__name__}.prepare() did not set self.data"
+                   if getattr(dataset, "data", ()) is None else "")
+            raise ValueError("DataLoader got an empty dataset" + why)
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = shuffle

@@ -38,6 +38,9 @@ class Compose:
     """
 
     def __init__(self, transforms=()):
+        if callable(transforms) and not isinstance(transforms, (list, tuple)):
+            raise TypeError(f"Compose takes a list of transforms, got one "
+                            f"({type(transforms).__name__}): Compose([...]), or use it alone")
         transforms = list(transforms)
         for t in transforms:
             if not callable(t):

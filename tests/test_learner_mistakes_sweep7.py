@@ -441,3 +441,17 @@ def test_more_clear_errors_for_inputs_that_failed_far_from_their_cause(tmp_path)
         conv2d_simple(np.ones((1, 2, 4, 4)), np.ones((3, 2, 2, 2)), np.ones(1))
     with pytest.raises(ValueError, match="num_class must be a positive int"):
         get_spiral(num_class=0)  # was "need at least one array to concatenate"
+
+
+def test_compose_of_one_transform_and_a_dataset_without_data_say_so():
+    import dezero_like.transforms as T
+
+    with pytest.raises(TypeError, match=r"Compose takes a list of transforms, got one \(Flatten\)"):
+        T.Compose(T.Flatten())  # was "'Flatten' object is not iterable"
+
+    class Forgetful(dz.Dataset):
+        def prepare(self):
+            pass  # sets no self.data
+
+    with pytest.raises(ValueError, match=r"Forgetful\.prepare\(\) did not set self\.data"):
+        dz.DataLoader(Forgetful(), 2)
