@@ -1059,14 +1059,17 @@ def _check_labels(name, x, t):
             f"{name} expects integer labels of shape ({N},), got {t.dtype} {t.shape}; pass "
             f"class indices, not one-hot vectors{hint}"
         )
-    if N and cuda.get_array_module(x) is np:  # on a GPU this would wait for the device
+    _check_label_range(name, t, C, " (a label of -1 would silently pick the last class)")
+
+
+def _check_label_range(name, t, C, why=""):
+    """Refuse a label outside 0..C-1, on the CPU only (on a GPU, reading the labels' minimum
+    and maximum back would wait for the device)."""
+    if t.size and cuda.get_array_module(t) is np:
         low, high = int(t.min()), int(t.max())
         if low < 0 or high >= C:
-            bad = low if low < 0 else high
-            raise ValueError(
-                f"{name}: label {bad} is out of range for {C} classes; labels must be "
-                f"integers in 0..{C - 1} (a label of -1 would silently pick the last class)"
-            )
+            raise ValueError(f"{name}: label {low if low < 0 else high} is out of range for {C} "
+                             f"classes; labels must be integers in 0..{C - 1}{why}")
 
 
 class SoftmaxCrossEntropy(Function):
@@ -1261,15 +1264,11 @@ def accuracy(y, t):
         raise ValueError(
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "
             f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
-    if t_data.size and xp is np:  # on a GPU this would wait for the device
-        C = y_data.shape[1]
-        if t_data.dtype.kind == "f" and not np.array_equal(t_data, np.round(t_data)):
-            raise ValueError("accuracy expects whole-number class indices, got "
-                             f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
-        low, high = t_data.min(), t_data.max()
-        if low < 0 or high >= C:  # such a label never equals an argmax: counted wrong, silently
-            raise ValueError(f"accuracy: label {low if low < 0 else high} is out of range for "
-                             f"{C} classes; labels must be in 0..{C - 1}")
+    # a fraction or a label out of range never equals an argmax: counted wrong, silently
+    if xp is np and t_data.dtype.kind == "f" and not np.array_equal(t_data, np.round(t_data)):
+        raise ValueError("accuracy expects whole-number class indices, got "
+                         f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
+    _check_label_range("accuracy", t_data, y_data.shape[1])  # on the CPU (step 49)
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
     acc = (pred == t_data).mean()
     dtype = _float_dtype(y_data.dtype, complex_ok=False)

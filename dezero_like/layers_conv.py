@@ -74,9 +74,7 @@ class Conv2d(Layer):
         self.kernel_size = Fc.pair(kernel_size)
         self.stride = Fc.pair(stride)
         self.pad = Fc.pair(pad)
-        if min(self.kernel_size) < 1 or min(self.stride) < 1 or min(self.pad) < 0:
-            raise ValueError(f"{name}: kernel_size and stride must be >= 1 and pad >= 0, got "
-                             f"{self.kernel_size}, {self.stride} and {self.pad}")
+        Fc._check_sizes(name, self.kernel_size, self.stride, self.pad)
         self.dtype = np.dtype(dtype)
         self.W = Parameter(None, name="W")
         if in_channels is not None:

@@ -354,7 +354,7 @@ class SGD(Optimizer):
         for p in params:
             w, g = p.data, p.grad.data
             if (cuda.is_cupy_array(w) and w.dtype.name in cuda_kernels.RAW_DTYPES
-                    and cuda.is_cupy_array(g) and g.shape == w.shape and g.dtype.kind in "biuf"
+                    and cuda.is_cupy_array(g) and g.dtype.kind in "biuf"
                     and w.flags.c_contiguous and g.flags.c_contiguous):
                 spans.append((w.data.ptr, w.data.ptr + w.nbytes, len(spans), p))
             else:

@@ -326,14 +326,17 @@ def _check_labels(name, x, t):
             f"{name} expects integer labels of shape ({N},), got {t.dtype} {t.shape}; pass "
             f"class indices, not one-hot vectors{hint}"
         )
-    if N and cuda.get_array_module(x) is np:  # on a GPU this would wait for the device
+    _check_label_range(name, t, C, " (a label of -1 would silently pick the last class)")
+
+
+def _check_label_range(name, t, C, why=""):
+    """Refuse a label outside 0..C-1, on the CPU only (on a GPU, reading the labels' minimum
+    and maximum back would wait for the device)."""
+    if t.size and cuda.get_array_module(t) is np:
         low, high = int(t.min()), int(t.max())
         if low < 0 or high >= C:
-            bad = low if low < 0 else high
-            raise ValueError(
-                f"{name}: label {bad} is out of range for {C} classes; labels must be "
-                f"integers in 0..{C - 1} (a label of -1 would silently pick the last class)"
-            )
+            raise ValueError(f"{name}: label {low if low < 0 else high} is out of range for {C} "
+                             f"classes; labels must be integers in 0..{C - 1}{why}")
 
 
 # %%

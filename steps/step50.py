@@ -36,7 +36,7 @@
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Variable, _on_two_devices
-from dezero_like.functions import _float_dtype
+from dezero_like.functions import _check_label_range, _float_dtype
 
 
 def accuracy(y, t):
@@ -70,15 +70,11 @@ def accuracy(y, t):
         raise ValueError(
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "
             f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
-    if t_data.size and xp is np:  # on a GPU this would wait for the device
-        C = y_data.shape[1]
-        if t_data.dtype.kind == "f" and not np.array_equal(t_data, np.round(t_data)):
-            raise ValueError("accuracy expects whole-number class indices, got "
-                             f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
-        low, high = t_data.min(), t_data.max()
-        if low < 0 or high >= C:  # such a label never equals an argmax: counted wrong, silently
-            raise ValueError(f"accuracy: label {low if low < 0 else high} is out of range for "
-                             f"{C} classes; labels must be in 0..{C - 1}")
+    # a fraction or a label out of range never equals an argmax: counted wrong, silently
+    if xp is np and t_data.dtype.kind == "f" and not np.array_equal(t_data, np.round(t_data)):
+        raise ValueError("accuracy expects whole-number class indices, got "
+                         f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
+    _check_label_range("accuracy", t_data, y_data.shape[1])  # on the CPU (step 49)
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
     acc = (pred == t_data).mean()
     dtype = _float_dtype(y_data.dtype, complex_ok=False)

@@ -177,26 +177,31 @@ __getattr__ = forward_names(__name__, {
 
 
 # %% [markdown]
-# `_check_geometry` rejects, with a message, an input that is not 4-d, a stride or kernel below 1,
-# and a kernel larger than the padded image: errors that would otherwise appear as a strange shape
-# deep inside the computation.
+# `_check_geometry` rejects, with a message, an input that is not 4-d, a stride or kernel below 1
+# (`_check_sizes`, which the layers also ask when they are built), and a kernel larger than the
+# padded image: errors that would otherwise appear as a strange shape deep inside the
+# computation.
 
 # %%
 #| export dezero_like/functions_conv.py
+def _check_sizes(name, kernel_size, stride, pad):
+    """Refuse a kernel or stride below 1 and a negative pad (``kernel_size`` None: not known
+    yet, as for a transposed convolution before it sees its weight)."""
+    if min(kernel_size or (1,)) < 1 or min(stride) < 1 or min(pad) < 0:
+        kernel = "" if kernel_size is None else f"kernel_size {kernel_size}, "
+        raise ValueError(f"{name}: kernel_size and stride must be >= 1 and pad >= 0, got "
+                         f"{kernel}stride {stride}, pad {pad}")
+
+
 def _check_geometry(name, x_shape, kernel_size, stride, pad):
     if len(x_shape) != 4:
         raise ValueError(
             f"{name} expects a 4-d input (N, C, H, W), got shape {tuple(x_shape)}; "
             "add a channel axis with x.reshape(N, 1, H, W)"
         )
+    _check_sizes(name, kernel_size, stride, pad)
     KH, KW = kernel_size
-    SH, SW = stride
     PH, PW = pad
-    if min(KH, KW, SH, SW) < 1 or min(PH, PW) < 0:
-        raise ValueError(
-            f"{name}: kernel size and stride must be >= 1 and pad >= 0, "
-            f"got kernel {kernel_size}, stride {stride}, pad {pad}"
-        )
     H, W = x_shape[2:]
     if H + 2 * PH < KH or W + 2 * PW < KW:
         raise ValueError(
@@ -535,9 +540,7 @@ class Deconv2d(Function):
     def __init__(self, stride=1, pad=0, outsize=None):
         self.stride = pair(stride)
         self.pad = pair(pad)
-        if min(self.stride) < 1 or min(self.pad) < 0:  # no input size to check them against
-            raise ValueError(f"deconv2d: stride must be >= 1 and pad >= 0, got stride "
-                             f"{self.stride}, pad {self.pad}")
+        _check_sizes("deconv2d", None, self.stride, self.pad)  # no input to check them against
         self.outsize = None if outsize is None else pair(tuple(outsize))
 
     def forward(self, x, W, b=None):

@@ -789,10 +789,11 @@ def sgd_update_many(pairs, lr):
 
 # %% [markdown]
 # `SGD.update_all` (the method step 67 calls with every parameter that has a gradient) hands
-# the GPU parameters that fit the kernel to `sgd_update_many`: real floating point, contiguous,
-# a gradient of the same shape, and no memory shared with another slot (two views of one array:
-# two threads would write one element at once; sorting the arrays by address finds them). The
-# rest, and every parameter on the CPU, take `update_one`, after the launch. A
+# the GPU parameters that fit the kernel to `sgd_update_many`: real floating point, contiguous
+# (with a gradient of the same shape, which `update` has checked), and no memory shared with
+# another slot (two views of one array: two threads would write one element at once; sorting
+# the arrays by address finds them). The rest, and every parameter on the CPU, take
+# `update_one`, after the launch. A
 # subclass that writes its own `update_one` keeps it: the batched path is used only when the
 # rule is SGD's own.
 
@@ -811,7 +812,7 @@ def update_all(self, params):
     for p in params:
         w, g = p.data, p.grad.data
         if (cuda.is_cupy_array(w) and w.dtype.name in cuda_kernels.RAW_DTYPES
-                and cuda.is_cupy_array(g) and g.shape == w.shape and g.dtype.kind in "biuf"
+                and cuda.is_cupy_array(g) and g.dtype.kind in "biuf"
                 and w.flags.c_contiguous and g.flags.c_contiguous):
             spans.append((w.data.ptr, w.data.ptr + w.nbytes, len(spans), p))
         else:
