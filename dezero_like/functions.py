@@ -718,8 +718,11 @@ def _index_item(s):
     if isinstance(s, Variable):
         s = s.data
     if isinstance(s, list):  # NumPy reads a list as an array of indices: make it that array
-        a = np.array(s) if s else np.empty(0, dtype=np.intp)  # [] picks nothing, as in NumPy
-        return a if a.dtype.kind in "iub" else copy.deepcopy(s)  # anything else: as given
+        try:
+            a = np.array(s) if s else np.empty(0, dtype=np.intp)  # [] picks nothing, as NumPy
+        except (TypeError, ValueError):  # CuPy arrays inside (never read back here), ragged
+            a = None
+        return a if a is not None and a.dtype.kind in "iub" else copy.deepcopy(s)  # as given
     if isinstance(s, np.ndarray) or cuda.is_cupy_array(s):
         return s.copy()
     return s
@@ -1265,7 +1268,8 @@ def accuracy(y, t):
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "
             f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
     # a fraction or a label out of range never equals an argmax: counted wrong, silently
-    if xp is np and t_data.dtype.kind == "f" and not np.array_equal(t_data, np.round(t_data)):
+    if xp is np and t_data.dtype.kind == "f" and not (  # inf and nan are no class either
+            np.isfinite(t_data).all() and np.array_equal(t_data, np.round(t_data))):
         raise ValueError("accuracy expects whole-number class indices, got "
                          f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
     _check_label_range("accuracy", t_data, y_data.shape[1])  # on the CPU (step 49)

@@ -65,8 +65,11 @@ def _index_item(s):
     if isinstance(s, Variable):
         s = s.data
     if isinstance(s, list):  # NumPy reads a list as an array of indices: make it that array
-        a = np.array(s) if s else np.empty(0, dtype=np.intp)  # [] picks nothing, as in NumPy
-        return a if a.dtype.kind in "iub" else copy.deepcopy(s)  # anything else: as given
+        try:
+            a = np.array(s) if s else np.empty(0, dtype=np.intp)  # [] picks nothing, as NumPy
+        except (TypeError, ValueError):  # CuPy arrays inside (never read back here), ragged
+            a = None
+        return a if a is not None and a.dtype.kind in "iub" else copy.deepcopy(s)  # as given
     if isinstance(s, np.ndarray) or cuda.is_cupy_array(s):
         return s.copy()
     return s

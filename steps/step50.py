@@ -71,7 +71,8 @@ def accuracy(y, t):
             f"accuracy expects one label per row of y {tuple(y_data.shape)}, got t of shape "
             f"{tuple(t_data.shape)}; pass class indices, not one-hot vectors (t.argmax(axis=1))")
     # a fraction or a label out of range never equals an argmax: counted wrong, silently
-    if xp is np and t_data.dtype.kind == "f" and not np.array_equal(t_data, np.round(t_data)):
+    if xp is np and t_data.dtype.kind == "f" and not (  # inf and nan are no class either
+            np.isfinite(t_data).all() and np.array_equal(t_data, np.round(t_data))):
         raise ValueError("accuracy expects whole-number class indices, got "
                          f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
     _check_label_range("accuracy", t_data, y_data.shape[1])  # on the CPU (step 49)

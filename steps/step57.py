@@ -471,7 +471,10 @@ def conv2d(x, W, b=None, stride=1, pad=0):
 # new large array on every call can cost more in page faults than the product itself
 # (`docs/performance.md`). So the product is made for a **run of whole images** at a time, into
 # one buffer, `part`, of at most about 2 MiB, reused by every run (14 images of that layer);
-# the shifted adds of a run spill past its last image only from zeros, as above.
+# the shifted adds of a run spill past its last image only from zeros, as above. When a single
+# image's stacked products are already larger than that (large images, large kernels), the
+# taps go one at a time along the whole batch, into a buffer of the output's size: runs shorter
+# than an image would multiply the adds, `KH*KW` per run.
 #
 # On a 2-core Xeon the long adds made a small CNN's training step about a tenth faster than the
 # same products added image by image, row by row, and the stacked product took the second conv
@@ -486,7 +489,9 @@ def _deconv_stride1(x, W, out_hw, pad, part_bytes=2 * 2**20):
     """``deconv2d`` with stride 1: per kernel tap, one shifted add along the whole batch.
 
     The taps' products are computed for a run of whole images at a time, all taps in
-    one matrix product, into one buffer of at most about ``part_bytes``.
+    one matrix product, into one buffer of at most about ``part_bytes``. When one image's
+    products alone are larger, each tap's product is made along the whole batch instead,
+    into a buffer of the output's size.
     Returns a view ``(N, OC, OH, OW)`` of the full output cropped by ``pad``.
     """
     xp = cuda.get_array_module(x)
@@ -502,15 +507,20 @@ def _deconv_stride1(x, W, out_hw, pad, part_bytes=2 * 2**20):
     y = xp.zeros((OC, plane + (KH - 1) * Wq + KW - 1), dtype=dtype)
     taps = W.transpose(2, 3, 1, 0).reshape(KH * KW * OC, C)  # row (i, j, o): W[:, o, i, j]
     image_bytes = KH * KW * OC * Hq * Wq * np.dtype(dtype).itemsize
-    run = max(1, part_bytes // max(1, image_bytes)) * max(1, Hq * Wq)  # whole images per product
-    part = xp.empty(KH * KW * OC * min(run, plane), dtype=dtype)  # reused by every run
+    if image_bytes <= part_bytes:  # all taps in one product, for a run of whole images
+        group, run = KH * KW, part_bytes // max(1, image_bytes) * max(1, Hq * Wq)
+    else:  # one image's products alone are larger: tap by tap along the whole batch
+        group, run = 1, max(1, plane)  # (an empty batch: one empty run)
+    part = xp.empty(group * OC * min(run, plane), dtype=dtype)  # reused by every product
     for start in range(0, plane, run):
         n = min(run, plane - start)  # the last run may be shorter
-        out = part[:KH * KW * OC * n].reshape(KH * KW * OC, n)
-        xp.matmul(taps, xq[:, start:start + n], out=out)  # (taps*OC, C) @ (C, n)
-        for k in range(KH * KW):
-            at = start + (k // KW) * Wq + k % KW  # tap (i, j) lands i rows and j columns on
-            y[:, at:at + n] += out[k * OC:(k + 1) * OC]
+        out = part[:group * OC * n].reshape(group * OC, n)
+        for first in range(0, KH * KW, group):
+            rows = taps[first * OC:(first + group) * OC]
+            xp.matmul(rows, xq[:, start:start + n], out=out)  # (group*OC, C) @ (C, n)
+            for k in range(first, first + group):
+                at = start + (k // KW) * Wq + k % KW  # tap (i, j) lands i rows and j columns on
+                y[:, at:at + n] += out[(k - first) * OC:(k - first + 1) * OC]
     (OH, OW), (PH, PW) = out_hw, pad
     y = y[:, :plane].reshape(OC, N, Hq, Wq)[:, :, PH:PH + OH, PW:PW + OW]
     return y.transpose(1, 0, 2, 3)

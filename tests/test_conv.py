@@ -954,3 +954,21 @@ def test_stride_one_deconv2d_in_runs_of_images_matches_the_direct_scatter(images
     y = Fc._deconv_stride1(x, Wt, (4 + KH - 1 - 2, 6 + KW - 1), (1, 0),
                            part_bytes=images_per_run * image_bytes)
     np.testing.assert_allclose(y, deconv_ref(x, Wt, None, s, p), atol=1e-12)
+
+
+@pytest.mark.parametrize("N", [0, 2])
+def test_stride_one_deconv2d_with_images_too_large_for_one_run_keeps_its_buffer_small(N):
+    # one image's stacked products (81 taps x 3 channels x 72 x 72 float64, 10 MiB) are
+    # more than part_bytes (2 MiB): tap by tap along the batch instead, never a 10 MiB buffer
+    import tracemalloc
+
+    rng = np.random.default_rng(27)
+    x, Wt = rng.normal(size=(N, 3, 64, 64)), rng.normal(size=(3, 3, 9, 9))
+    tracemalloc.start()
+    try:
+        y = Fc._deconv_stride1(x, Wt, (72, 72), (0, 0))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+    np.testing.assert_allclose(y, deconv_ref(x, Wt, None, 1, 0), atol=1e-9)

@@ -453,6 +453,23 @@ def test_indices_in_range_on_the_host_index_a_gpu_array_as_numpy_does():
 
 
 @needs_gpu
+def test_a_list_of_gpu_scalars_indexes_a_gpu_array_as_before():
+    """get_item copies a list index into a NumPy array; one holding CuPy scalars cannot become
+    one (CuPy refuses the implicit copy to the host), so it is copied as a list and CuPy reads
+    it, as it did before the copy."""
+    import cupy
+
+    x = np.arange(12.0).reshape(4, 3)
+    t = cupy.asarray(np.array([2, 0]))
+    v = dz.Variable(cupy.asarray(x))
+    y = v[[t[0], t[1]]]
+    np.testing.assert_array_equal(cuda.as_numpy(y.data), x[[2, 0]])
+    F.sum(y).backward()
+    np.testing.assert_array_equal(cuda.as_numpy(v.grad.data), [[1, 1, 1], [0] * 3, [1] * 3,
+                                                               [0] * 3])
+
+
+@needs_gpu
 @pytest.mark.parametrize(("dtype", "upstream"), [(np.float32, np.float64),
                                                  (np.float16, np.float32),
                                                  (np.float64, np.float32)])

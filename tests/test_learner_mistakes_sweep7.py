@@ -62,6 +62,8 @@ def test_clip_refuses_a_variable_bound_with_the_fix():
     ([-1, 0, 0, 0], "label -1 is out of range for 3 classes"),
     ([5, 0, 0, 0], "label 5 is out of range for 3 classes"),
     ([1.5, 0, 0, 0], "whole-number class indices"),
+    ([np.inf, 0, 0, 0], "whole-number class indices"),  # not int()'s OverflowError
+    ([np.nan, 0, 0, 0], "whole-number class indices"),
 ])
 def test_accuracy_refuses_labels_that_could_never_match(labels, message):
     y = np.random.default_rng(0).random((4, 3))
