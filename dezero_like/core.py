@@ -98,7 +98,9 @@ def as_array(x, like=None):
 
     A Python ``int`` or ``float`` takes the dtype of ``like`` (an array it will
     be combined with) when that is a floating or complex array (or, for an
-    ``int``, an integer array), so ``float32_data * 2.0`` stays float32. NumPy 2
+    ``int``, an integer array), so ``float32_data * 2.0`` stays float32, and a
+    Python ``complex`` the complex dtype NumPy gives the pair (complex64 beside
+    float32 or complex64). NumPy 2
     would otherwise treat a 0-d float64 array as a "strong" type and promote
     the result to float64. NumPy scalars keep their own dtype, as in NumPy.
     An array on the other device than ``like`` is refused (CuPy would say only
@@ -119,6 +121,11 @@ def as_array(x, like=None):
             return np.asarray(x, dtype)
         # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
         return cuda.get_array_module(like).full((), x, dtype or np.asarray(x).dtype)
+    if type(x) is complex and like is not None:  # weak too: float32 data * 1j is complex64
+        dtype = np.result_type(like.dtype, x)
+        if type(like) is np.ndarray:
+            return np.asarray(x, dtype)
+        return cuda.get_array_module(like).full((), x, dtype)
     if _is_array(x):
         if type(like) is np.ndarray and cuda.is_cupy_array(x):
             raise TypeError(_mixed_devices(x, "the GPU (a CuPy array)", "the CPU"))
