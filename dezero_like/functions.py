@@ -511,13 +511,18 @@ class Linear(Function):
     def forward(self, x, W, b=None):
         if x.ndim != 2 or W.ndim != 2 or x.shape[1] != W.shape[0]:
             torch_layout = x.ndim == W.ndim == 2 and x.shape[1] == W.shape[1]
+            # PyTorch's linear maps the last axis of any (..., in_size): here a batch is (N, in)
+            leading = x.ndim > 2 and W.ndim == 2 and x.shape[-1] == W.shape[0]
             raise ValueError(
                 f"linear expects x of shape (N, in_size) with in_size="
                 f"{W.shape[0] if W.ndim == 2 else '?'} to match W of shape {W.shape} "
                 f"(in_size, out_size), got x of shape {x.shape}" + (
                     "; W looks stored as PyTorch stores it, (out_size, in_size): use its "
                     "transpose (W.T, or weight.T when porting a torch.nn.Linear)"
-                    if torch_layout else "")
+                    if torch_layout else "") + (
+                    f"; to map the last axis of every position, make the positions rows and "
+                    f"back: F.reshape(F.linear(F.reshape(x, (-1, {W.shape[0]})), W, b), "
+                    f"{x.shape[:-1] + (W.shape[1],)})" if leading else "")
             )
         needs = self.needs_input_grad or (True, True, True)
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
@@ -1043,7 +1048,14 @@ def _check_labels(name, x, t):
     class indices in 0..C-1; the range is checked on the CPU only (on a GPU, reading the labels'
     minimum and maximum back would wait for the device)."""
     if x.ndim != 2:
-        raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}")
+        hint = ""
+        if x.ndim > 2:  # PyTorch's cross_entropy also takes (N, C, d1, ...) with labels (N, d1, ...)
+            last = tuple(range(2, x.ndim)) + (1,)
+            hint = (f"; for scores per position (N, C, d...), as PyTorch's cross_entropy takes "
+                    f"them, move the classes last and make each position a row: "
+                    f"F.reshape(F.transpose(x, (0, {', '.join(map(str, last))})), (-1, "
+                    f"{x.shape[1]})), with the labels t.reshape(-1)")
+        raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}{hint}")
     N, C = x.shape
     if t.dtype.kind not in "iu" or t.shape != (N,):
         hint = ""  # the commonest causes, named

@@ -67,13 +67,18 @@ class Linear(Function):
     def forward(self, x, W, b=None):
         if x.ndim != 2 or W.ndim != 2 or x.shape[1] != W.shape[0]:
             torch_layout = x.ndim == W.ndim == 2 and x.shape[1] == W.shape[1]
+            # PyTorch's linear maps the last axis of any (..., in_size): here a batch is (N, in)
+            leading = x.ndim > 2 and W.ndim == 2 and x.shape[-1] == W.shape[0]
             raise ValueError(
                 f"linear expects x of shape (N, in_size) with in_size="
                 f"{W.shape[0] if W.ndim == 2 else '?'} to match W of shape {W.shape} "
                 f"(in_size, out_size), got x of shape {x.shape}" + (
                     "; W looks stored as PyTorch stores it, (out_size, in_size): use its "
                     "transpose (W.T, or weight.T when porting a torch.nn.Linear)"
-                    if torch_layout else "")
+                    if torch_layout else "") + (
+                    f"; to map the last axis of every position, make the positions rows and "
+                    f"back: F.reshape(F.linear(F.reshape(x, (-1, {W.shape[0]})), W, b), "
+                    f"{x.shape[:-1] + (W.shape[1],)})" if leading else "")
             )
         needs = self.needs_input_grad or (True, True, True)
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))

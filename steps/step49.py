@@ -307,7 +307,14 @@ def _check_labels(name, x, t):
     class indices in 0..C-1; the range is checked on the CPU only (on a GPU, reading the labels'
     minimum and maximum back would wait for the device)."""
     if x.ndim != 2:
-        raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}")
+        hint = ""
+        if x.ndim > 2:  # PyTorch's cross_entropy also takes (N, C, d1, ...) with labels (N, d1, ...)
+            last = tuple(range(2, x.ndim)) + (1,)
+            hint = (f"; for scores per position (N, C, d...), as PyTorch's cross_entropy takes "
+                    f"them, move the classes last and make each position a row: "
+                    f"F.reshape(F.transpose(x, (0, {', '.join(map(str, last))})), (-1, "
+                    f"{x.shape[1]})), with the labels t.reshape(-1)")
+        raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}{hint}")
     N, C = x.shape
     if t.dtype.kind not in "iu" or t.shape != (N,):
         hint = ""  # the commonest causes, named

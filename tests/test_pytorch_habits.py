@@ -136,3 +136,52 @@ def test_copying_and_pickling_still_work():
         assert opt2.target is model2 and opt2.t == opt.t
         copier(L.Linear(3))  # an uninitialised lazy layer too
     assert copy.copy(v).data is v.data
+
+
+# --- PyTorch's shapes that are refused here: the message's recipe gives PyTorch's numbers ---
+
+
+def _recipe(message):
+    """The expression a refusal proposes, after its last ': ' up to ', with ...' or the end."""
+    expression = message.rsplit(": ", 1)[1]
+    return expression.split(", with the labels ")[0]
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5), (2, 3, 4, 5)], ids=["N,C,d", "N,C,d1,d2"])
+def test_scores_per_position_are_refused_with_a_reshape_that_gives_torchs_cross_entropy(shape):
+    torch = pytest.importorskip("torch")
+    import dezero_like.functions as F
+
+    rng = np.random.default_rng(0)
+    x = dz.Variable(rng.standard_normal(shape))
+    t = rng.integers(0, shape[1], (shape[0],) + shape[2:])
+    with pytest.raises(ValueError, match=r"expects logits of shape \(N, C\)") as caught:
+        F.softmax_cross_entropy(x, t)
+    assert "t.reshape(-1)" in str(caught.value)
+    loss = eval(_recipe(str(caught.value)), {"F": F, "x": x})  # noqa: S307 - the message's code
+    loss = F.softmax_cross_entropy(loss, t.reshape(-1))
+    loss.backward()
+    tx = torch.tensor(x.data, requires_grad=True)
+    expected = torch.nn.functional.cross_entropy(tx, torch.tensor(t))
+    expected.backward()
+    np.testing.assert_allclose(loss.data, expected.item(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_a_sequence_into_linear_is_refused_with_a_reshape_that_gives_torchs_linear():
+    torch = pytest.importorskip("torch")
+    import dezero_like.functions as F
+
+    rng = np.random.default_rng(1)
+    x = dz.Variable(rng.standard_normal((2, 3, 4)))
+    W, b = dz.Variable(rng.standard_normal((4, 5))), dz.Variable(rng.standard_normal(5))
+    with pytest.raises(ValueError, match="map the last axis") as caught:
+        F.linear(x, W, b)
+    y = eval(_recipe(str(caught.value)), {"F": F, "x": x, "W": W, "b": b})  # noqa: S307
+    expected = torch.nn.functional.linear(torch.tensor(x.data), torch.tensor(W.data.T),
+                                          torch.tensor(b.data))
+    assert y.shape == (2, 3, 5)
+    np.testing.assert_allclose(y.data, expected.numpy(), rtol=1e-12)
+    # a lazy layer refuses it too, rather than taking the last axis as its input size
+    with pytest.raises(ValueError, match=r"\(N, in_size\)"):
+        L.Linear(7)(dz.Variable(np.ones((2, 1, 28, 28), np.float32)))
