@@ -10,6 +10,7 @@ CuPy until a GPU is asked for, so ``import dezero_like`` stays fast and works on
 machines without CuPy.
 """
 
+import ctypes
 import sys
 
 import numpy as np
@@ -55,11 +56,45 @@ def as_numpy(x):
 
 
 # --- step 52 ------------------------------------------------------------
-_GPU_HELP = (
-    "Install CuPy for your CUDA version (pip install 'dezero_like[gpu]' or e.g. "
-    "pip install cupy-cuda12x) on a machine with an NVIDIA GPU. In Colab: "
-    "Runtime > Change runtime type > GPU."
-)
+def _driver_cuda_major():
+    """The CUDA major version that this machine's NVIDIA driver runs (13 for 13.0), or None
+    when there is no driver (no NVIDIA GPU, or a runtime without one)."""
+    names = ("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1", "libcuda.so")
+    for name in names:
+        try:
+            driver = ctypes.CDLL(name)
+            version = ctypes.c_int(0)
+            if driver.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value > 0:
+                return version.value // 1000  # 13000 is CUDA 13.0
+        except (OSError, AttributeError):  # no such library, or not NVIDIA's
+            continue
+    return None
+
+
+def _installed_cupy_wheels():
+    """The names of the CuPy distributions installed (``cupy-cuda12x``, ...), sorted."""
+    from importlib import metadata
+
+    names = {(d.metadata["Name"] or "").lower() for d in metadata.distributions()}
+    return sorted(n for n in names if n == "cupy" or n.startswith("cupy-cuda"))
+
+
+def _gpu_help():
+    """The advice that ends every 'no GPU' error: which CuPy wheel to install, and how."""
+    major = _driver_cuda_major()
+    if major is None:
+        return ("Install CuPy for your CUDA version (pip install 'dezero_like[gpu]' for CUDA "
+                "12, or e.g. pip install cupy-cuda13x) on a machine with an NVIDIA GPU. In "
+                "Colab: Runtime > Change runtime type > GPU.")
+    wheel = f"cupy-cuda{major}x"
+    installed = _installed_cupy_wheels()
+    if installed == [wheel]:  # the right wheel: the cause is above (a library, or no device)
+        return (f"{wheel} is the CuPy for this machine's CUDA {major} driver: does nvidia-smi "
+                "list a GPU, and does CUDA_VISIBLE_DEVICES leave it visible?")
+    others = [n for n in installed if n != wheel]
+    swap = f"pip uninstall -y {' '.join(others)}, then " if others else ""
+    return (f"This machine's NVIDIA driver runs CUDA {major}, so CuPy's wheel for it is {wheel}: "
+            f"{swap}pip install {wheel} (%pip in a notebook), and restart Python.")
 
 
 def _cupy():
@@ -80,7 +115,7 @@ def require_gpu():
     """Return the cupy module, or raise a clear error saying how to get one."""
     cupy = _cupy()
     if cupy is None:
-        raise RuntimeError(f"A GPU was requested but {_why_no_cupy()}. {_GPU_HELP}")
+        raise RuntimeError(f"A GPU was requested but {_why_no_cupy()}. {_gpu_help()}")
     return cupy
 
 

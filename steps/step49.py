@@ -308,7 +308,7 @@ def _check_labels(name, x, t):
     minimum and maximum back would wait for the device)."""
     if x.ndim != 2:
         hint = ""
-        if x.ndim > 2:  # PyTorch's cross_entropy also takes (N, C, d1, ...) with labels (N, d1, ...)
+        if x.ndim > 2:  # PyTorch's cross_entropy takes (N, C, d1, ...), labels (N, d1, ...)
             last = tuple(range(2, x.ndim)) + (1,)
             hint = (f"; for scores per position (N, C, d...), as PyTorch's cross_entropy takes "
                     f"them, move the classes last and make each position a row: "

@@ -32,16 +32,57 @@
 # %% [markdown]
 # The `DataLoader` below can hand out batches already on a GPU (`gpu=True`; the GPU itself is
 # step 54's subject), so `cuda.py` first gains the pieces that say what to do when no GPU can be
-# used. `_GPU_HELP` is the one sentence of advice every such error ends with, so it is written
-# once.
+# used. `_gpu_help()` is the advice every such error ends with, so it is written once. It names
+# the CuPy wheel to install: CuPy ships one wheel per CUDA major version (`cupy-cuda12x`,
+# `cupy-cuda13x`), and a wheel built for another CUDA than the machine's fails to import. The
+# driver itself says which CUDA it runs (`cuDriverGetVersion` in its library, read with
+# `ctypes`), even before CuPy is installed.
 
 # %%
 #| export dezero_like/cuda.py
-_GPU_HELP = (
-    "Install CuPy for your CUDA version (pip install 'dezero_like[gpu]' or e.g. "
-    "pip install cupy-cuda12x) on a machine with an NVIDIA GPU. In Colab: "
-    "Runtime > Change runtime type > GPU."
-)
+import ctypes
+import sys
+
+
+def _driver_cuda_major():
+    """The CUDA major version that this machine's NVIDIA driver runs (13 for 13.0), or None
+    when there is no driver (no NVIDIA GPU, or a runtime without one)."""
+    names = ("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1", "libcuda.so")
+    for name in names:
+        try:
+            driver = ctypes.CDLL(name)
+            version = ctypes.c_int(0)
+            if driver.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value > 0:
+                return version.value // 1000  # 13000 is CUDA 13.0
+        except (OSError, AttributeError):  # no such library, or not NVIDIA's
+            continue
+    return None
+
+
+def _installed_cupy_wheels():
+    """The names of the CuPy distributions installed (``cupy-cuda12x``, ...), sorted."""
+    from importlib import metadata
+
+    names = {(d.metadata["Name"] or "").lower() for d in metadata.distributions()}
+    return sorted(n for n in names if n == "cupy" or n.startswith("cupy-cuda"))
+
+
+def _gpu_help():
+    """The advice that ends every 'no GPU' error: which CuPy wheel to install, and how."""
+    major = _driver_cuda_major()
+    if major is None:
+        return ("Install CuPy for your CUDA version (pip install 'dezero_like[gpu]' for CUDA "
+                "12, or e.g. pip install cupy-cuda13x) on a machine with an NVIDIA GPU. In "
+                "Colab: Runtime > Change runtime type > GPU.")
+    wheel = f"cupy-cuda{major}x"
+    installed = _installed_cupy_wheels()
+    if installed == [wheel]:  # the right wheel: the cause is above (a library, or no device)
+        return (f"{wheel} is the CuPy for this machine's CUDA {major} driver: does nvidia-smi "
+                "list a GPU, and does CUDA_VISIBLE_DEVICES leave it visible?")
+    others = [n for n in installed if n != wheel]
+    swap = f"pip uninstall -y {' '.join(others)}, then " if others else ""
+    return (f"This machine's NVIDIA driver runs CUDA {major}, so CuPy's wheel for it is {wheel}: "
+            f"{swap}pip install {wheel} (%pip in a notebook), and restart Python.")
 
 
 # %% [markdown]
@@ -72,14 +113,11 @@ def _cupy():
 
 # %%
 #| export dezero_like/cuda.py
-import sys
-
-
 def require_gpu():
     """Return the cupy module, or raise a clear error saying how to get one."""
     cupy = _cupy()
     if cupy is None:
-        raise RuntimeError(f"A GPU was requested but {_why_no_cupy()}. {_GPU_HELP}")
+        raise RuntimeError(f"A GPU was requested but {_why_no_cupy()}. {_gpu_help()}")
     return cupy
 
 

@@ -198,14 +198,16 @@ from dezero_like.models import MLP
 # `cuda.gpu_available()` is True when CuPy is installed *and* sees a CUDA GPU.
 # This notebook runs everywhere: without a GPU it says so and does everything
 # on the CPU. (In Colab: Runtime → Change runtime type → GPU; CuPy is
-# preinstalled there.)
+# preinstalled there. Should that CuPy be built for another CUDA version than the
+# runtime's, it fails to import, and the error two cells below names the wheel to
+# install: `cuda` asks the NVIDIA driver which CUDA it runs.)
 
 # %%
 use_gpu = cuda.gpu_available()
 if use_gpu:
     print("GPU found: this step trains on the CPU, then on the GPU, and compares.")
 else:
-    print("No GPU available (CuPy is missing or sees no CUDA device): "
+    print("No GPU available (CuPy is missing, fails to import, or sees no CUDA device): "
           "this step runs on the CPU. Everything below still works; only the GPU "
           "timings are skipped.")
 

@@ -36,8 +36,8 @@ from dezero_like.models import MLP
 
 use_gpu = cuda.gpu_available()
 print("GPU:", "yes" if use_gpu else
-      "no (CuPy is missing or sees no CUDA device): the kernels below are shown and "
-      "explained, and the GPU measurements are skipped")
+      "no (CuPy is missing, fails to import, or sees no CUDA device): the kernels below are "
+      "shown and explained, and the GPU measurements are skipped")
 
 # %% [markdown]
 # ## What one launch costs

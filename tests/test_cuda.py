@@ -46,7 +46,39 @@ def test_as_cupy_without_gpu_says_how_to_fix_it():
         cuda.as_cupy(np.ones(2))
     msg = str(info.value)
     assert "A GPU was requested but" in msg
-    assert "pip install" in msg and "cupy-cuda12x" in msg and "Colab" in msg
+    assert "pip install" in msg and "cupy-cuda" in msg
+    if cuda._driver_cuda_major() is None:  # no NVIDIA driver here: how to get a GPU at all
+        assert "dezero_like[gpu]" in msg and "Colab" in msg
+
+
+def test_the_driver_version_is_read_without_cupy():
+    major = cuda._driver_cuda_major()
+    assert major is None or (isinstance(major, int) and major >= 9)
+
+
+@pytest.mark.parametrize("major, installed, says", [
+    (13, ["cupy-cuda12x"], "pip uninstall -y cupy-cuda12x, then pip install cupy-cuda13x"),
+    (13, [], "CUDA 13, so CuPy's wheel for it is cupy-cuda13x: pip install cupy-cuda13x"),
+    (12, ["cupy-cuda12x", "cupy-cuda13x"], "pip uninstall -y cupy-cuda13x, then pip install "
+                                           "cupy-cuda12x"),
+    (12, ["cupy-cuda12x"], "cupy-cuda12x is the CuPy for this machine's CUDA 12 driver"),
+    (None, ["cupy-cuda12x"], "on a machine with an NVIDIA GPU. In Colab"),
+])
+def test_the_advice_names_the_cupy_wheel_of_the_drivers_cuda(monkeypatch, major, installed, says):
+    # CuPy ships one wheel per CUDA major version; one built for another CUDA fails to import
+    monkeypatch.setattr(cuda, "_driver_cuda_major", lambda: major)
+    monkeypatch.setattr(cuda, "_installed_cupy_wheels", lambda: installed)
+    assert says in cuda._gpu_help()
+
+
+def test_the_installed_cupy_wheels_are_found_by_their_distribution_names():
+    from importlib import metadata
+
+    wheels = cuda._installed_cupy_wheels()
+    assert wheels == sorted(wheels)
+    for name in wheels:
+        assert name == "cupy" or name.startswith("cupy-cuda")
+        assert metadata.version(name)
 
 
 @cpu_only
