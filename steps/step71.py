@@ -1068,7 +1068,9 @@ print("largest difference:", float(np.max(np.abs(np.subtract(fused_losses, plain
 # framework, for the same math written by hand with CuPy (unfused and fused),
 # and for PyTorch eager, in one run. On an H100 (CuPy 14.2, PyTorch 2.11),
 # seconds per epoch, the median of five after a warm-up epoch; each row is one
-# run, and only ratios within a row compare fairly (the machines differed):
+# run, and only ratios within a row compare fairly (the machines differed; the
+# last column divides the unrounded times, so it can differ from the rounded
+# figures' quotient in the last digit):
 #
 # | | dezero_like | by hand, CuPy | by hand, fused | PyTorch eager | dezero_like / PyTorch |
 # | --- | --- | --- | --- | --- | --- |
