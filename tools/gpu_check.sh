@@ -78,7 +78,12 @@ summary=$out/summary.txt
 say() { echo "$*" | tee -a "$summary"; }
 : >"$summary"
 say "command: bash tools/gpu_check.sh $args (stages: ${stages[*]})"
-say "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+if commit=$(git rev-parse --short HEAD 2>/dev/null); then
+  git diff --quiet HEAD 2>/dev/null || commit+=" (with uncommitted changes)"
+else
+  commit="unknown (no git here: a copy of the working tree)"
+fi
+say "commit: $commit"
 say "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 say "gpu: $( (nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi: none') | head -1)"
 say "cpu: $(nproc) cores; MNIST from ${DEZERO_LIKE_DATA:-nowhere (the MNIST steps will say so)}"
