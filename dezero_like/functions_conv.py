@@ -30,8 +30,16 @@ import numpy as np
 
 from dezero_like import cuda
 from dezero_like import functions as F
-from dezero_like.core import Function, Variable, _is_array, _on_two_devices, as_variable
-from dezero_like.functions import _raw_gpu, _sum_dtype
+from dezero_like.core import (
+    Config,
+    Function,
+    Variable,
+    _global_hooks,
+    _is_array,
+    _on_two_devices,
+    as_variable,
+)
+from dezero_like.functions import _add_bias, _raw_gpu, _sum_dtype
 
 
 # --- step 57 ------------------------------------------------------------
@@ -573,24 +581,8 @@ def _bn_settings(owner, decay, eps):
         raise ValueError(f"{owner}: eps must be > 0 (and finite), got {eps!r}; " + eps_hint)
 
 
-def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
-    r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
-
-    In training (``Config.train``), $\mu$ and $\sigma^2$ are the batch's mean
-    and (biased) variance per channel (axis 1; also over the axes after it, H and W for
-    images, L for sequences),
-    and the running statistics ``mean`` and ``var`` (arrays, updated in place)
-    move towards them: ``mean = decay*mean + (1-decay)*mu`` (the running variance
-    uses the unbiased estimate). In test mode the running statistics are used
-    instead, so one example's output does not depend on the rest of its batch.
-
-    The training path is written with differentiable functions (sum, mean,
-    ``**``), so its gradient - including the terms that flow through $\mu$ and
-    $\sigma^2$ - and its second derivatives come out of backprop. float16 input is
-    normalised in float32 and the result rounded back, as PyTorch does.
-    """
-    from dezero_like.core import Config
-
+def _bn_checked(x, mean, var, decay, eps):
+    """The checks of batch_norm's arguments; ``x`` as a Variable, the axes and the shape."""
     _bn_settings("batch_norm", decay, eps)
     for name, stat in (("mean", mean), ("var", var)):
         if isinstance(stat, Variable):  # mean *= decay would make a new Variable, and the
@@ -606,16 +598,7 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
             f"batch_norm: x is on {where} but the running statistics mean/var are not; "
             "put them on the same device (cuda.as_cupy / cuda.as_numpy; the BatchNorm "
             "layer's to_gpu() moves its own)")
-    if x.dtype == np.float16:  # in float32, as PyTorch: a deviation of 256 squares to inf
-        mean32, var32 = mean.astype(np.float32), var.astype(np.float32)
-        y = batch_norm(F.astype(x, np.float32), F.astype(as_variable(gamma), np.float32),
-                       F.astype(as_variable(beta), np.float32), mean32, var32, decay, eps)
-        if Config.train:  # the running statistics moved; in test mode they did not
-            mean[...], var[...] = mean32, var32
-        return F.astype(y, np.float16)
-    gamma = F.reshape(as_variable(gamma), shape)
-    beta = F.reshape(as_variable(beta), shape)
-    if Config.train:
+    if Config.train and x.dtype != np.float16:  # float16 comes back in float32 (_bn_float16)
         F._training_without_graph(
             "batch_norm", "it normalises with this batch's statistics and moves its running "
             "mean and variance towards this data")
@@ -627,6 +610,42 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
                 "batch holds what is left over: len(dataset) % batch_size examples, here "
                 "perhaps 1; choose a batch size that leaves 0 or at least 2), or evaluate a "
                 "single example under dezero_like.test_mode() (the running statistics)")
+    return x, axes, shape
+
+
+def _bn_float16(bn, x, gamma, beta, mean, var, decay, eps):
+    """``bn`` (batch_norm or batch_norm_simple) of float16 ``x`` in float32, as PyTorch: a
+    deviation of 256 squares to inf in float16. The result is rounded back to float16."""
+    mean32, var32 = mean.astype(np.float32), var.astype(np.float32)
+    y = bn(F.astype(x, np.float32), F.astype(as_variable(gamma), np.float32),
+           F.astype(as_variable(beta), np.float32), mean32, var32, decay, eps)
+    if Config.train:  # the running statistics moved; in test mode they did not
+        mean[...], var[...] = mean32, var32
+    return F.astype(y, np.float16)
+
+
+def batch_norm_simple(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
+    r"""Batch normalisation composed of differentiable functions: the definition.
+
+    In training (``Config.train``), $\mu$ and $\sigma^2$ are the batch's mean
+    and (biased) variance per channel (axis 1; also over the axes after it, H and W for
+    images, L for sequences),
+    and the running statistics ``mean`` and ``var`` (arrays, updated in place)
+    move towards them: ``mean = decay*mean + (1-decay)*mu`` (the running variance
+    uses the unbiased estimate). In test mode the running statistics are used
+    instead, so one example's output does not depend on the rest of its batch.
+
+    Written with sum, ``-``, ``*`` and ``**``, so its gradient - including the terms that
+    flow through $\mu$ and $\sigma^2$ - and its second derivatives come out of backprop.
+    :func:`batch_norm` gives the same numbers as one function.
+    """
+    x, axes, shape = _bn_checked(x, mean, var, decay, eps)
+    if x.dtype == np.float16:
+        return _bn_float16(batch_norm_simple, x, gamma, beta, mean, var, decay, eps)
+    gamma = F.reshape(as_variable(gamma), shape)
+    beta = F.reshape(as_variable(beta), shape)
+    if Config.train:
+        m = x.size // x.shape[1]
         mu = F.sum(x, axis=axes, keepdims=True) / m
         xc = x - mu
         var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
@@ -641,6 +660,124 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
         inv_std = (var + eps) ** -0.5
         xhat = (x - mean.reshape(shape)) * inv_std.reshape(shape)
     return xhat * gamma + beta
+
+
+def _bn_sum_of_products(a, b, axes):
+    """``(a * b).sum(axis=axes, keepdims=True)`` for batch norm's per-channel sums; for
+    (N, C, ...) arrays as one batched matrix product, without the array ``a * b``."""
+    if a.ndim < 3 or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return (a * b).sum(axis=axes, keepdims=True)
+    N, C = a.shape[:2]  # N*C dot products of length H*W, added over the batch
+    dots = a.reshape(N, C, 1, -1) @ b.reshape(N, C, -1, 1)
+    return dots.sum(axis=0).reshape((1, C) + (1,) * (a.ndim - 2))
+
+
+class BatchNorm(Function):
+    r"""``y = gamma * xhat + beta`` for inputs ``(x, gamma, beta)``; the running ``mean`` and
+    ``var`` (arrays) are updated in place in training. One function with its gradient in
+    closed form, $m$ the number of values per channel and sums over them:
+    ``dbeta = sum(gy)``, ``dgamma = sum(gy * xhat)`` and
+    ``dx = gamma * inv_std * (gy - dbeta / m - xhat * dgamma / m)`` (in test mode
+    ``dx = gamma * inv_std * gy``). :func:`batch_norm` checks the arguments and calls it.
+    """
+
+    def __init__(self, mean, var, decay=0.9, eps=2e-5):
+        _bn_settings("batch_norm", decay, eps)
+        self.avg_mean, self.avg_var, self.decay, self.eps = mean, var, decay, eps
+
+    def forward(self, x, gamma, beta):
+        self.retain_inputs((0, 1))  # x for a recorded backward, gamma for dx; not beta
+        axes, shape = _bn_axes(x)
+        self.axes, self.shape, self.train = axes, shape, Config.train
+        self.gamma_shape, self.beta_shape = gamma.shape, beta.shape
+        if x.dtype.kind in "biu":  # integer pixels are normalised in float64
+            x = x.astype(np.float64)
+        mean, var = self.avg_mean, self.avg_var
+        if self.train:
+            m = self.m = x.size // x.shape[1]
+            mu = x.sum(axis=axes, keepdims=True) / m
+            xc = x - mu
+            var_b = _bn_sum_of_products(xc, xc, axes) / m
+            inv_std = (var_b + self.eps) ** -0.5
+            xhat = xc
+            xhat *= inv_std  # xc is not needed again: scaled in place
+            s = self.decay
+            mean *= s
+            mean += (1 - s) * mu.reshape(mean.shape)
+            var *= s
+            var += (1 - s) * (m / (m - 1)) * var_b.reshape(var.shape)
+        else:
+            self.mean = mean.reshape(shape).copy()  # a later training call may move mean
+            inv_std = ((var + self.eps) ** -0.5).reshape(shape)
+            xhat = (x - self.mean) * inv_std
+        self.xhat, self.inv_std = xhat, inv_std
+        return _add_bias(xhat * gamma.reshape(shape), beta.reshape(shape))
+
+    def backward(self, gy):
+        needs = self.needs_input_grad
+        if not Config.enable_backprop and not _global_hooks:  # a plain backward
+            return self._backward_arrays(gy.data, needs)
+        x, gamma = self.inputs[0], F.reshape(self.inputs[1], self.shape)
+        if self.train:  # xhat and inv_std again, as functions of x (batch_norm_simple's way)
+            m = self.m
+            mu = F.sum(x, axis=self.axes, keepdims=True) / m
+            xc = x - mu
+            var_b = F.sum(xc * xc, axis=self.axes, keepdims=True) / m
+            inv_std = (var_b + self.eps) ** -0.5
+            xhat = xc * inv_std
+        else:
+            inv_std = self.inv_std  # a constant of x in test mode
+            xhat = (x - self.mean) * inv_std
+        sums = needs[0] and self.train  # dx needs both sums in training, neither in test mode
+        gbeta = F.sum(gy, axis=self.axes, keepdims=True) if sums or needs[2] else None
+        ggamma = F.sum(gy * xhat, axis=self.axes, keepdims=True) if sums or needs[1] else None
+        gx = None
+        if needs[0]:
+            gx = gamma * inv_std * ((gy - gbeta / m - xhat * ggamma / m) if self.train else gy)
+        return (gx, F.reshape(ggamma, self.gamma_shape) if needs[1] else None,
+                F.reshape(gbeta, self.beta_shape) if needs[2] else None)
+
+    def _backward_arrays(self, g, needs):
+        """``backward`` on the arrays, when nothing records or watches."""
+        axes, xhat, sums = self.axes, self.xhat, needs[0] and self.train
+        gbeta = g.sum(axis=axes, keepdims=True) if sums or needs[2] else None
+        ggamma = _bn_sum_of_products(g, xhat, axes) if sums or needs[1] else None
+        gx = None
+        if needs[0]:
+            k = self.inputs[1].data.reshape(self.shape) * self.inv_std  # gamma * inv_std
+            if self.train:  # (gy - xhat * ggamma/m - gbeta/m) * k, in one new array
+                gx = xhat * (ggamma / self.m)
+                if np.result_type(g.dtype, gx.dtype) == gx.dtype:
+                    cuda.get_array_module(g).subtract(g, gx, out=gx)  # no temporary
+                else:
+                    gx = g - gx
+                gx -= gbeta / self.m
+                gx *= k
+            else:
+                gx = g * k
+        return tuple(None if a is None else Variable(a.reshape(s), requires_grad=False)
+                     for a, s in ((gx, g.shape), (ggamma, self.gamma_shape),
+                                  (gbeta, self.beta_shape)))
+
+    def release(self):
+        super().release()
+        self.xhat = self.inv_std = None
+
+
+def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
+    r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
+
+    The same numbers as :func:`batch_norm_simple` (its docstring has the details: batch
+    statistics in training, running ones in test mode, the in-place update of ``mean`` and
+    ``var``), as one function, :class:`BatchNorm`, whose gradient is written in closed form;
+    a backward with ``create_graph`` is built from differentiable functions, so second
+    derivatives work. float16 input is normalised in float32 and the result rounded back,
+    as PyTorch does.
+    """
+    x, _, _ = _bn_checked(x, mean, var, decay, eps)
+    if x.dtype == np.float16:
+        return _bn_float16(batch_norm, x, gamma, beta, mean, var, decay, eps)
+    return BatchNorm(mean, var, decay, eps)(x, gamma, beta)
 
 
 batch_nrom = batch_norm  # the book's DeZero spells it so: its readers' code keeps working

@@ -119,3 +119,10 @@ def test_launches_benchmark_prints_command_machine_and_a_row_per_column():
         "dezero_like", "by hand", "by hand, fused", "dezero_like, small CNN"]
     assert all(int(row.split("|")[2]) > 0 for row in rows)
     assert "dezero_like / by hand, fused:" in out
+
+
+def test_batch_norm_benchmark_times_both_versions_on_checked_gradients():
+    out = run_script("benchmarks/batch_norm.py", "--repeat", "1", "--shape", "6", "3", "4", "4")
+    assert out.startswith("command: ") and "machine: " in out
+    assert "batch_norm (one Function)" in out and "batch_norm_simple (composed)" in out
+    assert "composed / one Function: " in out

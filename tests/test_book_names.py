@@ -52,7 +52,7 @@ LEFT_OUT = {  # name -> why (the same reasons as docs/pytorch.md, "Against the b
     "transforms.CenterCrop Convert RandomHorizontalFlip Resize ToArray ToPIL": "need Pillow",
     "utils.get_file cache_dir": "datasets.download and DEZERO_LIKE_DATA instead",
     "utils.logsumexp max_backward_shape": "private helpers of the functions here",
-    "functions.BatchNorm": "batch_norm is composed of differentiable functions (step 58)",
+    "functions.BatchNorm": "the Function is functions_conv.BatchNorm (step 58)",
     "functions_conv.Pooling2DGrad": "named PoolingGrad here",
     "utils.show_progress": "datasets.download draws its own progress bar",
     "datasets.load_cache_npz save_cache_npz": "the MNIST cache keeps the original files",

@@ -738,6 +738,40 @@ def test_batch_norm_matches_numpy_on_the_gpu_and_refuses_mixed_devices(shape):
 
 
 @needs_gpu
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 2, 2)])
+def test_fused_batch_norm_matches_the_composed_one_on_the_gpu(shape, dtype, train):
+    """Fc.batch_norm (one Function, closed-form gradient) against Fc.batch_norm_simple on
+    the device: outputs, running statistics, gradients and a second derivative."""
+    import dezero_like.functions_conv as Fc
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(1.0, 2.0, size=shape).astype(dtype)
+    g, b, w = (rng.normal(size=s).astype(dtype) for s in (3, 3, shape))
+    out = []
+    for bn in (Fc.batch_norm, Fc.batch_norm_simple):
+        xv, gv, bv = (dz.Variable(cuda.as_cupy(a)) for a in (x, g, b))
+        mean, var = cuda.as_cupy(np.full(3, 0.5, dtype)), cuda.as_cupy(np.full(3, 1.5, dtype))
+        with dz.using_config("train", train):
+            y = bn(xv, gv, bv, mean, var)
+        assert cuda.get_array_module(y.data) is not np and y.dtype == dtype
+        F.sum(y * cuda.as_cupy(w)).backward(create_graph=dtype == np.float32)
+        first = [xv.grad.data, gv.grad.data, bv.grad.data]
+        second = []
+        if dtype == np.float32:
+            gx = xv.grad
+            gv.cleargrad()
+            F.sum(gx * gx).backward()  # gx depends on gamma in both modes (on x in training)
+            second = [gv.grad.data]
+        out.append([cuda.as_numpy(a).astype(np.float64)
+                    for a in [y.data, mean, var] + first + second])
+    tol = dict(rtol=1e-3, atol=1e-3) if dtype == np.float32 else dict(rtol=2e-2, atol=2e-2)
+    for fused, composed in zip(*out):
+        np.testing.assert_allclose(fused, composed, **tol)
+
+
+@needs_gpu
 @pytest.mark.parametrize("kind", STEP_KINDS)
 def test_a_training_step_never_waits_for_the_device(kind, monkeypatch):
     """Forward, backward and update only queue work: nothing reads a device value back.
