@@ -73,11 +73,13 @@ _PYTORCH_NAMES = {
 
 
 # average_pooling, batch_norm, col2im, conv2d, deconv2d, embed_id, im2col, pooling (and the
-# book's conv2d_simple, pooling_simple, batch_nrom): written in dezero_like/functions_conv.py
-# (this step and the next two), found here too, as in the book
+# book's conv2d_simple, pooling_simple, batch_nrom, BatchNorm, and batch_norm_simple): written
+# in dezero_like/functions_conv.py (this step and the next two), found here too, as in the book
 __getattr__ = forward_names(__name__, {
+    "BatchNorm": "dezero_like.functions_conv",
     "average_pooling": "dezero_like.functions_conv",
     "batch_norm": "dezero_like.functions_conv",
+    "batch_norm_simple": "dezero_like.functions_conv",
     "batch_nrom": "dezero_like.functions_conv",
     "col2im": "dezero_like.functions_conv",
     "conv2d": "dezero_like.functions_conv",

@@ -20,8 +20,8 @@ BOOK = {
     "core": "Add Config Div Function Mul Neg Parameter Pow Sub Variable add as_array "
             "as_variable div mul neg no_grad pow rdiv rsub setup_variable sub test_mode "
             "using_config",
-    "functions": "BroadcastTo Clip Cos Exp GetItem GetItemGrad LeakyReLU Linear Log LogSoftmax "
-                 "MatMul Max MeanSquaredError Min ReLU Reshape Sigmoid Sin Softmax "
+    "functions": "BatchNorm BroadcastTo Clip Cos Exp GetItem GetItemGrad LeakyReLU Linear Log "
+                 "LogSoftmax MatMul Max MeanSquaredError Min ReLU Reshape Sigmoid Sin Softmax "
                  "SoftmaxCrossEntropy Sum SumTo Tanh Transpose accuracy add average "
                  "average_pooling batch_nrom binary_cross_entropy broadcast_to clip col2im "
                  "conv2d conv2d_simple cos deconv2d div dropout embed_id exp expand_dims "
@@ -52,7 +52,6 @@ LEFT_OUT = {  # name -> why (the same reasons as docs/pytorch.md, "Against the b
     "transforms.CenterCrop Convert RandomHorizontalFlip Resize ToArray ToPIL": "need Pillow",
     "utils.get_file cache_dir": "datasets.download and DEZERO_LIKE_DATA instead",
     "utils.logsumexp max_backward_shape": "private helpers of the functions here",
-    "functions.BatchNorm": "the Function is functions_conv.BatchNorm (step 58)",
     "functions_conv.Pooling2DGrad": "named PoolingGrad here",
     "utils.show_progress": "datasets.download draws its own progress bar",
     "datasets.load_cache_npz save_cache_npz": "the MNIST cache keeps the original files",
