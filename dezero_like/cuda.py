@@ -72,11 +72,23 @@ def _driver_cuda_major():
 
 
 def _installed_cupy_wheels():
-    """The names of the CuPy distributions installed (``cupy-cuda12x``, ...), sorted."""
+    """The names of the CuPy distributions installed (``cupy-cuda12x``, ...), sorted. A
+    distribution whose metadata cannot be read (a half-removed one) is passed over: this runs
+    inside an error message, which must not fail in its turn."""
     from importlib import metadata
 
-    names = {(d.metadata["Name"] or "").lower() for d in metadata.distributions()}
-    return sorted(n for n in names if n == "cupy" or n.startswith("cupy-cuda"))
+    names = set()
+    try:
+        for d in metadata.distributions():
+            try:  # metadata is None without a METADATA file, a missing Name a KeyError
+                name = d.metadata["Name"]
+            except Exception:
+                continue
+            if isinstance(name, str):
+                names.add(name.lower().replace("_", "-"))
+    except Exception:  # an unreadable folder on sys.path
+        pass
+    return sorted(n for n in names if n == "cupy" or n.startswith(("cupy-cuda", "cupy-rocm")))
 
 
 def _gpu_help():
@@ -86,13 +98,18 @@ def _gpu_help():
         return ("Install CuPy for your CUDA version (pip install 'dezero_like[gpu]' for CUDA "
                 "12, or e.g. pip install cupy-cuda13x) on a machine with an NVIDIA GPU. In "
                 "Colab: Runtime > Change runtime type > GPU.")
+    if major < 12:  # CuPy 14 (NumPy 2's promotion rules, pyproject.toml) runs CUDA 12 or 13
+        return (f"This machine's NVIDIA driver runs CUDA {major}; CuPy 14, which this package "
+                "needs, runs on CUDA 12 or newer: update the NVIDIA driver, then pip install "
+                "'dezero_like[gpu]' (cupy-cuda12x).")
     wheel = f"cupy-cuda{major}x"
     installed = _installed_cupy_wheels()
     if installed == [wheel]:  # the right wheel: the cause is above (a library, or no device)
         return (f"{wheel} is the CuPy for this machine's CUDA {major} driver: does nvidia-smi "
                 "list a GPU, and does CUDA_VISIBLE_DEVICES leave it visible?")
-    others = [n for n in installed if n != wheel]
-    swap = f"pip uninstall -y {' '.join(others)}, then " if others else ""
+    # every CuPy wheel installs the same package folder, cupy/: uninstalling another wheel
+    # removes files of the right one too, so all of them go before the right one comes back
+    swap = f"pip uninstall -y {' '.join(installed)}, then " if installed else ""
     return (f"This machine's NVIDIA driver runs CUDA {major}, so CuPy's wheel for it is {wheel}: "
             f"{swap}pip install {wheel} (%pip in a notebook), and restart Python.")
 

@@ -665,7 +665,8 @@ def batch_norm_simple(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
 def _bn_sum_of_products(a, b, axes):
     """``(a * b).sum(axis=axes, keepdims=True)`` for batch norm's per-channel sums; for
     (N, C, ...) arrays as one batched matrix product, without the array ``a * b``."""
-    if a.ndim < 3 or not (a.flags.c_contiguous and b.flags.c_contiguous):
+    if a.ndim < 3 or a.size == 0 or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        # (an empty batch: reshape(N, C, 1, -1) cannot infer the -1 of an empty array)
         return (a * b).sum(axis=axes, keepdims=True)
     N, C = a.shape[:2]  # N*C dot products of length H*W, added over the batch
     dots = a.reshape(N, C, 1, -1) @ b.reshape(N, C, -1, 1)

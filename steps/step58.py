@@ -366,7 +366,8 @@ from dezero_like.functions_conv import _bn_axes, _bn_checked, _bn_float16, _bn_s
 def _bn_sum_of_products(a, b, axes):
     """``(a * b).sum(axis=axes, keepdims=True)`` for batch norm's per-channel sums; for
     (N, C, ...) arrays as one batched matrix product, without the array ``a * b``."""
-    if a.ndim < 3 or not (a.flags.c_contiguous and b.flags.c_contiguous):
+    if a.ndim < 3 or a.size == 0 or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        # (an empty batch: reshape(N, C, 1, -1) cannot infer the -1 of an empty array)
         return (a * b).sum(axis=axes, keepdims=True)
     N, C = a.shape[:2]  # N*C dot products of length H*W, added over the batch
     dots = a.reshape(N, C, 1, -1) @ b.reshape(N, C, -1, 1)

@@ -165,3 +165,20 @@ def test_the_book_spelling_and_the_checks_are_kept():
         Fc.batch_norm(np.ones((1, 3)), np.ones(3), np.zeros(3), np.zeros(3), np.ones(3))
     with pytest.raises(ValueError, match="decay must be in"):
         Fc.BatchNorm(np.zeros(3), np.ones(3), decay=1.5)
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 2, 2), (0, 3, 4), (2, 0, 2, 2)], ids=str)
+def test_an_empty_batch_in_test_mode_has_empty_gradients_as_in_the_composed_version(shape):
+    # the per-channel sums as a batched matrix product reshaped to (N, C, 1, -1), which an
+    # empty array cannot infer
+    C = shape[1]
+    grads = []
+    for bn in (Fc.batch_norm, Fc.batch_norm_simple):
+        xv, gv, bv = dz.Variable(np.zeros(shape)), dz.Variable(np.ones(C)), dz.Variable(np.zeros(C))
+        with dz.test_mode():
+            y = bn(xv, gv, bv, np.zeros(C), np.ones(C))
+        (y * np.ones(shape)).sum().backward()  # a contiguous gradient
+        grads.append([v.grad.data for v in (xv, gv, bv)])
+    for a, c in zip(*grads):
+        assert a.shape == c.shape
+        np.testing.assert_array_equal(a, c)

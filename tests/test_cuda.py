@@ -59,8 +59,14 @@ def test_the_driver_version_is_read_without_cupy():
 @pytest.mark.parametrize("major, installed, says", [
     (13, ["cupy-cuda12x"], "pip uninstall -y cupy-cuda12x, then pip install cupy-cuda13x"),
     (13, [], "CUDA 13, so CuPy's wheel for it is cupy-cuda13x: pip install cupy-cuda13x"),
-    (12, ["cupy-cuda12x", "cupy-cuda13x"], "pip uninstall -y cupy-cuda13x, then pip install "
-                                           "cupy-cuda12x"),
+    # the wheels share the folder cupy/: uninstalling the wrong one alone breaks the right one,
+    # and pip install of the right one then does nothing ("Requirement already satisfied")
+    (12, ["cupy-cuda12x", "cupy-cuda13x"], "pip uninstall -y cupy-cuda12x cupy-cuda13x, then "
+                                           "pip install cupy-cuda12x"),
+    # CuPy 14 (pyproject's gpu extra) runs CUDA 12 or 13: cupy-cuda11x would be CuPy 13,
+    # and there is no cupy-cuda10x at all
+    (11, [], "CuPy 14, which this package needs, runs on CUDA 12 or newer: update the NVIDIA"),
+    (10, ["cupy-cuda11x"], "update the NVIDIA driver"),
     (12, ["cupy-cuda12x"], "cupy-cuda12x is the CuPy for this machine's CUDA 12 driver"),
     (None, ["cupy-cuda12x"], "on a machine with an NVIDIA GPU. In Colab"),
 ])
@@ -69,6 +75,33 @@ def test_the_advice_names_the_cupy_wheel_of_the_drivers_cuda(monkeypatch, major,
     monkeypatch.setattr(cuda, "_driver_cuda_major", lambda: major)
     monkeypatch.setattr(cuda, "_installed_cupy_wheels", lambda: installed)
     assert says in cuda._gpu_help()
+
+
+def test_odd_metadata_does_not_turn_the_no_gpu_error_into_another(monkeypatch):
+    # a half-removed distribution has no METADATA (metadata is None on newer Pythons), one
+    # without a Name raises KeyError there (importlib_metadata 8): neither may escape
+    from importlib import metadata
+
+    class Dist:
+        def __init__(self, meta):
+            self._meta = meta
+
+        @property
+        def metadata(self):
+            if isinstance(self._meta, Exception):
+                raise self._meta
+            return self._meta
+
+    dists = [Dist(None), Dist(KeyError("Name")), Dist({"Name": "cupy_cuda12x"}),
+             Dist({"Name": None})]
+    monkeypatch.setattr(metadata, "distributions", lambda: iter(dists))
+    assert cuda._installed_cupy_wheels() == ["cupy-cuda12x"]
+    monkeypatch.setattr(metadata, "distributions", lambda: 1 / 0)
+    assert cuda._installed_cupy_wheels() == []
+    monkeypatch.setattr(cuda, "_driver_cuda_major", lambda: 13)
+    monkeypatch.setattr(cuda, "_cupy", lambda: None)
+    with pytest.raises(RuntimeError, match="pip install cupy-cuda13x"):
+        cuda.require_gpu()
 
 
 def test_the_installed_cupy_wheels_are_found_by_their_distribution_names():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 from conftest import ROOT, STEPS
@@ -71,3 +72,13 @@ def test_an_unknown_stage_is_refused(tmp_path):
     result, _ = _run(tmp_path, "steps", "benchmarks", steps="1")
     assert result.returncode == 2
     assert "unknown stage 'benchmarks'" in result.stderr
+
+
+def test_every_test_that_skips_without_a_gpu_is_marked_gpu_so_the_script_runs_it():
+    # the tests stage runs `pytest -m gpu` over the files holding "mark.gpu": a GPU test that
+    # is only skipped without a GPU would never run on the GPU machine
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q",
+                           "--collect-only", "-m", "gpu", "-p", "no:cacheprovider", "-n", "0",
+                           "tests/test_stage6.py"], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert "test_hooks_and_benchmark_on_gpu" in done.stdout, done.stdout + done.stderr

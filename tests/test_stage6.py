@@ -107,6 +107,7 @@ def test_float16_mlp_with_loss_scale_follows_float32():
         np.testing.assert_allclose(a, b, atol=5e-3)
 
 
+@pytest.mark.gpu  # tools/gpu_check.sh runs the tests marked gpu
 @gpu
 def test_hooks_and_benchmark_on_gpu(load_benchmark):
     cp = cuda.require_gpu()
