@@ -110,8 +110,8 @@ def _gpu_help():
     # every CuPy wheel installs the same package folder, cupy/: uninstalling another wheel
     # removes files of the right one too, so all of them go before the right one comes back
     swap = f"pip uninstall -y {' '.join(installed)}, then " if installed else ""
-    return (f"This machine's NVIDIA driver runs CUDA {major}, so CuPy's wheel for it is {wheel}: "
-            f"{swap}pip install {wheel} (%pip in a notebook), and restart Python.")
+    return (f"This machine's NVIDIA driver runs CUDA {major}, and CuPy's wheel for CUDA {major} "
+            f"is {wheel}: {swap}pip install {wheel} (%pip in a notebook), and restart Python.")
 
 
 def _cupy():

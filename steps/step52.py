@@ -34,9 +34,10 @@
 # step 54's subject), so `cuda.py` first gains the pieces that say what to do when no GPU can be
 # used. `_gpu_help()` is the advice every such error ends with, so it is written once. It names
 # the CuPy wheel to install: CuPy ships one wheel per CUDA major version (`cupy-cuda12x`,
-# `cupy-cuda13x`), and a wheel built for another CUDA than the machine's fails to import. The
-# driver itself says which CUDA it runs (`cuDriverGetVersion` in its library, read with
-# `ctypes`), even before CuPy is installed.
+# `cupy-cuda13x`), and a wheel finds the CUDA libraries of its own version or fails to import.
+# The machine's libraries usually match its driver (a driver also runs older CUDA versions, but
+# their libraries must then be installed too), and the driver says which CUDA it runs
+# (`cuDriverGetVersion` in its library, read with `ctypes`), even before CuPy is installed.
 
 # %%
 #| export dezero_like/cuda.py
@@ -98,8 +99,8 @@ def _gpu_help():
     # every CuPy wheel installs the same package folder, cupy/: uninstalling another wheel
     # removes files of the right one too, so all of them go before the right one comes back
     swap = f"pip uninstall -y {' '.join(installed)}, then " if installed else ""
-    return (f"This machine's NVIDIA driver runs CUDA {major}, so CuPy's wheel for it is {wheel}: "
-            f"{swap}pip install {wheel} (%pip in a notebook), and restart Python.")
+    return (f"This machine's NVIDIA driver runs CUDA {major}, and CuPy's wheel for CUDA {major} "
+            f"is {wheel}: {swap}pip install {wheel} (%pip in a notebook), and restart Python.")
 
 
 # %% [markdown]

@@ -199,8 +199,8 @@ from dezero_like.models import MLP
 # This notebook runs everywhere: without a GPU it says so and does everything
 # on the CPU. (In Colab: Runtime → Change runtime type → GPU; CuPy is
 # preinstalled there. Should that CuPy be built for another CUDA version than the
-# runtime's, it fails to import, and the error two cells below names the wheel to
-# install: `cuda` asks the NVIDIA driver which CUDA it runs.)
+# runtime's libraries, it fails to import, and the error two cells below names the
+# wheel for the CUDA that the NVIDIA driver runs.)
 
 # %%
 use_gpu = cuda.gpu_available()

@@ -458,8 +458,8 @@ fig = plot_curves({"mini-batch loss": {"SimpleConvNet": cnn_losses,
 # With batch norm the loss falls faster, and the accuracy after these 80
 # batches is higher too; other seeds (for the weights and the loader) change
 # the size of the gap, but on the seeds we tried not its sign. A batch takes
-# a little longer with batch norm (the ratio printed above, which varies from
-# run to run on a busy machine): each `BatchNorm` layer reads and writes its
+# longer with batch norm (the ratio printed above; it moves from run to run on
+# a busy machine): two more layers, though each `BatchNorm` reads and writes its
 # activation only a few times, because step 58 made `batch_norm` one function with
 # its gradient written out; its composed definition, `batch_norm_simple`, makes
 # many more passes, forward and backward. The gain

@@ -58,7 +58,7 @@ def test_the_driver_version_is_read_without_cupy():
 
 @pytest.mark.parametrize("major, installed, says", [
     (13, ["cupy-cuda12x"], "pip uninstall -y cupy-cuda12x, then pip install cupy-cuda13x"),
-    (13, [], "CUDA 13, so CuPy's wheel for it is cupy-cuda13x: pip install cupy-cuda13x"),
+    (13, [], "CUDA 13, and CuPy's wheel for CUDA 13 is cupy-cuda13x: pip install cupy-cuda13x"),
     # the wheels share the folder cupy/: uninstalling the wrong one alone breaks the right one,
     # and pip install of the right one then does nothing ("Requirement already satisfied")
     (12, ["cupy-cuda12x", "cupy-cuda13x"], "pip uninstall -y cupy-cuda12x cupy-cuda13x, then "

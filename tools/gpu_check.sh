@@ -25,10 +25,11 @@
 # What it writes to OUT (at most 6 files, no subfolders): summary.txt (the machine, each
 # stage's verdict and its time), tests.log and tests.xml (JUnit), steps.log, bench.log,
 # and step54_crossover.png (step 54's CPU/GPU curves) when step 54 drew it. Each stage has
-# a time limit (TESTS_S, STEPS_S, BENCH_S seconds; JOBS parallel workers; STEPS="54 71" runs
-# only those steps; PYTHON names the interpreter, python3 by default), so the whole run
-# ends in about 9 minutes at most on a 16-core machine; the exit status is 0 only when every
-# stage that ran passed.
+# a time limit (TESTS_S, STEPS_S, BENCH_S seconds, the last for both benchmark runs together;
+# JOBS parallel workers; STEPS="54 71" runs only those steps; PYTHON names the interpreter,
+# python3 by default), so the whole run ends within 9.5 minutes, inside the 10 minutes one
+# command may take on a lent GPU machine; the exit status is 0 only when every stage that ran
+# passed.
 #
 # Rehearsal without a GPU: GPU_CHECK_EMULATE=1 puts tests/cupy_on_cpu.py (the CuPy emulator
 # of the test suite) in CuPy's place, for the tests and the steps alike; it checks that this
@@ -52,9 +53,11 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 JOBS=${JOBS:-8}
 PY=${PYTHON:-python3}  # the GPU machines' python3 holds CuPy and PyTorch; some have no `python`
-TESTS_S=${TESTS_S:-240}
-STEPS_S=${STEPS_S:-180}
-BENCH_S=${BENCH_S:-150}
+# at most 200 + 170 + 160 s, and 10 s of grace each: under the 10 minutes one command may take
+# on a lent GPU machine, so the summary's last line always comes back
+TESTS_S=${TESTS_S:-200}
+STEPS_S=${STEPS_S:-170}
+BENCH_S=${BENCH_S:-160}
 
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -182,9 +185,15 @@ run_bench() {
     return
   fi
   start=$SECONDS
+  local end=$((SECONDS + BENCH_S))  # one budget for both runs
   {
-    timeout -k 10 "$BENCH_S" "$PY" benchmarks/mnist_gpu.py --device gpu --epochs 3 &&
-      timeout -k 10 "$BENCH_S" "$PY" benchmarks/mnist_gpu.py --device gpu --epochs 3 --layers 2 --skip-cnn
+    timeout -k 5 "$BENCH_S" "$PY" benchmarks/mnist_gpu.py --device gpu --epochs 3 &&
+      if [ $((end - SECONDS)) -ge 20 ]; then
+        timeout -k 5 $((end - SECONDS)) "$PY" benchmarks/mnist_gpu.py --device gpu --epochs 3 \
+          --layers 2 --skip-cnn
+      else
+        echo "784-1000-1000-10: not run (BENCH_S=$BENCH_S s spent on the first run)"
+      fi
   } >"$out/bench.log" 2>&1
   rc=$?
   grep -q "not measured" "$out/bench.log" && [ "$rc" -eq 0 ] && rc=3  # the benchmark saw no GPU
