@@ -75,7 +75,7 @@ def _installed_cupy_wheels():
                 continue
             if isinstance(name, str):
                 names.add(name.lower().replace("_", "-"))
-    except Exception:  # an unreadable folder on sys.path
+    except Exception:  # an unreadable folder among the places Python imports from
         pass
     return sorted(n for n in names if n == "cupy" or n.startswith(("cupy-cuda", "cupy-rocm")))
 

@@ -75,8 +75,8 @@ def test_an_unknown_stage_is_refused(tmp_path):
 
 
 def test_every_test_that_skips_without_a_gpu_is_marked_gpu_so_the_script_runs_it():
-    # the tests stage runs `pytest -m gpu` over the files holding "mark.gpu": a GPU test that
-    # is only skipped without a GPU would never run on the GPU machine
+    # the tests stage runs `pytest -m gpu` over the files whose tests carry the gpu mark: a GPU
+    # test that is only skipped without a GPU would never run on the GPU machine
     done = subprocess.run([sys.executable, "-m", "pytest", "-q",
                            "--collect-only", "-m", "gpu", "-p", "no:cacheprovider", "-n", "0",
                            "tests/test_stage6.py"], cwd=ROOT, capture_output=True, text=True,

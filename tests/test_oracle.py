@@ -240,6 +240,10 @@ CASES = [
     Case("batch_norm_4d", ((4, 2, 3, 3), (2,), (2,)),
          lambda x, g, b: F.batch_norm(x, g, b, np.zeros(2, x.dtype), np.ones(2, x.dtype)),
          _bn, tol32=1e-3),
+    Case("batch_norm_simple_4d", ((4, 2, 3, 3), (2,), (2,)),  # the composed definition
+         lambda x, g, b: F.batch_norm_simple(x, g, b, np.zeros(2, x.dtype),
+                                             np.ones(2, x.dtype)),
+         _bn, tol32=1e-3),
     Case("embed_id", ((5, 3),), lambda W: F.embed_id(IDS, W),
          lambda W: tF.embedding(torch.tensor(IDS), W)),
     # layers: the layer's parameters are replaced by the case's inputs
