@@ -38,3 +38,36 @@ def describe():
 
     return (f"{platform.system()} {platform.release()}, {cpu_name()}, {os.cpu_count()} cores, "
             f"Python {platform.python_version()}, NumPy {np.__version__}, BLAS {blas()}")
+
+
+def print_header(torch=None):
+    """The lines a comparison with PyTorch begins with: the command as typed, the machine, and
+    the versions of NumPy, dezero_like and (``torch``, the module, or None) PyTorch."""
+    import shlex
+    import sys
+
+    import numpy as np
+
+    import dezero_like as dz
+
+    print("command:", shlex.join([os.path.basename(sys.executable)] + sys.argv))
+    print("machine:", describe())
+    print(f"numpy {np.__version__}, dezero_like {dz.__version__}"
+          + (f", torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch else
+             ", torch not installed"))
+
+
+def median_ms(fn, repeat, warmup=3):
+    """The median time of ``fn()`` over ``repeat`` calls, in milliseconds, after ``warmup``
+    untimed calls (allocations, BLAS threads, oneDNN's choice of kernels)."""
+    import statistics
+    import time
+
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)

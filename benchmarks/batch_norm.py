@@ -13,28 +13,12 @@ gradients are compared so that the timing is of a correct computation.
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
-import statistics
-import sys
-import time
 
 import _machine  # benchmarks/_machine.py, beside this script
 import numpy as np
 
 import dezero_like as dz
 import dezero_like.functions_conv as Fc
-
-
-def time_it(fn, repeat, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def make_ours(bn, x, gy):
@@ -77,11 +61,7 @@ def main(argv=None):
         import torch
     except ImportError:
         torch = None
-    print("command:", shlex.join([os.path.basename(sys.executable)] + sys.argv))
-    print("machine:", _machine.describe())
-    print(f"numpy {np.__version__}, dezero_like {dz.__version__}"
-          + (f", torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch else
-             ", torch not installed"))
+    _machine.print_header(torch)
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(args.shape) * 2 + 1).astype(args.dtype)
     gy = rng.standard_normal(args.shape).astype(args.dtype)
@@ -97,7 +77,7 @@ def main(argv=None):
     for name, run in runs.items():
         for ours, theirs in zip(run(), reference):
             np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol)
-        ms[name] = time_it(run, args.repeat)
+        ms[name] = _machine.median_ms(run, args.repeat)
         print(f"{name:<30}{ms[name]:>8.2f} ms")
     fused, composed = ms["batch_norm (one Function)"], ms["batch_norm_simple (composed)"]
     print(f"\ncomposed / one Function: {composed / fused:.2f}x")

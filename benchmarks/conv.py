@@ -13,11 +13,6 @@ dezero_like's times are printed.
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
-import statistics
-import sys
-import time
 
 import _machine  # benchmarks/_machine.py, beside this script
 import numpy as np
@@ -54,15 +49,6 @@ def make_theirs(torch, xt, Wt, bt, stride, pad):
     return run
 
 
-def time_it(fn, repeat, warmup=3):
-    for _ in range(warmup):  # allocations, BLAS threads, oneDNN kernel selection
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def main(argv=None):
@@ -76,11 +62,7 @@ def main(argv=None):
     except ImportError:
         torch = None
 
-    print("command:", shlex.join([os.path.basename(sys.executable)] + sys.argv))
-    print("machine:", _machine.describe())
-    print(f"numpy {np.__version__}, dezero_like {dz.__version__}"
-          + (f", torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch else
-             ", torch not installed"))
+    _machine.print_header(torch)
     print(f"dtype {dtype}, median of {args.repeat} runs, forward + backward (x, W, b)\n")
     header = f"{'shape':<14}{'x':>20}{'W':>18}{'dezero_like ms':>16}{'torch ms':>10}{'ratio':>8}"
     print(header)
@@ -93,12 +75,12 @@ def main(argv=None):
         xv, Wv, bv = dz.Variable(x), dz.Variable(Wt), dz.Variable(b)
 
         ours = make_ours(xv, Wv, bv, s, p)
-        ms = time_it(ours, args.repeat)
+        ms = _machine.median_ms(ours, args.repeat)
         cells = f"{name:<14}{str(x.shape):>20}{str(Wt.shape):>18}{ms:>16.2f}"
         if torch is not None:
             xt, Wtt, bt = (torch.tensor(a, requires_grad=True) for a in (x, Wt, b))
             theirs = make_theirs(torch, xt, Wtt, bt, s, p)
-            tms = time_it(theirs, args.repeat)
+            tms = _machine.median_ms(theirs, args.repeat)
             tol = 1e-3 if dtype == np.float32 else 1e-9
             for ours_g, t in ((xv.grad, xt), (Wv.grad, Wtt), (bv.grad, bt)):
                 np.testing.assert_allclose(ours_g.data, t.grad.numpy(), rtol=tol, atol=tol)
