@@ -624,6 +624,25 @@ def _bn_float16(bn, x, gamma, beta, mean, var, decay, eps):
     return F.astype(y, np.float16)
 
 
+def _bn_batch_stats(x, axes, m, eps):
+    """The batch's per-channel mean and biased variance, 1/sqrt(var + eps) and xhat, each a
+    Variable computed with differentiable functions from the Variable ``x``."""
+    mu = F.sum(x, axis=axes, keepdims=True) / m
+    xc = x - mu
+    var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
+    inv_std = (var_b + eps) ** -0.5
+    return mu, var_b, inv_std, xc * inv_std
+
+
+def _bn_move_running(mean, var, mu, var_b, m, decay):
+    """Move the running ``mean`` and ``var`` (arrays, in place) towards the batch's ``mu`` and
+    ``var_b`` (arrays): ``decay * old + (1 - decay) * new``, the variance made unbiased."""
+    mean *= decay
+    mean += (1 - decay) * mu.reshape(mean.shape)
+    var *= decay
+    var += (1 - decay) * (m / (m - 1)) * var_b.reshape(var.shape)
+
+
 def batch_norm_simple(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     r"""Batch normalisation composed of differentiable functions: the definition.
 
@@ -646,16 +665,8 @@ def batch_norm_simple(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     beta = F.reshape(as_variable(beta), shape)
     if Config.train:
         m = x.size // x.shape[1]
-        mu = F.sum(x, axis=axes, keepdims=True) / m
-        xc = x - mu
-        var_b = F.sum(xc * xc, axis=axes, keepdims=True) / m
-        xhat = xc * (var_b + eps) ** -0.5
-        s = decay
-        mean *= s
-        mean += (1 - s) * mu.data.reshape(mean.shape)
-        unbiased = m / (m - 1)
-        var *= s
-        var += (1 - s) * unbiased * var_b.data.reshape(var.shape)
+        mu, var_b, _, xhat = _bn_batch_stats(x, axes, m, eps)
+        _bn_move_running(mean, var, mu.data, var_b.data, m, decay)
     else:
         inv_std = (var + eps) ** -0.5
         xhat = (x - mean.reshape(shape)) * inv_std.reshape(shape)
@@ -702,11 +713,7 @@ class BatchNorm(Function):
             inv_std = (var_b + self.eps) ** -0.5
             xhat = xc
             xhat *= inv_std  # xc is not needed again: scaled in place
-            s = self.decay
-            mean *= s
-            mean += (1 - s) * mu.reshape(mean.shape)
-            var *= s
-            var += (1 - s) * (m / (m - 1)) * var_b.reshape(var.shape)
+            _bn_move_running(mean, var, mu, var_b, m, self.decay)
         else:
             self.mean = mean.reshape(shape).copy()  # a later training call may move mean
             inv_std = ((var + self.eps) ** -0.5).reshape(shape)
@@ -721,11 +728,7 @@ class BatchNorm(Function):
         x, gamma = self.inputs[0], F.reshape(self.inputs[1], self.shape)
         if self.train:  # xhat and inv_std again, as functions of x (batch_norm_simple's way)
             m = self.m
-            mu = F.sum(x, axis=self.axes, keepdims=True) / m
-            xc = x - mu
-            var_b = F.sum(xc * xc, axis=self.axes, keepdims=True) / m
-            inv_std = (var_b + self.eps) ** -0.5
-            xhat = xc * inv_std
+            _, _, inv_std, xhat = _bn_batch_stats(x, self.axes, m, self.eps)
         else:
             inv_std = self.inv_std  # a constant of x in test mode
             xhat = (x - self.mean) * inv_std

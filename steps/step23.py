@@ -171,20 +171,18 @@ def as_array(x, like=None):
                 return cuda.get_array_module(like).full((), x[()], x.dtype)
             raise TypeError(_mixed_devices(x, "the CPU (a NumPy array)", "the GPU"))
         return x
-    if type(x) is float or type(x) is int:
+    if type(x) is float or type(x) is int or (type(x) is complex and like is not None):
         if like is None:
             return np.asarray(x)
-        kind = like.dtype.kind
-        dtype = like.dtype if kind in "fc" or (kind in "iu" and type(x) is int) else None
+        if type(x) is complex:  # weak too: float32 data * 1j is complex64
+            dtype = np.result_type(like.dtype, x)
+        else:
+            kind = like.dtype.kind
+            dtype = like.dtype if kind in "fc" or (kind in "iu" and type(x) is int) else None
         if type(like) is np.ndarray:
             return np.asarray(x, dtype)
         # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
         return cuda.get_array_module(like).full((), x, dtype or np.asarray(x).dtype)
-    if type(x) is complex and like is not None:  # weak too: float32 data * 1j is complex64
-        dtype = np.result_type(like.dtype, x)
-        if type(like) is np.ndarray:
-            return np.asarray(x, dtype)
-        return cuda.get_array_module(like).full((), x, dtype)
     if _is_array(x):
         if type(like) is np.ndarray and cuda.is_cupy_array(x):
             raise TypeError(_mixed_devices(x, "the GPU (a CuPy array)", "the CPU"))

@@ -150,7 +150,8 @@ run_steps() {
       (cd "$dir" && "$PY" "$ROOT/tools/run_steps.py" --exercises "$n") >"$dir/log" 2>&1
     fi
     rc=$?
-    if [ $rc -eq 0 ]; then echo "step $n $mode: ok"; else echo "step $n $mode: FAILED (exit $rc)"; fi
+    if [ $rc -eq 0 ]; then echo "step $n $mode: ok"; else echo "step $n $mode: FAILED (exit $rc)"; fi |
+      tee "$dir/verdict"
   }
   export -f one
   timeout -k 10 "$STEPS_S" bash -c '
@@ -159,8 +160,8 @@ run_steps() {
   rc=$?
   {
     sort -n -k2 "$work/steps.lines"
-    for f in $(ls -d "$work"/steps/*/ 2>/dev/null | sort -V); do
-      if ! grep -q ": ok$" <(grep "step $(basename "$f" | cut -d- -f1) $(basename "$f" | cut -d- -f2):" "$work/steps.lines"); then
+    for f in $(ls -d "$work"/steps/*/ 2>/dev/null | sort -V); do  # failed, or cut off unfinished
+      if ! grep -q ": ok$" "$f/verdict" 2>/dev/null; then
         echo; echo "===== $(basename "$f") (not ok): last lines ====="; tail -40 "$f/log"
       fi
     done
