@@ -212,6 +212,11 @@ def _bn_axes(x):
         raise ValueError(
             f"batch_norm expects (N, C) input, or (N, C, ...) such as (N, C, H, W), got shape "
             f"{tuple(x.shape)}")
+    if x.shape[1] == 0:  # nothing to normalise: m = x.size // C would divide by zero
+        raise ValueError(
+            f"batch_norm: the input has no channels (axis 1 has length 0), shape "
+            f"{tuple(x.shape)}; batch norm normalises each channel, so the layer before it "
+            "must give at least one")
     return (0,) + tuple(range(2, x.ndim)), (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 

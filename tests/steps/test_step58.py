@@ -81,3 +81,13 @@ def test_batchnorm_warns_about_channels_last_images_as_conv2d_does(rng):
         warnings.simplefilter("error")
         for shape in [(4, 1, 28, 28), (4, 16, 14, 14), (4, 3, 32, 32), (8, 20), (8, 4, 50)]:
             Lc.BatchNorm()(rng.standard_normal(shape))
+
+
+@pytest.mark.parametrize("shape", [(4, 0), (2, 0, 5, 5)])
+@pytest.mark.parametrize("train", [True, False])
+@pytest.mark.parametrize("bn", [Fc.batch_norm, Fc.batch_norm_simple])
+def test_batch_norm_of_an_input_with_no_channels_says_so(shape, train, bn):
+    """C = 0 used to divide by zero (ZeroDivisionError in training) deep in the forward."""
+    x, g, b = np.ones(shape), np.ones(0), np.zeros(0)
+    with dz.using_config("train", train), pytest.raises(ValueError, match="no channels"):
+        bn(x, g, b, np.zeros(0), np.ones(0))
