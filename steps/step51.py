@@ -224,7 +224,9 @@ class Flatten:
 # `AsType` converts to a dtype; `ToFloat` and `ToInt` are the same class with a default dtype and a
 # check that the dtype is a float or an integer kind, so a mistake shows when the pipeline is
 # built. `ToFloat` only converts: pixels 0..255 stay 0.0..255.0, where PyTorch's `ToTensor` also
-# divides by 255. `Normalize(0, 255)` after it gives [0, 1].
+# divides by 255. `Normalize(0, 255)` after it gives [0, 1]. `ToInt` also looks at the values:
+# NumPy's `astype` would cut a label of 1.9 to 1 and wrap -1 to 255 in uint8 without a word, so it
+# refuses a fraction, a nan or a value out of its dtype's range.
 
 # %%
 #| export dezero_like/transforms.py
