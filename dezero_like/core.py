@@ -186,7 +186,12 @@ def _as_inputs(inputs):
     result = []
     for x in inputs:
         if not isinstance(x, Variable):
-            data = as_array(x, like)
+            try:
+                data = as_array(x, like)
+            except AttributeError as error:  # like has no dtype: x.data = [1, 2] by hand?
+                if like is not None and not (_is_array(like) or isinstance(like, np.generic)):
+                    _refuse_not_an_array("a function", like, error)
+                raise
             x = Variable(data, requires_grad=False) if type(data) is not np.ndarray \
                 else _make_variable(data, False)
         result.append(x)
@@ -762,14 +767,18 @@ class Function:
             # Nothing records and nobody watches (inference, and every function
             # inside a plain backward): compute and wrap, nothing more.
             if len(inputs) == 1 and isinstance(inputs[0], Variable):
-                ys = self.forward(inputs[0].data)  # one input: no list to build
+                try:
+                    ys = self.forward(inputs[0].data)  # one input: no list to build
+                except (TypeError, AttributeError) as error:  # a try costs nothing until raised
+                    _refuse_two_devices(type(self).__name__, (inputs[0].data,), error)
+                    raise
             else:
                 xs = []
                 for x in _as_inputs(inputs):
                     xs.append(x.data)
                 try:
                     ys = self.forward(*xs)
-                except TypeError as error:  # a try costs nothing until something is raised
+                except (TypeError, AttributeError) as error:
                     _refuse_two_devices(type(self).__name__, xs, error)
                     raise
             if type(ys) is not tuple:
@@ -803,7 +812,7 @@ class Function:
                 hook.forward_preprocess(self, xs)
         try:
             ys = self.forward(*xs)
-        except TypeError as error:
+        except (TypeError, AttributeError) as error:
             _refuse_two_devices(type(self).__name__, xs, error)
             raise
         # forward returns an array or a tuple of arrays; NumPy may hand back a
@@ -1405,7 +1414,13 @@ def _refuse_two_devices(name, arrays, error):
     Called only after a forward has failed with a TypeError, so the check costs
     nothing when all is well; CuPy's own message would be "Unsupported type". An
     error that already speaks of devices (the package's own checks) is left as it is.
+    It first looks for an input whose ``.data`` is not an array at all (``x.data = 3`` or
+    ``x.data = [1, 2]`` by hand), which fails in forward with an AttributeError about
+    ``dtype`` or ``shape``.
     """
+    for a in arrays:
+        if not (_is_array(a) or isinstance(a, np.generic)):  # np.float64 from 0-d arithmetic
+            _refuse_not_an_array(name, a, error)
     on_gpu = [cuda.is_cupy_array(a) for a in arrays]
     if True in on_gpu and False in on_gpu and "device" not in str(error):
         where = ", ".join(f"{tuple(a.shape)} on the {'GPU' if g else 'CPU'}"
@@ -1415,6 +1430,21 @@ def _refuse_two_devices(name, arrays, error):
             "first: model.to_gpu() for a model, cuda.as_cupy(x) (or a DataLoader's to_gpu()) "
             "for its input batch, v.to_gpu() or v.to_cpu() for a Variable"
         ) from error
+
+
+def _refuse_not_an_array(name, data, error):
+    """An input of ``name`` holds ``data`` in its ``.data``, which is not an array: say so."""
+    if isinstance(data, Variable):
+        fix = ("a Variable's .data holds the array itself: x.data = x.data - lr * x.grad "
+               "stores a Variable, since x.grad is one; write x.grad.data")
+    elif data is None:
+        fix = "its .data is None: give it an array, or use a Variable that holds one"
+    else:
+        fix = (f"an assignment such as x.data = {data!r:.40} put it there; write "
+               "x.data = np.array(...)")
+    kind = type(data).__name__
+    raise TypeError(f"{name} got a Variable whose .data is {'an' if kind[0] in 'aeiou' else 'a'} "
+                    f"{kind}, not an array: {fix}") from error
 
 
 def _refuse_second_call(function):
@@ -1448,10 +1478,11 @@ def _binary(function, op, x0, x1, reverse=False):
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0.data
-    b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
     try:
+        b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
         y = op(b, a) if reverse else op(a, b)
-    except TypeError as error:
-        _refuse_two_devices(function.__name__, (b, a) if reverse else (a, b), error)
+        return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
+    except (TypeError, AttributeError) as error:  # a .data set by hand (x.data = [1, 2])?
+        datas = [v.data for v in (x0, x1) if isinstance(v, Variable)]
+        _refuse_two_devices(function.__name__, datas, error)
         raise
-    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)

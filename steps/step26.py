@@ -309,10 +309,15 @@ from pathlib import Path
 def _format_of(to_file):
     fmt = Path(to_file).suffix.lower().lstrip(".")
     if fmt not in FORMATS:
-        raise ValueError(
-            f"cannot tell the image format from {str(to_file)!r}: use a file name ending "
-            f"in .png, .svg or .pdf"
-        )
+        if fmt in ("dot", "gv"):  # the text, not a picture of it
+            why = (f"{str(to_file)!r} names DOT text, which plot_dot_graph writes beside the "
+                   "image it draws; for the text alone write get_dot_graph(y) to the file "
+                   "yourself. For an image,")
+        elif fmt:
+            why = f"cannot draw {str(to_file)!r}: .{fmt} is not one of the image formats here;"
+        else:
+            why = f"cannot tell the image format from {str(to_file)!r}, which has no extension:"
+        raise ValueError(f"{why} use a file name ending in .png, .svg or .pdf")
     return fmt
 
 

@@ -86,6 +86,7 @@ sub-layer assigned to one of its attributes, so ``params()`` can walk them all
 NumPy ``.npz`` files, never with pickle.
 """
 
+import sys
 import warnings
 
 from dezero_like import cuda
@@ -111,6 +112,28 @@ def _leaving_training(layer, name, value):
         raise TypeError(
             f"{type(layer).__name__}.{name} is a Parameter; to set its values write "
             f"layer.{name}.data = array (or assign a new Parameter(array))")
+
+
+def _replaced_in_forward(layer, name, value):
+    """Warn when ``layer``'s own ``forward`` replaces its Parameter (one holding data) or its
+    sub-layer ``name`` with a new one: made on every call, the weights start from random each
+    time and the optimizer's steps go to the object just thrown away. Checked only when an
+    attribute is replaced, never on the usual path."""
+    old = layer.__dict__.get(name)
+    kind = Parameter if isinstance(value, Parameter) else Layer
+    if old is value or not isinstance(old, kind) or (kind is Parameter and old.data is None):
+        return
+    caller = sys._getframe(2)  # the code that assigned (1 is Layer.__setattr__)
+    if caller.f_code.co_name != "forward" or caller.f_locals.get("self") is not layer:
+        return
+    made = "Parameter" if kind is Parameter else type(value).__name__
+    where = ("in __init__, or only when it is still empty (if self.{0}.data is None: "
+             "self.{0}.data = ...)" if kind is Parameter else "in __init__").format(name)
+    warnings.warn(
+        f"{type(layer).__name__}.forward replaced self.{name}, which already held weights, with "
+        f"a new {made}: made in forward, it starts again from its initial values on every "
+        "call, and the optimizer's steps went to the one just thrown away, so the layer never "
+        "learns. Create it once, " + where, RuntimeWarning, stacklevel=3)
 
 
 class Layer:
@@ -139,6 +162,8 @@ class Layer:
         if isinstance(value, (Parameter, Layer)):
             if name not in names:
                 names.append(name)
+            else:
+                _replaced_in_forward(self, name, value)
             if isinstance(value, Layer) and "_attr_name" not in value.__dict__:
                 object.__setattr__(value, "_attr_name", name)  # for error messages
         elif name in names:  # replaced by something that is not a parameter

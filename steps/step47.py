@@ -282,6 +282,28 @@ import numpy as np
 from dezero_like import cuda
 
 
+def _warn_replaced_target(optimizer, target):
+    """Warn when ``setup`` replaces a model this optimizer never updated by an unrelated one.
+
+    ``setup(model_a)`` then ``setup(model_b)`` (one optimizer for two models, as for a GAN)
+    keeps ``model_b`` only: ``model_a`` silently stops training. Setting up a new model after
+    training the old one (a notebook cell run again), the same model, or a part of it, is fine.
+    """
+    old = optimizer.__dict__.get("target")
+    if old is None or old is target or optimizer.__dict__.get("_stepped"):
+        return
+    old_ids, new_ids = {id(p) for p in old.params()}, {id(p) for p in target.params()}
+    if old_ids <= new_ids or new_ids <= old_ids:
+        return
+    name = type(optimizer).__name__
+    warnings.warn(
+        f"setup() was given a second model ({type(target).__name__}) before any update of the "
+        f"first ({type(old).__name__}): an optimizer updates one model, the last one set up, so "
+        f"the first would never be trained. Give each model its own optimizer "
+        f"(opt_a = {name}(...).setup(model_a); opt_b = {name}(...).setup(model_b)), or make "
+        "one Model that holds both", stacklevel=3)
+
+
 class Optimizer:
     """Base class: ``setup(target)``, ``update()``, ``add_hook(f)``.
 
@@ -322,6 +344,7 @@ class Optimizer:
                 "each to an attribute (self.l0 = L.Linear(...)), or use Sequential"
             )
         _warn_unregistered(target)
+        _warn_replaced_target(self, target)
         self.target = target
         return self
 
@@ -351,6 +374,7 @@ class Optimizer:
             f(params)
         params = [p for p in params if p.grad is not None]  # a hook (FreezeParam) may remove one
         _floats_only(self, params)
+        self.__dict__["_stepped"] = True  # setup() of another model after this is no mistake
         self.prepare()
         for p in params:
             self.update_one(p)

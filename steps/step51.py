@@ -224,7 +224,9 @@ class Flatten:
 # `AsType` converts to a dtype; `ToFloat` and `ToInt` are the same class with a default dtype and a
 # check that the dtype is a float or an integer kind, so a mistake shows when the pipeline is
 # built. `ToFloat` only converts: pixels 0..255 stay 0.0..255.0, where PyTorch's `ToTensor` also
-# divides by 255. `Normalize(0, 255)` after it gives [0, 1].
+# divides by 255. `Normalize(0, 255)` after it gives [0, 1]. `ToInt` also looks at the values:
+# NumPy's `astype` would cut a label of 1.9 to 1 and wrap -1 to 255 in uint8 without a word, so it
+# refuses a fraction, a nan or a value out of its dtype's range.
 
 # %%
 #| export dezero_like/transforms.py
@@ -274,6 +276,28 @@ class ToInt(AsType):
         super().__init__(dtype)
         if self.dtype.kind not in "iu":
             raise TypeError(f"ToInt needs an integer dtype, got {self.dtype}")
+
+    def __call__(self, x):
+        x = np.asarray(x)
+        # NumPy's astype cuts 1.9 to 1 and wraps -1 to 255 in uint8, without a word
+        if x.dtype.kind in "iuf" and x.size:
+            if x.dtype.kind == "f" and not np.all(np.floor(x) == x):  # nan and inf fail too
+                bad = x.flat[np.flatnonzero(~(np.floor(x) == x))[0]]
+                raise ValueError(
+                    f"ToInt got {bad}, which is not a whole number: {self.dtype} would hold "
+                    f"{'nonsense' if not np.isfinite(bad) else int(bad)}. Class labels are "
+                    "whole numbers; round them first (np.rint) if that is what they are, or keep "
+                    "float targets (ToFloat) for a regression")
+            info = np.iinfo(self.dtype)
+            low, high = x.min(), x.max()
+            if low < info.min or high > info.max:
+                bad = low if low < info.min else high
+                raise ValueError(
+                    f"ToInt({self.dtype.name}) got {bad}, outside {self.dtype.name}'s range "
+                    f"[{info.min}, {info.max}]: it would wrap around to another number. "
+                    + ("Use a wider dtype, e.g. ToInt() (int64)" if self.dtype != np.int64 else
+                       "Are these labels? Class labels are small whole numbers"))
+        return x.astype(self.dtype, copy=False)
 
 
 # %% [markdown]

@@ -231,6 +231,30 @@ def _is_seed(seed):
         seed, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator))
 
 
+def _refuse_items(dataset, indices, examples):
+    """Name the first item of a batch that is not an ``(x, t)`` pair, and say what to return."""
+    name = type(dataset).__name__
+    j, ex = next((j, ex) for j, ex in zip(indices, examples)
+                 if not isinstance(ex, (tuple, list)) or len(ex) != 2)
+    if not isinstance(ex, (tuple, list)):
+        # a bare array's rows would be split into x = row[0] and t = row[1] without error
+        raise TypeError(
+            f"DataLoader needs a dataset whose items are (x, t) pairs, but {name}[{j}] is a "
+            f"{type(ex).__name__}; wrap arrays in a Dataset, e.g. list(zip(x, t)), or a Dataset "
+            "subclass")
+    if len(ex) > 2:
+        what = f"the {len(ex) - 2} after them would be dropped"
+        fix = ("put the extra values into x, or keep them in a second dataset: a batch is one "
+               "input array and one label array")
+    else:
+        what = "there is no label to read"
+        fix = "an example without a label is (x, None), as an unlabelled Dataset gives"
+    raise ValueError(
+        f"DataLoader needs (x, t) pairs, but {name}[{j}] is a {type(ex).__name__} of "
+        f"{len(ex)} value{'s' if len(ex) != 1 else ''}: item[0] is read as the input and "
+        f"item[1] as the label, so {what}; {fix}")
+
+
 class DataLoader:
     """Iterate over ``dataset`` in mini-batches of ``batch_size`` examples.
 
@@ -349,12 +373,9 @@ class DataLoader:
         indices = [int(j) for j in batch_index]
         examples = [self.dataset[j] for j in indices]
         first = examples[0]
-        if not (isinstance(first, (tuple, list)) and len(first) == 2):
-            # a bare array's rows would be split into x = row[0] and t = row[1] without error
-            raise TypeError(
-                f"DataLoader needs a dataset whose items are (x, t) pairs, got "
-                f"{type(first).__name__} items; wrap arrays in a Dataset, e.g. "
-                "list(zip(x, t)), or a Dataset subclass")
+        # every item, not only the first: (x, t, w) would lose w, (x,) fail with an IndexError
+        if any(not isinstance(ex, (tuple, list)) or len(ex) != 2 for ex in examples):
+            _refuse_items(self.dataset, indices, examples)
         if isinstance(first[0], Variable) or isinstance(first[1], Variable):
             raise TypeError("DataLoader: the dataset (or its transform) returned a Variable; "
                             "examples must be NumPy arrays or numbers (return v.data)")

@@ -396,6 +396,7 @@ def update(self):
     if self.hooks:
         _check_grads(params, "after the hooks")
     _floats_only(self, params)
+    self.__dict__["_stepped"] = True  # setup() of another model after this is no mistake
     self.prepare()
     self.update_all(params)
 

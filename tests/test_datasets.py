@@ -135,7 +135,9 @@ def test_astype_toint_tofloat():
     assert T.AsType()(np.array([1, 2])).dtype == np.float32
     assert T.AsType(np.float64)(np.array([1])).dtype == np.float64
     assert T.ToFloat()(np.array(3)).dtype == np.float32
-    assert T.ToInt()(np.array([1.9, 2.0])).tolist() == [1, 2]
+    assert T.ToInt()(np.array([1.0, 2.0])).tolist() == [1, 2]
+    with pytest.raises(ValueError, match="not a whole number"):  # not cut to 1 (sweep 8)
+        T.ToInt()(np.array([1.9, 2.0]))
     assert T.ToInt()(np.array([1.0])).dtype == np.int64
     assert T.ToInt(np.uint8)(np.array([1.0])).dtype == np.uint8
     with pytest.raises(TypeError, match="floating"):
