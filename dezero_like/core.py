@@ -1098,7 +1098,8 @@ class RPow(Function):
         c = self.c
         if c == 0:  # y is 0, 1 or inf: the gradient is 0 for x >= 0 and -inf where y = inf
             xp = cuda.get_array_module(gy.data)
-            return gy * xp.where(xp.isinf(y.data), -np.inf, 0.0).astype(y.dtype)
+            d = xp.where(xp.isnan(y.data), np.nan, 0.0)  # a nan x keeps a nan gradient
+            return gy * xp.where(xp.isinf(y.data), -np.inf, d).astype(y.dtype)
         return gy * (y * (np.log(c) if c > 0 else np.nan))  # a negative base: nan, as PyTorch
 
 

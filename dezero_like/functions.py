@@ -946,7 +946,8 @@ class Softmax(Function):
     """y_i = exp(x_i) / sum_j exp(x_j) over ``axis``; dL/dx = y * (gy - sum(y * gy)).
 
     The max is subtracted before ``exp`` so large logits do not overflow.
-    Backward reads only the output.
+    Backward reads only the output. float16 is computed in float32 and rounded, as PyTorch
+    does: summed in float16, each row's total would round at every term.
     """
 
     def __init__(self, axis=1):
@@ -955,6 +956,8 @@ class Softmax(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
+        if x.dtype == np.float16:  # a float16 sum rounds at every term: in float32, as PyTorch
+            return self.forward(x.astype(np.float32)).astype(np.float16)
         xp = cuda.get_array_module(x)
         y = _minus_max(xp, x, self.axis)
         xp.exp(y, out=y)
@@ -963,8 +966,12 @@ class Softmax(Function):
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
+        half = y.dtype == gy.dtype == np.float16
+        if half:  # the products and their sum in float32 too, rounded once at the end
+            y, gy = astype(y, np.float32), astype(gy, np.float32)
         gx = y * gy
-        return gx - y * sum(gx, axis=self.axis, keepdims=True)
+        gx = gx - y * sum(gx, axis=self.axis, keepdims=True)
+        return astype(gx, np.float16) if half else gx
 
 
 class _ImplicitAxis(int):
