@@ -556,11 +556,6 @@ def _bn_axes(x):
         raise ValueError(
             f"batch_norm expects (N, C) input, or (N, C, ...) such as (N, C, H, W), got shape "
             f"{tuple(x.shape)}")
-    if x.shape[1] == 0:  # nothing to normalise: m = x.size // C would divide by zero
-        raise ValueError(
-            f"batch_norm: the input has no channels (axis 1 has length 0), shape "
-            f"{tuple(x.shape)}; batch norm normalises each channel, so the layer before it "
-            "must give at least one")
     return (0,) + tuple(range(2, x.ndim)), (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
@@ -607,6 +602,11 @@ def _bn_checked(x, mean, var, decay, eps):
         F._training_without_graph(
             "batch_norm", "it normalises with this batch's statistics and moves its running "
             "mean and variance towards this data")
+        if x.shape[1] == 0:  # m = x.size // C would divide by zero
+            raise ValueError(
+                f"batch_norm in training got an input with no channels (axis 1 has length 0), "
+                f"shape {tuple(x.shape)}: there are no batch statistics to take; the layer "
+                "before it must give at least one channel")
         m = x.size // x.shape[1]
         if m < 2:  # the variance of one value is 0: y would be beta, whatever x is
             raise ValueError(
