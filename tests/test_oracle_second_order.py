@@ -17,7 +17,16 @@ import dezero_like.functions as F  # noqa: E402
 import dezero_like.layers as L  # noqa: E402
 import dezero_like.optimizers as O  # noqa: E402
 
-torch.set_default_dtype(torch.float64)
+
+@pytest.fixture(autouse=True)
+def _torch_in_float64():
+    """These tests build PyTorch's layers and tensors in float64. Set for each test and put
+    back after it (set at import, it held for every later test of the run)."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(default)
+
 TOL = dict(rtol=1e-8, atol=1e-10)
 
 
