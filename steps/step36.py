@@ -73,8 +73,8 @@ print("numerical gradient:", numerical.ravel())
 print("max difference:    ", np.max(np.abs(numerical - W.grad.data)))
 
 # %% [markdown]
-# A few steps of gradient descent on the penalty alone bring every gradient
-# norm towards 1:
+# Two hundred steps of gradient descent on the penalty alone bring every
+# gradient norm towards 1 (at the start they range from 0.12 to 1.12):
 
 # %%
 W = dz.Variable(W0.copy())
@@ -85,7 +85,7 @@ for _ in range(200):
     W.data = W.data - 0.1 * W.grad.data
 D = np.tanh(X @ W.data).ravel()
 final_norms = (1 - D**2) * np.linalg.norm(W.data)
-print("penalty after 200 steps:", float(p.data))
+print("penalty after 200 steps:", float(gradient_penalty(W).data))  # p: before the last
 print("gradient norms:", np.round(final_norms, 3))
 
 # %% [markdown]
