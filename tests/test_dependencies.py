@@ -7,6 +7,7 @@ downgrade what Colab ships, and break every notebook the day Colab moves on.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,41 @@ def test_dependencies_have_lower_bounds_only():
         "pyproject.toml [project].dependencies must have lower bounds only, so that the "
         "Colab install never downgrades a package:\n" + "\n".join(problems)
     )
+
+
+def _unguarded_imports(tree, module):
+    """Line numbers of ``import module`` / ``from module ...`` not inside a ``try`` whose
+    handlers catch ImportError (or ModuleNotFoundError, or everything)."""
+    guarded = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+                h.type is None or any(isinstance(n, ast.Name) and n.id in (
+                    "ImportError", "ModuleNotFoundError", "Exception") for n in ast.walk(h.type))
+                for h in node.handlers):
+            guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    lines = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        ours = any(n == module or n.startswith(module + ".") for n in names)
+        if ours and id(node) not in guarded:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_tests_run_without_pytorch():
+    """PyTorch is an optional oracle: the README's test command (``pip install -e ".[test]"``)
+    does not install it, and a test that imports it unguarded fails there instead of
+    skipping. Use ``torch = pytest.importorskip("torch")``, or import it in a try/except
+    ImportError."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        found += [f"{path.relative_to(ROOT)}:{line}" for line in _unguarded_imports(tree, "torch")]
+    assert not found, f"unguarded `import torch` (use pytest.importorskip): {found}"
+
+
+def test_the_unguarded_import_finder_can_fail():
+    tree = ast.parse("import torch\ntry:\n    import torch.nn\nexcept ImportError:\n    pass\n"
+                     "def f():\n    from torch import nn\n")
+    assert _unguarded_imports(tree, "torch") == [1, 7]
