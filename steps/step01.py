@@ -10,9 +10,9 @@
 # In this step the box only holds data. Two decisions already matter:
 #
 # * the box **holds** the array, it does not copy it: `x.data is data`;
-# * the box accepts only NumPy arrays. A list or a number is refused with a
-#   clear `TypeError`, because later steps rely on `data` having a shape and a
-#   dtype.
+# * the box accepts only NumPy arrays (and `None`, an empty box, which later
+#   steps use). A list or a number is refused with a clear `TypeError`, because
+#   later steps rely on `data` having a shape and a dtype.
 
 # %%
 import numpy as np

@@ -1337,10 +1337,10 @@ print("float32 stays float32:", (2.0 - x32 / 3).dtype)
 # ## Checking gradients with `utils`
 #
 # In step 04 we wrote a central-difference helper by hand, and in step 10 a
-# gradient checker. The package ships
-# one that every test of the package uses: `utils.gradient_check(f, x)`
-# compares backprop with central differences in float64 and returns `True`, or
-# raises an `AssertionError` that names the worst element.
+# gradient checker. The package ships one, which its own tests use to check
+# the gradients of its functions: `utils.gradient_check(f, x)` compares backprop
+# with central differences in float64 and returns `True`, or raises an
+# `AssertionError` that names the worst element.
 
 
 # %%
