@@ -712,7 +712,8 @@ def _index_data(slices):
 
     Backward scatters the gradient through the index as it was at forward time: an index
     array the caller refills before ``backward()`` (a buffer reused batch after batch) must
-    not move the gradient. PyTorch copies a NumPy index too.
+    not move the gradient. (PyTorch does not copy a NumPy index: its backward reads the
+    array's memory, so refilling the array moves PyTorch's gradient without a word.)
     """
     if isinstance(slices, tuple):
         return tuple(_index_item(s) for s in slices)
