@@ -349,7 +349,8 @@ else:
 # Every operation on the GPU costs a fixed few microseconds to *launch*
 # (Python, CuPy and the driver prepare it), however little arithmetic it does;
 # the arithmetic itself is very fast. On the CPU the fixed cost per operation is
-# the framework's Python (flat for small widths in the table below); past that,
+# the framework's Python, a floor that the smallest widths of the table below
+# stay close to (not flat: a wider layer still costs a little more); past that,
 # the time grows with the arithmetic. So for small layers the CPU wins and
 # for wide ones the GPU wins, and somewhere between the lines cross.
 #

@@ -156,8 +156,8 @@ out_dir = output_dir(56)  # every file this step writes goes here
 # The scaling is the answer to the question of scale: it keeps the expected
 # value of every unit unchanged, $\mathbb{E}[y] = x$, so the next layer sees
 # inputs of the same size whether dropout is on or off. (This is "inverted"
-# dropout; the original paper, Srivastava et al. 2014, scaled the weights at
-# test time instead.)
+# dropout; the papers that introduced dropout, Hinton et al. 2012 and
+# Srivastava et al. 2014, scaled the weights at test time instead.)
 
 # %%
 np.random.seed(0)

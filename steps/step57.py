@@ -348,8 +348,9 @@ def _per_image(x, K):
 #
 # The weight gradient needs the same columns `col` that forward built from `x`. Building them again
 # in backward costs a second im2col; keeping them costs memory until backward: $K_H K_W$ times the
-# input's with stride 1 and "same" padding, about $K_H K_W / S^2$ times with stride $S$. Chainer and
-# PyTorch's old CPU convolution kept them; DeZero builds them again. `Conv2d` keeps them when they
+# input's with stride 1 and "same" padding, about $K_H K_W / S^2$ times with stride $S$. Chainer's
+# first version and PyTorch's old CPU convolution kept them; Chainer from version 2 on (its
+# `Convolution2DGradW`) and DeZero build them again. `Conv2d` keeps them when they
 # fit in `keep_col_bytes` (64 MiB per layer by default; set it to 0 to never keep them) and
 # `release` drops them with the rest of what
 # backward needed.
