@@ -19,9 +19,14 @@ What is real here, and what is not:
   the kernel synchronises, and one loop otherwise). A raw kernel's arguments are
   checked against its C signature (a Python ``int`` where the kernel takes ``int``
   is refused: CuPy would pass 64 bits);
+* a launch's grid and block are taken as CuPy takes them (a 0 becomes 1) and
+  refused where CUDA refuses them (more than 1024 threads in a block, more than
+  2**31 - 1 blocks in x or 65535 in y and z);
 * nothing here says anything about speed, memory or CUDA's own behaviour
-  (float rounding of GPU maths, launch limits, real concurrency between blocks):
-  that needs a GPU (``python -m pytest -m gpu`` on one).
+  (float rounding of GPU maths, shared memory and register limits, real
+  concurrency between blocks): that needs a GPU (``python -m pytest -m gpu`` on
+  one), or for the limits a check of the source (tests/test_kernel_launches.py,
+  tests/test_kernels_compile.py).
 """
 
 import collections
@@ -616,6 +621,36 @@ def _signatures(code):
     return kernels
 
 
+# What CUDA accepts for a launch (every GPU since compute capability 3.0, the H100 and
+# the T4 included): a block of at most 1024 threads, with z at most 64; a grid of at most
+# 2**31 - 1 blocks in x and 65535 in y and z.
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+def _launch_dims(name, grid, block):
+    """``(grid, block)`` as CuPy's ``Function.__call__`` hands them to ``cuLaunchKernel``:
+    three dimensions each, a 0 raised to 1 (so an empty grid still runs one block); then
+    refused as the driver refuses them (CUDA_ERROR_INVALID_VALUE), which the emulator's
+    loop would otherwise run: a block of 2048 threads, a grid of 2**31 blocks. CuPy passes
+    ``grid[0]`` to the driver as a C int, so a larger one could not even be asked for."""
+    grid = grid if isinstance(grid, tuple) else (grid,)
+    block = block if isinstance(block, tuple) else (block,)
+    grid = tuple(max(1, int(g)) for g in (grid + (1, 1))[:3])
+    block = tuple(max(1, int(b)) for b in (block + (1, 1))[:3])
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_THREADS_PER_BLOCK or any(b > m for b, m in zip(block, MAX_BLOCK)):
+        raise RuntimeError(f"CUDA_ERROR_INVALID_VALUE: invalid argument ({name}: a block of "
+                           f"{block} = {threads} threads; CUDA takes at most 1024 per block, "
+                           "and 64 in z)")
+    if any(g > m for g, m in zip(grid, MAX_GRID)):
+        raise RuntimeError(f"CUDA_ERROR_INVALID_VALUE: invalid argument ({name}: a grid of "
+                           f"{grid} blocks; CUDA takes at most 2**31 - 1 in x and 65535 in y "
+                           "and z)")
+    return grid, block
+
+
 class _RawFunction:
     def __init__(self, lib, name, params, threaded):
         self.launch = getattr(lib, f"emu_launch_{name}")
@@ -624,8 +659,7 @@ class _RawFunction:
 
     def __call__(self, grid, block, args, **kwargs):
         LAUNCHES[self.name] += 1
-        grid = grid if isinstance(grid, tuple) else (grid,)
-        block = block if isinstance(block, tuple) else (block,)
+        grid, block = _launch_dims(self.name, grid, block)
         if any(g != 1 for g in grid[1:]) or any(b != 1 for b in block[1:]):
             raise NotImplementedError("the emulator launches 1-d grids and blocks only")
         if len(args) != len(self.params):

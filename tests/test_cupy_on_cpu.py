@@ -195,3 +195,26 @@ def test_the_emulator_wraps_an_index_array_around_in_gathers_and_scatters_as_cup
     np.testing.assert_array_equal(z.get(), [[2, 1, 11], [2, 1, 1]])
     z[emulator.asarray([-3]), [7]] = -1.0
     assert float(z[1, 1]) == -1.0
+
+
+@needs_compiler
+def test_the_emulator_takes_a_launch_as_cupy_does_and_refuses_what_cuda_refuses(tmp_path,
+                                                                               monkeypatch):
+    """Its loop would run any grid and block it is given; CUDA refuses a block of more than
+    1024 threads (64 in z) and a grid of more than 2**31 - 1 blocks in x (65535 in y, z), and
+    CuPy raises an empty grid to one block, so a kernel that writes without an index check
+    still writes once."""
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    emulator = _load_emulator()
+    kernel = emulator.RawModule(code='extern "C" __global__ void mark(int* out, int n) {\n'
+                                     '    if (threadIdx.x == 0) out[blockIdx.x % n] += 1; }'
+                                ).get_function("mark")
+    out = emulator.zeros(2, np.int32)
+    kernel((0,), (0,), (out, np.int32(2)))  # as CuPy: one block of one thread
+    kernel((3,), (1024,), (out, np.int32(2)))  # the largest block CUDA takes
+    np.testing.assert_array_equal(out.get(), [1 + 2, 1])
+    for grid, block in [((1,), (2048,)), ((1,), (32, 64)), ((1,), (1, 1, 128)),
+                        ((2**31,), (256,)), ((1, 65536), (1,))]:
+        with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE"):
+            kernel(grid, block, (out, np.int32(2)))
+    np.testing.assert_array_equal(out.get(), [3, 1])  # nothing ran

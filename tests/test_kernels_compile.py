@@ -6,7 +6,9 @@ so these tests hand it the same sources on CI's CPU machines: a typo or a type
 error in a kernel fails here, not first in a learner's GPU session. Whether the
 kernels compute the right numbers is for tests/test_gpu.py, on a GPU.
 
-* the hand-written modules (``RawModule`` sources), for two GPU generations;
+* the hand-written modules (``RawModule`` sources), for two GPU generations, and
+  the static shared memory each of their kernels declares (read from the PTX), which
+  must fit the 48 KiB a block gets without an opt-in;
 * every ``ElementwiseKernel`` of the package and step 71's exercise kernel,
   wrapped the way CuPy wraps them: with CuPy's own headers (``CArray``,
   ``float16``, ``complex``) when CuPy is installed, and with a plain wrapper
@@ -24,6 +26,7 @@ import ctypes.util
 import glob
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -158,6 +161,35 @@ def elementwise_source(spec, ctype, with_cupy):
             f"  {loop}\n    {' '.join(reads)}\n    {operation};\n  }}\n}}\n")
 
 
+def compile_to_ptx(source, options):
+    """The PTX NVRTC makes of ``source`` (an AssertionError with its log if it fails)."""
+    program = ctypes.c_void_p()
+    assert NVRTC.nvrtcCreateProgram(ctypes.byref(program), source.encode(), b"kernel.cu",
+                                    0, None, None) == 0
+    try:
+        encoded = [o.encode() for o in options]
+        status = NVRTC.nvrtcCompileProgram(program, len(encoded),
+                                           (ctypes.c_char_p * len(encoded))(*encoded))
+        assert status == 0, "does not compile"
+        size = ctypes.c_size_t()
+        NVRTC.nvrtcGetPTXSize(program, ctypes.byref(size))
+        ptx = ctypes.create_string_buffer(size.value)
+        NVRTC.nvrtcGetPTX(program, ptx)
+    finally:
+        NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
+    return ptx.value.decode()
+
+
+def static_shared_bytes(ptx):
+    """{kernel: bytes of the static shared memory it declares} of a module's PTX."""
+    sizes = {}
+    for entry in re.split(r"\.visible \.entry ", ptx)[1:]:
+        name = entry.split("(", 1)[0]
+        sizes[name] = sum(int(bits) // 8 * int(count) for bits, count in re.findall(
+            r"\.shared\s+(?:\.align\s+\d+\s+)?\.[a-z](\d+)\s+[\w$]+\[(\d+)\]", entry))
+    return sizes
+
+
 def _options(arch, with_cupy=False):
     options = ["--std=c++17", "-ftz=true", f"-arch={arch}"]
     if with_cupy:
@@ -185,6 +217,34 @@ ELEMENTWISE = {**cuda_kernels._SPECS, "step71 TANH_GRAD": _step71_exercise_kerne
 @pytest.mark.parametrize("module", ["_RAW", "_CONV_RAW", "_SGD_RAW"])
 def test_the_hand_written_kernels_compile(module, arch):
     _assert_compiles(getattr(cuda_kernels, module), _options(arch), f"cuda_kernels.{module}")
+
+
+# CUDA's static shared memory per block without an opt-in (cudaFuncSetAttribute): 48 KiB
+# on every GPU from the T4 to the H200; a kernel declaring more fails to load or launch
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("module", ["_RAW", "_CONV_RAW", "_SGD_RAW"])
+def test_the_hand_written_kernels_fit_the_static_shared_memory_of_a_block(module):
+    """Counted in the PTX NVRTC makes (the emulator's shared arrays are ordinary statics, of
+    any size): the loss kernel's 256 partial sums are 1 KiB in float32, 2 KiB in float64."""
+    ptx = compile_to_ptx(getattr(cuda_kernels, module), _options(ARCHS[0]))
+    sizes = static_shared_bytes(ptx)
+    assert sizes, f"no kernel found in the PTX of cuda_kernels.{module}"
+    assert all(size <= STATIC_SHARED_LIMIT for size in sizes.values()), sizes
+    if module == "_RAW":
+        assert sizes["softmax_ce_f32"] == 1024 and sizes["softmax_ce_f64"] == 2048, sizes
+
+
+@needs_nvrtc
+def test_a_kernel_over_the_shared_memory_limit_is_caught():
+    """The count can fail: 64 KiB of doubles in one block (NVRTC itself compiles it)."""
+    source = ('extern "C" __global__ void big(double* out) {\n'
+              '    __shared__ double tile[8192];\n'
+              '    tile[threadIdx.x] = threadIdx.x; __syncthreads(); out[0] = tile[1]; }')
+    sizes = static_shared_bytes(compile_to_ptx(source, _options(ARCHS[0])))
+    assert sizes == {"big": 65536} and sizes["big"] > STATIC_SHARED_LIMIT
 
 
 @needs_nvrtc
