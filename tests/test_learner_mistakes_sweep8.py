@@ -55,6 +55,30 @@ def test_toint_refuses_values_its_dtype_would_change(value, dtype, message):
         transforms.ToInt(dtype)(value)
 
 
+@pytest.mark.parametrize("value, dtype", [
+    (np.array([2.0 ** 63]), np.int64),  # == float(2**63 - 1): cast, it wrapped to -2**63
+    (np.array([2.0 ** 64]), np.uint64),  # wrapped to 0
+    (np.array([2.0 ** 31], dtype=np.float32), np.int32),  # float32(2**31 - 1) is 2**31 too
+])
+def test_toint_refuses_whole_floats_one_past_the_largest_integer(value, dtype):
+    with pytest.raises(ValueError, match=r"outside .*'s range"):
+        transforms.ToInt(dtype)(value)
+
+
+def test_toint_suggests_int64_only_when_int64_would_hold_the_value():
+    with pytest.raises(ValueError, match=r"got 1\.8446744073709552e\+19, .*Are these labels"):
+        transforms.ToInt(np.uint64)(np.array([2.0 ** 64]))  # int64 is no wider than uint64
+    with pytest.raises(ValueError, match=r"got -1, .*e\.g\. ToInt\(\) \(int64\)"):
+        transforms.ToInt(np.uint64)(np.array([-1]))
+
+
+def test_toint_keeps_the_extremes_of_the_range():
+    assert transforms.ToInt()(np.array([-2.0 ** 63])).tolist() == [-2 ** 63]
+    assert transforms.ToInt(np.int32)(np.array([2.0 ** 31 - 1])).tolist() == [2 ** 31 - 1]
+    assert transforms.ToInt(np.uint64)(np.array([2 ** 64 - 1], np.uint64)).tolist() == [2 ** 64 - 1]
+    assert transforms.ToInt()(np.array([True, False])).tolist() == [1, 0]
+
+
 def test_toint_still_converts_whole_numbers_and_empty_arrays():
     out = transforms.ToInt()(np.array([0.0, 2.0, 1.0], dtype=np.float32))
     assert out.dtype == np.int64 and out.tolist() == [0, 2, 1]
