@@ -134,6 +134,42 @@ def test_lazy_weights_and_replacing_weights_outside_forward_stay_quiet():
         assert float(layer(np.ones((1, 3))).data.sum()) == 0.0
 
 
+class _RemadeForANewSize(L.Layer):
+    def __init__(self):
+        super().__init__()
+        self.W = dz.Parameter(None)
+
+    def forward(self, x):
+        if self.W.data is None or self.W.shape[0] != x.shape[1]:  # adapts to the input's size
+            self.W = dz.Parameter(np.ones((x.shape[1], 2)))
+        return F.matmul(x, self.W)
+
+
+class _TiedInForward(models.Model):
+    def __init__(self):
+        super().__init__()
+        self.enc = L.Linear(3, in_size=3)
+        self.W = dz.Parameter(np.ones((3, 3)))
+
+    def forward(self, x):
+        self.W = self.enc.W  # ties W to a weight the model already holds
+        return F.matmul(x, self.W)
+
+
+def test_weights_made_again_for_a_new_input_size_or_tied_in_forward_stay_quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        layer = _RemadeForANewSize()
+        layer(np.ones((2, 3)))
+        layer(np.ones((2, 3)))
+        layer(np.ones((2, 5)))  # another size: made again on purpose, not a new one per call
+        assert layer.W.shape == (5, 2)
+        model = _TiedInForward()
+        model(np.ones((2, 3)))
+        model(np.ones((2, 3)))
+        assert model.W is model.enc.W
+
+
 # ---- one optimizer set up for two models -----------------------------------------------------
 
 def test_setup_of_a_second_model_before_any_update_warns():
