@@ -195,6 +195,20 @@ def test_setup_again_of_the_same_model_a_part_of_it_or_after_training_is_quiet()
         opt.setup(b)  # a new model after training the old one (a notebook cell run again)
 
 
+def test_a_model_set_up_after_training_another_and_left_untrained_still_warns():
+    np.random.seed(0)
+    a, b, c = models.MLP((3, 1)), models.MLP((3, 1)), models.MLP((3, 1))
+    opt = optimizers.SGD().setup(a)
+    F.sum(a(np.ones((2, 2)))).backward()
+    opt.update()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.setup(b)  # after training a: fine
+        opt.setup(b)  # the same model again: fine
+    with pytest.warns(UserWarning, match=r"second model \(MLP\) before any update"):
+        opt.setup(c)  # b was never updated: a's update no longer counts
+
+
 # ---- plot_dot_graph's file name ----------------------------------------------------------------
 
 @pytest.mark.parametrize("name, message", [
