@@ -200,13 +200,13 @@ def _make_variable(data, requires_grad):
     return _fill(_new_object(Variable), data, requires_grad, None, 0, 0)
 
 
-def _as_inputs(inputs):
+def _as_inputs(inputs, name="a function"):
     """The inputs of a function call, with numbers and arrays wrapped as constants.
 
     A constant is a Variable with ``requires_grad=False``: backward sends it no
     gradient. It takes the dtype of the first Variable among the inputs (see
     ``as_array``). When every input is a Variable already, ``inputs`` comes back
-    as it is.
+    as it is. ``name`` (the function's) is for the error about a ``.data`` set by hand.
     """
     for x in inputs:
         if type(x) is not Variable and not isinstance(x, Variable):
@@ -225,7 +225,7 @@ def _as_inputs(inputs):
                 data = as_array(x, like)
             except AttributeError as error:  # like has no dtype: x.data = [1, 2] by hand?
                 if like is not None and not (_is_array(like) or isinstance(like, np.generic)):
-                    _refuse_not_an_array("a function", like, error)
+                    _refuse_not_an_array(name, like, error)
                 raise
             x = Variable(data, requires_grad=False) if type(data) is not np.ndarray \
                 else _make_variable(data, False)
@@ -372,7 +372,7 @@ def __call__(self, *inputs):
                 raise
         else:
             xs = []
-            for x in _as_inputs(inputs):
+            for x in _as_inputs(inputs, type(self).__name__):
                 xs.append(x.data)
             try:
                 ys = self.forward(*xs)
@@ -391,7 +391,7 @@ def __call__(self, *inputs):
         needs = (x.requires_grad,)
         gen = x.generation
     else:
-        inputs = _as_inputs(inputs)  # numbers and arrays become constants
+        inputs = _as_inputs(inputs, type(self).__name__)  # numbers, arrays: constants
         xs = []
         needs = []
         gen = 0

@@ -228,7 +228,8 @@ def test_plot_dot_graph_says_why_a_file_name_is_refused(name, message, tmp_path,
 
 @pytest.mark.parametrize("data, op, message", [
     (3, F.sin, r"Sin got a Variable whose \.data is an int, not an array: .*x\.data = 3"),
-    ([1.0, 2.0], lambda x: x * 2, r"Variable whose \.data is a list.*x\.data = \[1\.0, 2\.0\]"),
+    ([1.0, 2.0], lambda x: x * 2,
+     r"Mul got a Variable whose \.data is a list.*x\.data = \[1\.0, 2\.0\]"),
     ([1.0, 2.0], lambda x: x + x, r"Add got a Variable whose \.data is a list"),
     (None, F.exp, r"Exp got a Variable whose \.data is a NoneType.*\.data is None"),
 ])
