@@ -1412,9 +1412,10 @@ def _make_variable(data, requires_grad):
 def _refuse_two_devices(name, arrays, error):
     """Raise a clear error, from ``error``, if ``arrays`` lie on both the CPU and the GPU.
 
-    Called only after a forward has failed with a TypeError, so the check costs
-    nothing when all is well; CuPy's own message would be "Unsupported type". An
-    error that already speaks of devices (the package's own checks) is left as it is.
+    Called only after a forward has failed with a TypeError (or an AttributeError), so
+    the check costs nothing when all is well; CuPy's own message would be "Unsupported
+    type". An error that already speaks of devices (the package's own checks) is left as
+    it is.
     It first looks for an input whose ``.data`` is not an array at all (``x.data = 3`` or
     ``x.data = [1, 2]`` by hand), which fails in forward with an AttributeError about
     ``dtype`` or ``shape``.

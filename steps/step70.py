@@ -272,9 +272,11 @@ def _accumulate_leaf(x, gx, loss_scale=None):
 
 
 # %% [markdown]
-# When a forward fails with a TypeError, `_refuse_two_devices` looks for the
-# commonest cause, arrays on two devices, and says so. It runs only after a
-# failure, so the hot path pays nothing for it.
+# When a forward fails with a TypeError or an AttributeError, `_refuse_two_devices`
+# looks for the commonest causes, an input whose `.data` was set by hand to
+# something that is not an array, and arrays on two devices, and says so. It runs
+# only after a failure, so the hot path pays nothing for it; any other error goes
+# on as it was raised.
 
 # %%
 #| export dezero_like/core.py
@@ -284,9 +286,10 @@ from dezero_like import cuda
 def _refuse_two_devices(name, arrays, error):
     """Raise a clear error, from ``error``, if ``arrays`` lie on both the CPU and the GPU.
 
-    Called only after a forward has failed with a TypeError, so the check costs
-    nothing when all is well; CuPy's own message would be "Unsupported type". An
-    error that already speaks of devices (the package's own checks) is left as it is.
+    Called only after a forward has failed with a TypeError (or an AttributeError), so
+    the check costs nothing when all is well; CuPy's own message would be "Unsupported
+    type". An error that already speaks of devices (the package's own checks) is left as
+    it is.
     It first looks for an input whose ``.data`` is not an array at all (``x.data = 3`` or
     ``x.data = [1, 2]`` by hand), which fails in forward with an AttributeError about
     ``dtype`` or ``shape``.
