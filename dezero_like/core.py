@@ -165,13 +165,13 @@ def as_variable(obj):
 
 
 # --- step 70 ------------------------------------------------------------
-def _as_inputs(inputs):
+def _as_inputs(inputs, name="a function"):
     """The inputs of a function call, with numbers and arrays wrapped as constants.
 
     A constant is a Variable with ``requires_grad=False``: backward sends it no
     gradient. It takes the dtype of the first Variable among the inputs (see
     ``as_array``). When every input is a Variable already, ``inputs`` comes back
-    as it is.
+    as it is. ``name`` (the function's) is for the error about a ``.data`` set by hand.
     """
     for x in inputs:
         if type(x) is not Variable and not isinstance(x, Variable):
@@ -190,7 +190,7 @@ def _as_inputs(inputs):
                 data = as_array(x, like)
             except AttributeError as error:  # like has no dtype: x.data = [1, 2] by hand?
                 if like is not None and not (_is_array(like) or isinstance(like, np.generic)):
-                    _refuse_not_an_array("a function", like, error)
+                    _refuse_not_an_array(name, like, error)
                 raise
             x = Variable(data, requires_grad=False) if type(data) is not np.ndarray \
                 else _make_variable(data, False)
@@ -774,7 +774,7 @@ class Function:
                     raise
             else:
                 xs = []
-                for x in _as_inputs(inputs):
+                for x in _as_inputs(inputs, type(self).__name__):
                     xs.append(x.data)
                 try:
                     ys = self.forward(*xs)
@@ -793,7 +793,7 @@ class Function:
             needs = (x.requires_grad,)
             gen = x.generation
         else:
-            inputs = _as_inputs(inputs)  # numbers and arrays become constants
+            inputs = _as_inputs(inputs, type(self).__name__)  # numbers, arrays: constants
             xs = []
             needs = []
             gen = 0
@@ -1412,9 +1412,10 @@ def _make_variable(data, requires_grad):
 def _refuse_two_devices(name, arrays, error):
     """Raise a clear error, from ``error``, if ``arrays`` lie on both the CPU and the GPU.
 
-    Called only after a forward has failed with a TypeError, so the check costs
-    nothing when all is well; CuPy's own message would be "Unsupported type". An
-    error that already speaks of devices (the package's own checks) is left as it is.
+    Called only after a forward has failed with a TypeError (or an AttributeError), so
+    the check costs nothing when all is well; CuPy's own message would be "Unsupported
+    type". An error that already speaks of devices (the package's own checks) is left as
+    it is.
     It first looks for an input whose ``.data`` is not an array at all (``x.data = 3`` or
     ``x.data = [1, 2]`` by hand), which fails in forward with an AttributeError about
     ``dtype`` or ``shape``.

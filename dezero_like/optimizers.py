@@ -243,6 +243,8 @@ class Optimizer:
             )
         _warn_unregistered(target)
         _warn_replaced_target(self, target)
+        if target is not self.__dict__.get("target"):  # the new model has not been updated yet
+            self.__dict__.pop("_stepped", None)
         self.target = target
         return self
 

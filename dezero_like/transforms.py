@@ -204,11 +204,16 @@ class ToInt(AsType):
                     "float targets (ToFloat) for a regression")
             info = np.iinfo(self.dtype)
             low, high = x.min(), x.max()
-            if low < info.min or high > info.max:
+            # for floats against info.max + 1 (a power of two, exact in every float dtype):
+            # 2.0**63 == float(2**63 - 1), so "> info.max" let it through to wrap to -2**63
+            too_high = high >= float(info.max + 1) if x.dtype.kind == "f" else high > info.max
+            if low < info.min or too_high:
                 bad = low if low < info.min else high
+                exact = int(bad) if x.dtype.kind in "iu" else float(bad)  # Python compares exactly
+                fits = self.dtype != np.int64 and -2 ** 63 <= exact < 2 ** 63  # int64 would hold it
                 raise ValueError(
                     f"ToInt({self.dtype.name}) got {bad}, outside {self.dtype.name}'s range "
                     f"[{info.min}, {info.max}]: it would wrap around to another number. "
-                    + ("Use a wider dtype, e.g. ToInt() (int64)" if self.dtype != np.int64 else
+                    + ("Use a wider dtype, e.g. ToInt() (int64)" if fits else
                        "Are these labels? Class labels are small whole numbers"))
         return x.astype(self.dtype, copy=False)

@@ -118,7 +118,9 @@ def _replaced_in_forward(layer, name, value):
     """Warn when ``layer``'s own ``forward`` replaces its Parameter (one holding data) or its
     sub-layer ``name`` with a new one: made on every call, the weights start from random each
     time and the optimizer's steps go to the object just thrown away. Checked only when an
-    attribute is replaced, never on the usual path."""
+    attribute is replaced, never on the usual path. A Parameter of another shape (a layer
+    that makes its weights again when the input's size changes) and one the layer already
+    holds (tied weights, sub-layers swapped) are no mistake."""
     old = layer.__dict__.get(name)
     kind = Parameter if isinstance(value, Parameter) else Layer
     if old is value or not isinstance(old, kind) or (kind is Parameter and old.data is None):
@@ -126,6 +128,10 @@ def _replaced_in_forward(layer, name, value):
     caller = sys._getframe(2)  # the code that assigned (1 is Layer.__setattr__)
     if caller.f_code.co_name != "forward" or caller.f_locals.get("self") is not layer:
         return
+    if kind is Parameter and (value.data is None or value.data.shape != old.data.shape):
+        return  # made again for an input of another size (a layer that adapts): on purpose
+    if any(v is value for v in (layer.params() if kind is Parameter else layer._walk_layers())):
+        return  # one the layer already holds (tied weights, two sub-layers swapped): not new
     made = "Parameter" if kind is Parameter else type(value).__name__
     where = ("in __init__, or only when it is still empty (if self.{0}.data is None: "
              "self.{0}.data = ...)" if kind is Parameter else "in __init__").format(name)

@@ -200,13 +200,13 @@ def _make_variable(data, requires_grad):
     return _fill(_new_object(Variable), data, requires_grad, None, 0, 0)
 
 
-def _as_inputs(inputs):
+def _as_inputs(inputs, name="a function"):
     """The inputs of a function call, with numbers and arrays wrapped as constants.
 
     A constant is a Variable with ``requires_grad=False``: backward sends it no
     gradient. It takes the dtype of the first Variable among the inputs (see
     ``as_array``). When every input is a Variable already, ``inputs`` comes back
-    as it is.
+    as it is. ``name`` (the function's) is for the error about a ``.data`` set by hand.
     """
     for x in inputs:
         if type(x) is not Variable and not isinstance(x, Variable):
@@ -225,7 +225,7 @@ def _as_inputs(inputs):
                 data = as_array(x, like)
             except AttributeError as error:  # like has no dtype: x.data = [1, 2] by hand?
                 if like is not None and not (_is_array(like) or isinstance(like, np.generic)):
-                    _refuse_not_an_array("a function", like, error)
+                    _refuse_not_an_array(name, like, error)
                 raise
             x = Variable(data, requires_grad=False) if type(data) is not np.ndarray \
                 else _make_variable(data, False)
@@ -272,9 +272,11 @@ def _accumulate_leaf(x, gx, loss_scale=None):
 
 
 # %% [markdown]
-# When a forward fails with a TypeError, `_refuse_two_devices` looks for the
-# commonest cause, arrays on two devices, and says so. It runs only after a
-# failure, so the hot path pays nothing for it.
+# When a forward fails with a TypeError or an AttributeError, `_refuse_two_devices`
+# looks for the commonest causes, an input whose `.data` was set by hand to
+# something that is not an array, and arrays on two devices, and says so. It runs
+# only after a failure, so the hot path pays nothing for it; any other error goes
+# on as it was raised.
 
 # %%
 #| export dezero_like/core.py
@@ -284,9 +286,10 @@ from dezero_like import cuda
 def _refuse_two_devices(name, arrays, error):
     """Raise a clear error, from ``error``, if ``arrays`` lie on both the CPU and the GPU.
 
-    Called only after a forward has failed with a TypeError, so the check costs
-    nothing when all is well; CuPy's own message would be "Unsupported type". An
-    error that already speaks of devices (the package's own checks) is left as it is.
+    Called only after a forward has failed with a TypeError (or an AttributeError), so
+    the check costs nothing when all is well; CuPy's own message would be "Unsupported
+    type". An error that already speaks of devices (the package's own checks) is left as
+    it is.
     It first looks for an input whose ``.data`` is not an array at all (``x.data = 3`` or
     ``x.data = [1, 2]`` by hand), which fails in forward with an AttributeError about
     ``dtype`` or ``shape``.
@@ -372,7 +375,7 @@ def __call__(self, *inputs):
                 raise
         else:
             xs = []
-            for x in _as_inputs(inputs):
+            for x in _as_inputs(inputs, type(self).__name__):
                 xs.append(x.data)
             try:
                 ys = self.forward(*xs)
@@ -391,7 +394,7 @@ def __call__(self, *inputs):
         needs = (x.requires_grad,)
         gen = x.generation
     else:
-        inputs = _as_inputs(inputs)  # numbers and arrays become constants
+        inputs = _as_inputs(inputs, type(self).__name__)  # numbers, arrays: constants
         xs = []
         needs = []
         gen = 0

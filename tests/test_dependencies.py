@@ -68,10 +68,29 @@ def test_dependencies_have_lower_bounds_only():
     )
 
 
+def _skips_without(stmt, module):
+    """True for ``pytest.importorskip("module", ...)``, alone or assigned (``torch = ...``)."""
+    call = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "importorskip" and bool(call.args)
+            and isinstance(call.args[0], ast.Constant) and call.args[0].value == module)
+
+
 def _unguarded_imports(tree, module):
     """Line numbers of ``import module`` / ``from module ...`` not inside a ``try`` whose
-    handlers catch ImportError (or ModuleNotFoundError, or everything)."""
+    handlers catch ImportError (or ModuleNotFoundError, or everything), nor after a
+    ``pytest.importorskip("module")`` of the same block (``import torch.nn`` after it is safe:
+    the test or the module has been skipped already)."""
     guarded = set()
+    for node in ast.walk(tree):
+        for block in (getattr(node, field, None) for field in ("body", "orelse", "finalbody")):
+            if not isinstance(block, list):
+                continue
+            after = False
+            for stmt in block:
+                if after:
+                    guarded |= {id(n) for n in ast.walk(stmt)}
+                after = after or _skips_without(stmt, module)
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) and any(
                 h.type is None or any(isinstance(n, ast.Name) and n.id in (
@@ -104,3 +123,10 @@ def test_the_unguarded_import_finder_can_fail():
     tree = ast.parse("import torch\ntry:\n    import torch.nn\nexcept ImportError:\n    pass\n"
                      "def f():\n    from torch import nn\n")
     assert _unguarded_imports(tree, "torch") == [1, 7]
+
+
+def test_an_import_after_importorskip_counts_as_guarded():
+    tree = ast.parse("def f():\n    import torch.nn\n    torch = pytest.importorskip('torch')\n"
+                     "    import torch.nn.functional as tF\n"
+                     "pytest.importorskip('numpy')\nimport torch\n")
+    assert sorted(_unguarded_imports(tree, "torch")) == [2, 6]

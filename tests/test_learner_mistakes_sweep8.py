@@ -55,6 +55,30 @@ def test_toint_refuses_values_its_dtype_would_change(value, dtype, message):
         transforms.ToInt(dtype)(value)
 
 
+@pytest.mark.parametrize("value, dtype", [
+    (np.array([2.0 ** 63]), np.int64),  # == float(2**63 - 1): cast, it wrapped to -2**63
+    (np.array([2.0 ** 64]), np.uint64),  # wrapped to 0
+    (np.array([2.0 ** 31], dtype=np.float32), np.int32),  # float32(2**31 - 1) is 2**31 too
+])
+def test_toint_refuses_whole_floats_one_past_the_largest_integer(value, dtype):
+    with pytest.raises(ValueError, match=r"outside .*'s range"):
+        transforms.ToInt(dtype)(value)
+
+
+def test_toint_suggests_int64_only_when_int64_would_hold_the_value():
+    with pytest.raises(ValueError, match=r"got 1\.8446744073709552e\+19, .*Are these labels"):
+        transforms.ToInt(np.uint64)(np.array([2.0 ** 64]))  # int64 is no wider than uint64
+    with pytest.raises(ValueError, match=r"got -1, .*e\.g\. ToInt\(\) \(int64\)"):
+        transforms.ToInt(np.uint64)(np.array([-1]))
+
+
+def test_toint_keeps_the_extremes_of_the_range():
+    assert transforms.ToInt()(np.array([-2.0 ** 63])).tolist() == [-2 ** 63]
+    assert transforms.ToInt(np.int32)(np.array([2.0 ** 31 - 1])).tolist() == [2 ** 31 - 1]
+    assert transforms.ToInt(np.uint64)(np.array([2 ** 64 - 1], np.uint64)).tolist() == [2 ** 64 - 1]
+    assert transforms.ToInt()(np.array([True, False])).tolist() == [1, 0]
+
+
 def test_toint_still_converts_whole_numbers_and_empty_arrays():
     out = transforms.ToInt()(np.array([0.0, 2.0, 1.0], dtype=np.float32))
     assert out.dtype == np.int64 and out.tolist() == [0, 2, 1]
@@ -110,6 +134,42 @@ def test_lazy_weights_and_replacing_weights_outside_forward_stay_quiet():
         assert float(layer(np.ones((1, 3))).data.sum()) == 0.0
 
 
+class _RemadeForANewSize(L.Layer):
+    def __init__(self):
+        super().__init__()
+        self.W = dz.Parameter(None)
+
+    def forward(self, x):
+        if self.W.data is None or self.W.shape[0] != x.shape[1]:  # adapts to the input's size
+            self.W = dz.Parameter(np.ones((x.shape[1], 2)))
+        return F.matmul(x, self.W)
+
+
+class _TiedInForward(models.Model):
+    def __init__(self):
+        super().__init__()
+        self.enc = L.Linear(3, in_size=3)
+        self.W = dz.Parameter(np.ones((3, 3)))
+
+    def forward(self, x):
+        self.W = self.enc.W  # ties W to a weight the model already holds
+        return F.matmul(x, self.W)
+
+
+def test_weights_made_again_for_a_new_input_size_or_tied_in_forward_stay_quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        layer = _RemadeForANewSize()
+        layer(np.ones((2, 3)))
+        layer(np.ones((2, 3)))
+        layer(np.ones((2, 5)))  # another size: made again on purpose, not a new one per call
+        assert layer.W.shape == (5, 2)
+        model = _TiedInForward()
+        model(np.ones((2, 3)))
+        model(np.ones((2, 3)))
+        assert model.W is model.enc.W
+
+
 # ---- one optimizer set up for two models -----------------------------------------------------
 
 def test_setup_of_a_second_model_before_any_update_warns():
@@ -135,6 +195,20 @@ def test_setup_again_of_the_same_model_a_part_of_it_or_after_training_is_quiet()
         opt.setup(b)  # a new model after training the old one (a notebook cell run again)
 
 
+def test_a_model_set_up_after_training_another_and_left_untrained_still_warns():
+    np.random.seed(0)
+    a, b, c = models.MLP((3, 1)), models.MLP((3, 1)), models.MLP((3, 1))
+    opt = optimizers.SGD().setup(a)
+    F.sum(a(np.ones((2, 2)))).backward()
+    opt.update()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        opt.setup(b)  # after training a: fine
+        opt.setup(b)  # the same model again: fine
+    with pytest.warns(UserWarning, match=r"second model \(MLP\) before any update"):
+        opt.setup(c)  # b was never updated: a's update no longer counts
+
+
 # ---- plot_dot_graph's file name ----------------------------------------------------------------
 
 @pytest.mark.parametrize("name, message", [
@@ -154,7 +228,8 @@ def test_plot_dot_graph_says_why_a_file_name_is_refused(name, message, tmp_path,
 
 @pytest.mark.parametrize("data, op, message", [
     (3, F.sin, r"Sin got a Variable whose \.data is an int, not an array: .*x\.data = 3"),
-    ([1.0, 2.0], lambda x: x * 2, r"Variable whose \.data is a list.*x\.data = \[1\.0, 2\.0\]"),
+    ([1.0, 2.0], lambda x: x * 2,
+     r"Mul got a Variable whose \.data is a list.*x\.data = \[1\.0, 2\.0\]"),
     ([1.0, 2.0], lambda x: x + x, r"Add got a Variable whose \.data is a list"),
     (None, F.exp, r"Exp got a Variable whose \.data is a NoneType.*\.data is None"),
 ])
