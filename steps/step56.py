@@ -110,7 +110,14 @@ def dropout(x, dropout_ratio=0.5):
     the same mask.
     """
     x = as_variable(x)
-    if not 0.0 <= dropout_ratio <= 1.0:
+    try:
+        in_range = 0.0 <= dropout_ratio <= 1.0
+    except TypeError:  # a string from a command line or a config file, None, a Variable
+        fix = ("a value read from a command line or a config file is a string: float(value)"
+               if isinstance(dropout_ratio, str) else "pass a float, e.g. 0.5")
+        raise TypeError(f"dropout_ratio must be a number in [0, 1], got {dropout_ratio!r} "
+                        f"({type(dropout_ratio).__name__}); {fix}") from None
+    if not in_range:
         raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
     if not Config.train:
         return x

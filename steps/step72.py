@@ -197,7 +197,10 @@ def ring_allreduce_bytes(n_bytes, p):
 # %% [markdown]
 # `Communicator` wraps an mpi4py communicator. `allreduce_mean` packs all arrays of one dtype into
 # one buffer, so a whole model's gradients cost one `Allreduce`; it sums, divides by the number of
-# processes and cuts the result back into arrays of the original shapes and devices.
+# processes and cuts the result back into arrays of the original shapes and devices. The sum is
+# taken element by element, so on its first call the processes also exchange the shapes and
+# dtypes they pass (one small message, once): a process with a (3, 2) array where the others
+# have (2, 3) would otherwise be added to them without an error.
 # `bcast_params` copies rank 0's parameters to every process, in the sorted order of their keys,
 # so that every process walks them in the same order.
 
@@ -207,6 +210,22 @@ import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Variable
 
+
+
+def _arrays_to_reduce(arrays):
+    """``arrays`` as a list of arrays; one array, or a number in it, is refused with the fix."""
+    if hasattr(arrays, "shape") and hasattr(arrays, "dtype"):  # one array (or a Variable)
+        raise TypeError(
+            f"allreduce_mean takes a list of arrays, got one {type(arrays).__name__} of shape "
+            f"{tuple(arrays.shape)}, whose rows would be averaged as separate arrays; write "
+            "comm.allreduce_mean([a])[0]")
+    arrays = list(arrays)
+    for i, a in enumerate(arrays):
+        if not (hasattr(a, "shape") and hasattr(a, "dtype")):
+            raise TypeError(
+                f"allreduce_mean takes arrays, got {type(a).__name__} {a!r} at position {i}; "
+                "make it one first: np.asarray(value) (a loss: loss.data)")
+    return arrays
 
 class Communicator:
     """The processes of an MPI job, seen from this one: ``rank`` of ``size``.
@@ -230,9 +249,15 @@ class Communicator:
 
         The arrays are packed into one buffer per dtype, so the whole list costs
         one all-reduce (one latency) instead of one per array. CuPy arrays go
-        through host memory and come back as CuPy arrays.
+        through host memory and come back as CuPy arrays. The mean of integer
+        (or bool) arrays is a float64 array, as ``np.mean`` gives. On the first
+        call the processes compare the shapes and dtypes they pass (one small
+        message, once): the same sizes with other shapes would be added
+        element by element without an error.
         """
-        arrays = list(arrays)
+        arrays = _arrays_to_reduce(arrays)
+        if not self.__dict__.get("_layout_agreed"):
+            self._agree_on_layout(arrays)
         out = [None] * len(arrays)
         groups = {}
         for i, a in enumerate(arrays):
@@ -240,9 +265,23 @@ class Communicator:
         for dtype, idx in groups.items():
             host = [cuda.as_numpy(arrays[i]) for i in idx]
             send = np.concatenate([h.ravel() for h in host]) if host else np.empty(0, dtype)
+            if send.dtype.kind == "b":
+                send = send.astype(np.int64)  # MPI adds counts, not truth values
             recv = np.empty_like(send)
-            self.comm.Allreduce(send, recv, op=self._MPI.SUM)
-            recv /= self.size
+            try:
+                self.comm.Allreduce(send, recv, op=self._MPI.SUM)
+            except self._MPI.Exception as e:
+                raise RuntimeError(
+                    f"allreduce_mean: MPI's Allreduce failed on rank {self.rank} "
+                    f"({str(e).splitlines()[0]}). This process sent {send.size} {dtype} values, "
+                    f"from arrays of shapes {[h.shape for h in host]}; every process must pass "
+                    "the same number of arrays with the same shapes and dtypes, in the same "
+                    "order (the same model, and a gradient for the same parameters on every "
+                    "process)") from None
+            if recv.dtype.kind in "iu":
+                recv = recv / self.size  # the mean of integers is not an integer
+            else:
+                recv /= self.size
             offset = 0
             for i, h in zip(idx, host):
                 piece = recv[offset:offset + h.size].reshape(h.shape)
@@ -251,8 +290,35 @@ class Communicator:
                 out[i] = piece.copy() if xp is np else cuda.as_cupy(piece)
         return out
 
+    def _agree_on_layout(self, arrays):
+        """Refuse, on every process alike, arrays whose shapes or dtypes differ between ranks."""
+        layout = [(str(np.dtype(a.dtype)), tuple(a.shape)) for a in arrays]
+        layouts = self.comm.allgather(layout)
+        for r, other in enumerate(layouts):
+            if other == layouts[0]:
+                continue
+            first = next((i for i, (a, b) in enumerate(zip(layouts[0], other)) if a != b), None)
+            if first is None:
+                where = f"rank 0 passed {len(layouts[0])} arrays, rank {r} passed {len(other)}"
+            else:
+                (dtype0, shape0), (dtype_r, shape_r) = layouts[0][first], other[first]
+                where = (f"array {first} is {dtype0} {shape0} on rank 0 but {dtype_r} {shape_r} on "
+                         f"rank {r}")
+            raise ValueError(
+                f"allreduce_mean: the processes passed different arrays ({where}); the mean is "
+                "taken element by element, so every process must pass the same number of arrays "
+                "with the same shapes and dtypes, in the same order: build the same model on every "
+                "process (same layer sizes, same input size) and give every parameter a gradient "
+                "on all of them")
+        self._layout_agreed = True
+
     def allreduce_grads(self, params):
         """Replace each parameter's gradient by its mean over processes (None stays None)."""
+        if callable(getattr(params, "params", None)):
+            raise TypeError(
+                f"allreduce_grads takes the parameters, got the {type(params).__name__} itself; "
+                "write comm.allreduce_grads(model.params()) (bcast_params is the one that takes "
+                "the model)")
         params = [p for p in params if p.grad is not None]
         means = self.allreduce_mean([p.grad.data for p in params])
         for p, g in zip(params, means):
@@ -260,6 +326,11 @@ class Communicator:
 
     def bcast_params(self, model, root=0):
         """Give every process the parameters of process ``root`` (call once, before training)."""
+        if not callable(getattr(model, "_flatten_params", None)):
+            raise TypeError(
+                f"bcast_params takes the model (a Layer), got {type(model).__name__}; write "
+                "comm.bcast_params(model): the model names its parameters, and every process "
+                "sends and receives them in the sorted order of those names")
         for key, p in sorted(model._flatten_params().items()):
             if p.data is None:
                 raise ValueError(
@@ -293,6 +364,11 @@ class AllreduceGrads:
     """
 
     def __init__(self, comm):
+        if not callable(getattr(comm, "allreduce_grads", None)):
+            raise TypeError(
+                f"AllreduceGrads needs a dezero_like Communicator, got {type(comm).__name__}; "
+                "write AllreduceGrads(Communicator()) (an mpi4py communicator goes inside: "
+                "Communicator(MPI.COMM_WORLD))")
         self.comm = comm
 
     def __call__(self, params):
@@ -323,6 +399,12 @@ class DistributedDataLoader(DataLoader):
     """
 
     def __init__(self, dataset, batch_size, comm, shuffle=True, seed=0, gpu=False):
+        if not (isinstance(getattr(comm, "rank", None), int)
+                and isinstance(getattr(comm, "size", None), int)):
+            raise TypeError(
+                f"DistributedDataLoader needs the communicator, got {comm!r}; write "
+                "DistributedDataLoader(dataset, batch_size, Communicator()). Training in one "
+                "process without MPI? Use DataLoader(dataset, batch_size, shuffle=True)")
         size = comm.size
         if batch_size % size:
             raise ValueError(
