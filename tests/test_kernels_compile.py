@@ -99,8 +99,8 @@ CUPY_INCLUDE = _cupy_include_dirs()
 CUPY_HEADERS = ("complex.cuh", "carray.cuh", "atomics.cuh", "math_constants.h", "float16.cuh")
 
 
-def compile_cuda(source, options):
-    """Compile ``source`` with NVRTC; return (ok, the compiler's log)."""
+def _nvrtc(source, options):
+    """Compile ``source`` with NVRTC; return (ok, the compiler's log, the PTX or None)."""
     program = ctypes.c_void_p()
     assert NVRTC.nvrtcCreateProgram(ctypes.byref(program), source.encode(), b"kernel.cu",
                                     0, None, None) == 0
@@ -112,9 +112,20 @@ def compile_cuda(source, options):
         NVRTC.nvrtcGetProgramLogSize(program, ctypes.byref(size))
         log = ctypes.create_string_buffer(size.value)
         NVRTC.nvrtcGetProgramLog(program, log)
+        ptx = None
+        if status == 0:
+            NVRTC.nvrtcGetPTXSize(program, ctypes.byref(size))
+            ptx = ctypes.create_string_buffer(size.value)
+            NVRTC.nvrtcGetPTX(program, ptx)
     finally:
         NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
-    return status == 0, log.value.decode(errors="replace")
+    return status == 0, log.value.decode(errors="replace"), ptx and ptx.value.decode()
+
+
+def compile_cuda(source, options):
+    """Compile ``source`` with NVRTC; return (ok, the compiler's log)."""
+    ok, log, _ = _nvrtc(source, options)
+    return ok, log
 
 
 def _params(in_params, out_params):
@@ -163,21 +174,9 @@ def elementwise_source(spec, ctype, with_cupy):
 
 def compile_to_ptx(source, options):
     """The PTX NVRTC makes of ``source`` (an AssertionError with its log if it fails)."""
-    program = ctypes.c_void_p()
-    assert NVRTC.nvrtcCreateProgram(ctypes.byref(program), source.encode(), b"kernel.cu",
-                                    0, None, None) == 0
-    try:
-        encoded = [o.encode() for o in options]
-        status = NVRTC.nvrtcCompileProgram(program, len(encoded),
-                                           (ctypes.c_char_p * len(encoded))(*encoded))
-        assert status == 0, "does not compile"
-        size = ctypes.c_size_t()
-        NVRTC.nvrtcGetPTXSize(program, ctypes.byref(size))
-        ptx = ctypes.create_string_buffer(size.value)
-        NVRTC.nvrtcGetPTX(program, ptx)
-    finally:
-        NVRTC.nvrtcDestroyProgram(ctypes.byref(program))
-    return ptx.value.decode()
+    ok, log, ptx = _nvrtc(source, options)
+    assert ok, f"does not compile:\n{log}"
+    return ptx
 
 
 def static_shared_bytes(ptx):
