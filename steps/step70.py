@@ -224,7 +224,7 @@ def _as_inputs(inputs, name="a function"):
             try:
                 data = as_array(x, like)
             except AttributeError as error:  # like has no dtype: x.data = [1, 2] by hand?
-                if like is not None and not (_is_array(like) or isinstance(like, np.generic)):
+                if like is not None:
                     _refuse_not_an_array(name, like, error)
                 raise
             x = Variable(data, requires_grad=False) if type(data) is not np.ndarray \
@@ -295,8 +295,7 @@ def _refuse_two_devices(name, arrays, error):
     ``dtype`` or ``shape``.
     """
     for a in arrays:
-        if not (_is_array(a) or isinstance(a, np.generic)):  # np.float64 from 0-d arithmetic
-            _refuse_not_an_array(name, a, error)
+        _refuse_not_an_array(name, a, error)
     on_gpu = [cuda.is_cupy_array(a) for a in arrays]
     if True in on_gpu and False in on_gpu and "device" not in str(error):
         where = ", ".join(f"{tuple(a.shape)} on the {'GPU' if g else 'CPU'}"
@@ -309,7 +308,9 @@ def _refuse_two_devices(name, arrays, error):
 
 
 def _refuse_not_an_array(name, data, error):
-    """An input of ``name`` holds ``data`` in its ``.data``, which is not an array: say so."""
+    """If ``data``, the ``.data`` of an input of ``name``, is not an array, say so."""
+    if _is_array(data) or isinstance(data, np.generic):  # np.float64 from 0-d arithmetic
+        return
     if isinstance(data, Variable):
         fix = ("a Variable's .data holds the array itself: x.data = x.data - lr * x.grad "
                "stores a Variable, since x.grad is one; write x.grad.data")
