@@ -231,11 +231,9 @@ def _is_seed(seed):
         seed, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator))
 
 
-def _refuse_items(dataset, indices, examples):
-    """Name the first item of a batch that is not an ``(x, t)`` pair, and say what to return."""
+def _refuse_item(dataset, j, ex):
+    """Say that ``dataset[j]``, ``ex``, is not an ``(x, t)`` pair, and what to return."""
     name = type(dataset).__name__
-    j, ex = next((j, ex) for j, ex in zip(indices, examples)
-                 if not isinstance(ex, (tuple, list)) or len(ex) != 2)
     if not isinstance(ex, (tuple, list)):
         # a bare array's rows would be split into x = row[0] and t = row[1] without error
         raise TypeError(
@@ -374,8 +372,10 @@ class DataLoader:
         examples = [self.dataset[j] for j in indices]
         first = examples[0]
         # every item, not only the first: (x, t, w) would lose w, (x,) fail with an IndexError
-        if any(not isinstance(ex, (tuple, list)) or len(ex) != 2 for ex in examples):
-            _refuse_items(self.dataset, indices, examples)
+        bad = next(((j, ex) for j, ex in zip(indices, examples)
+                    if not isinstance(ex, (tuple, list)) or len(ex) != 2), None)
+        if bad is not None:
+            _refuse_item(self.dataset, *bad)
         if isinstance(first[0], Variable) or isinstance(first[1], Variable):
             raise TypeError("DataLoader: the dataset (or its transform) returned a Variable; "
                             "examples must be NumPy arrays or numbers (return v.data)")
