@@ -130,7 +130,9 @@ def by_hand(sizes, x, t, xp, fused=False):
         if fused:
             gy = xp.empty_like(y)
             rows = xp.empty(n, y.dtype)
-            k["softmax_ce"]((n,), (32,), (y, tb, gy, rows, np.int32(y.shape[1]), np.int32(n)))
+            # one thread per row, in blocks of 32
+            k["softmax_ce"](((n + 31) // 32,), (32,),
+                            (y, tb, gy, rows, np.int32(y.shape[1]), np.int32(n)))
             loss = rows.sum()
         else:
             m = y.max(axis=1, keepdims=True)

@@ -132,6 +132,8 @@ def _replaced_in_forward(layer, name, value):
         return  # made again for an input of another size (a layer that adapts): on purpose
     if any(v is value for v in (layer.params() if kind is Parameter else layer._walk_layers())):
         return  # one the layer already holds (tied weights, two sub-layers swapped): not new
+    if kind is Layer and "_attr_name" in value.__dict__:
+        return  # a layer some layer held before (the second half of a swap): not new
     made = "Parameter" if kind is Parameter else type(value).__name__
     where = ("in __init__, or only when it is still empty (if self.{0}.data is None: "
              "self.{0}.data = ...)" if kind is Parameter else "in __init__").format(name)

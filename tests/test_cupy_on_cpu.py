@@ -127,6 +127,25 @@ def test_a_gpu_training_step_launches_about_as_many_kernels_as_the_math_fused_by
 
 
 @needs_compiler
+def test_the_hand_fused_column_computes_what_the_unfused_one_does(load_benchmark, monkeypatch,
+                                                                  tmp_path):
+    """benchmarks/mnist_gpu.py's hand-written columns, fused and unfused, train the same MLP
+    on the same 300 rows (a batch of 100 rows, a grid of 4 blocks of 32 threads, one per row):
+    a wrong launch of the fused softmax cross entropy (rows left out, or rows done twice)
+    changes the losses."""
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    emulator = load_benchmark("launches").load_emulator()
+    bench = load_benchmark("mnist_gpu")
+    rng = np.random.default_rng(0)
+    x = rng.random((300, 20), dtype=np.float32)
+    t = rng.integers(0, 10, 300)
+    epochs = [bench.by_hand((20, 16, 10), x, t, emulator, fused=fused) for fused in (False, True)]
+    losses = [[run_epoch() for _ in range(2)] for run_epoch in epochs]
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    assert losses[0][1] < losses[0][0]
+
+
+@needs_compiler
 def test_a_training_step_looks_up_no_kernel_once_they_are_built(
         load_benchmark, monkeypatch, tmp_path):
     """CuPy's ``RawModule.get_function`` makes a new kernel object on every call, so

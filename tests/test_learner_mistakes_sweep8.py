@@ -247,3 +247,25 @@ def test_a_numpy_scalar_left_by_the_books_update_still_computes():
     x.data = x.data - np.float64(0.5)  # a 0-d array minus a scalar gives np.float64
     assert isinstance(x.data, np.float64)
     np.testing.assert_allclose(F.sin(x).data, np.sin(1.5))
+
+
+class _SwapsInForward(models.Model):
+    def __init__(self):
+        super().__init__()
+        self.a = L.Linear(3, in_size=3)
+        self.b = L.Linear(3, in_size=3)
+
+    def forward(self, x):
+        self.a, self.b = self.b, self.a  # the second assignment finds `a` held by nobody
+        return self.b(self.a(x))
+
+
+def test_sub_layers_swapped_in_forward_stay_quiet():
+    model = _SwapsInForward()
+    a, b = model.a, model.b
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model(np.ones((2, 3)))
+        model(np.ones((2, 3)))
+    assert (model.a, model.b) == (a, b)
+    assert len(list(model.params())) == 4

@@ -83,13 +83,13 @@ def test_notebook_is_colab_ready(name):
     assert [c for c in cells if c["cell_type"] == "code"][0] is setup
     src = setup["source"]
     assert src.startswith("# Set-up") and "try:\n    import dezero_like\n" in src
-    guarded = src.split("except ImportError:", 1)
+    guarded = src.split("except ModuleNotFoundError:", 1)
     assert len(guarded) == 2 and "try:\n    import dezero_like\n" in guarded[0]
     install = [ln for ln in src.splitlines() if '"-m", "pip", "install"' in ln]
     assert len(install) == 1 and install[0].startswith("    pip = subprocess.run("), (
         "the only install must be one pip call inside the except branch"
     )
-    assert src.index(install[0]) > src.index("except ImportError:")
+    assert src.index(install[0]) > src.index("except ModuleNotFoundError:")
     repository, branch = nbtool.project_settings()
     assert f'REPOSITORY, BRANCH = "{repository}", "{branch}"' in src
     source = [ln for ln in src.splitlines() if ln.startswith("    SOURCE = ")]
@@ -179,6 +179,20 @@ def test_setup_cell_failure_stops_the_notebook_with_a_short_message(tmp_path):
     assert "pip said: fatal:" in shown or "pip said: ERROR:" in shown, shown
     assert "restart" not in shown.lower()
     assert not nb.cells[2].outputs, "Run all must stop at the set-up cell"
+
+
+def test_setup_cell_shows_a_broken_install_as_itself(tmp_path):
+    """dezero_like is there but fails to import (here: a shared library it needs is missing):
+    the set-up cell shows that error, instead of reinstalling from the repository, which
+    could not mend it and would hide the real cause behind pip's."""
+    (tmp_path / "dezero_like.py").write_text(
+        'raise ImportError("libexample.so.1: cannot open shared object file")\n')
+    unreachable = f"file://{tmp_path}/no-such-repository"
+    run = subprocess.run([sys.executable, "-c", nbtool.setup_source(unreachable, "main")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "ImportError: libexample.so.1" in run.stderr, run.stderr
+    assert "SetupFailed" not in run.stderr and "pip said" not in run.stderr
 
 
 def test_placeholder_repository_warns_when_building(capsys):

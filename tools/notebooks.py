@@ -92,10 +92,11 @@ TITLE = re.compile(r"^#\s*Step\s+(?P<number>\d+)\s*[:.\u2014-]\s*(?P<title>.+?)\
 SETUP_SOURCE = """\
 # Set-up: install dezero_like only when it is missing (a no-op locally and in CI).
 # No runtime restart is needed afterwards. If the install fails, this cell says
-# why and how to fix it, and stops "Run all" here.
+# why and how to fix it, and stops "Run all" here. A package that is installed but
+# fails to import (a broken dependency) shows its own error: a reinstall would not help.
 try:
     import dezero_like{extra_imports}
-except ImportError:
+except ModuleNotFoundError:
     import importlib, re, subprocess, sys
     REPOSITORY, BRANCH = "{repository}", "{branch}"
     SOURCE = f"dezero_like{extra} @ git+{{REPOSITORY}}@{{BRANCH}}"
