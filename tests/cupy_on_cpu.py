@@ -37,11 +37,12 @@ differently as a GPU may, never more:
   ``matmul``, ``dot``, ``tensordot`` and ``einsum`` shuffle each contracted axis in
   both operands alike (CuPy reduces in blocks, cuBLAS in tiles, NumPy pairwise);
   ``add.at`` adds in another order (a GPU's atomic adds land in any order);
-* exp, log, tanh, pow and the other transcendental ufuncs move their result by
+* exp, log, tanh, pow and the other transcendental ufuncs (and complex products and
+  quotients, which thrust computes by other formulas) move their result by
   -2..2 ulp, by a hash of its bits (CUDA's libdevice and glibc are each within
   1-2 ulp, not the same function); 0, +-1, inf, nan, and a result equal to an
   input stay exact, as does ``pow`` to an integer power of at most 2, and sqrt,
-  division and reciprocal (correctly rounded in CUDA too);
+  real division and reciprocal (correctly rounded in CUDA too);
 * the package's kernels, compiled by g++, have the same noisy exp, log, tanh and
   pow, and are compiled with ``-ffp-contract=fast`` (and ``-mfma`` where the CPU
   has it), so ``a * b + c`` becomes one fused multiply-add, as NVRTC makes it;
@@ -81,6 +82,9 @@ _TRANSCENDENTAL = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin
                    "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh",
                    "arcsinh", "arccosh", "arctanh", "power", "float_power", "cbrt",
                    "logaddexp", "logaddexp2", "hypot"}
+# complex products and quotients: CuPy's (thrust's) formulas, contracted into FMAs by NVRTC,
+# are not NumPy's, and neither is correctly rounded
+_COMPLEX_ARITHMETIC = {"multiply", "true_divide", "divide", "reciprocal"}
 _PERMUTATIONS = {}
 
 
@@ -157,7 +161,10 @@ def _noisy_ufunc(ufunc, method, args, kwargs, compute):
         return compute([_reduced_in_another_order(args[0], axis), *args[1:]], kwargs)
     if name == "add" and method == "at" and _inexact(args[0]) and len(args) == 3:
         return _scatter_add_in_another_order(*args)
-    if (name not in _TRANSCENDENTAL or method != "__call__"
+    noisy = name in _TRANSCENDENTAL or (
+        name in _COMPLEX_ARITHMETIC and any(isinstance(a, _np.ndarray) and a.dtype.kind == "c"
+                                            for a in args))
+    if (not noisy or method != "__call__"
             or name in ("power", "float_power") and _exact_power(args[1])):
         return compute(args, kwargs)
     outs = kwargs.get("out")
