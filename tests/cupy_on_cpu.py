@@ -151,7 +151,7 @@ def _noisy_ufunc(ufunc, method, args, kwargs, compute):
     name = ufunc.__name__
     if name == "matmul" and method == "__call__" and _inexact(*args):
         a, b = args
-        if a.ndim and b.ndim:
+        if a.ndim and b.ndim and "axes" not in kwargs and "axis" not in kwargs:
             n = a.shape[-1]
             perm = _permutation(n, 1) if n >= 3 else _np.arange(n)
             args = [a.take(perm, axis=-1), b.take(perm, axis=0 if b.ndim == 1 else -2)]
@@ -234,8 +234,8 @@ def _dot(func):
 
 def _tensordot(a, b, axes=2):
     a, b = _np.asarray(a), _np.asarray(b)
-    if isinstance(axes, int):
-        axes_a, axes_b = list(range(a.ndim - axes, a.ndim)), list(range(axes))
+    if _np.ndim(axes) == 0:
+        axes_a, axes_b = list(range(a.ndim - int(axes), a.ndim)), list(range(int(axes)))
     else:
         axes_a, axes_b = ([x] if isinstance(x, int) else list(x) for x in axes)
     if _inexact(a, b):
