@@ -23,14 +23,41 @@ What is real here, and what is not:
   refused where CUDA refuses them (more than 1024 threads in a block, more than
   2**31 - 1 blocks in x or 65535 in y and z);
 * nothing here says anything about speed, memory or CUDA's own behaviour
-  (float rounding of GPU maths, shared memory and register limits, real
-  concurrency between blocks): that needs a GPU (``python -m pytest -m gpu`` on
-  one), or for the limits a check of the source (tests/test_kernel_launches.py,
-  tests/test_kernels_compile.py).
+  (shared memory and register limits, real concurrency between blocks): that
+  needs a GPU (``python -m pytest -m gpu`` on one), or for the limits a check of
+  the source (tests/test_kernel_launches.py, tests/test_kernels_compile.py).
+
+By default it computes with NumPy, so a GPU result here is NumPy's bit for bit;
+a real GPU's is not, and a test that compares the two exactly passes here and
+fails there. ``CUPY_ON_CPU_NOISE=1`` (the noise mode) makes it round as
+differently as a GPU may, never more:
+
+* sums in another order: ``sum``, ``mean``, ``var``, ``std``, ``prod``, ``add.reduce``
+  (as ``cupy.f(a)``, ``np.f(a)`` or ``a.f()``) shuffle the summed axes first; ``@``,
+  ``matmul``, ``dot``, ``tensordot`` and ``einsum`` shuffle each contracted axis in
+  both operands alike (CuPy reduces in blocks, cuBLAS in tiles, NumPy pairwise);
+  ``add.at`` adds in another order (a GPU's atomic adds land in any order);
+* exp, log, tanh, pow and the other transcendental ufuncs (and complex products and
+  quotients, which thrust computes by other formulas) move their result by
+  -2..2 ulp, by a hash of its bits (CUDA's libdevice and glibc are each within
+  1-2 ulp, not the same function); 0, +-1, inf, nan, and a result equal to an
+  input stay exact, as does ``pow`` to an integer power of at most 2, and sqrt,
+  real division and reciprocal (correctly rounded in CUDA too);
+* the package's kernels, compiled by g++, have the same noisy exp, log, tanh and
+  pow, and are compiled with ``-ffp-contract=fast`` (and ``-mfma`` where the CPU
+  has it), so ``a * b + c`` becomes one fused multiply-add, as NVRTC makes it;
+* ``cupy.random.seed(n)`` draws other numbers than ``numpy.random.seed(n)``, as
+  cuRAND does.
+
+Integers, comparisons, indexing, copies, max and min, and argmax stay exact: a
+GPU gives those exactly too. Every shuffle is fixed by the length shuffled and
+``CUPY_ON_CPU_NOISE_SEED`` (default 0), so a failure repeats; another seed gives
+other orders and other ulps.
 """
 
 import collections
 import ctypes
+import functools as _functools
 import hashlib
 import os
 import re
@@ -43,6 +70,221 @@ import numpy as _np
 
 __version__ = "14.2.0-cpu-emulation"
 EMULATED = True
+
+# --------------------------------------------------------------------------- noise
+# CUPY_ON_CPU_NOISE=1: the arithmetic of a real GPU, which is not NumPy's bit for bit.
+NOISE = os.environ.get("CUPY_ON_CPU_NOISE") == "1"
+_NOISE_SEED = int(os.environ.get("CUPY_ON_CPU_NOISE_SEED", "0"))
+# ufuncs whose CUDA versions (libdevice) are within 1-2 ulp of the true value, as glibc's
+# are, but not the same function: exp, log, tanh, pow... Not sqrt, division or reciprocal,
+# which CUDA rounds correctly unless told otherwise (CuPy does not pass -use_fast_math).
+_TRANSCENDENTAL = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
+                   "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh",
+                   "arcsinh", "arccosh", "arctanh", "power", "float_power", "cbrt",
+                   "logaddexp", "logaddexp2", "hypot"}
+# complex products and quotients: CuPy's (thrust's) formulas, contracted into FMAs by NVRTC,
+# are not NumPy's, and neither is correctly rounded
+_COMPLEX_ARITHMETIC = {"multiply", "true_divide", "divide", "reciprocal"}
+_PERMUTATIONS = {}
+
+
+def _permutation(n, salt=0):
+    """A fixed shuffle of ``range(n)`` (the same for every call with this n and salt, so a
+    failure repeats whatever order the tests run in)."""
+    key = (n, salt)
+    if key not in _PERMUTATIONS:
+        _PERMUTATIONS[key] = _np.random.default_rng([_NOISE_SEED, n, salt]).permutation(n)
+    return _PERMUTATIONS[key]
+
+
+def _inexact(*arrays):
+    return any(isinstance(a, _np.ndarray) and a.dtype.kind in "fc" for a in arrays)
+
+
+def _shuffled(a, axis, salt=0):
+    """``a`` with its entries along ``axis`` in another order: a sum over that axis is then
+    summed in another order, as a GPU's block reduction or cuBLAS's tiling sums it."""
+    n = a.shape[axis]
+    return a if n < 3 else a.take(_permutation(n, salt), axis=axis)
+
+
+def _ulps(result, inputs=()):
+    """``result`` moved by -2..2 ulp, element by element: as far as two implementations of
+    exp, log, tanh or pow can be apart when each is within 1-2 ulp (CUDA's libdevice, and
+    glibc). How far depends on the value's bits only (a hash of them), so the same input
+    gives the same output, as a real maths library does. Left exact: 0, +-1, inf, nan and a
+    result equal to an input (exp(0) = 1, log(1) = 0, pow(x, 1) = x are exact everywhere)."""
+    if not isinstance(result, _np.ndarray) or result.dtype.kind not in "fc" or result.size == 0:
+        return result
+    if result.dtype.kind == "c":  # the real and imaginary parts, each moved on its own
+        flat = _np.ascontiguousarray(result).reshape(-1)
+        return _ulps(flat.view(flat.real.dtype)).view(result.dtype).reshape(result.shape)
+    uint = {2: _np.uint16, 4: _np.uint32, 8: _np.uint64}[result.dtype.itemsize]
+    bits = result.view(uint).astype(_np.uint64)
+    mix = (bits + _np.uint64(_NOISE_SEED)) * _np.uint64(0x9E3779B97F4A7C15)
+    steps = ((mix >> _np.uint64(59)) % _np.uint64(5)).astype(_np.int64) - 2  # -2 .. 2
+    keep = ~_np.isfinite(result) | (result == 0) | (_np.abs(result) == 1)
+    for x in inputs:
+        if isinstance(x, _np.ndarray) and x.dtype.kind == "f":
+            keep |= _np.broadcast_to(result == x, result.shape)
+        elif isinstance(x, (int, float, _np.number)):
+            keep |= result == x
+    steps[keep] = 0
+    out = result.copy()
+    for _ in range(2):
+        move = steps != 0
+        toward = _np.where(steps[move] > 0, _np.inf, -_np.inf).astype(out.dtype)
+        out[move] = _np.nextafter(out[move], toward)
+        steps -= _np.sign(steps)
+    return out
+
+
+def _exact_power(exponent):
+    """pow(x, y) with y an integer of at most 2 in size (x * x, 1 / x): exact on a GPU too."""
+    y = _np.asarray(exponent)
+    return y.dtype.kind in "iubf" and bool(_np.all((y == _np.round(y)) & (_np.abs(y) <= 2)))
+
+
+def _noisy_ufunc(ufunc, method, args, kwargs, compute):
+    """``compute(args, kwargs)`` (the ufunc as NumPy runs it), in the GPU's noise: matmul and
+    ``add.reduce`` summed in another order, a transcendental function off by an ulp or two."""
+    name = ufunc.__name__
+    if name == "matmul" and method == "__call__" and _inexact(*args):
+        a, b = args
+        if a.ndim and b.ndim and "axes" not in kwargs and "axis" not in kwargs:
+            n = a.shape[-1]
+            perm = _permutation(n, 1) if n >= 3 else _np.arange(n)
+            args = [a.take(perm, axis=-1), b.take(perm, axis=0 if b.ndim == 1 else -2)]
+        return compute(args, kwargs)
+    if name == "add" and method == "reduce" and _inexact(args[0]):
+        axis = kwargs.get("axis", args[1] if len(args) > 1 else 0)
+        return compute([_reduced_in_another_order(args[0], axis), *args[1:]], kwargs)
+    if name == "add" and method == "at" and _inexact(args[0]) and len(args) == 3:
+        return _scatter_add_in_another_order(*args)
+    noisy = name in _TRANSCENDENTAL or (
+        name in _COMPLEX_ARITHMETIC and any(isinstance(a, _np.ndarray) and a.dtype.kind == "c"
+                                            for a in args))
+    if (not noisy or method != "__call__"
+            or name in ("power", "float_power") and _exact_power(args[1])):
+        return compute(args, kwargs)
+    outs = kwargs.get("out")
+    if outs is not None:  # in place (exp(y, out=y)): the inputs as they were, for _ulps
+        inputs = [a.copy() if isinstance(a, _np.ndarray) else a for a in args]
+        result = compute(args, kwargs)
+        for o in outs:
+            o[...] = _ulps(o, inputs)
+        return result
+    result = compute(args, kwargs)
+    return tuple(_ulps(r, args) for r in result) if isinstance(result, tuple) else _ulps(
+        result, args)
+
+
+def _scatter_add_in_another_order(a, indices, values):
+    """``add.at(a, indices, values)`` with the additions made in another order: a GPU's
+    atomic adds to one element land in whatever order the threads reach it. Each update's
+    flat target is found by indexing an array of flat positions with the same indices."""
+    targets = _np.arange(a.size).reshape(a.shape)[indices]
+    values = _np.broadcast_to(_np.asarray(values), targets.shape).ravel()
+    targets = targets.ravel()
+    order = _permutation(targets.size, 2) if targets.size >= 3 else slice(None)
+    flat = a.reshape(-1)  # a view when a is contiguous, else a copy written back
+    _np.add.at(flat, targets[order], values[order])
+    if not _np.shares_memory(flat, a):
+        a[...] = flat.reshape(a.shape)
+
+
+def _reduced_in_another_order(a, axis):
+    a = _np.asarray(a)
+    if axis is None:
+        axes = range(a.ndim)
+    else:
+        axes = [ax % a.ndim for ax in (axis if isinstance(axis, tuple) else (axis,))]
+    for salt, ax in enumerate(axes):
+        a = _shuffled(a, ax, salt)
+    return a
+
+
+def _reduction(func):
+    """``sum``, ``mean``, ``var``... over their axes, in another order."""
+    def run(a, *args, **kwargs):
+        if "where" in kwargs or not _inexact(_np.asarray(a)):
+            return func(a, *args, **kwargs)
+        axis = kwargs.get("axis", args[0] if args else None)
+        return func(_reduced_in_another_order(a, axis), *args, **kwargs)
+    return run
+
+
+def _contraction(a, b, axes_a, axes_b):
+    """``a`` and ``b`` with each pair of contracted axes in the same other order."""
+    for salt, (i, j) in enumerate(zip(axes_a, axes_b)):
+        n = a.shape[i]
+        if n >= 3:
+            a, b = a.take(_permutation(n, salt), axis=i), b.take(_permutation(n, salt), axis=j)
+    return a, b
+
+
+def _dot(func):
+    def run(a, b, *args, **kwargs):
+        a, b = _np.asarray(a), _np.asarray(b)
+        if a.ndim and b.ndim and _inexact(a, b):
+            a, b = _contraction(a, b, [a.ndim - 1], [0 if b.ndim == 1 else b.ndim - 2])
+        return func(a, b, *args, **kwargs)
+    return run
+
+
+def _tensordot(a, b, axes=2):
+    a, b = _np.asarray(a), _np.asarray(b)
+    if _np.ndim(axes) == 0:
+        axes_a, axes_b = list(range(a.ndim - int(axes), a.ndim)), list(range(int(axes)))
+    else:
+        axes_a, axes_b = ([x] if isinstance(x, int) else list(x) for x in axes)
+    if _inexact(a, b):
+        a, b = _contraction(a, b, [x % a.ndim for x in axes_a], [x % b.ndim for x in axes_b])
+    return _np.tensordot(a, b, axes)
+
+
+def _einsum(subscripts, *operands, **kwargs):
+    """einsum with every summed index in another order (every operand's axes of that index
+    shuffled alike); a call it cannot read (operands interleaved with their subscripts) is
+    computed as NumPy does, then moved by an ulp or two."""
+    if not isinstance(subscripts, str):
+        return _ulps(_np.einsum(subscripts, *operands, **kwargs))
+    spec = subscripts.replace(" ", "")
+    inputs, _, output = spec.partition("->")
+    terms = inputs.split(",")
+    letters = [c for c in inputs if c.isalpha()]
+    if "->" not in spec:
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    summed = sorted(set(letters) - set(output))
+    operands = [_np.asarray(o) for o in operands]
+    if _inexact(*operands):
+        for salt, letter in enumerate(summed):
+            for k, (term, o) in enumerate(zip(terms, operands)):
+                head, dots, tail = term.partition("...")
+                labels = list(head) + ([None] * (o.ndim - len(head) - len(tail)) if dots
+                                       else []) + list(tail)
+                for ax, label in enumerate(labels):
+                    if label == letter and o.shape[ax] >= 3:
+                        o = o.take(_permutation(o.shape[ax], salt), axis=ax)
+                operands[k] = o
+    return _np.einsum(subscripts, *operands, **kwargs)
+
+
+# the NumPy functions that sum, called as cupy.f(a), np.f(a) or a.f()
+_REORDERED = {_np.sum: _reduction(_np.sum), _np.mean: _reduction(_np.mean),
+              _np.var: _reduction(_np.var), _np.std: _reduction(_np.std),
+              _np.prod: _reduction(_np.prod), _np.nansum: _reduction(_np.nansum),
+              _np.nanmean: _reduction(_np.nanmean), _np.dot: _dot(_np.dot),
+              _np.tensordot: _tensordot, _np.einsum: _einsum}
+_REORDERED_METHODS = {"sum": _np.sum, "mean": _np.mean, "var": _np.var, "std": _np.std,
+                      "prod": _np.prod, "dot": _np.dot}
+
+
+def _numpy_function(func):
+    """``func``, or in the noise mode the version that sums in another order."""
+    return _REORDERED.get(func, func) if NOISE else func
+
+
 
 # --------------------------------------------------------------------------- arrays
 HOST_COPIES = collections.Counter()  # host -> device copies, by the function that made them
@@ -123,7 +365,11 @@ class ndarray:
         if out is not None:
             kwargs["out"] = tuple(_unwrap(o) for o in out)
         with _np.errstate(all="ignore"):  # CuPy never warns about inf or nan
-            result = getattr(ufunc, method)(*args, **kwargs)
+            if NOISE:
+                result = _noisy_ufunc(ufunc, method, args, kwargs,
+                                      lambda a, k: getattr(ufunc, method)(*a, **k))
+            else:
+                result = getattr(ufunc, method)(*args, **kwargs)
         if out is not None:
             return out[0] if len(out) == 1 else out
         if method == "at":
@@ -131,6 +377,7 @@ class ndarray:
         return _wrap(result)
 
     def __array_function__(self, func, types_, args, kwargs):
+        func = _numpy_function(func)
         return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
     def get(self, stream=None, order="C", out=None):
@@ -144,6 +391,8 @@ class ndarray:
         if name.startswith("__array_"):  # CuPy has no __array_interface__ or __array_struct__
             raise AttributeError(f"'cupy.ndarray' object has no attribute {name!r}")
         value = getattr(self._a, name)
+        if NOISE and name in _REORDERED_METHODS:  # a.sum(): np.sum(a), in another order
+            value = _functools.partial(_REORDERED[_REORDERED_METHODS[name]], self._a)
         if callable(value):
             def method(*args, **kwargs):
                 result = value(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
@@ -394,10 +643,12 @@ def fuse(*args, **kwargs):
 
 
 def _wrap_function(func):
+    run = _numpy_function(func)
+
     def call(*args, **kwargs):
         if call.__name__ not in _NO_LAUNCH:
             LAUNCHES[call.__name__] += 1
-        return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
+        return _wrap(run(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
     call.__name__ = getattr(func, "__name__", "function")
     return call
 
@@ -406,13 +657,18 @@ class _Random:
     """``cupy.random``: a generator of its own, as CuPy's (cuRAND, per device) is.
 
     ``np.random.seed`` does not reach it; CuPy seeds it from ``CUPY_SEED`` or, without
-    that, from the operating system, so two processes draw differently."""
+    that, from the operating system, so two processes draw differently. Seeded with the
+    same number as NumPy, it draws NumPy's numbers here, but not on a GPU (cuRAND's
+    XORWOW is another generator): in the noise mode the seed is mixed with a constant, so
+    that it draws others."""
 
     def __init__(self):
         seed = os.environ.get("CUPY_SEED")
-        self._state = _np.random.RandomState(None if seed is None else int(seed))
+        self.seed(None if seed is None else int(seed))
 
     def seed(self, seed=None):
+        if NOISE and seed is not None:
+            seed = [int(seed) % 2**32, 0xC0DA]
         self._state = _np.random.RandomState(seed)
 
     def __getattr__(self, name):
@@ -563,6 +819,41 @@ static void emu_run(unsigned grid, unsigned block, bool threaded, std::function<
     }
 }
 """
+# In the noise mode, a kernel's exp, log, tanh, pow... are glibc's moved by -2..2 ulp (as
+# _ulps moves NumPy's), after every header, so that only the kernels' own calls are moved.
+_NOISY_MATH = r"""
+#include <cstdint>
+#include <cstring>
+template <typename T> static inline T emu_ulps(T r) {
+    if (!std::isfinite(r) || r == 0 || r == 1 || r == -1) return r;
+    uint64_t bits = 0;
+    std::memcpy(&bits, &r, sizeof r);
+    int steps = (int)((((bits + EMU_NOISE_SEED) * 0x9E3779B97F4A7C15ull) >> 59) % 5) - 2;
+    for (; steps > 0; --steps) r = std::nextafter(r, (T)INFINITY);
+    for (; steps < 0; ++steps) r = std::nextafter(r, -(T)INFINITY);
+    return r;
+}
+""" + "".join(f"#define {f}(...) emu_ulps({f}(__VA_ARGS__))\n" for f in (
+    "exp", "expf", "exp2", "exp2f", "expm1", "expm1f", "log", "logf", "log2", "log2f",
+    "log10", "log10f", "log1p", "log1pf", "tanh", "tanhf", "sinh", "sinhf", "cosh",
+    "coshf", "sin", "sinf", "cos", "cosf", "tan", "tanf", "pow", "powf"))
+_NOISY_MATH = _NOISY_MATH.replace("EMU_NOISE_SEED", f"{_NOISE_SEED}ull") if NOISE else ""
+
+
+def _fma_flags():
+    """g++'s flags for what NVRTC does by default (--fmad=true): contract a * b + c into
+    one fused multiply-add, rounded once. g++ can only where the CPU has FMA (-mfma)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            has_fma = " fma " in f.read()
+    except OSError:
+        has_fma = False
+    # (g++ forms them in a pass that -O1 runs only with -fexpensive-optimizations)
+    return ["-ffp-contract=fast", "-fexpensive-optimizations"] + (["-mfma"] if has_fma else [])
+
+
+_GXX_FLAGS = ["-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w"] + (
+    _fma_flags() if NOISE else [])
 _C_NAMES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long",
             "uint32": "unsigned int", "bool": "bool", "float16": "half",
             "int8": "signed char", "uint8": "unsigned char", "int16": "short",
@@ -575,15 +866,15 @@ _C_SCALARS = {"float": ctypes.c_float, "double": ctypes.c_double, "int": ctypes.
 def _build(source):
     """A shared library of C++ ``source`` (compiled once, then cached by its hash)."""
     os.makedirs(_CACHE, exist_ok=True)
-    key = hashlib.sha256(source.encode()).hexdigest()[:24]
+    key = hashlib.sha256((source + " ".join(_GXX_FLAGS)).encode()).hexdigest()[:24]
     lib = os.path.join(_CACHE, f"kernel_{key}.so")
     if not os.path.exists(lib):
         src = os.path.join(_CACHE, f"kernel_{key}.{os.getpid()}.cpp")
         with open(src, "w") as f:
             f.write(source)
         tmp = f"{lib}.{os.getpid()}.tmp"
-        done = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
-                               src, "-o", tmp], capture_output=True, text=True)
+        done = subprocess.run(["g++", *_GXX_FLAGS, src, "-o", tmp], capture_output=True,
+                              text=True)
         os.remove(src)
         if done.returncode:
             raise RuntimeError(f"the kernel does not compile (g++):\n{done.stderr[:4000]}")
@@ -700,7 +991,7 @@ class RawModule:
                 f'extern "C" void emu_launch_{name}(unsigned grid, unsigned block, '
                 f"int threaded{decl}) {{ emu_run(grid, block, threaded, [&] {{ {name}({call}); "
                 "}); }")
-        self.lib = _build(_BASE + _THREADS + code + "\n" + "\n".join(launchers))
+        self.lib = _build(_BASE + _THREADS + _NOISY_MATH + code + "\n" + "\n".join(launchers))
 
     def get_function(self, name):
         # CuPy looks a kernel up by its symbol: without extern "C" the name is mangled
@@ -784,7 +1075,7 @@ class ElementwiseKernel:
             cargs.append(ctypes.c_void_p(buf.ctypes.data))
         typedefs = "".join(f"typedef {_C_NAMES[_np.dtype(d).name]} {t};\n"
                            for t, d in binding.items())
-        source = (f"{_BASE}{typedefs}extern \"C\" void emu_elementwise(long long _n, "
+        source = (f"{_BASE}{_NOISY_MATH}{typedefs}extern \"C\" void emu_elementwise(long long _n, "
                   f"{', '.join(decls)}) {{\n  for (long long i = 0; i < _n; ++i) {{ "
                   f"{' '.join(reads)} {self.operation}; }}\n}}\n")
         lib = self._libs.get(source) or self._libs.setdefault(source, _build(source))
