@@ -259,6 +259,7 @@ class Optimizer:
             what = f"the class {f.__name__}" if isinstance(f, type) else repr(f)
             raise TypeError(f"add_hook() needs a function of the parameters (or an object with "
                             f"__call__), got {what}; pass an instance, e.g. WeightDecay(1e-4)")
+        _check_new_hook(self.hooks, f)  # added twice: it would run twice per update
         self.hooks.append(f)
         self.hooks.sort(key=_runs_after_freezing)  # stable: the others keep their order
         return self
@@ -622,6 +623,35 @@ def _to_freeze(layer):
 def _runs_after_freezing(hook):
     """The sort key of ``Optimizer.hooks``: 0 for a FreezeParam (first), 1 for the others."""
     return not isinstance(hook, FreezeParam)
+
+
+def _check_new_hook(hooks, f):
+    """Refuse ``f`` when it is already in ``hooks``; warn when a second WeightDecay or ClipGrad
+    joins one of its kind (a notebook cell that adds a hook, run again)."""
+    if any(h is f for h in hooks):
+        raise ValueError(
+            f"add_hook(): this {type(f).__name__} hook was already added, and would run twice "
+            "per update (a notebook cell run again?). Add each hook once; optimizer.hooks lists "
+            "them")
+    if not isinstance(f, (WeightDecay, ClipGrad)):
+        return
+    old = next((h for h in hooks if type(h) is type(f)), None)
+    if old is None:
+        return
+    if isinstance(f, WeightDecay):
+        effect = (f"both run, so the gradients get rate {old.rate!r} + {f.rate!r} times the "
+                  "weights")
+        setting = "rate"
+    else:
+        effect = (f"both run, so the smaller max_norm, {min(old.max_norm, f.max_norm)!r}, "
+                  "caps the norm")
+        setting = "max_norm"
+    warnings.warn(
+        f"add_hook(): this optimizer already has a {type(f).__name__} hook "
+        f"({setting}={getattr(old, setting)!r}) and got a second one ({setting}="
+        f"{getattr(f, setting)!r}): {effect} (a notebook cell run again?). To change the "
+        f"setting, set it on the hook already there (optimizer.hooks[{hooks.index(old)}]."
+        f"{setting} = ...), or make the optimizer again", stacklevel=3)
 
 
 # --- step 63 ------------------------------------------------------------

@@ -361,6 +361,7 @@ class Optimizer:
             what = f"the class {f.__name__}" if isinstance(f, type) else repr(f)
             raise TypeError(f"add_hook() needs a function of the parameters (or an object with "
                             f"__call__), got {what}; pass an instance, e.g. WeightDecay(1e-4)")
+        _check_new_hook(self.hooks, f)  # added twice: it would run twice per update
         self.hooks.append(f)
         self.hooks.sort(key=_runs_after_freezing)  # stable: the others keep their order
         return self
@@ -716,7 +717,12 @@ def _wide(g):
 # `[ClipGrad(1), FreezeParam(model.l0)]` its gradient would enter the clipping norm and shrink
 # the others. So `add_hook` keeps every `FreezeParam` first (`_runs_after_freezing`, a stable
 # sort when a hook is added, nothing per update); the other hooks run in the order they were
-# added.
+# added. Every hook in the list runs, so a hook added twice acts twice: a notebook cell with
+# `optimizer.add_hook(WeightDecay(1e-4))`, run again, doubles the decay without a word.
+# `add_hook` refuses the very same hook object a second time (`_check_new_hook`), and warns when
+# a second `WeightDecay` or `ClipGrad` joins one already there: two decays add up, and of two
+# clips the smaller `max_norm` wins. To change a setting, change the hook already there
+# (`optimizer.hooks[0].rate = 1e-3`), or make the optimizer again.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -766,6 +772,35 @@ def _to_freeze(layer):
 def _runs_after_freezing(hook):
     """The sort key of ``Optimizer.hooks``: 0 for a FreezeParam (first), 1 for the others."""
     return not isinstance(hook, FreezeParam)
+
+
+def _check_new_hook(hooks, f):
+    """Refuse ``f`` when it is already in ``hooks``; warn when a second WeightDecay or ClipGrad
+    joins one of its kind (a notebook cell that adds a hook, run again)."""
+    if any(h is f for h in hooks):
+        raise ValueError(
+            f"add_hook(): this {type(f).__name__} hook was already added, and would run twice "
+            "per update (a notebook cell run again?). Add each hook once; optimizer.hooks lists "
+            "them")
+    if not isinstance(f, (WeightDecay, ClipGrad)):
+        return
+    old = next((h for h in hooks if type(h) is type(f)), None)
+    if old is None:
+        return
+    if isinstance(f, WeightDecay):
+        effect = (f"both run, so the gradients get rate {old.rate!r} + {f.rate!r} times the "
+                  "weights")
+        setting = "rate"
+    else:
+        effect = (f"both run, so the smaller max_norm, {min(old.max_norm, f.max_norm)!r}, "
+                  "caps the norm")
+        setting = "max_norm"
+    warnings.warn(
+        f"add_hook(): this optimizer already has a {type(f).__name__} hook "
+        f"({setting}={getattr(old, setting)!r}) and got a second one ({setting}="
+        f"{getattr(f, setting)!r}): {effect} (a notebook cell run again?). To change the "
+        f"setting, set it on the hook already there (optimizer.hooks[{hooks.index(old)}]."
+        f"{setting} = ...), or make the optimizer again", stacklevel=3)
 
 
 # %% [markdown]

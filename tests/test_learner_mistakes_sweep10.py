@@ -1,0 +1,87 @@
+"""Tenth sweep: learner mistakes that gave wrong numbers without a word.
+
+* ``optimizer.add_hook(WeightDecay(1e-4))`` in a notebook cell run twice added a second decay:
+  the weights shrank twice as fast, silently; the same hook object added twice ran twice.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dezero_like.functions as F
+from dezero_like import models
+from dezero_like import optimizers as O
+
+
+def _model_and_grads(seed=0):
+    """An MLP with gradients of one backward, and the input it saw."""
+    rng = np.random.default_rng(seed)
+    np.random.seed(seed)
+    model = models.MLP((4, 2))
+    x = rng.standard_normal((5, 3))
+    loss = F.sum(model(x) ** 2)
+    model.cleargrads()
+    loss.backward()
+    return model
+
+
+# --- step 47: a hook added twice ---------------------------------------------------------------
+
+def test_the_same_hook_added_twice_is_refused_and_the_optimizer_keeps_one():
+    model = _model_and_grads()
+    optimizer = O.SGD(lr=0.1).setup(model)
+    decay = O.WeightDecay(1e-2)
+    optimizer.add_hook(decay)
+    with pytest.raises(ValueError, match="already added, and would run twice per update"):
+        optimizer.add_hook(decay)
+    assert optimizer.hooks == [decay]
+    # one decay, not two: W <- W - lr (g + rate W)
+    W, g = model.l0.W.data.copy(), model.l0.W.grad.data.copy()
+    optimizer.update()
+    np.testing.assert_allclose(model.l0.W.data, W - 0.1 * (g + 1e-2 * W), rtol=1e-6)
+
+
+@pytest.mark.parametrize("hook", [lambda: O.ClipGrad(1.0), lambda: O.FreezeParam(),
+                                  lambda: (lambda params: None)])
+def test_any_hook_object_added_twice_is_refused(hook):
+    optimizer = O.SGD().setup(_model_and_grads())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FreezeParam() of nothing warns
+        h = hook()
+    optimizer.add_hook(h)
+    with pytest.raises(ValueError, match="already added"):
+        optimizer.add_hook(h)
+
+
+def test_a_second_weight_decay_warns_with_the_total_and_the_fix():
+    optimizer = O.SGD().setup(_model_and_grads())
+    optimizer.add_hook(O.FreezeParam(optimizer.target.l1))
+    optimizer.add_hook(O.WeightDecay(1e-4))
+    with pytest.warns(UserWarning, match=r"already has a WeightDecay hook \(rate=0.0001\) and "
+                      r"got a second one \(rate=0.001\): both run, so the gradients get rate "
+                      r"0.0001 \+ 0.001 times the weights.*optimizer\.hooks\[1\]\.rate = "):
+        optimizer.add_hook(O.WeightDecay(1e-3))
+
+
+def test_a_second_clip_warns_which_max_norm_wins():
+    optimizer = O.SGD().setup(_model_and_grads())
+    optimizer.add_hook(O.ClipGrad(5.0))
+    with pytest.warns(UserWarning, match=r"already has a ClipGrad hook \(max_norm=5.0\).*"
+                      r"the smaller max_norm, 0.5, caps the norm"):
+        optimizer.add_hook(O.ClipGrad(0.5))
+
+
+def test_hooks_of_different_kinds_and_several_freezes_stay_quiet():
+    model = _model_and_grads()
+    optimizer = O.SGD().setup(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        optimizer.add_hook(O.WeightDecay(1e-4))
+        optimizer.add_hook(O.ClipGrad(1.0))
+        optimizer.add_hook(O.FreezeParam(model.l0))
+        optimizer.add_hook(O.FreezeParam(model.l1.b))
+        optimizer.add_hook(lambda params: None)
+        optimizer.add_hook(lambda params: None)  # two functions: two hooks
+        optimizer.update()
+    assert len(optimizer.hooks) == 6
