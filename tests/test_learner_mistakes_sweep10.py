@@ -1,7 +1,10 @@
-"""Tenth sweep: learner mistakes that gave wrong numbers without a word.
+"""Tenth sweep: learner mistakes in the optimizer hooks (step 47) and the binary loss (step 49)
+that gave wrong numbers without a word.
 
 * ``optimizer.add_hook(WeightDecay(1e-4))`` in a notebook cell run twice added a second decay:
-  the weights shrank twice as fast, silently; the same hook object added twice ran twice.
+  the weights shrank twice as fast, silently; the same hook object added twice ran twice;
+* ``F.sigmoid_cross_entropy(x, t)`` with targets outside [0, 1] (labels -1/1, or class indices
+  0, 1, 2 given to the two-class loss) gave a loss that falls below 0 without end.
 """
 
 import warnings
@@ -10,7 +13,7 @@ import numpy as np
 import pytest
 
 import dezero_like.functions as F
-from dezero_like import models
+from dezero_like import Variable, models
 from dezero_like import optimizers as O
 
 
@@ -85,3 +88,29 @@ def test_hooks_of_different_kinds_and_several_freezes_stay_quiet():
         optimizer.add_hook(lambda params: None)  # two functions: two hooks
         optimizer.update()
     assert len(optimizer.hooks) == 6
+
+
+# --- step 49: binary targets outside [0, 1] ---------------------------------------------------
+
+@pytest.mark.parametrize("t, hint", [
+    (np.array([[-1.0], [1.0], [1.0]]), r"Map them to 0 and 1 with \(t \+ 1\) / 2"),
+    (np.array([[0], [1], [2]]), r"one logit per class and use softmax_cross_entropy"),
+    (np.array([[0.5], [1.5], [0.0]]), r"Scale the targets into \[0, 1\]"),
+])
+def test_sigmoid_cross_entropy_refuses_targets_outside_0_1(t, hint):
+    x = Variable(np.array([[1.5], [-0.5], [3.0]]))
+    with pytest.raises(ValueError, match=r"sigmoid_cross_entropy needs targets t in \[0, 1\], "
+                       r"got values from .*no minimum.*" + hint):
+        F.sigmoid_cross_entropy(x, t)
+
+
+def test_sigmoid_cross_entropy_of_targets_in_0_1_is_unchanged():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 2))
+    for t in ((x > 0).astype(np.int64), rng.uniform(0, 1, (6, 2)), np.zeros((6, 2)),
+              np.ones((6, 2), dtype=bool)):
+        loss = F.sigmoid_cross_entropy(Variable(x), t)
+        tf = np.asarray(t, dtype=np.float64)
+        p = 1 / (1 + np.exp(-x))
+        expected = -(tf * np.log(p) + (1 - tf) * np.log(1 - p)).sum() / len(x)
+        np.testing.assert_allclose(loss.data, expected, rtol=1e-12)
