@@ -212,23 +212,60 @@ def _checked(owner, name, value, low=0.0, high=None, positive=False):
 # Adam's learning rate is `alpha`. Python's own errors for these habits ("got multiple values for
 # argument 'lr'") do not say so: `_refuse_torch_style` raises one that gives the line to write.
 # (PyTorch's `optimizer.step()` and `optimizer.zero_grad()` are `optimizer.update()` and
-# `model.cleargrads()` here; from step 63 on, those names say so.)
+# `model.cleargrads()` here; from step 63 on, those names say so.) PyTorch's settings that are
+# none here get the same treatment: `SGD(lr=0.1, momentum=0.9)` names `MomentumSGD`,
+# `weight_decay=` the `WeightDecay` hook (below), and Adam's `betas=(0.9, 0.99)` is written
+# `beta1=0.9, beta2=0.99`.
 
 # %%
 #| export dezero_like/optimizers.py
+def _pair(v):
+    """``beta1=..., beta2=...`` for PyTorch's ``betas=(b1, b2)``."""
+    if isinstance(v, (tuple, list)) and len(v) == 2:
+        return f"beta1={v[0]!r}, beta2={v[1]!r}"
+    return "beta1=..., beta2=..."
+
+
+_TORCH_SETTINGS = {  # PyTorch's optimizer settings, and what to write here instead
+    "momentum": lambda v, lr: f"SGD with momentum is MomentumSGD(lr={lr}, momentum={v!r})",
+    "weight_decay": lambda v, lr: f"weight decay is a hook here: optimizer.add_hook(WeightDecay("
+                                  f"{v!r})) after setup (it adds rate * W to each gradient, as "
+                                  "PyTorch's weight_decay does)",
+    "betas": lambda v, lr: f"the betas are two settings here, {_pair(v)}",
+    **dict.fromkeys(("nesterov", "amsgrad", "dampening", "lr_decay", "maximize", "foreach",
+                     "fused", "capturable", "differentiable", "initial_accumulator_value"),
+                    lambda v, lr: "not available here"),
+}
+
+
+def _torch_settings(names, kwargs):
+    """``'name=: what to write'`` for each of PyTorch's settings in ``kwargs`` not in ``names``."""
+    lr = repr(kwargs["lr"]) if "lr" in kwargs else "..."
+    return [f"{n}={kwargs[n]!r}: {_TORCH_SETTINGS[n](kwargs[n], lr)}" for n in kwargs
+            if n in _TORCH_SETTINGS and n not in names]
+
+
 def _refuse_torch_style(cls, args, kwargs):
-    """Refuse ``cls(model.params(), lr=0.1)`` and ``Adam(lr=...)``, saying what to write here."""
+    """Refuse ``cls(model.params(), lr=0.1)``, ``Adam(lr=...)`` and PyTorch's settings
+    (``momentum=`` for SGD, ``weight_decay=``, ``betas=``), saying what to write here."""
     first = args[0] if args else None
     items = first.values() if isinstance(first, dict) else \
         first if isinstance(first, (list, tuple, set)) else ()
     given_params = hasattr(first, "params") or isinstance(first, GeneratorType) or any(
         isinstance(v, Variable) or (isinstance(v, dict) and "params" in v) for v in items)
-    if not given_params and "lr" not in kwargs:
+    torch_named = any(n in _TORCH_SETTINGS for n in kwargs)
+    if not given_params and "lr" not in kwargs and not torch_named:
         return
     signature = inspect.signature(cls.__init__).parameters
     names = [n for n, p in signature.items() if n != "self" and p.kind == p.POSITIONAL_OR_KEYWORD]
-    if not given_params and ("lr" in signature or any(p.kind == p.VAR_KEYWORD
-                                                      for p in signature.values())):
+    open_ended = any(p.kind == p.VAR_KEYWORD for p in signature.values())
+    fixes = [] if open_ended else _torch_settings(names, kwargs)
+    if not given_params and ("lr" not in kwargs or "lr" in signature or open_ended):
+        if fixes:  # SGD(lr=0.1, momentum=0.9): Python's error would not say what to write
+            raise TypeError(
+                f"{cls.__name__} got PyTorch's setting{'s' if len(fixes) > 1 else ''} "
+                f"{'; '.join(fixes)}. The settings of {cls.__name__} are "
+                f"{', '.join(names) or 'none'}")
         return
     settings, left_out = {}, []
     for name, value in kwargs.items():
@@ -243,7 +280,7 @@ def _refuse_torch_style(cls, args, kwargs):
     if not shown and names and signature[names[0]].default is not inspect.Parameter.empty:
         shown = f"{names[0]}={signature[names[0]].default!r}"  # SGD(lr=0.01): the default
     note = (f" ({', '.join(left_out)}: not a setting of {cls.__name__}, whose settings are "
-            f"{', '.join(names) or 'none'})") if left_out else ""
+            f"{', '.join(names) or 'none'}{''.join('; ' + f for f in fixes)})") if left_out else ""
     if given_params:
         raise TypeError(
             f"{cls.__name__}(...) takes the settings only, not the model or its parameters: "

@@ -90,6 +90,43 @@ def test_hooks_of_different_kinds_and_several_freezes_stay_quiet():
     assert len(optimizer.hooks) == 6
 
 
+@pytest.mark.parametrize("make, says", [
+    (lambda: O.SGD(lr=0.1, momentum=0.9),
+     r"SGD got PyTorch's setting momentum=0.9: SGD with momentum is MomentumSGD\(lr=0.1, "
+     r"momentum=0.9\)\. The settings of SGD are lr"),
+    (lambda: O.SGD(lr=0.1, weight_decay=1e-4),
+     r"weight_decay=0.0001: weight decay is a hook here: optimizer\.add_hook\(WeightDecay"
+     r"\(0\.0001\)\) after setup"),
+    (lambda: O.Adam(alpha=1e-3, betas=(0.9, 0.99)),
+     r"betas=\(0.9, 0.99\): the betas are two settings here, beta1=0.9, beta2=0.99"),
+    (lambda: O.Adam(weight_decay=1e-4), r"Adam got PyTorch's setting weight_decay=0.0001"),
+    (lambda: O.MomentumSGD(lr=0.1, nesterov=True), r"nesterov=True: not available here"),
+    (lambda: O.Adam(lr=1e-3, betas=(0.9, 0.99)),
+     r"Adam's learning rate is alpha: write Adam\(alpha=0.001\).*beta1=0.9, beta2=0.99"),
+])
+def test_pytorchs_optimizer_settings_say_what_to_write(make, says):
+    with pytest.raises(TypeError, match=says):
+        make()
+
+
+def test_the_settings_of_each_optimizer_and_of_subclasses_still_pass():
+    assert O.MomentumSGD(lr=0.1, momentum=0.5).momentum == 0.5
+    assert O.Adam(alpha=1e-3, beta1=0.8, beta2=0.9).beta2 == 0.9
+
+    class Nesterov(O.MomentumSGD):  # a learner's optimizer that takes a PyTorch name itself
+        def __init__(self, lr=0.01, momentum=0.9, nesterov=True):
+            super().__init__(lr, momentum)
+            self.nesterov = nesterov
+
+    class Open(O.SGD):
+        def __init__(self, lr=0.01, **extra):
+            super().__init__(lr)
+            self.extra = extra
+
+    assert Nesterov(nesterov=False).nesterov is False
+    assert Open(weight_decay=0.1).extra == {"weight_decay": 0.1}
+
+
 # --- step 49: binary targets outside [0, 1] ---------------------------------------------------
 
 @pytest.mark.parametrize("t, hint", [
