@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dezero_like.functions as F
+import dezero_like.layers as L
 from dezero_like import Variable, models
 from dezero_like import optimizers as O
 
@@ -151,3 +152,50 @@ def test_sigmoid_cross_entropy_of_targets_in_0_1_is_unchanged():
         p = 1 / (1 + np.exp(-x))
         expected = -(tf * np.log(p) + (1 - tf) * np.log(1 - p)).sum() / len(x)
         np.testing.assert_allclose(loss.data, expected, rtol=1e-12)
+
+
+# --- step 63: PyTorch's keyword arguments to the layers --------------------------------------
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: L.Linear(10, bias=False), r"Linear got PyTorch's keyword argument bias=False: "
+                                       r"write nobias=True"),
+    (lambda: L.Linear(10, in_features=784), r"in_features=784: write in_size=784"),
+    (lambda: L.Conv2d(16, 3, padding=1), r"Conv2d got PyTorch's keyword argument padding=1: "
+                                         r"write pad=1$"),
+    (lambda: L.Conv2d(16, 3, padding="same"), r"write pad=kernel_size // 2"),
+    (lambda: L.Conv2d(16, 3, bias=False, dilation=2),
+     r"keyword arguments bias=False: write nobias=True; dilation=2: not available here"),
+    (lambda: L.Deconv2d(8, 4, stride=2, padding=1, output_padding=1),
+     r"Deconv2d got .*padding=1: write pad=1; output_padding=1: outsize=\(H, W\)"),
+    (lambda: L.BatchNorm(momentum=0.1), r"momentum=0.1: write decay=0.9: decay is the weight of "
+                                        r"the old running statistics"),
+    (lambda: L.BatchNorm(num_features=16), r"BatchNorm takes the number of channels from the "
+                                           r"first batch"),
+    (lambda: L.EmbedID(num_embeddings=100, embedding_dim=8),
+     r"num_embeddings=100: write in_size=100.*embedding_dim=8: write out_size=8"),
+    (lambda: L.RNN(hidden_size=20, input_size=1), r"RNN got .*input_size=1: write in_size=1"),
+    (lambda: L.LSTM(20, batch_first=True), r"LSTM got .*batch_first=True: the layer takes one "
+                                           r"time step"),
+])
+def test_pytorchs_layer_arguments_say_what_to_write(make, says):
+    with pytest.raises(TypeError, match=says):
+        make()
+
+
+def test_layers_made_with_their_own_names_and_subclasses_are_unchanged():
+    import inspect
+
+    x = np.ones((2, 3, 8, 8), dtype=np.float32)
+    assert L.Conv2d(4, 3, pad=1, nobias=True)(x).shape == (2, 4, 8, 8)
+    assert L.BatchNorm(decay=0.8, eps=1e-5).decay == 0.8
+    assert L.Linear(5, nobias=True, in_size=3).b is None
+    assert L.EmbedID(10, 3)(np.array([1, 2])).shape == (2, 3)
+    assert list(inspect.signature(L.Linear).parameters) == ["out_size", "nobias", "dtype",
+                                                            "in_size"]
+
+    class BiasLinear(L.Linear):  # a learner's layer that takes PyTorch's bias= itself
+        def __init__(self, out_size, bias=True):
+            super().__init__(out_size, nobias=not bias)
+
+    assert BiasLinear(4, bias=False).b is None
+
