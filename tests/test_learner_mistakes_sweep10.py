@@ -3,6 +3,8 @@ that gave wrong numbers without a word.
 
 * ``optimizer.add_hook(WeightDecay(1e-4))`` in a notebook cell run twice added a second decay:
   the weights shrank twice as fast, silently; the same hook object added twice ran twice;
+* ``Compose([Flatten(), Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])])`` said only "operands
+  could not be broadcast together with shapes (3072,) (3,)", from inside NumPy;
 * ``F.sigmoid_cross_entropy(x, t)`` with targets outside [0, 1] (labels -1/1, or class indices
   0, 1, 2 given to the two-class loss) gave a loss that falls below 0 without end.
 """
@@ -199,3 +201,27 @@ def test_layers_made_with_their_own_names_and_subclasses_are_unchanged():
 
     assert BiasLinear(4, bias=False).b is None
 
+
+
+# --- step 51: per-channel statistics after Flatten ---------------------------------------------
+
+@pytest.mark.parametrize("shape", [(3072,), (32, 32), (1, 3, 32, 32)])
+def test_channel_statistics_on_a_flat_or_batched_example_say_to_normalise_before_flatten(shape):
+    from dezero_like import transforms as T
+
+    f = T.Compose([T.Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])])
+    with pytest.raises(ValueError, match=r"3 values, one per channel, do not fit an example of "
+                       r"shape .*Put Normalize before Flatten.*one example, not a batch"):
+        f(np.ones(shape, dtype=np.float32))
+
+
+def test_statistics_that_pair_with_the_last_axis_still_normalise_per_feature():
+    from dezero_like import transforms as T
+
+    x = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]], dtype=np.float32)
+    out = T.Normalize([1.0, 2.0, 3.0], [2.0, 2.0, 2.0])(x)
+    np.testing.assert_allclose(out, (x - [1.0, 2.0, 3.0]) / 2.0)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(T.Normalize([0.5], [0.5])(np.ones(4)), np.ones(4))
+    image = np.ones((3, 4, 4), dtype=np.float32)  # channels first: unchanged
+    np.testing.assert_allclose(T.Normalize([0.0, 1.0, 0.5], 0.5)(image)[:, 0, 0], [2.0, 0.0, 1.0])
