@@ -368,6 +368,19 @@ class Layer:
                 obj.reset_state()
 
 
+def _weight_dtype(owner, dtype):
+    """``np.dtype(dtype)`` when it can hold weights drawn at random around 0; a clear error for
+    integers and bools, which would cut them to mostly 0 (and which no optimizer can train)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "fc":
+        raise TypeError(
+            f"{owner}: dtype must be a floating dtype (np.float32, the default, np.float64 or "
+            f"np.float16), got {dtype}: the weights are drawn at random around 0 (about "
+            f"+-0.3), which {dtype} cannot hold; they would be cut to a few values and could "
+            "not be trained")
+    return dtype
+
+
 class Linear(Layer):
     """Fully connected layer: y = x @ W + b.
 
@@ -391,7 +404,7 @@ class Linear(Layer):
             )
         self.in_size = in_size
         self.out_size = out_size
-        self.dtype = np.dtype(dtype)
+        self.dtype = _weight_dtype("Linear", dtype)
         self.W = Parameter(None, name="W")
         if in_size is not None:
             self._init_W()

@@ -20,7 +20,14 @@ import dezero_like.functions_conv as Fc
 from dezero_like import cuda
 from dezero_like.core import Parameter, as_variable
 from dezero_like.functions import _float_dtype
-from dezero_like.layers import _UNAVAILABLE, Layer, Linear, _nobias, _pytorch_keywords
+from dezero_like.layers import (
+    _UNAVAILABLE,
+    Layer,
+    Linear,
+    _nobias,
+    _pytorch_keywords,
+    _weight_dtype,
+)
 
 
 # --- step 58 ------------------------------------------------------------
@@ -75,7 +82,7 @@ class Conv2d(Layer):
         self.stride = Fc.pair(stride)
         self.pad = Fc.pair(pad)
         Fc._check_sizes(name, self.kernel_size, self.stride, self.pad)
-        self.dtype = np.dtype(dtype)
+        self.dtype = _weight_dtype(name, dtype)
         self.W = Parameter(None, name="W")
         if in_channels is not None:
             self._init_W()
@@ -198,6 +205,7 @@ class EmbedID(Layer):
 
     def __init__(self, in_size, out_size, dtype=np.float32):
         super().__init__()
+        dtype = _weight_dtype("EmbedID", dtype)
         self.W = Parameter(np.random.randn(in_size, out_size).astype(dtype), name="W")
 
     def forward(self, x):

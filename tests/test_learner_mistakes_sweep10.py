@@ -5,6 +5,9 @@ that gave wrong numbers without a word.
   the weights shrank twice as fast, silently; the same hook object added twice ran twice;
 * ``Compose([Flatten(), Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])])`` said only "operands
   could not be broadcast together with shapes (3072,) (3,)", from inside NumPy;
+* ``L.Linear(10, dtype=int)`` (also ``Conv2d``, ``Deconv2d``, ``EmbedID``) cut its random weights
+  to mostly 0 and computed nonsense; the error came only at the first update, and it told how to
+  make a Parameter, not to change the layer's dtype;
 * ``F.sigmoid_cross_entropy(x, t)`` with targets outside [0, 1] (labels -1/1, or class indices
   0, 1, 2 given to the two-class loss) gave a loss that falls below 0 without end.
 """
@@ -225,3 +228,22 @@ def test_statistics_that_pair_with_the_last_axis_still_normalise_per_feature():
     np.testing.assert_allclose(T.Normalize([0.5], [0.5])(np.ones(4)), np.ones(4))
     image = np.ones((3, 4, 4), dtype=np.float32)  # channels first: unchanged
     np.testing.assert_allclose(T.Normalize([0.0, 1.0, 0.5], 0.5)(image)[:, 0, 0], [2.0, 0.0, 1.0])
+
+
+# --- steps 45 and 58: integer weights ---------------------------------------------------------
+
+@pytest.mark.parametrize("make", [lambda: L.Linear(10, dtype=int),
+                                  lambda: L.Linear(10, in_size=3, dtype=np.int32),
+                                  lambda: L.Conv2d(8, 3, dtype=np.uint8),
+                                  lambda: L.Deconv2d(8, 3, dtype=bool),
+                                  lambda: L.EmbedID(100, 8, dtype=np.int64)])
+def test_a_layer_with_integer_weights_is_refused_when_made(make):
+    with pytest.raises(TypeError, match=r"dtype must be a floating dtype .*got (int|uint|bool).*"
+                       r"could not be trained"):
+        make()
+
+
+def test_floating_weights_keep_their_dtype():
+    assert L.Linear(3, in_size=2, dtype="float64").W.dtype == np.float64
+    assert L.Conv2d(2, 3, in_channels=1, dtype=np.float16).W.dtype == np.float16
+    assert L.EmbedID(5, 2).W.dtype == np.float32
