@@ -239,6 +239,7 @@ for _rnn in (RNN, LSTM):
         batch_first="the layer takes one time step (N, in_size) per call: feed x[:, t]",
         bidirectional=_UNAVAILABLE, dropout="apply F.dropout to the outputs",
         nonlinearity=_UNAVAILABLE + " (RNN uses tanh)")
+del _conv, _rnn  # the loops' names are no part of the module
 
 # %%
 #| export dezero_like/optimizers.py
