@@ -117,6 +117,24 @@ def _warn_no_gradient():
         "update())", RuntimeWarning, stacklevel=3)
 
 
+def _same_grads_as_last_update(optimizer, params):
+    """Whether every gradient of ``params`` is the very object the previous ``update()`` left:
+    no backward ran in between (each backward makes new gradient objects), so the step would
+    repeat the last one. Weak references: the optimizer keeps no old gradient alive."""
+    last = optimizer.__dict__.get("_last_grads")
+    return bool(last) and len(last) == len(params) and all(
+        ref() is p.grad for ref, p in zip(last, params))
+
+
+def _warn_repeated_update():
+    warnings.warn(
+        "update() got the very gradients the previous update() used: no backward() ran since, "
+        "so this repeats the last step (a notebook cell with update() run again?). Call "
+        "loss.backward() before each update(); to take several steps with one gradient on "
+        "purpose, warnings.filterwarnings('ignore', 'update\\(\\) got the very gradients')",
+        RuntimeWarning, stacklevel=3)
+
+
 def _checked(owner, name, value, low=0.0, high=None, positive=False):
     """``value``, if it is a finite real number in ``[low, high)`` (``> 0`` when ``positive``).
 
@@ -307,6 +325,8 @@ class Optimizer:
         params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
         if not params:
             _warn_no_gradient()
+        elif _same_grads_as_last_update(self, params):
+            _warn_repeated_update()  # no backward since the last update (step 47)
         _check_grads(params, "set by hand?")
         for p in params:
             if p.loss_scale is not None:
@@ -324,6 +344,7 @@ class Optimizer:
         self.__dict__["_stepped"] = True  # setup() of another model after this is no mistake
         self.prepare()
         self.update_all(params)
+        self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
 
     def prepare(self):
         """Once per update, before the parameters (Adam counts its steps here)."""
@@ -370,6 +391,7 @@ class Optimizer:
     def __getstate__(self):  # pickle and deepcopy: the state by parameter, not by weak reference
         attributes = dict(self.__dict__)
         states = attributes.pop("_states", {})
+        attributes.pop("_last_grads", None)  # weak references: a copy starts without them
         attributes["_state_pairs"] = [(ref(), state) for ref, state in states.values()
                                       if ref() is not None]
         return attributes

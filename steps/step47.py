@@ -184,6 +184,24 @@ def _warn_no_gradient():
         "update())", RuntimeWarning, stacklevel=3)
 
 
+def _same_grads_as_last_update(optimizer, params):
+    """Whether every gradient of ``params`` is the very object the previous ``update()`` left:
+    no backward ran in between (each backward makes new gradient objects), so the step would
+    repeat the last one. Weak references: the optimizer keeps no old gradient alive."""
+    last = optimizer.__dict__.get("_last_grads")
+    return bool(last) and len(last) == len(params) and all(
+        ref() is p.grad for ref, p in zip(last, params))
+
+
+def _warn_repeated_update():
+    warnings.warn(
+        "update() got the very gradients the previous update() used: no backward() ran since, "
+        "so this repeats the last step (a notebook cell with update() run again?). Call "
+        "loss.backward() before each update(); to take several steps with one gradient on "
+        "purpose, warnings.filterwarnings('ignore', 'update\\(\\) got the very gradients')",
+        RuntimeWarning, stacklevel=3)
+
+
 def _checked(owner, name, value, low=0.0, high=None, positive=False):
     """``value``, if it is a finite real number in ``[low, high)`` (``> 0`` when ``positive``).
 
@@ -301,9 +319,13 @@ def _refuse_torch_style(cls, args, kwargs):
 # as a plain Variable, `self.W = Variable(...)`, which `params()` does not see either: it must be
 # a `Parameter`), `update` collects the
 # parameters that have a gradient, lets the hooks see (and change) them, then calls `update_one`
-# on each; a subclass writes only `update_one`. `_state` gives each parameter its own arrays
-# (velocity, running averages): zeros of the parameter's shape and dtype (float32 for a float16
-# parameter, step 67 says why), made on first use and kept under `id(param)`, the book's key.
+# on each; a subclass writes only `update_one`. Each backward makes new gradient objects, so
+# `update` remembers (by weak reference) the ones it used: when the next `update` finds the very
+# same ones, no backward ran in between, and the step would repeat the last one with stale
+# gradients (a notebook cell with `optimizer.update()` run again); it warns. `_state` gives each
+# parameter its own arrays (velocity, running averages): zeros of the parameter's shape and dtype
+# (float32 for a float16 parameter, step 67 says why), made on first use and kept under
+# `id(param)`, the book's key.
 # An `id` is only unique among objects alive at the same time: once a model is
 # garbage-collected, a parameter of the next model may get the very same number, and would
 # inherit the dead one's velocity (or crash on its shape). So each
@@ -410,6 +432,8 @@ class Optimizer:
         params = [p for p in self.target.params() if p.grad is not None]
         if not params:
             _warn_no_gradient()
+        elif _same_grads_as_last_update(self, params):
+            _warn_repeated_update()
         for f in self.hooks:
             f(params)
         params = [p for p in params if p.grad is not None]  # a hook (FreezeParam) may remove one
@@ -418,6 +442,8 @@ class Optimizer:
         self.prepare()
         for p in params:
             self.update_one(p)
+        # the gradients as the hooks left them, to recognise them if update() comes again
+        self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
 
     def prepare(self):
         """Once per update, before the parameters (Adam counts its steps here)."""
@@ -464,6 +490,7 @@ class Optimizer:
     def __getstate__(self):  # pickle and deepcopy: the state by parameter, not by weak reference
         attributes = dict(self.__dict__)
         states = attributes.pop("_states", {})
+        attributes.pop("_last_grads", None)  # weak references: a copy starts without them
         attributes["_state_pairs"] = [(ref(), state) for ref, state in states.values()
                                       if ref() is not None]
         return attributes

@@ -3,6 +3,8 @@ that gave wrong numbers without a word.
 
 * ``optimizer.add_hook(WeightDecay(1e-4))`` in a notebook cell run twice added a second decay:
   the weights shrank twice as fast, silently; the same hook object added twice ran twice;
+* ``optimizer.update()`` run again without a backward (a notebook cell run twice) repeated the
+  last step with the old gradients, silently;
 * ``Compose([Flatten(), Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])])`` said only "operands
   could not be broadcast together with shapes (3072,) (3,)", from inside NumPy;
 * ``L.Linear(10, dtype=int)`` (also ``Conv2d``, ``Deconv2d``, ``EmbedID``) cut its random weights
@@ -131,6 +133,50 @@ def test_the_settings_of_each_optimizer_and_of_subclasses_still_pass():
 
     assert Nesterov(nesterov=False).nesterov is False
     assert Open(weight_decay=0.1).extra == {"weight_decay": 0.1}
+
+
+# --- step 47: update() again without a backward ----------------------------------------------
+
+def _train_step(model, optimizer, x, t, cleargrads=True):
+    loss = F.mean_squared_error(model(x), t)
+    if cleargrads:
+        model.cleargrads()
+    loss.backward()
+    optimizer.update()
+
+
+@pytest.mark.parametrize("make", [lambda: O.SGD(lr=0.1), lambda: O.MomentumSGD(lr=0.1),
+                                  lambda: O.Adam()])
+def test_update_again_without_a_backward_warns_that_it_repeats_the_step(make):
+    np.random.seed(0)
+    model = models.MLP((4, 1))
+    x, t = np.random.randn(8, 3), np.random.randn(8, 1)
+    optimizer = make().setup(model).add_hook(O.WeightDecay(1e-3))  # hooks make new gradients
+    _train_step(model, optimizer, x, t)
+    with pytest.warns(RuntimeWarning, match=r"update\(\) got the very gradients the previous "
+                      r"update\(\) used: no backward\(\) ran since.*notebook cell"):
+        optimizer.update()  # a cell with update() run again
+
+
+def test_training_loops_stay_quiet_and_an_optimizer_can_still_be_copied():
+    import copy
+    import pickle
+
+    np.random.seed(0)
+    model = models.MLP((4, 1))
+    x, t = np.random.randn(8, 3), np.random.randn(8, 1)
+    optimizer = O.Adam().setup(model).add_hook(O.FreezeParam(model.l1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for cleargrads in (True, True, False, False, True):  # cleargrads forgotten: accumulates
+            _train_step(model, optimizer, x, t, cleargrads)
+        for w in (1.0, 2.0):  # gradients set by hand, a new one each time
+            for p in model.params():
+                p.grad = Variable(np.full(p.shape, w, dtype=p.dtype))
+            optimizer.update()
+    twin = copy.deepcopy(optimizer)
+    again = pickle.loads(pickle.dumps(optimizer))
+    assert twin.hooks and again.hooks
 
 
 # --- step 49: binary targets outside [0, 1] ---------------------------------------------------
