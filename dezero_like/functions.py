@@ -290,6 +290,22 @@ def astype(x, dtype, copy=False):
 
 
 # --- step 39 ------------------------------------------------------------
+def _refuse_axes(axes, shape):
+    """Say why ``axes`` is no order of the axes of an array of ``shape``, and what to write."""
+    ndim = len(shape)
+    hint = ""
+    if len(axes) == 2 and ndim > 2 and all(-ndim <= a < ndim for a in axes):
+        order = list(range(ndim))
+        a, b = (a % ndim for a in axes)
+        order[a], order[b] = order[b], order[a]
+        hint = (f"; to swap axes {axes[0]} and {axes[1]} (PyTorch's transpose), write "
+                f"transpose(x, {tuple(order)})")
+    raise ValueError(
+        f"transpose: axes {axes} do not fit an input of shape {tuple(shape)}: they are the new "
+        f"order of all {ndim} axes, each of 0 .. {ndim - 1} once ({tuple(range(ndim))[::-1]} "
+        f"reverses them){hint}") from None
+
+
 class Transpose(Function):
     """y = x with axes permuted; the gradient is permuted back."""
 
@@ -298,7 +314,10 @@ class Transpose(Function):
 
     def forward(self, x):
         self.retain_inputs(())
-        return x.transpose(self.axes)
+        try:
+            return x.transpose(self.axes)
+        except ValueError:  # NumPy's "axes don't match array", "repeated axis", an AxisError
+            _refuse_axes(self.axes, x.shape)
 
     def backward(self, gy):
         if self.axes is None:

@@ -7,6 +7,8 @@ that gave wrong numbers without a word.
   last step with the old gradients, silently;
 * ``Compose([Flatten(), Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])])`` said only "operands
   could not be broadcast together with shapes (3072,) (3,)", from inside NumPy;
+* ``F.transpose(x, (1, 0))`` on a 3-d ``x`` (PyTorch's two axes to swap) said only NumPy's
+  "axes don't match array";
 * ``L.Linear(10, dtype=int)`` (also ``Conv2d``, ``Deconv2d``, ``EmbedID``) cut its random weights
   to mostly 0 and computed nonsense; the error came only at the first update, and it told how to
   make a Parameter, not to change the layer's dtype;
@@ -293,3 +295,26 @@ def test_floating_weights_keep_their_dtype():
     assert L.Linear(3, in_size=2, dtype="float64").W.dtype == np.float64
     assert L.Conv2d(2, 3, in_channels=1, dtype=np.float16).W.dtype == np.float16
     assert L.EmbedID(5, 2).W.dtype == np.float32
+
+
+# --- step 39: axes that are no order of the input's axes --------------------------------------
+
+@pytest.mark.parametrize("axes, says", [
+    ((1, 0), r"axes \(1, 0\) do not fit an input of shape \(2, 3, 4\): they are the new order of "
+             r"all 3 axes.*to swap axes 1 and 0 \(PyTorch's transpose\), write "
+             r"transpose\(x, \(1, 0, 2\)\)"),
+    ((0, 3, 1), r"axes \(0, 3, 1\) do not fit .*each of 0 \.\. 2 once \(\(2, 1, 0\) reverses"),
+    ((0, 0, 1), r"axes \(0, 0, 1\) do not fit"),
+])
+def test_transpose_with_axes_that_are_no_order_says_what_axes_must_be(axes, says):
+    x = Variable(np.zeros((2, 3, 4)))
+    with pytest.raises(ValueError, match=r"transpose: " + says):
+        F.transpose(x, axes)
+
+
+def test_transpose_with_an_order_of_all_axes_is_unchanged():
+    x = Variable(np.arange(24.0).reshape(2, 3, 4))
+    y = F.transpose(x, (-1, 0, 1))
+    np.testing.assert_array_equal(y.data, x.data.transpose(2, 0, 1))
+    F.sum(y * np.arange(24.0).reshape(4, 2, 3)).backward()
+    np.testing.assert_array_equal(x.grad.data, np.arange(24.0).reshape(4, 2, 3).transpose(1, 2, 0))
