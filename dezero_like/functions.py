@@ -245,7 +245,14 @@ class BroadcastTo(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.x_shape = x.shape
-        return cuda.get_array_module(x).broadcast_to(x, self.shape)
+        try:
+            return cuda.get_array_module(x).broadcast_to(x, self.shape)
+        except ValueError:
+            raise ValueError(
+                f"broadcast_to: an input of shape {x.shape} cannot be broadcast to {self.shape}: "
+                "compared from the last axis, each axis of the input must be 1 or the target's "
+                "length, and the target may only add axes on the left. To go to a smaller "
+                "shape, sum with sum_to (or F.sum(x, axis=...))") from None
 
     def backward(self, gy):
         return sum_to(gy, self.x_shape)

@@ -8,7 +8,8 @@ that gave wrong numbers without a word.
 * ``Compose([Flatten(), Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26])])`` said only "operands
   could not be broadcast together with shapes (3072,) (3,)", from inside NumPy;
 * ``F.transpose(x, (1, 0))`` on a 3-d ``x`` (PyTorch's two axes to swap) said only NumPy's
-  "axes don't match array";
+  "axes don't match array"; ``F.broadcast_to(x, (3, 4))`` of a (2, 3, 4) ``x`` said "input
+  operand has more dimensions than allowed by the axis remapping";
 * ``L.Linear(10, dtype=int)`` (also ``Conv2d``, ``Deconv2d``, ``EmbedID``) cut its random weights
   to mostly 0 and computed nonsense; the error came only at the first update, and it told how to
   make a Parameter, not to change the layer's dtype;
@@ -318,3 +319,20 @@ def test_transpose_with_an_order_of_all_axes_is_unchanged():
     np.testing.assert_array_equal(y.data, x.data.transpose(2, 0, 1))
     F.sum(y * np.arange(24.0).reshape(4, 2, 3)).backward()
     np.testing.assert_array_equal(x.grad.data, np.arange(24.0).reshape(4, 2, 3).transpose(1, 2, 0))
+
+
+# --- step 25: broadcast_to a shape the input cannot reach -------------------------------------
+
+@pytest.mark.parametrize("shape, target", [((2, 3, 4), (3, 4)), ((2, 3), (3, 3))])
+def test_broadcast_to_an_unreachable_shape_states_the_rule(shape, target):
+    with pytest.raises(ValueError, match=r"broadcast_to: an input of shape .* cannot be broadcast "
+                       r"to .*each axis of the input must be 1 or the target's length.*sum_to"):
+        F.broadcast_to(Variable(np.zeros(shape)), target)
+
+
+def test_broadcast_to_a_reachable_shape_is_unchanged():
+    x = Variable(np.arange(3.0).reshape(3, 1))
+    y = F.broadcast_to(x, (2, 3, 4))
+    np.testing.assert_array_equal(y.data, np.broadcast_to(x.data, (2, 3, 4)))
+    F.sum(y).backward()
+    np.testing.assert_array_equal(x.grad.data, np.full((3, 1), 8.0))
