@@ -245,7 +245,14 @@ class BroadcastTo(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.x_shape = x.shape
-        return cuda.get_array_module(x).broadcast_to(x, self.shape)
+        try:
+            return cuda.get_array_module(x).broadcast_to(x, self.shape)
+        except ValueError:
+            raise ValueError(
+                f"broadcast_to: an input of shape {x.shape} cannot be broadcast to {self.shape}: "
+                "compared from the last axis, each axis of the input must be 1 or the target's "
+                "length, and the target may only add axes on the left. To go to a smaller "
+                "shape, sum with sum_to (or F.sum(x, axis=...))") from None
 
     def backward(self, gy):
         return sum_to(gy, self.x_shape)
@@ -290,6 +297,22 @@ def astype(x, dtype, copy=False):
 
 
 # --- step 39 ------------------------------------------------------------
+def _refuse_axes(axes, shape):
+    """Say why ``axes`` is no order of the axes of an array of ``shape``, and what to write."""
+    ndim = len(shape)
+    hint = ""
+    if len(axes) == 2 and ndim > 2 and all(-ndim <= a < ndim for a in axes):
+        order = list(range(ndim))
+        a, b = (a % ndim for a in axes)
+        order[a], order[b] = order[b], order[a]
+        hint = (f"; to swap axes {axes[0]} and {axes[1]} (PyTorch's transpose), write "
+                f"transpose(x, {tuple(order)})")
+    raise ValueError(
+        f"transpose: axes {axes} do not fit an input of shape {tuple(shape)}: they are the new "
+        f"order of all {ndim} axes, each of 0 .. {ndim - 1} once ({tuple(range(ndim))[::-1]} "
+        f"reverses them){hint}") from None
+
+
 class Transpose(Function):
     """y = x with axes permuted; the gradient is permuted back."""
 
@@ -298,7 +321,10 @@ class Transpose(Function):
 
     def forward(self, x):
         self.retain_inputs(())
-        return x.transpose(self.axes)
+        try:
+            return x.transpose(self.axes)
+        except ValueError:  # NumPy's "axes don't match array", "repeated axis", an AxisError
+            _refuse_axes(self.axes, x.shape)
 
     def backward(self, gy):
         if self.axes is None:
@@ -1172,6 +1198,22 @@ def _binary_targets(name, x, t):
     return x.astype(dtype, copy=False), t.astype(dtype, copy=False), n
 
 
+def _refuse_binary_targets(t):
+    """Say that targets outside [0, 1] make the loss unbounded below, and what they look like."""
+    values = np.unique(t)
+    if np.isin(values, (-1, 1)).all():
+        hint = "labels of -1 and 1? Map them to 0 and 1 with (t + 1) / 2"
+    elif (values >= 0).all() and (values == np.round(values)).all():
+        hint = ("class indices 0 .. K-1? For more than two classes give one logit per class "
+                "and use softmax_cross_entropy(y, t)")
+    else:
+        hint = "scale the targets into [0, 1] (probabilities)"
+    raise ValueError(
+        f"sigmoid_cross_entropy needs targets t in [0, 1], got values from {t.min()} to "
+        f"{t.max()}: outside [0, 1] the loss has no minimum, it falls below 0 and on without end "
+        f"as the logits grow in size. {hint[0].upper()}{hint[1:]}")
+
+
 class SigmoidCrossEntropy(Function):
     """L = sum(max(x, 0) - t x + log(1 + exp(-abs(x)))) / N with N = len(x).
 
@@ -1185,6 +1227,8 @@ class SigmoidCrossEntropy(Function):
     def forward(self, x, t):
         x, t, self.n = _binary_targets("sigmoid_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
+        if xp is np and t.size and ((t < 0).any() or (t > 1).any()):  # not on a GPU: a wait
+            _refuse_binary_targets(t)
         loss = xp.maximum(x, 0) - t * x + xp.log1p(xp.exp(-xp.abs(x)))
         return _per_example(loss, self.n)  # float16: summed in float32
 

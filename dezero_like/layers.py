@@ -10,6 +10,7 @@ sub-layer assigned to one of its attributes, so ``params()`` can walk them all
 NumPy ``.npz`` files, never with pickle.
 """
 
+import functools
 import io
 import os
 import sys
@@ -369,6 +370,19 @@ class Layer:
                 obj.reset_state()
 
 
+def _weight_dtype(owner, dtype):
+    """``np.dtype(dtype)`` when it can hold weights drawn at random around 0; a clear error for
+    integers and bools, which would cut them to mostly 0 (and which no optimizer can train)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "fc":
+        raise TypeError(
+            f"{owner}: dtype must be a floating dtype (np.float32, the default, np.float64 or "
+            f"np.float16), got {dtype}: the weights are drawn at random around 0 (about "
+            f"+-0.3), which {dtype} cannot hold; they would be cut to a few values and could "
+            "not be trained")
+    return dtype
+
+
 class Linear(Layer):
     """Fully connected layer: y = x @ W + b.
 
@@ -392,7 +406,7 @@ class Linear(Layer):
             )
         self.in_size = in_size
         self.out_size = out_size
-        self.dtype = np.dtype(dtype)
+        self.dtype = _weight_dtype("Linear", dtype)
         self.W = Parameter(None, name="W")
         if in_size is not None:
             self._init_W()
@@ -553,3 +567,37 @@ _pytorch_names(
     cpu="model.to_cpu(), which moves the model itself",
     to="model.to_gpu() or model.to_cpu(), which move the model itself",
 )
+
+
+def _pytorch_keywords(cls, **fixes):
+    """Make ``cls(...)`` refuse PyTorch's keyword arguments named in ``fixes``, saying what to
+    write: each fix is a text, or a function of the value given that returns one."""
+    init = cls.__init__
+
+    @functools.wraps(init)  # help() and inspect.signature still show the real arguments
+    def __init__(self, *args, **kwargs):
+        named = [n for n in kwargs if n in fixes]
+        if named:
+            said = "; ".join(f"{n}={kwargs[n]!r}: " + (
+                fixes[n](kwargs[n]) if callable(fixes[n]) else fixes[n]) for n in named)
+            raise TypeError(f"{type(self).__name__} got PyTorch's keyword argument"
+                            f"{'s' if len(named) > 1 else ''} {said}")
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+
+
+def _nobias(bias):
+    """What to write for PyTorch's ``bias=``."""
+    return f"write nobias={not bias}" if isinstance(bias, bool) else \
+        "write nobias=True for a layer without bias"
+
+
+_UNAVAILABLE = "not available here"
+
+
+_pytorch_keywords(
+    Linear, bias=_nobias,
+    in_features=lambda v: f"write in_size={v!r} (or leave it out: the first batch gives it)",
+    out_features=lambda v: f"the output size is the first argument: Linear({v!r})",
+    device="layers are made on the CPU; model.to_gpu() moves them")

@@ -20,7 +20,14 @@ import dezero_like.functions_conv as Fc
 from dezero_like import cuda
 from dezero_like.core import Parameter, as_variable
 from dezero_like.functions import _float_dtype
-from dezero_like.layers import Layer, Linear
+from dezero_like.layers import (
+    _UNAVAILABLE,
+    Layer,
+    Linear,
+    _nobias,
+    _pytorch_keywords,
+    _weight_dtype,
+)
 
 
 # --- step 58 ------------------------------------------------------------
@@ -75,7 +82,7 @@ class Conv2d(Layer):
         self.stride = Fc.pair(stride)
         self.pad = Fc.pair(pad)
         Fc._check_sizes(name, self.kernel_size, self.stride, self.pad)
-        self.dtype = np.dtype(dtype)
+        self.dtype = _weight_dtype(name, dtype)
         self.W = Parameter(None, name="W")
         if in_channels is not None:
             self._init_W()
@@ -198,6 +205,7 @@ class EmbedID(Layer):
 
     def __init__(self, in_size, out_size, dtype=np.float32):
         super().__init__()
+        dtype = _weight_dtype("EmbedID", dtype)
         self.W = Parameter(np.random.randn(in_size, out_size).astype(dtype), name="W")
 
     def forward(self, x):
@@ -309,3 +317,49 @@ class LSTM(Layer):
         h_new = o * F.tanh(c_new)
         self.h, self.c = h_new, c_new
         return h_new
+
+
+# --- step 63 ------------------------------------------------------------
+def _pad(padding):
+    """What to write for PyTorch's ``padding=``."""
+    if isinstance(padding, str):  # "same", "valid"
+        return ("write pad=0" if padding == "valid" else
+                "write pad=kernel_size // 2, which keeps the size for an odd kernel and stride 1")
+    return f"write pad={padding!r}"
+
+
+for _conv in (Conv2d, Deconv2d):
+    _pytorch_keywords(
+        _conv, padding=_pad, bias=_nobias, dilation=_UNAVAILABLE, groups=_UNAVAILABLE,
+        padding_mode=_UNAVAILABLE + " (the padding is zeros)",
+        output_padding="outsize=(H, W) chooses the output size of Deconv2d",
+        device="layers are made on the CPU; model.to_gpu() moves them")
+
+
+_pytorch_keywords(
+    BatchNorm,
+    momentum=lambda v: (f"write decay={round(1 - v, 12)!r}: decay is the weight of the old "
+                        "running statistics, PyTorch's momentum that of the new batch")
+    if isinstance(v, (int, float)) else "decay = 1 - momentum",
+    num_features="not an argument here: BatchNorm takes the number of channels from the first "
+                 "batch, so BatchNorm1d(16) is L.BatchNorm()",
+    affine=_UNAVAILABLE, track_running_stats=_UNAVAILABLE)
+
+
+_pytorch_keywords(
+    EmbedID, num_embeddings=lambda v: f"write in_size={v!r} (EmbedID(in_size, out_size))",
+    embedding_dim=lambda v: f"write out_size={v!r} (EmbedID(in_size, out_size))",
+    padding_idx=_UNAVAILABLE, max_norm=_UNAVAILABLE)
+
+
+for _rnn in (RNN, LSTM):
+    _pytorch_keywords(
+        _rnn, input_size=lambda v: f"write in_size={v!r} (or leave it out: the first batch "
+                                   "gives it)",
+        num_layers="one layer per object here: stack them, each feeding the next",
+        batch_first="the layer takes one time step (N, in_size) per call: feed x[:, t]",
+        bidirectional=_UNAVAILABLE, dropout="apply F.dropout to the outputs",
+        nonlinearity=_UNAVAILABLE + " (RNN uses tanh)")
+
+
+del _conv, _rnn  # the loops' names are no part of the module

@@ -134,8 +134,17 @@ def _warn_unscaled(x, mean, std):
 def _per_channel(stat, x):
     """One value per channel, shaped to broadcast over ``(C, H, W)`` (or left for ``(H, W, C)``)."""
     ndim = getattr(x, "ndim", 0)
-    if ndim != 3 or np.ndim(stat) != 1 or len(stat) == 1:
-        return stat  # a number, or not a colour image: NumPy's broadcasting
+    if np.ndim(stat) != 1 or len(stat) == 1:
+        return stat  # a number: NumPy's broadcasting
+    if ndim != 3:  # one value per feature of the last axis, as NumPy pairs them; else say why
+        if ndim and x.shape[-1] != len(stat):
+            raise ValueError(
+                f"Normalize: {len(stat)} values, one per channel, do not fit an example of "
+                f"shape {x.shape}: they apply to the channel axis of an image, (C, H, W) or "
+                "(H, W, C), and to the last axis of anything else. Put Normalize before Flatten "
+                "(Compose([..., Normalize(mean, std), Flatten()])); a transform gets one "
+                "example, not a batch. Or give one number for all the values")
+        return stat
     channels = len(stat)
     if x.shape[0] == channels:  # channels first, as torchvision and DeZero have them
         return np.asarray(stat).reshape((channels,) + (1,) * (ndim - 1))

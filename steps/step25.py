@@ -650,7 +650,10 @@ def sum_to(x, shape):
 # %% [markdown]
 # `BroadcastTo` is the mirror image: forward repeats `x` up to `shape`, each copy's gradient
 # belongs to the element it was copied from, so backward sums the copies with `sum_to`. Each of
-# the two functions is the other's backward.
+# the two functions is the other's backward. A shape that `x` cannot be broadcast to gets
+# NumPy's error, "input operand has more dimensions than allowed by the axis remapping" for
+# (2, 3, 4) to (3, 4); `forward` catches it and says the rule instead (only then: a broadcast
+# that works costs nothing more).
 
 # %%
 #| export dezero_like/functions.py
@@ -667,7 +670,14 @@ class BroadcastTo(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.x_shape = x.shape
-        return cuda.get_array_module(x).broadcast_to(x, self.shape)
+        try:
+            return cuda.get_array_module(x).broadcast_to(x, self.shape)
+        except ValueError:
+            raise ValueError(
+                f"broadcast_to: an input of shape {x.shape} cannot be broadcast to {self.shape}: "
+                "compared from the last axis, each axis of the input must be 1 or the target's "
+                "length, and the target may only add axes on the left. To go to a smaller "
+                "shape, sum with sum_to (or F.sum(x, axis=...))") from None
 
     def backward(self, gy):
         return sum_to(gy, self.x_shape)

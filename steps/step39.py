@@ -90,12 +90,31 @@ def _pytorch_transpose(ndim, axes):
 # `Transpose` moves numbers without changing them, so backward moves the gradient back with the
 # inverse permutation, `np.argsort(axes)` (explained below); `a % len(self.axes)` first turns a
 # negative axis such as -1 into its positive number. With `axes=None` (all axes reversed),
-# reversing again undoes it. Nothing of the input is kept.
+# reversing again undoes it. Nothing of the input is kept. Axes that are not an order of all
+# the input's axes (`F.transpose(x, (1, 0))` on a 3-d `x`, PyTorch's two axes to swap) make NumPy
+# say only "axes don't match array"; `_refuse_axes` says what `axes` must be instead. It runs
+# only when NumPy has refused, so a transpose that works costs nothing more.
 
 # %%
 #| export dezero_like/functions.py
 import numpy as np
 from dezero_like.core import Function
+
+
+def _refuse_axes(axes, shape):
+    """Say why ``axes`` is no order of the axes of an array of ``shape``, and what to write."""
+    ndim = len(shape)
+    hint = ""
+    if len(axes) == 2 and ndim > 2 and all(-ndim <= a < ndim for a in axes):
+        order = list(range(ndim))
+        a, b = (a % ndim for a in axes)
+        order[a], order[b] = order[b], order[a]
+        hint = (f"; to swap axes {axes[0]} and {axes[1]} (PyTorch's transpose), write "
+                f"transpose(x, {tuple(order)})")
+    raise ValueError(
+        f"transpose: axes {axes} do not fit an input of shape {tuple(shape)}: they are the new "
+        f"order of all {ndim} axes, each of 0 .. {ndim - 1} once ({tuple(range(ndim))[::-1]} "
+        f"reverses them){hint}") from None
 
 
 class Transpose(Function):
@@ -106,7 +125,10 @@ class Transpose(Function):
 
     def forward(self, x):
         self.retain_inputs(())
-        return x.transpose(self.axes)
+        try:
+            return x.transpose(self.axes)
+        except ValueError:  # NumPy's "axes don't match array", "repeated axis", an AxisError
+            _refuse_axes(self.axes, x.shape)
 
     def backward(self, gy):
         if self.axes is None:

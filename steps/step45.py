@@ -251,7 +251,9 @@ class Layer:
 # `F.linear` is raised again with the layer's name and a hint from `_batch_hint`. A 1-d input
 # `(100,)` can be 100 examples of one number, `x.reshape(-1, 1)`, or one example of 100 numbers,
 # `x.reshape(1, -1)`: the hint names the one that fits `in_size` when it is known, else both.
-# Images `(N, C, H, W)` are flattened first (`F.flatten(x)`).
+# Images `(N, C, H, W)` are flattened first (`F.flatten(x)`). The weights' `dtype` must be a
+# floating one (`_weight_dtype`): `Linear(10, dtype=int)` would cut weights of about $\pm 0.3$ to
+# mostly 0, a layer that computes nonsense and that no optimizer can train.
 
 # %%
 #| export dezero_like/layers.py
@@ -259,6 +261,19 @@ import numpy as np
 import dezero_like.functions as F
 from dezero_like import cuda
 from dezero_like.core import Parameter, as_variable
+
+
+def _weight_dtype(owner, dtype):
+    """``np.dtype(dtype)`` when it can hold weights drawn at random around 0; a clear error for
+    integers and bools, which would cut them to mostly 0 (and which no optimizer can train)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "fc":
+        raise TypeError(
+            f"{owner}: dtype must be a floating dtype (np.float32, the default, np.float64 or "
+            f"np.float16), got {dtype}: the weights are drawn at random around 0 (about "
+            f"+-0.3), which {dtype} cannot hold; they would be cut to a few values and could "
+            "not be trained")
+    return dtype
 
 
 class Linear(Layer):
@@ -284,7 +299,7 @@ class Linear(Layer):
             )
         self.in_size = in_size
         self.out_size = out_size
-        self.dtype = np.dtype(dtype)
+        self.dtype = _weight_dtype("Linear", dtype)
         self.W = Parameter(None, name="W")
         if in_size is not None:
             self._init_W()

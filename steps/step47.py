@@ -184,6 +184,24 @@ def _warn_no_gradient():
         "update())", RuntimeWarning, stacklevel=3)
 
 
+def _same_grads_as_last_update(optimizer, params):
+    """Whether every gradient of ``params`` is the very object the previous ``update()`` left:
+    no backward ran in between (each backward makes new gradient objects), so the step would
+    repeat the last one. Weak references: the optimizer keeps no old gradient alive."""
+    last = optimizer.__dict__.get("_last_grads")
+    return bool(last) and len(last) == len(params) and all(
+        ref() is p.grad for ref, p in zip(last, params))
+
+
+def _warn_repeated_update():
+    warnings.warn(
+        "update() got the very gradients the previous update() used: no backward() ran since, "
+        "so this repeats the last step (a notebook cell with update() run again?). Call "
+        "loss.backward() before each update(); to take several steps with one gradient on "
+        "purpose, warnings.filterwarnings('ignore', 'update\\(\\) got the very gradients')",
+        RuntimeWarning, stacklevel=3)
+
+
 def _checked(owner, name, value, low=0.0, high=None, positive=False):
     """``value``, if it is a finite real number in ``[low, high)`` (``> 0`` when ``positive``).
 
@@ -212,23 +230,60 @@ def _checked(owner, name, value, low=0.0, high=None, positive=False):
 # Adam's learning rate is `alpha`. Python's own errors for these habits ("got multiple values for
 # argument 'lr'") do not say so: `_refuse_torch_style` raises one that gives the line to write.
 # (PyTorch's `optimizer.step()` and `optimizer.zero_grad()` are `optimizer.update()` and
-# `model.cleargrads()` here; from step 63 on, those names say so.)
+# `model.cleargrads()` here; from step 63 on, those names say so.) PyTorch's settings that are
+# none here get the same treatment: `SGD(lr=0.1, momentum=0.9)` names `MomentumSGD`,
+# `weight_decay=` the `WeightDecay` hook (below), and Adam's `betas=(0.9, 0.99)` is written
+# `beta1=0.9, beta2=0.99`.
 
 # %%
 #| export dezero_like/optimizers.py
+def _pair(v):
+    """``beta1=..., beta2=...`` for PyTorch's ``betas=(b1, b2)``."""
+    if isinstance(v, (tuple, list)) and len(v) == 2:
+        return f"beta1={v[0]!r}, beta2={v[1]!r}"
+    return "beta1=..., beta2=..."
+
+
+_TORCH_SETTINGS = {  # PyTorch's optimizer settings, and what to write here instead
+    "momentum": lambda v, lr: f"SGD with momentum is MomentumSGD(lr={lr}, momentum={v!r})",
+    "weight_decay": lambda v, lr: f"weight decay is a hook here: optimizer.add_hook(WeightDecay("
+                                  f"{v!r})) after setup (it adds rate * W to each gradient, as "
+                                  "PyTorch's weight_decay does)",
+    "betas": lambda v, lr: f"the betas are two settings here, {_pair(v)}",
+    **dict.fromkeys(("nesterov", "amsgrad", "dampening", "lr_decay", "maximize", "foreach",
+                     "fused", "capturable", "differentiable", "initial_accumulator_value"),
+                    lambda v, lr: "not available here"),
+}
+
+
+def _torch_settings(names, kwargs):
+    """``'name=: what to write'`` for each of PyTorch's settings in ``kwargs`` not in ``names``."""
+    lr = repr(kwargs["lr"]) if "lr" in kwargs else "..."
+    return [f"{n}={kwargs[n]!r}: {_TORCH_SETTINGS[n](kwargs[n], lr)}" for n in kwargs
+            if n in _TORCH_SETTINGS and n not in names]
+
+
 def _refuse_torch_style(cls, args, kwargs):
-    """Refuse ``cls(model.params(), lr=0.1)`` and ``Adam(lr=...)``, saying what to write here."""
+    """Refuse ``cls(model.params(), lr=0.1)``, ``Adam(lr=...)`` and PyTorch's settings
+    (``momentum=`` for SGD, ``weight_decay=``, ``betas=``), saying what to write here."""
     first = args[0] if args else None
     items = first.values() if isinstance(first, dict) else \
         first if isinstance(first, (list, tuple, set)) else ()
     given_params = hasattr(first, "params") or isinstance(first, GeneratorType) or any(
         isinstance(v, Variable) or (isinstance(v, dict) and "params" in v) for v in items)
-    if not given_params and "lr" not in kwargs:
+    torch_named = any(n in _TORCH_SETTINGS for n in kwargs)
+    if not given_params and "lr" not in kwargs and not torch_named:
         return
     signature = inspect.signature(cls.__init__).parameters
     names = [n for n, p in signature.items() if n != "self" and p.kind == p.POSITIONAL_OR_KEYWORD]
-    if not given_params and ("lr" in signature or any(p.kind == p.VAR_KEYWORD
-                                                      for p in signature.values())):
+    open_ended = any(p.kind == p.VAR_KEYWORD for p in signature.values())
+    fixes = [] if open_ended else _torch_settings(names, kwargs)
+    if not given_params and ("lr" not in kwargs or "lr" in signature or open_ended):
+        if fixes:  # SGD(lr=0.1, momentum=0.9): Python's error would not say what to write
+            raise TypeError(
+                f"{cls.__name__} got PyTorch's setting{'s' if len(fixes) > 1 else ''} "
+                f"{'; '.join(fixes)}. The settings of {cls.__name__} are "
+                f"{', '.join(names) or 'none'}")
         return
     settings, left_out = {}, []
     for name, value in kwargs.items():
@@ -243,7 +298,7 @@ def _refuse_torch_style(cls, args, kwargs):
     if not shown and names and signature[names[0]].default is not inspect.Parameter.empty:
         shown = f"{names[0]}={signature[names[0]].default!r}"  # SGD(lr=0.01): the default
     note = (f" ({', '.join(left_out)}: not a setting of {cls.__name__}, whose settings are "
-            f"{', '.join(names) or 'none'})") if left_out else ""
+            f"{', '.join(names) or 'none'}{''.join('; ' + f for f in fixes)})") if left_out else ""
     if given_params:
         raise TypeError(
             f"{cls.__name__}(...) takes the settings only, not the model or its parameters: "
@@ -264,9 +319,13 @@ def _refuse_torch_style(cls, args, kwargs):
 # as a plain Variable, `self.W = Variable(...)`, which `params()` does not see either: it must be
 # a `Parameter`), `update` collects the
 # parameters that have a gradient, lets the hooks see (and change) them, then calls `update_one`
-# on each; a subclass writes only `update_one`. `_state` gives each parameter its own arrays
-# (velocity, running averages): zeros of the parameter's shape and dtype (float32 for a float16
-# parameter, step 67 says why), made on first use and kept under `id(param)`, the book's key.
+# on each; a subclass writes only `update_one`. Each backward makes new gradient objects, so
+# `update` remembers (by weak reference) the ones it used: when the next `update` finds the very
+# same ones, no backward ran in between, and the step would repeat the last one with stale
+# gradients (a notebook cell with `optimizer.update()` run again); it warns. `_state` gives each
+# parameter its own arrays (velocity, running averages): zeros of the parameter's shape and dtype
+# (float32 for a float16 parameter, step 67 says why), made on first use and kept under
+# `id(param)`, the book's key.
 # An `id` is only unique among objects alive at the same time: once a model is
 # garbage-collected, a parameter of the next model may get the very same number, and would
 # inherit the dead one's velocity (or crash on its shape). So each
@@ -361,6 +420,7 @@ class Optimizer:
             what = f"the class {f.__name__}" if isinstance(f, type) else repr(f)
             raise TypeError(f"add_hook() needs a function of the parameters (or an object with "
                             f"__call__), got {what}; pass an instance, e.g. WeightDecay(1e-4)")
+        _check_new_hook(self.hooks, f)  # added twice: it would run twice per update
         self.hooks.append(f)
         self.hooks.sort(key=_runs_after_freezing)  # stable: the others keep their order
         return self
@@ -372,6 +432,8 @@ class Optimizer:
         params = [p for p in self.target.params() if p.grad is not None]
         if not params:
             _warn_no_gradient()
+        elif _same_grads_as_last_update(self, params):
+            _warn_repeated_update()
         for f in self.hooks:
             f(params)
         params = [p for p in params if p.grad is not None]  # a hook (FreezeParam) may remove one
@@ -380,6 +442,8 @@ class Optimizer:
         self.prepare()
         for p in params:
             self.update_one(p)
+        # the gradients as the hooks left them, to recognise them if update() comes again
+        self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
 
     def prepare(self):
         """Once per update, before the parameters (Adam counts its steps here)."""
@@ -426,6 +490,7 @@ class Optimizer:
     def __getstate__(self):  # pickle and deepcopy: the state by parameter, not by weak reference
         attributes = dict(self.__dict__)
         states = attributes.pop("_states", {})
+        attributes.pop("_last_grads", None)  # weak references: a copy starts without them
         attributes["_state_pairs"] = [(ref(), state) for ref, state in states.values()
                                       if ref() is not None]
         return attributes
@@ -716,7 +781,12 @@ def _wide(g):
 # `[ClipGrad(1), FreezeParam(model.l0)]` its gradient would enter the clipping norm and shrink
 # the others. So `add_hook` keeps every `FreezeParam` first (`_runs_after_freezing`, a stable
 # sort when a hook is added, nothing per update); the other hooks run in the order they were
-# added.
+# added. Every hook in the list runs, so a hook added twice acts twice: a notebook cell with
+# `optimizer.add_hook(WeightDecay(1e-4))`, run again, doubles the decay without a word.
+# `add_hook` refuses the very same hook object a second time (`_check_new_hook`), and warns when
+# a second `WeightDecay` or `ClipGrad` joins one already there: two decays add up, and of two
+# clips the smaller `max_norm` wins. To change a setting, change the hook already there
+# (`optimizer.hooks[0].rate = 1e-3`), or make the optimizer again.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -766,6 +836,35 @@ def _to_freeze(layer):
 def _runs_after_freezing(hook):
     """The sort key of ``Optimizer.hooks``: 0 for a FreezeParam (first), 1 for the others."""
     return not isinstance(hook, FreezeParam)
+
+
+def _check_new_hook(hooks, f):
+    """Refuse ``f`` when it is already in ``hooks``; warn when a second WeightDecay or ClipGrad
+    joins one of its kind (a notebook cell that adds a hook, run again)."""
+    if any(h is f for h in hooks):
+        raise ValueError(
+            f"add_hook(): this {type(f).__name__} hook was already added, and would run twice "
+            "per update (a notebook cell run again?). Add each hook once; optimizer.hooks lists "
+            "them")
+    if not isinstance(f, (WeightDecay, ClipGrad)):
+        return
+    old = next((h for h in hooks if type(h) is type(f)), None)
+    if old is None:
+        return
+    if isinstance(f, WeightDecay):
+        effect = (f"both run, so the gradients get rate {old.rate!r} + {f.rate!r} times the "
+                  "weights")
+        setting = "rate"
+    else:
+        effect = (f"both run, so the smaller max_norm, {min(old.max_norm, f.max_norm)!r}, "
+                  "caps the norm")
+        setting = "max_norm"
+    warnings.warn(
+        f"add_hook(): this optimizer already has a {type(f).__name__} hook "
+        f"({setting}={getattr(old, setting)!r}) and got a second one ({setting}="
+        f"{getattr(f, setting)!r}): {effect} (a notebook cell run again?). To change the "
+        f"setting, set it on the hook already there (optimizer.hooks[{hooks.index(old)}]."
+        f"{setting} = ...), or make the optimizer again", stacklevel=3)
 
 
 # %% [markdown]

@@ -426,9 +426,12 @@ def softmax_cross_entropy(x, t):
 # $\max(x, 0) - t x + \log(1 + e^{-|x|})$ (`log1p` keeps the last term exact when $e^{-|x|}$ is
 # tiny). `SigmoidCrossEntropy` computes that; its gradient $(\sigma(x) - t)/N$ is made with
 # `sigmoid`, so, as in `SoftmaxCrossEntropy`, it can be differentiated again. The targets, of the
-# logits' shape, get no gradient. Like `mean_squared_error` it divides by $N$ = `len(x)`, where
-# PyTorch's `binary_cross_entropy_with_logits` divides by the number of elements (the same for
-# one logit per example).
+# logits' shape, get no gradient. A target outside [0, 1] (labels of -1 and 1, or class indices
+# 0, 1, 2 given to this two-class loss) makes the term $-t x$ win: the loss has no minimum and
+# falls below 0 forever as the logits grow, so on the CPU such targets are refused (PyTorch
+# computes the negative loss without a word). Like `mean_squared_error` it divides by
+# $N$ = `len(x)`, where PyTorch's `binary_cross_entropy_with_logits` divides by the number of
+# elements (the same for one logit per example).
 
 # %%
 #| export dezero_like/functions.py
@@ -447,6 +450,22 @@ def _binary_targets(name, x, t):
     return x.astype(dtype, copy=False), t.astype(dtype, copy=False), n
 
 
+def _refuse_binary_targets(t):
+    """Say that targets outside [0, 1] make the loss unbounded below, and what they look like."""
+    values = np.unique(t)
+    if np.isin(values, (-1, 1)).all():
+        hint = "labels of -1 and 1? Map them to 0 and 1 with (t + 1) / 2"
+    elif (values >= 0).all() and (values == np.round(values)).all():
+        hint = ("class indices 0 .. K-1? For more than two classes give one logit per class "
+                "and use softmax_cross_entropy(y, t)")
+    else:
+        hint = "scale the targets into [0, 1] (probabilities)"
+    raise ValueError(
+        f"sigmoid_cross_entropy needs targets t in [0, 1], got values from {t.min()} to "
+        f"{t.max()}: outside [0, 1] the loss has no minimum, it falls below 0 and on without end "
+        f"as the logits grow in size. {hint[0].upper()}{hint[1:]}")
+
+
 class SigmoidCrossEntropy(Function):
     """L = sum(max(x, 0) - t x + log(1 + exp(-abs(x)))) / N with N = len(x).
 
@@ -460,6 +479,8 @@ class SigmoidCrossEntropy(Function):
     def forward(self, x, t):
         x, t, self.n = _binary_targets("sigmoid_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
+        if xp is np and t.size and ((t < 0).any() or (t > 1).any()):  # not on a GPU: a wait
+            _refuse_binary_targets(t)
         loss = xp.maximum(x, 0) - t * x + xp.log1p(xp.exp(-xp.abs(x)))
         return _per_example(loss, self.n)  # float16: summed in float32
 

@@ -96,7 +96,10 @@ class Compose:
 # `std` is refused when the object is made. One value per channel, `Normalize([0.5, 0.4, 0.3],
 # [0.2, 0.2, 0.2])`, applies to the first axis of a colour image `(C, H, W)`, as in torchvision
 # and DeZero (NumPy alone would pair the three values with the last axis, the image's width);
-# an image with its channels last, `(H, W, C)`, gets them on its last axis. Statistics of data
+# an image with its channels last, `(H, W, C)`, gets them on its last axis. On an example that
+# is not an image the values pair with its last axis, as NumPy does (one mean per feature); when
+# they cannot (three channel means for an image already flattened to 3072 values, a common slip
+# of order in a `Compose`), the error says to normalise before `Flatten`. Statistics of data
 # in [0, 1], such as torchvision's MNIST `Normalize(0.1307, 0.3081)`, applied to raw integer
 # pixels (torchvision refuses integer input) give values up to 827: that gets a warning saying
 # to scale to [0, 1] first. So do raw pixels already converted to float, as in
@@ -191,8 +194,17 @@ def _warn_unscaled(x, mean, std):
 def _per_channel(stat, x):
     """One value per channel, shaped to broadcast over ``(C, H, W)`` (or left for ``(H, W, C)``)."""
     ndim = getattr(x, "ndim", 0)
-    if ndim != 3 or np.ndim(stat) != 1 or len(stat) == 1:
-        return stat  # a number, or not a colour image: NumPy's broadcasting
+    if np.ndim(stat) != 1 or len(stat) == 1:
+        return stat  # a number: NumPy's broadcasting
+    if ndim != 3:  # one value per feature of the last axis, as NumPy pairs them; else say why
+        if ndim and x.shape[-1] != len(stat):
+            raise ValueError(
+                f"Normalize: {len(stat)} values, one per channel, do not fit an example of "
+                f"shape {x.shape}: they apply to the channel axis of an image, (C, H, W) or "
+                "(H, W, C), and to the last axis of anything else. Put Normalize before Flatten "
+                "(Compose([..., Normalize(mean, std), Flatten()])); a transform gets one "
+                "example, not a batch. Or give one number for all the values")
+        return stat
     channels = len(stat)
     if x.shape[0] == channels:  # channels first, as torchvision and DeZero have them
         return np.asarray(stat).reshape((channels,) + (1,) * (ndim - 1))

@@ -598,7 +598,7 @@ import numpy as np
 import dezero_like.functions_conv as Fc
 from dezero_like import cuda
 from dezero_like.core import Parameter, as_variable
-from dezero_like.layers import Layer
+from dezero_like.layers import Layer, _weight_dtype
 
 
 def _warn_channels_last(layer, x, stacklevel):
@@ -645,7 +645,7 @@ class Conv2d(Layer):
         self.stride = Fc.pair(stride)
         self.pad = Fc.pair(pad)
         Fc._check_sizes(name, self.kernel_size, self.stride, self.pad)
-        self.dtype = np.dtype(dtype)
+        self.dtype = _weight_dtype(name, dtype)
         self.W = Parameter(None, name="W")
         if in_channels is not None:
             self._init_W()
@@ -989,7 +989,7 @@ print(f"forward + backward of {x_t.shape} float32: one Function {fused_ms:.1f} m
 import numpy as np
 import dezero_like.functions_conv as Fc
 from dezero_like.core import Parameter
-from dezero_like.layers import Layer
+from dezero_like.layers import Layer, _weight_dtype
 
 
 class EmbedID(Layer):
@@ -997,6 +997,7 @@ class EmbedID(Layer):
 
     def __init__(self, in_size, out_size, dtype=np.float32):
         super().__init__()
+        dtype = _weight_dtype("EmbedID", dtype)
         self.W = Parameter(np.random.randn(in_size, out_size).astype(dtype), name="W")
 
     def forward(self, x):

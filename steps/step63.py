@@ -23,7 +23,8 @@ import dezero_like.functions as F
 # In this step `core` changes `Variable.backward`: it refuses a variable that does not require
 # grad; `core` also gains `_PyTorchName` and `_pytorch_names`, with which `Variable`, `Layer` and
 # `Optimizer` answer PyTorch's names (`x.numpy()`, `x.mean()`, `model.zero_grad()`) with what to
-# write here.
+# write here; `layers` gains `_pytorch_keywords`, with which the layers answer PyTorch's keyword
+# arguments (`padding=`, `bias=`, `momentum=`) the same way.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -149,6 +150,96 @@ _pytorch_names(
     cpu="model.to_cpu(), which moves the model itself",
     to="model.to_gpu() or model.to_cpu(), which move the model itself",
 )
+
+# %% [markdown]
+# Layers answer PyTorch's keyword arguments the same way. `L.Conv2d(16, 3, padding=1)` says
+# `pad=1`, `L.Linear(10, bias=False)` says `nobias=True`, `L.BatchNorm(momentum=0.1)` says
+# `decay=0.9`; Python's own error ("unexpected keyword argument 'padding'") names the argument
+# but not what to write. `_pytorch_keywords` wraps a class's `__init__` in a check of the
+# keyword names: it runs once per layer made, never when a layer is called. A name the class
+# takes itself is never in the list, and a subclass with an `__init__` of its own that takes
+# `bias=` (and passes `nobias=` on) is not affected.
+
+# %%
+#| export dezero_like/layers.py
+import functools
+
+from dezero_like.layers import Linear
+
+
+def _pytorch_keywords(cls, **fixes):
+    """Make ``cls(...)`` refuse PyTorch's keyword arguments named in ``fixes``, saying what to
+    write: each fix is a text, or a function of the value given that returns one."""
+    init = cls.__init__
+
+    @functools.wraps(init)  # help() and inspect.signature still show the real arguments
+    def __init__(self, *args, **kwargs):
+        named = [n for n in kwargs if n in fixes]
+        if named:
+            said = "; ".join(f"{n}={kwargs[n]!r}: " + (
+                fixes[n](kwargs[n]) if callable(fixes[n]) else fixes[n]) for n in named)
+            raise TypeError(f"{type(self).__name__} got PyTorch's keyword argument"
+                            f"{'s' if len(named) > 1 else ''} {said}")
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__
+
+
+def _nobias(bias):
+    """What to write for PyTorch's ``bias=``."""
+    return f"write nobias={not bias}" if isinstance(bias, bool) else \
+        "write nobias=True for a layer without bias"
+
+
+_UNAVAILABLE = "not available here"
+
+_pytorch_keywords(
+    Linear, bias=_nobias,
+    in_features=lambda v: f"write in_size={v!r} (or leave it out: the first batch gives it)",
+    out_features=lambda v: f"the output size is the first argument: Linear({v!r})",
+    device="layers are made on the CPU; model.to_gpu() moves them")
+
+# %%
+#| export dezero_like/layers_conv.py
+from dezero_like.layers import _UNAVAILABLE, _nobias, _pytorch_keywords
+from dezero_like.layers_conv import LSTM, RNN, BatchNorm, Conv2d, Deconv2d, EmbedID
+
+
+def _pad(padding):
+    """What to write for PyTorch's ``padding=``."""
+    if isinstance(padding, str):  # "same", "valid"
+        return ("write pad=0" if padding == "valid" else
+                "write pad=kernel_size // 2, which keeps the size for an odd kernel and stride 1")
+    return f"write pad={padding!r}"
+
+
+for _conv in (Conv2d, Deconv2d):
+    _pytorch_keywords(
+        _conv, padding=_pad, bias=_nobias, dilation=_UNAVAILABLE, groups=_UNAVAILABLE,
+        padding_mode=_UNAVAILABLE + " (the padding is zeros)",
+        output_padding="outsize=(H, W) chooses the output size of Deconv2d",
+        device="layers are made on the CPU; model.to_gpu() moves them")
+_pytorch_keywords(
+    BatchNorm,
+    momentum=lambda v: (f"write decay={round(1 - v, 12)!r}: decay is the weight of the old "
+                        "running statistics, PyTorch's momentum that of the new batch")
+    if isinstance(v, (int, float)) else "decay = 1 - momentum",
+    num_features="not an argument here: BatchNorm takes the number of channels from the first "
+                 "batch, so BatchNorm1d(16) is L.BatchNorm()",
+    affine=_UNAVAILABLE, track_running_stats=_UNAVAILABLE)
+_pytorch_keywords(
+    EmbedID, num_embeddings=lambda v: f"write in_size={v!r} (EmbedID(in_size, out_size))",
+    embedding_dim=lambda v: f"write out_size={v!r} (EmbedID(in_size, out_size))",
+    padding_idx=_UNAVAILABLE, max_norm=_UNAVAILABLE)
+for _rnn in (RNN, LSTM):
+    _pytorch_keywords(
+        _rnn, input_size=lambda v: f"write in_size={v!r} (or leave it out: the first batch "
+                                   "gives it)",
+        num_layers="one layer per object here: stack them, each feeding the next",
+        batch_first="the layer takes one time step (N, in_size) per call: feed x[:, t]",
+        bidirectional=_UNAVAILABLE, dropout="apply F.dropout to the outputs",
+        nonlinearity=_UNAVAILABLE + " (RNN uses tanh)")
+del _conv, _rnn  # the loops' names are no part of the module
 
 # %%
 #| export dezero_like/optimizers.py

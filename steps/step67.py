@@ -370,8 +370,11 @@ def _check_grads(params, who):
 
 # %%
 #| export dezero_like/optimizers.py Optimizer
-from dezero_like.optimizers import (_check_grads, _floats_only, _new_grad, _warn_no_gradient,
-                                    _wide)
+import weakref
+
+from dezero_like.optimizers import (_check_grads, _floats_only, _new_grad,
+                                    _same_grads_as_last_update, _warn_no_gradient,
+                                    _warn_repeated_update, _wide)
 
 
 def update(self):
@@ -382,6 +385,8 @@ def update(self):
     params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
     if not params:
         _warn_no_gradient()
+    elif _same_grads_as_last_update(self, params):
+        _warn_repeated_update()  # no backward since the last update (step 47)
     _check_grads(params, "set by hand?")
     for p in params:
         if p.loss_scale is not None:
@@ -399,6 +404,7 @@ def update(self):
     self.__dict__["_stepped"] = True  # setup() of another model after this is no mistake
     self.prepare()
     self.update_all(params)
+    self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
 
 
 def update_all(self, params):

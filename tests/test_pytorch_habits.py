@@ -111,10 +111,10 @@ def test_attributes_of_the_same_name_set_by_a_subclass_still_win():
     net = Net()
     assert net.train is True and net.eval() == "evaluating"
     opt = Counting(lr=0.1).setup(net)
-    net.cleargrads()
-    dz.functions.sum(net(np.ones((1, 3)))).backward()
-    opt.update()
-    opt.update()
+    for _ in range(2):
+        net.cleargrads()
+        dz.functions.sum(net(np.ones((1, 3)))).backward()
+        opt.update()
     assert opt.step == 2
 
 
