@@ -53,24 +53,47 @@ class Config:
     train = True
 
 
-@contextlib.contextmanager
-def using_config(name, value):
+class _CalledInWith(type):
+    """The type of ``using_config``, ``no_grad`` and ``test_mode``: ``with no_grad:`` (the class,
+    not called) raises an error that says to write ``with no_grad():``."""
+
+    def __enter__(cls):
+        name = cls.__name__
+        args = "'train', False" if name == "using_config" else ""
+        torch = " (as in PyTorch: with torch.no_grad():)" if name == "no_grad" else ""
+        raise TypeError(f"'with {name}:' gives the with statement the class itself, not a "
+                        f"context manager; call it: with dz.{name}({args}):{torch}")
+
+    def __exit__(cls, *exc):
+        return False
+
+
+class using_config(contextlib.ContextDecorator, metaclass=_CalledInWith):
     """Set ``Config.<name>`` to ``value`` inside a ``with`` block, then restore it."""
-    if not hasattr(Config, name):
-        raise AttributeError(f"Config has no setting named {name!r}; known: enable_backprop, train")
-    if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):  # "False" is true
-        raise TypeError(f"Config.{name} is True or False, got {value!r}")
-    old = getattr(Config, name)
-    setattr(Config, name, value)
-    try:
-        yield
-    finally:
-        setattr(Config, name, old)
+
+    def __init__(self, name, value):
+        if not hasattr(Config, name):
+            raise AttributeError(
+                f"Config has no setting named {name!r}; known: enable_backprop, train")
+        if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):  # "False" is true
+            raise TypeError(f"Config.{name} is True or False, got {value!r}")
+        self.name, self.value = name, value
+        self.old = []  # a stack: a decorated function may call itself
+
+    def __enter__(self):
+        self.old.append(getattr(Config, self.name))
+        setattr(Config, self.name, self.value)
+
+    def __exit__(self, *exc):
+        setattr(Config, self.name, self.old.pop())
+        return False  # an error inside the block goes on to the caller
 
 
-def no_grad():
-    """Run code without building a graph (inference, parameter updates)."""
-    return using_config("enable_backprop", False)
+class no_grad(using_config):
+    """Run code without building a graph (inference, parameter updates): ``with no_grad():``."""
+
+    def __init__(self):
+        super().__init__("enable_backprop", False)
 
 
 def _is_array(x):
@@ -1348,9 +1371,11 @@ def _guard_backward(backward):
 
 
 # --- step 56 ------------------------------------------------------------
-def test_mode():
-    """Run code in test mode (dropout becomes the identity)."""
-    return using_config("train", False)
+class test_mode(using_config):
+    """Run code in test mode (dropout becomes the identity): ``with test_mode():``."""
+
+    def __init__(self):
+        super().__init__("train", False)
 
 
 def _outside_package(frame):
