@@ -44,8 +44,8 @@ from dezero_like import cuda
 class Config:
     """Global switches, read on every function call.
 
-    ``enable_backprop``: build the graph (turned off by :func:`no_grad`).
-    ``train``: training mode (turned off by :func:`test_mode`; dropout reads it).
+    ``enable_backprop``: build the graph (turned off by :class:`no_grad`).
+    ``train``: training mode (turned off by :class:`test_mode`; dropout reads it).
     """
 
     enable_backprop = True
