@@ -278,8 +278,9 @@ print(f"arrays held after backward: retain_graph=True {kept:.1f}, False {freed:.
 #
 # ## Changing a value the graph saved
 #
-# A graph kept for a second backward keeps *references* to arrays, not copies: `Sin` keeps
-# its input, `Mul` its factors, `Exp` and `Tanh` their output. Change one of those arrays
+# Until its backward has run (and after it, with `retain_graph=True`), a graph keeps
+# *references* to arrays, not copies: `Sin` keeps its input, `Mul` its factors, `Exp` and
+# `Tanh` their output. Change one of those arrays
 # between forward and backward and the backward reads the new values next to gradients
 # computed from the old ones. Nothing fails; the gradient is simply wrong. The usual ways in:
 #
