@@ -1569,7 +1569,10 @@ def _call_backward(f, gys):
     """``f.backward(*gys)`` as a tuple (``backward_accumulate`` for repeated inputs)."""
     if f._duplicates:  # the same variable in several slots, as in x * x
         return f.backward_accumulate(*gys)
-    return _grads_tuple(f.backward(*gys))
+    gxs = f.backward(*gys)
+    if type(gxs) is Variable:  # one gradient, the common case: no call of _grads_tuple
+        return (gxs,)
+    return _grads_tuple(gxs)
 
 
 def _binary(function, op, x0, x1, reverse=False):
