@@ -44,8 +44,8 @@ from dezero_like import cuda
 class Config:
     """Global switches, read on every function call.
 
-    ``enable_backprop``: build the graph (turned off by :func:`no_grad`).
-    ``train``: training mode (turned off by :func:`test_mode`; dropout reads it).
+    ``enable_backprop``: build the graph (turned off by :class:`no_grad`).
+    ``train``: training mode (turned off by :class:`test_mode`; dropout reads it).
     """
 
     enable_backprop = True
@@ -53,24 +53,47 @@ class Config:
     train = True
 
 
-@contextlib.contextmanager
-def using_config(name, value):
+class _CalledInWith(type):
+    """The type of ``using_config``, ``no_grad`` and ``test_mode``: ``with no_grad:`` (the class,
+    not called) raises an error that says to write ``with no_grad():``."""
+
+    def __enter__(cls):
+        name = cls.__name__
+        args = "'train', False" if name == "using_config" else ""
+        torch = " (as in PyTorch: with torch.no_grad():)" if name == "no_grad" else ""
+        raise TypeError(f"'with {name}:' gives the with statement the class itself, not a "
+                        f"context manager; call it: with dz.{name}({args}):{torch}")
+
+    def __exit__(cls, *exc):
+        return False
+
+
+class using_config(contextlib.ContextDecorator, metaclass=_CalledInWith):
     """Set ``Config.<name>`` to ``value`` inside a ``with`` block, then restore it."""
-    if not hasattr(Config, name):
-        raise AttributeError(f"Config has no setting named {name!r}; known: enable_backprop, train")
-    if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):  # "False" is true
-        raise TypeError(f"Config.{name} is True or False, got {value!r}")
-    old = getattr(Config, name)
-    setattr(Config, name, value)
-    try:
-        yield
-    finally:
-        setattr(Config, name, old)
+
+    def __init__(self, name, value):
+        if not hasattr(Config, name):
+            raise AttributeError(
+                f"Config has no setting named {name!r}; known: enable_backprop, train")
+        if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):  # "False" is true
+            raise TypeError(f"Config.{name} is True or False, got {value!r}")
+        self.name, self.value = name, value
+        self.old = []  # a stack: a decorated function may call itself
+
+    def __enter__(self):
+        self.old.append(getattr(Config, self.name))
+        setattr(Config, self.name, self.value)
+
+    def __exit__(self, *exc):
+        setattr(Config, self.name, self.old.pop())
+        return False  # an error inside the block goes on to the caller
 
 
-def no_grad():
-    """Run code without building a graph (inference, parameter updates)."""
-    return using_config("enable_backprop", False)
+class no_grad(using_config):
+    """Run code without building a graph (inference, parameter updates): ``with no_grad():``."""
+
+    def __init__(self):
+        super().__init__("enable_backprop", False)
 
 
 def _is_array(x):
@@ -181,7 +204,7 @@ def _as_inputs(inputs, name="a function"):
     like = None
     for x in inputs:
         if isinstance(x, Variable):
-            like = x.data
+            like = x._data
             break
     result = []
     for x in inputs:
@@ -347,6 +370,7 @@ class Variable:
         self.creator = func
         self.index = index
         self.generation = func.generation + 1
+        func._stamp = _data_clock.now  # func runs now: a later assignment to .data is newer
 
     # (step 67)
     def cleargrad(self):
@@ -414,6 +438,21 @@ class Variable:
         """A stand-in without data: the same place in the graph, no array kept."""
         return _fill(_new_object(Variable), None, self.requires_grad, self.creator,
                      self.index, self.generation, self.name)
+
+    # (step 37)
+    def _get_data(self):
+        return self._data
+
+    # (step 37)
+    def _set_data(self, value):
+        _data_clock.now += 1  # x.data = a, x.data += 1, x.data -= lr * g all come here
+        self._version = _data_clock.now
+        self._data = value
+
+    # (step 37)
+    data = property(_get_data, _set_data, doc="The array. Assigning it (``x.data = a``, and also "
+                    "``x.data += 1``, which ends with an assignment) stamps the Variable, so a "
+                    "backward that would read a changed value refuses to run (step 37).")
 
     # (step 67)
     def _seed(self, gradient, loss_scale=None, create_graph=False):
@@ -515,7 +554,9 @@ class Variable:
     # (step 54)
     def to_cpu(self):
         if self.data is not None:
-            self.data = cuda.as_numpy(self.data)
+            # the same numbers on another device: no change a gradient could see, so _data is set
+            # directly and the clock of step 37 does not tick
+            self._data = cuda.as_numpy(self.data)
         if self.grad is not None:
             self.grad.to_cpu()
         return self
@@ -523,7 +564,7 @@ class Variable:
     # (step 54)
     def to_gpu(self):
         if self.data is not None:
-            self.data = cuda.as_cupy(self.data)
+            self._data = cuda.as_cupy(self.data)  # the same numbers: no tick (see to_cpu)
         if self.grad is not None:
             self.grad.to_gpu()
         return self
@@ -562,7 +603,7 @@ class Variable:
 
     # (step 70)
     __slots__ = (
-        "data", "name", "grad", "creator", "index", "generation", "requires_grad",
+        "_data", "_version", "name", "grad", "creator", "index", "generation", "requires_grad",
         "loss_scale", "__weakref__",
     )
 
@@ -603,6 +644,8 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     "trained on pieces of a sequence needs loss.unchain_backward() after each "
                     "update instead: keeping the graph would make it grow without end.)"
                 )
+            if f._stamp != _data_clock.now:  # some .data was assigned since f ran: one that
+                _check_unchanged(f)              # f's backward reads? (step 37)
             if retain_grad:  # hand the gradients to the outputs still alive
                 for ref, gy in zip(f.outputs, gys):
                     out = ref()
@@ -616,8 +659,8 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     continue
                 if type(gx) is not Variable and not isinstance(gx, Variable):
                     gx = _make_variable(as_array(gx), False)  # backward returned an array
-                data = x.data  # None for a stand-in (step 69)
-                if data is not None and gx.data.shape != data.shape:
+                data = x._data  # None for a stand-in (step 69)
+                if data is not None and gx._data.shape != data.shape:
                     _check_grads(f, gxs)  # raises: a gradient of the wrong shape (step 41)
                 c = x.creator
                 if c is None:
@@ -706,7 +749,7 @@ def _add_grads(a, b):
     """
     if Config.enable_backprop:
         return a + b
-    y = a.data + b.data  # two 0-d arrays add up to a NumPy scalar: make it an array again
+    y = a._data + b._data  # two 0-d arrays add up to a NumPy scalar: make it an array again
     return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
 
 
@@ -716,9 +759,9 @@ def _accumulate_leaf(x, gx, loss_scale=None):
     An integer or boolean leaf keeps its gradient's own dtype: rounding a
     gradient to integers would turn 1/3 into 0.
     """
-    data = gx.data
-    if data.dtype != x.data.dtype and x.data.dtype.kind in "fc":
-        gx = _F().astype(gx, x.data.dtype)
+    data = gx._data
+    if data.dtype != x._data.dtype and x._data.dtype.kind in "fc":
+        gx = _F().astype(gx, x._data.dtype)
     elif not _writeable(data):
         gx = _make_variable(data.copy(), False) if not Config.enable_backprop \
             else _F().astype(gx, data.dtype, copy=True)
@@ -768,14 +811,14 @@ class Function:
             # inside a plain backward): compute and wrap, nothing more.
             if len(inputs) == 1 and isinstance(inputs[0], Variable):
                 try:
-                    ys = self.forward(inputs[0].data)  # one input: no list to build
+                    ys = self.forward(inputs[0]._data)  # one input: no list to build
                 except (TypeError, AttributeError) as error:  # a try costs nothing until raised
-                    _refuse_two_devices(type(self).__name__, (inputs[0].data,), error)
+                    _refuse_two_devices(type(self).__name__, (inputs[0]._data,), error)
                     raise
             else:
                 xs = []
                 for x in _as_inputs(inputs, type(self).__name__):
-                    xs.append(x.data)
+                    xs.append(x._data)
                 try:
                     ys = self.forward(*xs)
                 except (TypeError, AttributeError) as error:
@@ -789,7 +832,7 @@ class Function:
             return outputs[0] if len(outputs) == 1 else outputs
         if len(inputs) == 1 and isinstance(inputs[0], Variable):
             x = inputs[0]
-            xs = (x.data,)
+            xs = (x._data,)
             needs = (x.requires_grad,)
             gen = x.generation
         else:
@@ -798,7 +841,7 @@ class Function:
             needs = []
             gen = 0
             for x in inputs:
-                xs.append(x.data)
+                xs.append(x._data)
                 needs.append(x.requires_grad)
                 if x.generation > gen:
                     gen = x.generation
@@ -834,6 +877,7 @@ class Function:
         # Record the graph: outputs point to this function, which points to (only
         # what it needs of) its inputs and holds its outputs weakly.
         self.generation = gen
+        self._stamp = _data_clock.now  # what set_creator did (step 37): a later write is newer
         if self._freed:  # an object used again after its first graph's backward freed it
             self._freed = False
         outputs = []
@@ -895,12 +939,16 @@ class Function:
     # (step 37)
     _freed = False  # True once release() has dropped what backward needs
 
+    # (step 37)
+    _stamp = 0  # the tick of the clock _data_clock when this function ran (see below)
+
     # (step 69)
     def release(self):
         """Drop the arrays saved for backward; the graph's shape stays for drawing."""
         kept = []
         for x in self.inputs:  # a plain loop: this runs once per function in every backward
-            kept.append(x if x.creator is None or x.data is None else x._as_node())
+            # x._data: the array behind the property data (step 37), read without its call
+            kept.append(x if x.creator is None or x._data is None else x._as_node())
         self.inputs = tuple(kept)
         self._retained_out = None
         self._freed = True
@@ -967,9 +1015,10 @@ def _F():
     return F
 
 
+# --- step 70 ------------------------------------------------------------
 def _sum_to(gx, shape):
     """Undo broadcasting: sum ``gx`` down to ``shape`` (a no-op when shapes agree)."""
-    return gx if gx.data.shape == shape else _F().sum_to(gx, shape)
+    return gx if gx._data.shape == shape else _F().sum_to(gx, shape)  # _data: no property call
 
 
 # --- step 69 ------------------------------------------------------------
@@ -1167,6 +1216,58 @@ setup_variable()
 _global_hooks: list = []
 
 
+# --- step 37 ------------------------------------------------------------
+class _Clock:
+    """A clock that ticks at each assignment to a Variable's ``.data`` (``_data_clock.now``).
+
+    A Variable's ``_version`` is the tick of its last assignment, a Function's ``_stamp``
+    the tick when it ran: an input stamped later than its function changed after forward.
+    """
+
+    __slots__ = ("now",)  # an instance with a slot: Python reads _data_clock.now fastest
+
+    def __init__(self):
+        self.now = 0
+
+
+_data_clock = _Clock()
+
+
+def _changed_in_place(*variables):
+    """Count a change that no assignment to ``.data`` announced (a GPU kernel writing the array)."""
+    _data_clock.now += 1
+    for v in variables:
+        v._version = _data_clock.now
+
+
+def _check_unchanged(f):
+    """Refuse ``f``'s backward when an array it reads was assigned after ``f`` ran."""
+    keep = f._retained_in  # None: backward may read every input
+    for i, x in enumerate(f.inputs):
+        if x._version > f._stamp and (keep is None or i in keep) and x.data is not None:
+            _refuse_changed(f, "input", i, x)
+    for i in f._retained_out or ():  # the outputs backward reads (Exp, Tanh, Sigmoid keep theirs)
+        y = f.outputs[i]()
+        if y is not None and y._version > f._stamp and y.data is not None:
+            _refuse_changed(f, "output", i, y)
+
+
+def _refuse_changed(f, kind, i, v):
+    name = type(f).__name__
+    what = f"'{v.name}'" if v.name else f"of shape {tuple(v.data.shape)}"
+    if kind == "output":
+        fix = "Change a copy (z = y.data.copy()), not the output a function keeps for backward"
+    else:
+        fix = ("Update parameters after backward (loss.backward(), then optimizer.update(), then "
+               "a new forward); to try another value, build the graph again after the change, or "
+               "change a copy (a = x.data.copy())")
+    raise RuntimeError(
+        f"{name}'s {kind} {i} (a Variable {what}) was given a new .data after {name} ran "
+        f"(x.data = ..., x.data += ..., or an optimizer's update), and {name}.backward reads "
+        f"it: the gradient would mix the old values with the new ones (PyTorch: 'modified by "
+        f"an inplace operation'). {fix}.")
+
+
 # --- step 38 ------------------------------------------------------------
 def _writeable(data):
     """NumPy says whether an array may be written; CuPy has no such flag, so a view
@@ -1270,9 +1371,11 @@ def _guard_backward(backward):
 
 
 # --- step 56 ------------------------------------------------------------
-def test_mode():
-    """Run code in test mode (dropout becomes the identity)."""
-    return using_config("train", False)
+class test_mode(using_config):
+    """Run code in test mode (dropout becomes the identity): ``with test_mode():``."""
+
+    def __init__(self):
+        super().__init__("train", False)
 
 
 def _outside_package(frame):
@@ -1393,7 +1496,8 @@ _new_object = object.__new__
 
 def _fill(v, data, requires_grad, creator, index, generation, name=None):
     """Set every field of the Variable ``v`` (the one place that does); return ``v``."""
-    v.data = data
+    v._data = data  # the array behind the property data; no tick of the clock (step 37)
+    v._version = 0
     v.name = name
     v.grad = None
     v.creator = creator
@@ -1465,7 +1569,10 @@ def _call_backward(f, gys):
     """``f.backward(*gys)`` as a tuple (``backward_accumulate`` for repeated inputs)."""
     if f._duplicates:  # the same variable in several slots, as in x * x
         return f.backward_accumulate(*gys)
-    return _grads_tuple(f.backward(*gys))
+    gxs = f.backward(*gys)
+    if type(gxs) is Variable:  # one gradient, the common case: no call of _grads_tuple
+        return (gxs,)
+    return _grads_tuple(gxs)
 
 
 def _binary(function, op, x0, x1, reverse=False):
@@ -1480,9 +1587,9 @@ def _binary(function, op, x0, x1, reverse=False):
     """
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
         return function()(x1, x0) if reverse else function()(x0, x1)
-    a = x0.data
+    a = x0._data
     try:
-        b = x1.data if isinstance(x1, Variable) else as_array(x1, a)
+        b = x1._data if isinstance(x1, Variable) else as_array(x1, a)
         y = op(b, a) if reverse else op(a, b)
         return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
     except (TypeError, AttributeError) as error:  # a .data set by hand (x.data = [1, 2])?

@@ -252,6 +252,8 @@ class Communicator:
                 )
             host = np.ascontiguousarray(cuda.as_numpy(p.data))
             self.comm.Bcast(host, root=root)
+            # an assignment, new values: it ticks step 37's clock (a graph built before this
+            # refuses to backward with them)
             p.data = host if isinstance(p.data, np.ndarray) else cuda.as_cupy(host)
 
     def bcast(self, obj, root=0):

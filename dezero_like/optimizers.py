@@ -21,7 +21,7 @@ from types import GeneratorType
 import numpy as np
 
 from dezero_like import cuda
-from dezero_like.core import Parameter, Variable, _pytorch_names, as_array
+from dezero_like.core import Parameter, Variable, _changed_in_place, _pytorch_names, as_array
 
 
 # --- step 47 ------------------------------------------------------------
@@ -345,6 +345,10 @@ class Optimizer:
         self.prepare()
         self.update_all(params)
         self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
+        # every parameter stepped counts as changed, however update_one wrote it (p.data -= ...
+        # ticks the clock of step 37 by itself; a GPU kernel, step 71, or p.data[...] = ... does
+        # not): a graph built before this update then refuses to backward with the new values
+        _changed_in_place(*params)
 
     def prepare(self):
         """Once per update, before the parameters (Adam counts its steps here)."""

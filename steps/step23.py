@@ -76,8 +76,8 @@ included.
 class Config:
     """Global switches, read on every function call.
 
-    ``enable_backprop``: build the graph (turned off by :func:`no_grad`).
-    ``train``: training mode (turned off by :func:`test_mode`; dropout reads it).
+    ``enable_backprop``: build the graph (turned off by :class:`no_grad`).
+    ``train``: training mode (turned off by :class:`test_mode`; dropout reads it).
     """
 
     enable_backprop = True
@@ -86,8 +86,17 @@ class Config:
 
 
 # %% [markdown]
-# `using_config` and `no_grad` are step 19's, with one addition: a misspelt
-# setting name is an error instead of a new attribute nobody reads.
+# `using_config` and `no_grad` do what step 19's do, with two additions. A misspelt
+# setting name is an error instead of a new attribute nobody reads. And they are
+# classes, as PyTorch's `torch.no_grad` is: a `with` statement calls the `__enter__`
+# and `__exit__` of the object it is given, which here is an instance, `no_grad()`.
+# Written without the call, `with dz.no_grad:` would hand `with` the class itself, and
+# Python's own message, "'type' object does not support the context manager protocol",
+# does not say what is missing; the class of these classes (`_CalledInWith`, a
+# *metaclass*) has an `__enter__` that says it. (Making the bare form work instead
+# would give one spelling here and another in PyTorch, where `with torch.no_grad:`
+# fails.) `contextlib.ContextDecorator` also lets an instance decorate a function:
+# `@dz.no_grad()` above a `def` runs every call of it without a graph.
 
 # %%
 #| export dezero_like/core.py
@@ -96,24 +105,47 @@ import contextlib
 import numpy as np
 
 
-@contextlib.contextmanager
-def using_config(name, value):
+class _CalledInWith(type):
+    """The type of ``using_config``, ``no_grad`` and ``test_mode``: ``with no_grad:`` (the class,
+    not called) raises an error that says to write ``with no_grad():``."""
+
+    def __enter__(cls):
+        name = cls.__name__
+        args = "'train', False" if name == "using_config" else ""
+        torch = " (as in PyTorch: with torch.no_grad():)" if name == "no_grad" else ""
+        raise TypeError(f"'with {name}:' gives the with statement the class itself, not a "
+                        f"context manager; call it: with dz.{name}({args}):{torch}")
+
+    def __exit__(cls, *exc):
+        return False
+
+
+class using_config(contextlib.ContextDecorator, metaclass=_CalledInWith):
     """Set ``Config.<name>`` to ``value`` inside a ``with`` block, then restore it."""
-    if not hasattr(Config, name):
-        raise AttributeError(f"Config has no setting named {name!r}; known: enable_backprop, train")
-    if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):  # "False" is true
-        raise TypeError(f"Config.{name} is True or False, got {value!r}")
-    old = getattr(Config, name)
-    setattr(Config, name, value)
-    try:
-        yield
-    finally:
-        setattr(Config, name, old)
+
+    def __init__(self, name, value):
+        if not hasattr(Config, name):
+            raise AttributeError(
+                f"Config has no setting named {name!r}; known: enable_backprop, train")
+        if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):  # "False" is true
+            raise TypeError(f"Config.{name} is True or False, got {value!r}")
+        self.name, self.value = name, value
+        self.old = []  # a stack: a decorated function may call itself
+
+    def __enter__(self):
+        self.old.append(getattr(Config, self.name))
+        setattr(Config, self.name, self.value)
+
+    def __exit__(self, *exc):
+        setattr(Config, self.name, self.old.pop())
+        return False  # an error inside the block goes on to the caller
 
 
-def no_grad():
-    """Run code without building a graph (inference, parameter updates)."""
-    return using_config("enable_backprop", False)
+class no_grad(using_config):
+    """Run code without building a graph (inference, parameter updates): ``with no_grad():``."""
+
+    def __init__(self):
+        super().__init__("enable_backprop", False)
 
 
 # %% [markdown]

@@ -35,8 +35,9 @@ except RuntimeError as e:
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` changes `Variable.backward` (it gains `retain_graph`) and the backward loop
-# `_backprop`, and gains `Variable._as_node` and `Function.release`.
+# In this step `core` changes `Variable.backward` (it gains `retain_graph`), `Variable.set_creator`
+# and the backward loop `_backprop`, and gains `Variable._as_node`, `Function.release`, the
+# property `Variable.data` and the clock `_data_clock` with `_check_unchanged`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -44,7 +45,8 @@ except RuntimeError as e:
 # read here is exactly what the package contains (docs/package-from-steps.md). Running a cell
 # defines its names in this script too; the rest of the step uses them through the package.
 #
-# Three changes to the core do this.
+# Three changes to the core do this (a fourth, at the end of the step, catches a value
+# changed between forward and backward).
 #
 # * `Variable._as_node()` makes a **stand-in**: a Variable with the same place
 #   in the graph (creator, generation, name) but no array.
@@ -94,6 +96,8 @@ def _as_node(self):
 #| export dezero_like/core.py Function
 _freed = False  # True once release() has dropped what backward needs
 
+_stamp = 0  # the tick of the clock _data_clock when this function ran (see below)
+
 
 def release(self):
     """Drop the arrays saved for backward; the graph's shape stays for drawing."""
@@ -106,7 +110,7 @@ def release(self):
 import heapq
 import itertools
 
-from dezero_like.core import _accumulate_leaf, _add_grads, _backward_step
+from dezero_like.core import _accumulate_leaf, _add_grads, _backward_step, _check_unchanged
 
 
 def _backprop(y, seed, retain_grad, retain_graph):
@@ -135,6 +139,7 @@ def _backprop(y, seed, retain_grad, retain_graph):
                 "saved data was freed after the first backward. Pass retain_graph=True "
                 "to the first backward() call if you need to call backward twice."
             )
+        _check_unchanged(f)  # was something f's backward reads changed since f ran? (below)
         gys = []
         for ref in f.outputs:
             out = ref()  # None when that output was dropped: no gradient reached it
@@ -270,6 +275,157 @@ print(f"arrays held after backward: retain_graph=True {kept:.1f}, False {freed:.
 # With `retain_graph=True` every `Tanh` still holds its output (about one array
 # per function); without it, only what we hold ourselves remains: `x`, its
 # gradient and the final `y`.
+#
+# ## Changing a value the graph saved
+#
+# Until its backward has run (and after it, with `retain_graph=True`), a graph keeps
+# *references* to arrays, not copies: `Sin` keeps its input, `Mul` its factors, `Exp` and
+# `Tanh` their output. Change one of those arrays
+# between forward and backward and the backward reads the new values next to gradients
+# computed from the old ones. Nothing fails; the gradient is simply wrong. The usual ways in:
+#
+# * an optimizer step between two backwards through one graph
+#   (`loss.backward(retain_graph=True); optimizer.update(); loss.backward()`);
+# * `x.data += 1` (or `x.data = x.data + 1`) after the forward, to try another value;
+# * changing an output that a function keeps, `y = F.exp(x); y.data *= 2`.
+#
+# PyTorch gives every tensor a **version counter**: each in-place operation adds one to it,
+# each tensor saved for backward remembers the version it had, and backward compares the two
+# ("one of the variables needed for gradient computation has been modified by an inplace
+# operation ... is at version 2; expected version 1"). Here the way to change a Variable's
+# array is to assign its `.data`, and `x.data += 1` and `x.data -= lr * g` end with an
+# assignment too (Python runs `x.data = x.data.__iadd__(1)`). So `.data` becomes a
+# *property*: the array lives in `_data`, and assigning `.data` ticks a clock, `_data_clock`,
+# and stamps the Variable with the tick (`_version`). `set_creator` stamps the function with
+# the tick of the moment it ran. Before each function's backward, `_check_unchanged` looks at
+# what that backward reads (the inputs, or only those that `retain_inputs` names, and the
+# outputs that `retain_outputs` names): one stamped later than the function was changed after
+# the function read it.
+#
+# One clock instead of a counter per Variable keeps the check cheap: a function stores one
+# number, and step 70 compares it with the clock once per function, looking at the inputs
+# only when the clock has moved.
+
+# %%
+#| export dezero_like/core.py Variable
+from dezero_like.core import _data_clock
+
+
+def set_creator(self, func):
+    self.creator = func
+    self.generation = func.generation + 1
+    func._stamp = _data_clock.now  # func runs now: a later assignment to .data is newer
+
+
+def _get_data(self):
+    return self._data
+
+
+def _set_data(self, value):
+    _data_clock.now += 1  # x.data = a, x.data += 1, x.data -= lr * g all come here
+    self._version = _data_clock.now
+    self._data = value
+
+
+data = property(_get_data, _set_data, doc="The array. Assigning it (``x.data = a``, and also "
+                "``x.data += 1``, which ends with an assignment) stamps the Variable, so a "
+                "backward that would read a changed value refuses to run (step 37).")
+
+
+# %%
+#| export dezero_like/core.py
+class _Clock:
+    """A clock that ticks at each assignment to a Variable's ``.data`` (``_data_clock.now``).
+
+    A Variable's ``_version`` is the tick of its last assignment, a Function's ``_stamp``
+    the tick when it ran: an input stamped later than its function changed after forward.
+    """
+
+    __slots__ = ("now",)  # an instance with a slot: Python reads _data_clock.now fastest
+
+    def __init__(self):
+        self.now = 0
+
+
+_data_clock = _Clock()
+
+
+def _changed_in_place(*variables):
+    """Count a change that no assignment to ``.data`` announced (a GPU kernel writing the array)."""
+    _data_clock.now += 1
+    for v in variables:
+        v._version = _data_clock.now
+
+
+def _check_unchanged(f):
+    """Refuse ``f``'s backward when an array it reads was assigned after ``f`` ran."""
+    keep = f._retained_in  # None: backward may read every input
+    for i, x in enumerate(f.inputs):
+        if x._version > f._stamp and (keep is None or i in keep) and x.data is not None:
+            _refuse_changed(f, "input", i, x)
+    for i in f._retained_out or ():  # the outputs backward reads (Exp, Tanh, Sigmoid keep theirs)
+        y = f.outputs[i]()
+        if y is not None and y._version > f._stamp and y.data is not None:
+            _refuse_changed(f, "output", i, y)
+
+
+def _refuse_changed(f, kind, i, v):
+    name = type(f).__name__
+    what = f"'{v.name}'" if v.name else f"of shape {tuple(v.data.shape)}"
+    if kind == "output":
+        fix = "Change a copy (z = y.data.copy()), not the output a function keeps for backward"
+    else:
+        fix = ("Update parameters after backward (loss.backward(), then optimizer.update(), then "
+               "a new forward); to try another value, build the graph again after the change, or "
+               "change a copy (a = x.data.copy())")
+    raise RuntimeError(
+        f"{name}'s {kind} {i} (a Variable {what}) was given a new .data after {name} ran "
+        f"(x.data = ..., x.data += ..., or an optimizer's update), and {name}.backward reads "
+        f"it: the gradient would mix the old values with the new ones (PyTorch: 'modified by "
+        f"an inplace operation'). {fix}.")
+
+
+# %% [markdown]
+# The three mistakes of the list above, each caught before its backward runs:
+
+# %%
+u = dz.Variable(np.array([0.5, 1.0]), name="u")
+y = F.sin(u)
+u.data += 1  # a new value, after sin read the old one
+try:
+    y.backward()
+except RuntimeError as e:
+    changed_error = str(e)
+    print("RuntimeError:", changed_error)
+
+w = dz.Variable(np.array([1.0, 2.0]), name="w")
+loss = F.sum(F.sin(w) * w)
+loss.backward(retain_graph=True)
+w.data -= 0.1 * w.grad.data  # an optimizer step between two backwards through one graph
+try:
+    loss.backward()
+except RuntimeError as e:
+    update_error = str(e)
+    print("RuntimeError:", update_error.split(" (x.data")[0])
+
+y = F.exp(dz.Variable(np.array(1.0)))
+y.data *= 2  # Exp's backward reads its output
+try:
+    y.backward()
+except RuntimeError as e:
+    output_error = str(e)
+    print("RuntimeError:", output_error.split(" (x.data")[0])
+
+# %% [markdown]
+# What stays allowed: changing values *after* backward (the training loop: forward, backward,
+# update, then a new forward reads the new values), and two backwards through one graph with
+# nothing changed in between. What it cannot see: a write through indexing,
+# `x.data[0] = 5.0`, or `np.copyto(x.data, a)`, changes the array without assigning `.data`.
+# Catching those would cost a look at every saved array on every operation (PyTorch counts
+# them because every in-place operation on a tensor runs PyTorch's own code; a NumPy array
+# has no counter), so here they stay the learner's care. Moving a Variable to the GPU and
+# back (`to_gpu()`, step 54) gives it a new array holding the same numbers, which changes
+# no gradient, so it does not tick the clock.
 #
 # ## Exercise 1: two passes through one graph
 # Build $z = \sin(x) \cdot x$ at $x = 1$ and run backward from $z$ twice

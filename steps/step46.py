@@ -127,8 +127,9 @@ def leaky_relu(x, slope=0.2):
 # handed are read-only (NumPy's `writeable` flag), and a write into one fails at once with a
 # message that says to make a new array. `__init_subclass__` runs for every new subclass of
 # `Function`; it wraps the subclass's `backward` when the class is written outside the package,
-# so the package's own Functions pay nothing. (PyTorch protects its saved tensors differently,
-# with a version counter that backward compares; this guard checks the gradients only.)
+# so the package's own Functions pay nothing. (PyTorch protects its saved tensors with a
+# version counter, as step 37's clock does here for assignments to `.data`; this guard checks
+# the gradients.)
 
 # %%
 #| export dezero_like/core.py Function

@@ -48,7 +48,9 @@ from dezero_like import cuda
 
 def to_cpu(self):
     if self.data is not None:
-        self.data = cuda.as_numpy(self.data)
+        # the same numbers on another device: no change a gradient could see, so _data is set
+        # directly and the clock of step 37 does not tick
+        self._data = cuda.as_numpy(self.data)
     if self.grad is not None:
         self.grad.to_cpu()
     return self
@@ -56,7 +58,7 @@ def to_cpu(self):
 
 def to_gpu(self):
     if self.data is not None:
-        self.data = cuda.as_cupy(self.data)
+        self._data = cuda.as_cupy(self.data)  # the same numbers: no tick (see to_cpu)
     if self.grad is not None:
         self.grad.to_gpu()
     return self

@@ -281,7 +281,8 @@ def load_weights(self, path):
                 a = cuda.as_cupy(a)
         elif not isinstance(p.data, np.ndarray):
             a = cuda.as_cupy(a)  # the parameter lives on the GPU: keep it there
-        p.data = a
+        p.data = a  # an assignment: it ticks step 37's clock, so a graph built before the
+        #             load refuses to backward with the loaded weights
 
 
 # %% [markdown]

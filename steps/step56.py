@@ -32,16 +32,19 @@
 
 # %% [markdown]
 # `test_mode()` is `using_config("train", False)` under a name that says what it is for; it is used
-# in a `with` block, like `no_grad()`.
+# in a `with` block, like `no_grad()`, and is a class like it (step 23), so `with dz.test_mode:`
+# without the call says what to write.
 
 # %%
 #| export dezero_like/core.py
 from dezero_like.core import using_config
 
 
-def test_mode():
-    """Run code in test mode (dropout becomes the identity)."""
-    return using_config("train", False)
+class test_mode(using_config):
+    """Run code in test mode (dropout becomes the identity): ``with test_mode():``."""
+
+    def __init__(self):
+        super().__init__("train", False)
 
 
 # %% [markdown]

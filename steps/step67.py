@@ -219,7 +219,15 @@ import weakref
 
 import numpy as np
 
-from dezero_like.core import _F, Variable, _add_grads, _backward_step, _global_hooks, _writeable
+from dezero_like.core import (
+    _F,
+    Variable,
+    _add_grads,
+    _backward_step,
+    _check_unchanged,
+    _global_hooks,
+    _writeable,
+)
 
 
 def _accumulate_leaf(x, gx, loss_scale=None):
@@ -305,6 +313,7 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                 "saved data was freed after the first backward. Pass retain_graph=True "
                 "to the first backward() call if you need to call backward twice."
             )
+        _check_unchanged(f)  # an input or output changed since f ran? (step 37)
         gys = []
         for ref in f.outputs:
             out = ref()  # None when that output was dropped: no gradient reached it
@@ -349,7 +358,9 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 # The last line
 # hands every parameter that still has a gradient (a hook, `FreezeParam`, may have removed some)
 # to `update_all`, which calls `update_one` on each: one place where an optimizer may instead
-# update them all together, as SGD does on a GPU in step 71.
+# update them all together, as SGD does on a GPU in step 71. Then every parameter it stepped is
+# marked as changed (`_changed_in_place`, step 37), since a kernel that writes a parameter's
+# array on the GPU does not go through `p.data = ...`.
 
 # %%
 #| export dezero_like/optimizers.py
@@ -372,6 +383,7 @@ def _check_grads(params, who):
 #| export dezero_like/optimizers.py Optimizer
 import weakref
 
+from dezero_like.core import _changed_in_place
 from dezero_like.optimizers import (_check_grads, _floats_only, _new_grad,
                                     _same_grads_as_last_update, _warn_no_gradient,
                                     _warn_repeated_update, _wide)
@@ -405,6 +417,10 @@ def update(self):
     self.prepare()
     self.update_all(params)
     self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
+    # every parameter stepped counts as changed, however update_one wrote it (p.data -= ...
+    # ticks the clock of step 37 by itself; a GPU kernel, step 71, or p.data[...] = ... does
+    # not): a graph built before this update then refuses to backward with the new values
+    _changed_in_place(*params)
 
 
 def update_all(self, params):

@@ -75,7 +75,7 @@
 
 # %%
 #| export dezero_like/core.py Variable
-from dezero_like.core import Variable, _is_array
+from dezero_like.core import Variable, _data_clock, _is_array
 
 
 def __init__(self, data, name=None, requires_grad=True):
@@ -100,6 +100,7 @@ def set_creator(self, func, index=0):
     self.creator = func
     self.index = index
     self.generation = func.generation + 1
+    func._stamp = _data_clock.now  # func runs now: a later assignment to .data is newer
 
 
 def _as_node(self):
@@ -180,7 +181,8 @@ def release(self):
     """Drop the arrays saved for backward; the graph's shape stays for drawing."""
     kept = []
     for x in self.inputs:  # a plain loop: this runs once per function in every backward
-        kept.append(x if x.creator is None or x.data is None else x._as_node())
+        # x._data: the array behind the property data (step 37), read without its call
+        kept.append(x if x.creator is None or x._data is None else x._as_node())
     self.inputs = tuple(kept)
     self._retained_out = None
     self._freed = True
@@ -220,7 +222,13 @@ import heapq
 import weakref
 import itertools
 
-from dezero_like.core import _accumulate_leaf, _add_grads, _backward_step, _from_backward
+from dezero_like.core import (
+    _accumulate_leaf,
+    _add_grads,
+    _backward_step,
+    _check_unchanged,
+    _from_backward,
+)
 
 
 def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
@@ -249,6 +257,7 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     "trained on pieces of a sequence needs loss.unchain_backward() after each "
                     "update instead: keeping the graph would make it grow without end.)"
                 )
+            _check_unchanged(f)  # an input or output changed since f ran? (step 37)
             if retain_grad:  # hand the gradients to the outputs still alive
                 for ref, gy in zip(f.outputs, gys):
                     out = ref()

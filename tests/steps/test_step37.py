@@ -49,3 +49,11 @@ def test_demo_output(load_step):
     out = load_step(37).output
     assert "two backward calls == one backward of the sum: True" in out
     assert "accumulated: True" in out and "self-check passed" in out
+
+
+def test_a_value_changed_between_forward_and_backward_is_refused(load_step):
+    step = load_step(37)
+    assert "Sin's input 0 (a Variable 'u')" in step.changed_error
+    assert "optimizer.update()" in step.changed_error  # says what to do
+    assert "input 1 (a Variable 'w')" in step.update_error
+    assert "Exp's output 0" in step.output_error
