@@ -152,3 +152,51 @@ def test_pytorch_refuses_the_same_changes():
         y *= 2
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_a_model_pickled_here_trains_in_a_fresh_process(tmp_path):
+    """A saved Variable's stamp is a tick of this process's clock; loaded in a process whose
+    clock is younger, it must not look changed (fine-tuning a pickled backbone with a new
+    head, whose lazily made weights tick the clock between the backbone's forward and the
+    backward)."""
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = M.MLP((5, 3))
+    opt = O.SGD(0.01).setup(model)
+    x = np.ones((2, 4))
+    for _ in range(30):  # 30 updates: the weights' stamps are far ahead of a fresh clock
+        model.cleargrads()
+        F.sum(model(x)).backward()
+        opt.update()
+    path = tmp_path / "backbone.pkl"
+    path.write_bytes(pickle.dumps(model))
+    code = (
+        "import pickle, numpy as np, dezero_like.functions as F, dezero_like.layers as L\n"
+        f"backbone = pickle.loads(open({str(path)!r}, 'rb').read())\n"
+        "head = L.Linear(2)\n"
+        "loss = F.sum(head(F.relu(backbone(np.ones((2, 4))))))\n"
+        "loss.backward()\n"
+        "print(backbone.l0.W.grad.shape)\n")
+    root = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=root, env={**__import__("os").environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr[-600:]
+    assert done.stdout.strip() == "(4, 5)"
+
+
+def test_a_copied_variable_counts_as_unchanged():
+    import copy
+    import pickle
+
+    x = dz.Variable(np.array([1.0, 2.0]))
+    x.data += 1
+    for twin in (copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        assert twin._version == 0
+        np.testing.assert_array_equal(twin.data, [2.0, 2.0 + 1])
+        y = F.sum(twin * twin)
+        twin.data += 1  # a copy is still watched: a change after its forward is refused
+        with pytest.raises(RuntimeError, match=CHANGED):
+            y.backward()
