@@ -200,3 +200,28 @@ def test_a_copied_variable_counts_as_unchanged():
         twin.data += 1  # a copy is still watched: a change after its forward is refused
         with pytest.raises(RuntimeError, match=CHANGED):
             y.backward()
+
+
+@pytest.mark.parametrize("fn, change, refused", [
+    (F.relu, "output", False),  # a mask is kept: PyTorch refuses, it keeps relu's output
+    (lambda x: F.clip(x, 0.2, 0.8), "input", False),  # a mask (PyTorch keeps clamp's input)
+    (lambda x: 2.0 / x, "input", True),  # reads x (PyTorch keeps the reciprocal)
+    (lambda x: F.mean_squared_error(x, np.ones((2, 3))), "input", True),  # reads x
+])
+def test_the_refusals_follow_what_this_librarys_backward_reads(fn, change, refused):
+    """docs/pytorch.md: where this backward reads other arrays than PyTorch saves."""
+    x = dz.Variable(np.linspace(0.1, 0.9, 6).reshape(2, 3))
+    y = fn(x)
+    expected = None
+    if not refused:  # the gradient with nothing changed, to compare with
+        x2 = dz.Variable(x.data.copy())
+        F.sum(fn(x2)).backward()
+        expected = x2.grad.data
+    target = y if change == "output" else x
+    target.data = target.data + 1.0
+    if refused:
+        with pytest.raises(RuntimeError, match=CHANGED):
+            F.sum(y).backward()
+    else:
+        F.sum(y).backward()
+        np.testing.assert_array_equal(x.grad.data, expected)  # the mask: the right gradient
