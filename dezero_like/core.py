@@ -454,6 +454,15 @@ class Variable:
                     "``x.data += 1``, which ends with an assignment) stamps the Variable, so a "
                     "backward that would read a changed value refuses to run (step 37).")
 
+    # (step 37)
+    def __setstate__(self, state):
+        """pickle and ``copy``: the Variable comes back unchanged, ``_version`` 0 (its stamp was
+        a tick of the clock of the process that saved it, which means nothing to this one)."""
+        attributes, slots = state if isinstance(state, tuple) else (state, None)  # step 70: slots
+        for name, value in {**(attributes or {}), **(slots or {})}.items():
+            setattr(self, name, value)
+        self._version = 0
+
     # (step 67)
     def _seed(self, gradient, loss_scale=None, create_graph=False):
         """The first gradient dL/d(self): ones or ``gradient`` (checked), times the scale.

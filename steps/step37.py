@@ -304,7 +304,10 @@ print(f"arrays held after backward: retain_graph=True {kept:.1f}, False {freed:.
 #
 # One clock instead of a counter per Variable keeps the check cheap: a function stores one
 # number, and step 70 compares it with the clock once per function, looking at the inputs
-# only when the clock has moved.
+# only when the clock has moved. A tick means something only in the process whose clock made
+# it: a Variable read back by `pickle` (or copied) starts again at version 0, as a tensor
+# loaded in PyTorch does. Kept as saved, a model pickled after a thousand updates and loaded
+# into a fresh process would look changed to every function that read it there.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -330,6 +333,15 @@ def _set_data(self, value):
 data = property(_get_data, _set_data, doc="The array. Assigning it (``x.data = a``, and also "
                 "``x.data += 1``, which ends with an assignment) stamps the Variable, so a "
                 "backward that would read a changed value refuses to run (step 37).")
+
+
+def __setstate__(self, state):
+    """pickle and ``copy``: the Variable comes back unchanged, ``_version`` 0 (its stamp was
+    a tick of the clock of the process that saved it, which means nothing to this one)."""
+    attributes, slots = state if isinstance(state, tuple) else (state, None)  # step 70: slots
+    for name, value in {**(attributes or {}), **(slots or {})}.items():
+        setattr(self, name, value)
+    self._version = 0
 
 
 # %%

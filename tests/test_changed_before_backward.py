@@ -152,3 +152,76 @@ def test_pytorch_refuses_the_same_changes():
         y *= 2
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_a_model_pickled_here_trains_in_a_fresh_process(tmp_path):
+    """A saved Variable's stamp is a tick of this process's clock; loaded in a process whose
+    clock is younger, it must not look changed (fine-tuning a pickled backbone with a new
+    head, whose lazily made weights tick the clock between the backbone's forward and the
+    backward)."""
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = M.MLP((5, 3))
+    opt = O.SGD(0.01).setup(model)
+    x = np.ones((2, 4))
+    for _ in range(30):  # 30 updates: the weights' stamps are far ahead of a fresh clock
+        model.cleargrads()
+        F.sum(model(x)).backward()
+        opt.update()
+    path = tmp_path / "backbone.pkl"
+    path.write_bytes(pickle.dumps(model))
+    code = (
+        "import pickle, numpy as np, dezero_like.functions as F, dezero_like.layers as L\n"
+        f"backbone = pickle.loads(open({str(path)!r}, 'rb').read())\n"
+        "head = L.Linear(2)\n"
+        "loss = F.sum(head(F.relu(backbone(np.ones((2, 4))))))\n"
+        "loss.backward()\n"
+        "print(backbone.l0.W.grad.shape)\n")
+    root = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=root, env={**__import__("os").environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr[-600:]
+    assert done.stdout.strip() == "(4, 5)"
+
+
+def test_a_copied_variable_counts_as_unchanged():
+    import copy
+    import pickle
+
+    x = dz.Variable(np.array([1.0, 2.0]))
+    x.data += 1
+    for twin in (copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        assert twin._version == 0
+        np.testing.assert_array_equal(twin.data, [2.0, 2.0 + 1])
+        y = F.sum(twin * twin)
+        twin.data += 1  # a copy is still watched: a change after its forward is refused
+        with pytest.raises(RuntimeError, match=CHANGED):
+            y.backward()
+
+
+@pytest.mark.parametrize("fn, change, refused", [
+    (F.relu, "output", False),  # a mask is kept: PyTorch refuses, it keeps relu's output
+    (lambda x: F.clip(x, 0.2, 0.8), "input", False),  # a mask (PyTorch keeps clamp's input)
+    (lambda x: 2.0 / x, "input", True),  # reads x (PyTorch keeps the reciprocal)
+    (lambda x: F.mean_squared_error(x, np.ones((2, 3))), "input", True),  # reads x
+])
+def test_the_refusals_follow_what_this_librarys_backward_reads(fn, change, refused):
+    """docs/pytorch.md: where this backward reads other arrays than PyTorch saves."""
+    x = dz.Variable(np.linspace(0.1, 0.9, 6).reshape(2, 3))
+    y = fn(x)
+    expected = None
+    if not refused:  # the gradient with nothing changed, to compare with
+        x2 = dz.Variable(x.data.copy())
+        F.sum(fn(x2)).backward()
+        expected = x2.grad.data
+    target = y if change == "output" else x
+    target.data = target.data + 1.0
+    if refused:
+        with pytest.raises(RuntimeError, match=CHANGED):
+            F.sum(y).backward()
+    else:
+        F.sum(y).backward()
+        np.testing.assert_array_equal(x.grad.data, expected)  # the mask: the right gradient
