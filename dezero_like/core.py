@@ -563,9 +563,7 @@ class Variable:
     # (step 54)
     def to_cpu(self):
         if self.data is not None:
-            # the same numbers on another device: no change a gradient could see, so _data is set
-            # directly and the clock of step 37 does not tick
-            self._data = cuda.as_numpy(self.data)
+            self._moved(cuda.as_numpy(self.data))
         if self.grad is not None:
             self.grad.to_cpu()
         return self
@@ -573,10 +571,19 @@ class Variable:
     # (step 54)
     def to_gpu(self):
         if self.data is not None:
-            self._data = cuda.as_cupy(self.data)  # the same numbers: no tick (see to_cpu)
+            self._moved(cuda.as_cupy(self.data))
         if self.grad is not None:
             self.grad.to_gpu()
         return self
+
+    # (step 54)
+    def _moved(self, array):
+        """Hold ``array``, the same numbers on the other device; an actual move ticks the clock of
+        step 37, so a graph built before it refuses to backward with a clear message, instead of
+        failing inside a backward that meets arrays of both devices."""
+        if array is not self._data:
+            self._data = array
+            _changed_in_place(self)
 
     # (step 61)
     def unchain(self):
@@ -1269,10 +1276,12 @@ def _refuse_changed(f, kind, i, v):
     else:
         fix = ("Update parameters after backward (loss.backward(), then optimizer.update(), then "
                "a new forward); to try another value, build the graph again after the change, or "
-               "change a copy (a = x.data.copy())")
+               "change a copy (a = x.data.copy()); move a model to the GPU (model.to_gpu()) "
+               "before its forward, not between forward and backward")
     raise RuntimeError(
         f"{name}'s {kind} {i} (a Variable {what}) was given a new .data after {name} ran "
-        f"(x.data = ..., x.data += ..., or an optimizer's update), and {name}.backward reads "
+        f"(x.data = ..., x.data += ..., an optimizer's update, or a move with to_gpu() or "
+        f"to_cpu()), and {name}.backward reads "
         f"it: the gradient would mix the old values with the new ones (PyTorch: 'modified by "
         f"an inplace operation'). {fix}.")
 

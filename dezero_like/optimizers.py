@@ -217,8 +217,10 @@ def _refuse_torch_style(cls, args, kwargs):
                        *(f"{k}={v!r}" for k, v in settings.items())])
     if not shown and names and signature[names[0]].default is not inspect.Parameter.empty:
         shown = f"{names[0]}={signature[names[0]].default!r}"  # SGD(lr=0.01): the default
-    note = (f" ({', '.join(left_out)}: not a setting of {cls.__name__}, whose settings are "
-            f"{', '.join(names) or 'none'}{''.join('; ' + f for f in fixes)})") if left_out else ""
+    unknown = [n for n in left_out if open_ended or n not in _TORCH_SETTINGS]  # no fix to give
+    parts = [f"{', '.join(unknown)}: not a setting of {cls.__name__}, whose settings are "
+             f"{', '.join(names) or 'none'}"] if unknown else []
+    note = f" ({'; '.join(parts + fixes)})" if parts or fixes else ""
     if given_params:
         raise TypeError(
             f"{cls.__name__}(...) takes the settings only, not the model or its parameters: "
@@ -727,7 +729,8 @@ _pytorch_names(
 # --- step 67 ------------------------------------------------------------
 def _check_grads(params, who):
     """Refuse a gradient that is not a Variable of its parameter's shape (one set by hand, or by
-    a hook): NumPy would broadcast a smaller one into the step."""
+    a hook): NumPy would broadcast a smaller one into the step. Refuse one on the other device
+    too (a model moved between forward and backward), which the step could not use."""
     for p in params:
         if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:
             got = (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
@@ -735,3 +738,11 @@ def _check_grads(params, who):
             raise ValueError(f"the gradient of {p.name or 'a parameter'} {p.shape} is {got} "
                              f"({who}): it must be a Variable of the parameter's shape "
                              "(p.grad = Variable(g))")
+        if type(p.grad._data) is not type(p._data) and (  # the same type: the usual, quick
+                cuda.is_cupy_array(p.grad._data) != cuda.is_cupy_array(p._data)):
+            on = "the GPU" if cuda.is_cupy_array(p._data) else "the CPU"
+            raise TypeError(
+                f"the gradient of {p.name or 'a parameter'} {p.shape} is not on {on}, where the "
+                "parameter is: was the model moved (to_gpu() or to_cpu()) between the forward "
+                "and the backward that made it? Move the model before its forward; now call "
+                "model.cleargrads() and run forward and backward again")

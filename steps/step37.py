@@ -389,10 +389,12 @@ def _refuse_changed(f, kind, i, v):
     else:
         fix = ("Update parameters after backward (loss.backward(), then optimizer.update(), then "
                "a new forward); to try another value, build the graph again after the change, or "
-               "change a copy (a = x.data.copy())")
+               "change a copy (a = x.data.copy()); move a model to the GPU (model.to_gpu()) "
+               "before its forward, not between forward and backward")
     raise RuntimeError(
         f"{name}'s {kind} {i} (a Variable {what}) was given a new .data after {name} ran "
-        f"(x.data = ..., x.data += ..., or an optimizer's update), and {name}.backward reads "
+        f"(x.data = ..., x.data += ..., an optimizer's update, or a move with to_gpu() or "
+        f"to_cpu()), and {name}.backward reads "
         f"it: the gradient would mix the old values with the new ones (PyTorch: 'modified by "
         f"an inplace operation'). {fix}.")
 
@@ -435,9 +437,11 @@ except RuntimeError as e:
 # `x.data[0] = 5.0`, or `np.copyto(x.data, a)`, changes the array without assigning `.data`.
 # Catching those would cost a look at every saved array on every operation (PyTorch counts
 # them because every in-place operation on a tensor runs PyTorch's own code; a NumPy array
-# has no counter), so here they stay the learner's care. Moving a Variable to the GPU and
-# back (`to_gpu()`, step 54) gives it a new array holding the same numbers, which changes
-# no gradient, so it does not tick the clock.
+# has no counter), so here they stay the learner's care. Moving a Variable to the other
+# device (`to_gpu()`, `to_cpu()`, step 54) ticks the clock too: the numbers are the same, but
+# a backward that reads the moved array next to the others, still on the old device, would
+# fail in the middle of the graph with the array library's own error; it stops here instead,
+# with the fix (move the model before its forward).
 #
 # ## Exercise 1: two passes through one graph
 # Build $z = \sin(x) \cdot x$ at $x = 1$ and run backward from $z$ twice

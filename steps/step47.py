@@ -297,8 +297,10 @@ def _refuse_torch_style(cls, args, kwargs):
                        *(f"{k}={v!r}" for k, v in settings.items())])
     if not shown and names and signature[names[0]].default is not inspect.Parameter.empty:
         shown = f"{names[0]}={signature[names[0]].default!r}"  # SGD(lr=0.01): the default
-    note = (f" ({', '.join(left_out)}: not a setting of {cls.__name__}, whose settings are "
-            f"{', '.join(names) or 'none'}{''.join('; ' + f for f in fixes)})") if left_out else ""
+    unknown = [n for n in left_out if open_ended or n not in _TORCH_SETTINGS]  # no fix to give
+    parts = [f"{', '.join(unknown)}: not a setting of {cls.__name__}, whose settings are "
+             f"{', '.join(names) or 'none'}"] if unknown else []
+    note = f" ({'; '.join(parts + fixes)})" if parts or fixes else ""
     if given_params:
         raise TypeError(
             f"{cls.__name__}(...) takes the settings only, not the model or its parameters: "

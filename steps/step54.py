@@ -44,13 +44,12 @@
 # %%
 #| export dezero_like/core.py Variable
 from dezero_like import cuda
+from dezero_like.core import _changed_in_place
 
 
 def to_cpu(self):
     if self.data is not None:
-        # the same numbers on another device: no change a gradient could see, so _data is set
-        # directly and the clock of step 37 does not tick
-        self._data = cuda.as_numpy(self.data)
+        self._moved(cuda.as_numpy(self.data))
     if self.grad is not None:
         self.grad.to_cpu()
     return self
@@ -58,10 +57,19 @@ def to_cpu(self):
 
 def to_gpu(self):
     if self.data is not None:
-        self._data = cuda.as_cupy(self.data)  # the same numbers: no tick (see to_cpu)
+        self._moved(cuda.as_cupy(self.data))
     if self.grad is not None:
         self.grad.to_gpu()
     return self
+
+
+def _moved(self, array):
+    """Hold ``array``, the same numbers on the other device; an actual move ticks the clock of
+    step 37, so a graph built before it refuses to backward with a clear message, instead of
+    failing inside a backward that meets arrays of both devices."""
+    if array is not self._data:
+        self._data = array
+        _changed_in_place(self)
 
 
 # %% [markdown]

@@ -364,12 +364,14 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 # %%
 #| export dezero_like/optimizers.py
+from dezero_like import cuda
 from dezero_like.core import Variable
 
 
 def _check_grads(params, who):
     """Refuse a gradient that is not a Variable of its parameter's shape (one set by hand, or by
-    a hook): NumPy would broadcast a smaller one into the step."""
+    a hook): NumPy would broadcast a smaller one into the step. Refuse one on the other device
+    too (a model moved between forward and backward), which the step could not use."""
     for p in params:
         if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:
             got = (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
@@ -377,6 +379,14 @@ def _check_grads(params, who):
             raise ValueError(f"the gradient of {p.name or 'a parameter'} {p.shape} is {got} "
                              f"({who}): it must be a Variable of the parameter's shape "
                              "(p.grad = Variable(g))")
+        if type(p.grad._data) is not type(p._data) and (  # the same type: the usual, quick
+                cuda.is_cupy_array(p.grad._data) != cuda.is_cupy_array(p._data)):
+            on = "the GPU" if cuda.is_cupy_array(p._data) else "the CPU"
+            raise TypeError(
+                f"the gradient of {p.name or 'a parameter'} {p.shape} is not on {on}, where the "
+                "parameter is: was the model moved (to_gpu() or to_cpu()) between the forward "
+                "and the backward that made it? Move the model before its forward; now call "
+                "model.cleargrads() and run forward and backward again")
 
 
 # %%

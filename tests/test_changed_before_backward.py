@@ -124,7 +124,7 @@ def test_the_training_loop_and_repeated_backwards_stay_quiet():
     assert np.isclose(float(x.grad), 2 * first)
     with dz.no_grad():  # an evaluation between forward and backward writes nothing
         F.sin(x)
-    x.to_cpu()  # the same numbers: not a change
+    x.to_cpu()  # already on the CPU: no move, so no change
 
 
 def test_a_second_order_gradient_is_unaffected():

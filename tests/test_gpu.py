@@ -941,3 +941,42 @@ def test_clip_takes_numpy_and_gpu_array_bounds_without_waiting_for_the_device(mo
         assert waits == []
         np.testing.assert_array_equal(cuda.as_numpy(y.data), F.clip(x, lo, hi).data)
         np.testing.assert_array_equal(cuda.as_numpy(gpu.grad.data), cpu.grad.data)
+
+
+@needs_gpu
+def test_a_model_moved_between_forward_and_backward_is_refused_with_the_fix():
+    """model.to_gpu() after the forward, then backward: CuPy failed inside the graph, or in the
+    update, with 'Unsupported type numpy.ndarray'. A move ticks step 37's clock, so a backward
+    that reads the moved array stops first; one that does not (W's gradient needs only x)
+    leaves a CPU gradient on a GPU parameter, which update() refuses. Both say to move the model
+    before its forward; moving before the forward, or after backward, still trains."""
+    v = dz.Variable(np.ones(3))
+    y = F.sin(v)
+    v.to_gpu()
+    with pytest.raises(RuntimeError, match=r"Sin's input 0 .*to_gpu\(\) or to_cpu\(\).*"
+                                           r"move a model to the GPU \(model.to_gpu\(\)\) before"):
+        y.backward()
+    model = L.Linear(3, in_size=4)
+    x = dz.Variable(np.ones((2, 4), np.float32))
+    loss = F.sum(F.sigmoid(model(x)))
+    model.to_gpu()
+    with pytest.raises(RuntimeError, match=r"Linear's input 1 \(a Variable 'W'\)"):
+        loss.backward()  # x's gradient reads W
+    optimizer = optimizers.SGD().setup(model)
+    loss = F.sum(F.sigmoid(model.to_cpu()(x.data)))
+    model.to_gpu()
+    loss.backward()  # the gradients of W and b read x and the output only: no refusal yet
+    with pytest.raises(TypeError, match=r"gradient of W \(4, 3\) is not on the GPU.*moved.*"
+                                        r"between the forward and the backward"):
+        optimizer.update()
+    model.cleargrads()
+    loss = F.sum(F.sigmoid(model(cuda.as_cupy(x.data))))  # moved before the forward: trains
+    loss.backward()
+    model.to_cpu()  # after backward: the gradients move with it
+    optimizer.update()
+    assert isinstance(model.W.data, np.ndarray) and isinstance(model.W.grad.data, np.ndarray)
+    z = dz.Variable(np.ones(3))
+    w = F.sin(z)
+    z.to_cpu()  # already there: no move, no tick
+    w.backward()
+    np.testing.assert_allclose(z.grad.data, np.cos(1.0))

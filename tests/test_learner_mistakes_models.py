@@ -206,9 +206,12 @@ def test_optimizer_subclasses_taking_a_list_still_work_and_torch_settings_are_na
     assert Schedule([0.1, 0.01]).lr == 0.1
     model = MLP((3, 1))
     model(np.ones((2, 2)))
-    with pytest.raises(TypeError, match=r"write SGD\(lr=0\.1\)\.setup\(model\).*\(momentum: "
-                       r"not a setting of SGD"):
+    with pytest.raises(TypeError, match=r"write SGD\(lr=0\.1\)\.setup\(model\).*\(momentum=0\.9: "
+                       r"SGD with momentum is MomentumSGD"):
         O.SGD(model.params(), lr=0.1, momentum=0.9)
+    with pytest.raises(TypeError, match=r"write SGD\(lr=0\.1\)\.setup\(model\).*\(foo: "
+                       r"not a setting of SGD"):
+        O.SGD(model.params(), lr=0.1, foo=0.9)
     with pytest.raises(TypeError, match=r"write SGD\(lr=0\.1\)\.setup"):
         O.SGD([{"params": list(model.params())}], lr=0.1)  # PyTorch's parameter groups
 

@@ -336,3 +336,12 @@ def test_broadcast_to_a_reachable_shape_is_unchanged():
     np.testing.assert_array_equal(y.data, np.broadcast_to(x.data, (2, 3, 4)))
     F.sum(y).backward()
     np.testing.assert_array_equal(x.grad.data, np.full((3, 1), 8.0))
+
+
+def test_a_pytorch_setting_with_a_fix_is_named_once():
+    """Adam(lr=..., betas=...) named betas twice: as no setting of Adam, then with its fix."""
+    with pytest.raises(TypeError) as error:
+        O.Adam(lr=0.1, betas=(0.9, 0.99))
+    said = str(error.value)
+    assert "write Adam(alpha=0.1)" in said and "beta1=0.9, beta2=0.99" in said
+    assert said.count("betas") == 2 and "not a setting" not in said, said
