@@ -596,8 +596,11 @@ def _nobias(bias):
 _UNAVAILABLE = "not available here"
 
 
+_MADE_ON_CPU = "layers are made on the CPU; model.to_gpu() moves them"  # for device=
+
+
 _pytorch_keywords(
     Linear, bias=_nobias,
     in_features=lambda v: f"write in_size={v!r} (or leave it out: the first batch gives it)",
     out_features=lambda v: f"the output size is the first argument: Linear({v!r})",
-    device="layers are made on the CPU; model.to_gpu() moves them")
+    device=_MADE_ON_CPU)

@@ -21,6 +21,7 @@ from dezero_like import cuda
 from dezero_like.core import Parameter, as_variable
 from dezero_like.functions import _float_dtype
 from dezero_like.layers import (
+    _MADE_ON_CPU,
     _UNAVAILABLE,
     Layer,
     Linear,
@@ -333,7 +334,7 @@ for _conv in (Conv2d, Deconv2d):
         _conv, padding=_pad, bias=_nobias, dilation=_UNAVAILABLE, groups=_UNAVAILABLE,
         padding_mode=_UNAVAILABLE + " (the padding is zeros)",
         output_padding="outsize=(H, W) chooses the output size of Deconv2d",
-        device="layers are made on the CPU; model.to_gpu() moves them")
+        device=_MADE_ON_CPU)
 
 
 _pytorch_keywords(

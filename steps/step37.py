@@ -311,7 +311,7 @@ print(f"arrays held after backward: retain_graph=True {kept:.1f}, False {freed:.
 
 # %%
 #| export dezero_like/core.py Variable
-from dezero_like.core import _data_clock
+from dezero_like.core import _changed_in_place, _data_clock
 
 
 def set_creator(self, func):
@@ -325,9 +325,8 @@ def _get_data(self):
 
 
 def _set_data(self, value):
-    _data_clock.now += 1  # x.data = a, x.data += 1, x.data -= lr * g all come here
-    self._version = _data_clock.now
     self._data = value
+    _changed_in_place(self)  # x.data = a, x.data += 1, x.data -= lr * g: all come here
 
 
 data = property(_get_data, _set_data, doc="The array. Assigning it (``x.data = a``, and also "
@@ -363,7 +362,8 @@ _data_clock = _Clock()
 
 
 def _changed_in_place(*variables):
-    """Count a change that no assignment to ``.data`` announced (a GPU kernel writing the array)."""
+    """Tick the clock and stamp ``variables`` with the tick: each assignment to ``.data`` (the
+    setter above), and a change that no assignment announced (a GPU kernel writing the array)."""
     _data_clock.now += 1
     for v in variables:
         v._version = _data_clock.now

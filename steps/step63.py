@@ -192,16 +192,17 @@ def _nobias(bias):
 
 
 _UNAVAILABLE = "not available here"
+_MADE_ON_CPU = "layers are made on the CPU; model.to_gpu() moves them"  # for device=
 
 _pytorch_keywords(
     Linear, bias=_nobias,
     in_features=lambda v: f"write in_size={v!r} (or leave it out: the first batch gives it)",
     out_features=lambda v: f"the output size is the first argument: Linear({v!r})",
-    device="layers are made on the CPU; model.to_gpu() moves them")
+    device=_MADE_ON_CPU)
 
 # %%
 #| export dezero_like/layers_conv.py
-from dezero_like.layers import _UNAVAILABLE, _nobias, _pytorch_keywords
+from dezero_like.layers import _MADE_ON_CPU, _UNAVAILABLE, _nobias, _pytorch_keywords
 from dezero_like.layers_conv import LSTM, RNN, BatchNorm, Conv2d, Deconv2d, EmbedID
 
 
@@ -218,7 +219,7 @@ for _conv in (Conv2d, Deconv2d):
         _conv, padding=_pad, bias=_nobias, dilation=_UNAVAILABLE, groups=_UNAVAILABLE,
         padding_mode=_UNAVAILABLE + " (the padding is zeros)",
         output_padding="outsize=(H, W) chooses the output size of Deconv2d",
-        device="layers are made on the CPU; model.to_gpu() moves them")
+        device=_MADE_ON_CPU)
 _pytorch_keywords(
     BatchNorm,
     momentum=lambda v: (f"write decay={round(1 - v, 12)!r}: decay is the weight of the old "
