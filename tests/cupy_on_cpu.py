@@ -150,11 +150,8 @@ def _noisy_ufunc(ufunc, method, args, kwargs, compute):
     ``add.reduce`` summed in another order, a transcendental function off by an ulp or two."""
     name = ufunc.__name__
     if name == "matmul" and method == "__call__" and _inexact(*args):
-        a, b = args
-        if a.ndim and b.ndim and "axes" not in kwargs and "axis" not in kwargs:
-            n = a.shape[-1]
-            perm = _permutation(n, 1) if n >= 3 else _np.arange(n)
-            args = [a.take(perm, axis=-1), b.take(perm, axis=0 if b.ndim == 1 else -2)]
+        if "axes" not in kwargs and "axis" not in kwargs:
+            args = _matrix_product_in_another_order(*args)
         return compute(args, kwargs)
     if name == "add" and method == "reduce" and _inexact(args[0]):
         axis = kwargs.get("axis", args[1] if len(args) > 1 else 0)
@@ -223,12 +220,18 @@ def _contraction(a, b, axes_a, axes_b):
     return a, b
 
 
+def _matrix_product_in_another_order(a, b):
+    """``a`` and ``b`` of ``a @ b`` (or ``dot``) with the summed axis, a's last and b's first
+    or next to last, in the same other order."""
+    a, b = _np.asarray(a), _np.asarray(b)
+    if a.ndim and b.ndim and _inexact(a, b):
+        a, b = _contraction(a, b, [a.ndim - 1], [0 if b.ndim == 1 else b.ndim - 2])
+    return a, b
+
+
 def _dot(func):
     def run(a, b, *args, **kwargs):
-        a, b = _np.asarray(a), _np.asarray(b)
-        if a.ndim and b.ndim and _inexact(a, b):
-            a, b = _contraction(a, b, [a.ndim - 1], [0 if b.ndim == 1 else b.ndim - 2])
-        return func(a, b, *args, **kwargs)
+        return func(*_matrix_product_in_another_order(a, b), *args, **kwargs)
     return run
 
 
