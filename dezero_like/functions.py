@@ -20,6 +20,8 @@ import numpy as np
 from dezero_like import core, cuda, utils
 from dezero_like.core import (
     _ABS,
+    _AXIS_KEYWORDS,
+    _REQUIRED,
     Config,
     Function,
     Variable,
@@ -27,6 +29,7 @@ from dezero_like.core import (
     _make_variable,
     _on_two_devices,
     _outside_package,
+    _refuse_keywords,
     as_variable,
 )
 from dezero_like.cuda_kernels import RAW_DTYPES
@@ -195,7 +198,9 @@ class Sum(Function):
         return broadcast_to(gy, self.x_shape)
 
 
-def sum(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+def sum(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
+    if others:  # PyTorch's F.sum(x, dim=1, keepdim=True), say
+        _refuse_keywords("F.sum", others, _AXIS_KEYWORDS)
     return Sum(axis, keepdims)(x)
 
 
@@ -333,15 +338,27 @@ class Transpose(Function):
         return transpose(gy, inverse)
 
 
-def transpose(x, axes=None):
+_SWAP_KEYWORDS = {  # PyTorch's torch.transpose(x, dim0, dim1) swaps two axes
+    "dim0": "F.transpose takes axes=, the new order of all the axes (NumPy's meaning), not two "
+            "axes to swap: F.transpose(x, (1, 0, 2)) swaps axes 0 and 1 of a 3-d x (x.T "
+            "reverses them all)",
+    "dim1": "the other axis of the swap: both go into axes=, as for dim0",
+}
+
+
+def transpose(x, axes=None, **others):
+    if others:  # PyTorch's torch.transpose(x, dim0=0, dim1=1)
+        _refuse_keywords("F.transpose", others, _SWAP_KEYWORDS)
     return Transpose(axes)(x)
 
 
-def expand_dims(x, axis):
+def expand_dims(x, axis=_REQUIRED, **others):
     """``x`` with a new axis of length 1 at ``axis`` (an int or a tuple), like ``np.expand_dims``.
 
     A negative axis counts from the end of the result. Made with :func:`reshape`.
     """
+    if others or axis is _REQUIRED:  # PyTorch's torch.unsqueeze(x, dim=0), say
+        _refuse_keywords("F.expand_dims", others, {"dim": _AXIS_KEYWORDS["dim"]}, axis=axis)
     x = as_variable(x)
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = x.ndim + len(axes)
@@ -356,13 +373,15 @@ def expand_dims(x, axis):
 
 
 # --- step 40 ------------------------------------------------------------
-def average(x, axis=None, keepdims=False):
+def average(x, axis=None, keepdims=False, **others):
     """Mean of ``x`` over ``axis`` (all axes when None; an int or a tuple), like ``np.mean``.
 
     The sum (:func:`sum`) divided by the number of elements summed; an empty axis gives nan.
     float16 is averaged in float32 and rounded back, as ``np.mean`` does: a count above
     65504 (float16's largest number) would otherwise become inf and the mean 0.
     """
+    if others:  # PyTorch's F.mean(x, dim=1, keepdim=True), say
+        _refuse_keywords("F.mean", others, _AXIS_KEYWORDS)
     x = as_variable(x)
     if getattr(x.data, "dtype", None) == np.float16:
         return astype(average(astype(x, np.float32), axis, keepdims), np.float16)
