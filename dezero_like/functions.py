@@ -519,8 +519,26 @@ class MeanSquaredError(Function):
         return (gx0 if n0 else None), (-gx0 if n1 else None)
 
 
-def mean_squared_error(x0, x1):
+def _reduction(loss, **writes):
+    """The fix for PyTorch's ``reduction=`` given to a loss that is ``loss``: what to write for
+    each of PyTorch's reductions in ``writes`` ('mean', 'sum', 'none')."""
+    def fix(reduction):
+        write = writes.get(reduction)
+        return (f"there is no reduction= here: the loss is {loss}" +
+                (f"; for PyTorch's {reduction!r} write {write}" if write else ""))
+    return fix
+
+
+_MSE_KEYWORDS = {"reduction": _reduction(  # PyTorch's mse_loss(x0, x1, reduction="mean")
+    "sum((x0 - x1) ** 2) / len(x0), the mean over the batch",
+    mean="F.mean((x0 - x1) ** 2), the mean of every element", sum="F.sum((x0 - x1) ** 2)",
+    none="(x0 - x1) ** 2")}
+
+
+def mean_squared_error(x0, x1, **others):
     """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`."""
+    if others:  # PyTorch's mse_loss(x0, x1, reduction="sum"), say
+        _refuse_keywords("F.mean_squared_error", others, _MSE_KEYWORDS)
     return MeanSquaredError()(x0, x1)
 
 
@@ -615,8 +633,17 @@ class Linear(Function):
         return gx, gW, _make_variable(gb, False)
 
 
-def linear(x, W, b=None):
+_LINEAR_KEYWORDS = {  # PyTorch's F.linear(input, weight, bias)
+    "weight": "write W=, of shape (in_size, out_size): the transpose of PyTorch's weight "
+              "(out_features, in_features), so W=weight.T",
+    "bias": "write b=",
+}
+
+
+def linear(x, W=_REQUIRED, b=None, **others):
     """Affine map ``x @ W + b`` of a batch ``x`` (N, in) with ``W`` (in, out) and ``b`` (out,)."""
+    if others or W is _REQUIRED:  # PyTorch's F.linear(x, weight=w, bias=b), say
+        _refuse_keywords("F.linear", others, _LINEAR_KEYWORDS, W=W)
     if b is None:
         return Linear()(x, W)
     return Linear()(x, W, b)
@@ -746,8 +773,19 @@ class LeakyReLU(Function):
         return gy * self.scale
 
 
-def leaky_relu(x, slope=0.2):
+_UNAVAILABLE = "not available here"
+
+
+_INPLACE = _UNAVAILABLE + ": every function returns a new Variable (drop inplace=)"
+
+
+def leaky_relu(x, slope=0.2, **others):
     """Leaky ReLU: x where x > 0, else ``slope * x``; see :class:`LeakyReLU`."""
+    if others:  # PyTorch's F.leaky_relu(x, negative_slope=0.1), say
+        _refuse_keywords("F.leaky_relu", others, {
+            "negative_slope": lambda v: f"write slope={v!r}, the same number (the slope for "
+                                        "x < 0); note the default is 0.2 here, 0.01 in PyTorch",
+            "inplace": _INPLACE})
     return LeakyReLU(slope)(x)
 
 
@@ -958,8 +996,16 @@ class Clip(Function):
         return gy * self.mask
 
 
-def clip(x, x_min, x_max):
+_CLAMP_KEYWORDS = {  # PyTorch's torch.clamp(x, min=0.0, max=1.0)
+    "min": lambda v: f"write x_min={v!r} (both bounds are required; None leaves a side open)",
+    "max": lambda v: f"write x_max={v!r} (both bounds are required; None leaves a side open)",
+}
+
+
+def clip(x, x_min=_REQUIRED, x_max=_REQUIRED, **others):
     """Clip x to [x_min, x_max] (None: that side open); the gradient is zero outside."""
+    if others or x_min is _REQUIRED or x_max is _REQUIRED:
+        _refuse_keywords("F.clip", others, _CLAMP_KEYWORDS, x_min=x_min, x_max=x_max)
     return Clip(x_min, x_max)(x)
 
 
@@ -1059,12 +1105,17 @@ def _class_axis(name, x, axis):
     return axis
 
 
-def softmax(x, axis=_AXIS_1):
+_DIM_KEYWORD = {"dim": _AXIS_KEYWORDS["dim"]}  # PyTorch's F.softmax(x, dim=-1)
+
+
+def softmax(x, axis=_AXIS_1, **others):
     """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow.
 
     ``axis`` defaults to 1, the classes of a batch (N, C); an input of more than two axes
     with no ``axis=`` written gets a warning (pass ``axis=-1`` for scores (N, T, C)).
     """
+    if others:
+        _refuse_keywords("F.softmax", others, _DIM_KEYWORD)
     x = as_variable(x)
     return Softmax(_class_axis("softmax", x, axis))(x)
 
@@ -1087,11 +1138,13 @@ class LogSoftmax(Function):
         return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
 
 
-def log_softmax(x, axis=_AXIS_1):
+def log_softmax(x, axis=_AXIS_1, **others):
     """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits.
 
     ``axis`` defaults to 1, with a warning for inputs of more than two axes, as in softmax.
     """
+    if others:  # PyTorch's F.log_softmax(x, dim=-1), say
+        _refuse_keywords("F.log_softmax", others, _DIM_KEYWORD)
     x = as_variable(x)
     return LogSoftmax(_class_axis("log_softmax", x, axis))(x)
 
@@ -1203,8 +1256,22 @@ def _warn_squashed(x, kind, name, applied):
             "only where you want the probabilities", stacklevel=3)
 
 
-def softmax_cross_entropy(x, t):
+_CROSS_ENTROPY_KEYWORDS = {  # PyTorch's F.cross_entropy(x, t, reduction="sum"), ...
+    "reduction": _reduction("the mean over the batch (PyTorch's default, 'mean')",
+                            mean="F.softmax_cross_entropy(x, t)",
+                            sum="F.softmax_cross_entropy(x, t) * len(x)",
+                            none="-F.log_softmax(x)[np.arange(len(t)), t], a loss per row"),
+    "ignore_index": lambda v: f"not available here: leave those rows out first, keep = t != "
+                              f"{v!r}; F.softmax_cross_entropy(x[keep], t[keep])",
+    "label_smoothing": "not available here",
+    "weight": "class weights are not available here",
+}
+
+
+def softmax_cross_entropy(x, t, **others):
     """Mean cross entropy of logits ``x`` (N, C) against integer labels ``t`` (N,)."""
+    if others:
+        _refuse_keywords("F.softmax_cross_entropy", others, _CROSS_ENTROPY_KEYWORDS)
     _warn_squashed(x, Softmax, "softmax_cross_entropy", "softmax")
     return SoftmaxCrossEntropy()(x, t)
 
@@ -1258,11 +1325,16 @@ class SigmoidCrossEntropy(Function):
         return (p - t.data.astype(p.dtype, copy=False)) * scale, None
 
 
-def sigmoid_cross_entropy(x, t):
+def sigmoid_cross_entropy(x, t, **others):
     """Binary cross entropy of logits ``x`` against targets ``t`` of the same shape.
 
     Summed and divided by len(x); see :class:`SigmoidCrossEntropy`.
     """
+    if others:  # PyTorch's binary_cross_entropy_with_logits(x, t, reduction="sum"), say
+        _refuse_keywords("F.sigmoid_cross_entropy", others, {"reduction": _reduction(
+            "the sum over every element divided by len(x)",
+            mean="F.sigmoid_cross_entropy(x, t) * len(x) / x.size, the mean of every element",
+            sum="F.sigmoid_cross_entropy(x, t) * len(x)")})
     _warn_squashed(x, Sigmoid, "sigmoid_cross_entropy", "sigmoid")
     return SigmoidCrossEntropy()(x, t)
 
@@ -1299,20 +1371,27 @@ class BinaryCrossEntropy(Function):
         return (p - t) / clip(p * (1 - p), 1e-12, None) * scale, None
 
 
-def binary_cross_entropy(p, t):
+def binary_cross_entropy(p, t, **others):
     """Binary cross entropy of probabilities ``p`` against targets ``t`` of the same shape.
 
     Summed and divided by len(p); see :class:`BinaryCrossEntropy`.
     """
+    if others:  # PyTorch's binary_cross_entropy(p, t, reduction="sum"), say
+        _refuse_keywords("F.binary_cross_entropy", others, {"reduction": _reduction(
+            "the sum over every element divided by len(p)",
+            mean="F.binary_cross_entropy(p, t) * len(p) / p.size, the mean of every element",
+            sum="F.binary_cross_entropy(p, t) * len(p)")})
     return BinaryCrossEntropy()(p, t)
 
 
-def softmax_simple(x, axis=_AXIS_1):
+def softmax_simple(x, axis=_AXIS_1, **others):
     """exp(x) / sum(exp(x)) along ``axis``, composed of exp, sum and division.
 
     No shift by the maximum: logits above about 88 (float32) or 709 (float64) overflow to
     nan. :func:`softmax` computes the same without overflow. ``axis`` as in softmax.
     """
+    if others:
+        _refuse_keywords("F.softmax_simple", others, _DIM_KEYWORD)
     x = as_variable(x)
     e = exp(x)
     return e / e.sum(axis=_class_axis("softmax_simple", x, axis), keepdims=True)
