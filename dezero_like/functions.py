@@ -1442,6 +1442,15 @@ def accuracy(y, t):
 
 
 # --- step 56 ------------------------------------------------------------
+_DROPOUT_KEYWORDS = {  # PyTorch's F.dropout(x, p=0.5, training=True, inplace=False)
+    "p": lambda v: f"write dropout_ratio={v!r}, the same number (the probability of zeroing an "
+                   "element, as PyTorch's p)",
+    "training": lambda v: "nothing to write: dropout reads the mode, training by default" if v
+    else "evaluate inside with dz.test_mode(): (dropout is then the identity)",
+    "inplace": _INPLACE,
+}
+
+
 def _training_without_graph(name, effect):
     """Warn when ``name`` (dropout, batch norm) runs in training mode under ``no_grad()``:
     nearly always an evaluation loop that forgot ``test_mode()``. The warning names the first
@@ -1457,7 +1466,7 @@ def _training_without_graph(name, effect):
         stacklevel=level + 2)
 
 
-def dropout(x, dropout_ratio=0.5):
+def dropout(x, dropout_ratio=0.5, **others):
     """Zero each element with probability ``dropout_ratio`` and scale the rest by 1/(1-ratio).
 
     Only in training (``Config.train``); under ``dezero_like.test_mode()`` it is
@@ -1465,6 +1474,8 @@ def dropout(x, dropout_ratio=0.5):
     both modes ("inverted dropout"). Built from ``*``, so backward multiplies by
     the same mask.
     """
+    if others:  # PyTorch's F.dropout(x, p=0.3), say
+        _refuse_keywords("F.dropout", others, _DROPOUT_KEYWORDS)
     x = as_variable(x)
     try:
         in_range = 0.0 <= dropout_ratio <= 1.0
@@ -1590,19 +1601,44 @@ def _reduced_shape(shape, axis):
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-def max(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+def _extremum_keywords(arg):
+    """PyTorch's names for F.max or F.min, whose indices are ``x.data.{arg}``."""
+    return {**_AXIS_KEYWORDS, "dim": lambda v: (
+        f"write axis={v!r} (NumPy's name); it gives the values only, not PyTorch's (values, "
+        f"indices): x.data.{arg}(axis={v!r}) gives the indices")}
+
+
+_MAX_KEYWORDS, _MIN_KEYWORDS = _extremum_keywords("argmax"), _extremum_keywords("argmin")
+
+
+def max(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
     """Maximum over ``axis`` (all axes when None), like ``np.max``; see :class:`Max`."""
+    if others:  # PyTorch's torch.max(x, dim=1), say
+        _refuse_keywords("F.max", others, _MAX_KEYWORDS)
     return Max(axis, keepdims)(x)
 
 
-def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+def min(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
     """Minimum over ``axis`` (all axes when None), like ``np.min``; see :class:`Min`."""
+    if others:  # PyTorch's torch.min(x, dim=1), say
+        _refuse_keywords("F.min", others, _MIN_KEYWORDS)
     return Min(axis, keepdims)(x)
 
 
 # --- step 60 ------------------------------------------------------------
-def flatten(x):
+_FLATTEN_KEYWORDS = {  # PyTorch's torch.flatten(x, start_dim=0, end_dim=-1)
+    "start_dim": lambda v: "F.flatten always keeps axis 0 and flattens the rest, PyTorch's "
+    "start_dim=1 (nn.Flatten()): drop start_dim=" if v == 1 else
+    "F.flatten keeps axis 0 (the batch); write F.reshape(x, -1) to flatten it all" if v == 0 else
+    f"F.flatten keeps axis 0 only; write F.reshape(x, x.shape[:{v!r}] + (-1,))",
+    "end_dim": "write F.reshape(x, shape) with the shape you want",
+}
+
+
+def flatten(x, **others):
     """Keep the first (batch) axis and flatten the rest: (N, ...) -> (N, -1)."""
+    if others:  # PyTorch's torch.flatten(x, start_dim=1), say
+        _refuse_keywords("F.flatten", others, _FLATTEN_KEYWORDS)
     x = as_variable(x)
     return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))  # -1 cannot be solved for N = 0
 
