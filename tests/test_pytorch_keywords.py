@@ -74,7 +74,8 @@ CASES = [
      r"bias=.*write b=", lambda: F.linear(X, W=np.ones((4, 3)).T, b=np.zeros(4))),
     ("mean_squared_error", lambda: F.mean_squared_error(X, T01, reduction="mean"),
      r"reduction='mean': there is no reduction= here: the loss is sum\(\(x0 - x1\) \*\* 2\) / "
-     r"len\(x0\), the mean over the batch; for PyTorch's 'mean' write F\.mean\(\(x0 - x1\) \*\* 2\)",
+     r"len\(x0\), the mean over the batch; for PyTorch's 'mean' write "
+     r"F\.mean\(\(x0 - x1\) \*\* 2\)",
      lambda: F.mean((Variable(X) - T01) ** 2)),
     ("softmax_cross_entropy sum", lambda: F.softmax_cross_entropy(X, T, reduction="sum"),
      r"the mean over the batch.*for PyTorch's 'sum' write F\.softmax_cross_entropy\(x, t\) \* "
