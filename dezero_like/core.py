@@ -534,10 +534,7 @@ class Variable:
                 "np.sum(v) on a Variable: NumPy's functions record no graph. Write v.sum() or "
                 "F.sum(v) to differentiate the sum, or np.sum(v.data) for the number")
         if others:  # PyTorch's x.sum(dim=1, keepdim=True), say
-            raise TypeError(
-                f"Variable.sum() takes axis= and keepdims= (NumPy's names), got "
-                f"{', '.join(others)}: write x.sum(axis=1, keepdims=True) for PyTorch's "
-                "x.sum(dim=1, keepdim=True)")
+            _refuse_keywords("Variable.sum", others, _AXIS_KEYWORDS)
         return _F().sum(self, axis, keepdims)
 
     # (step 42)
@@ -1227,6 +1224,50 @@ setup_variable()
 
 
 # --- step 25 ------------------------------------------------------------
+class _Required:
+    """The default of a required argument that PyTorch names otherwise (``F.clip``'s ``x_min``,
+    clamp's ``min=``): a call with PyTorch's name then reaches the function's own check."""
+
+    def __repr__(self):
+        return "<required>"
+
+
+_REQUIRED = _Required()
+
+
+def _shown(value):
+    """``repr(value)``, or its type and shape for an array (a weight prints as many lines)."""
+    shape = getattr(value, "shape", ())
+    return f"<{type(value).__name__} of shape {tuple(shape)}>" if shape else repr(value)
+
+
+def _refuse_keywords(name, given, fixes, **required):
+    """Raise a TypeError for the keyword arguments ``given`` (a dict), which ``name`` lacks.
+
+    ``fixes`` maps PyTorch's names to what to write instead: a text, or a function of the
+    value given that returns one. A name it does not know gets Python's own message, and so
+    does a required argument (in ``required``) left at ``_REQUIRED`` when nothing else is wrong.
+    """
+    unknown = [n for n in given if n not in fixes]
+    if unknown:
+        raise TypeError(f"{name}() got an unexpected keyword argument {unknown[0]!r}")
+    if not given:
+        missing = [n for n, v in required.items() if v is _REQUIRED]
+        raise TypeError(f"{name}() missing {len(missing)} required argument"
+                        f"{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}")
+    said = "; ".join(f"{n}={_shown(v)}: " + (fixes[n](v) if callable(fixes[n]) else fixes[n])
+                     for n, v in given.items())
+    raise TypeError(f"{name} got PyTorch's keyword argument{'s' if len(given) > 1 else ''} "
+                    f"{said}")
+
+
+# PyTorch's names for the axis arguments of sum, mean, max, ...; NumPy's here
+_AXIS_KEYWORDS = {
+    "dim": lambda v: f"write axis={v!r} (NumPy's name)",
+    "keepdim": lambda v: f"write keepdims={v!r} (NumPy's name, with an s)",
+}
+
+
 # Function hooks switched on with ``with hook:`` (see dezero_like.hooks).
 _global_hooks: list = []
 

@@ -20,6 +20,8 @@ import numpy as np
 from dezero_like import core, cuda, utils
 from dezero_like.core import (
     _ABS,
+    _AXIS_KEYWORDS,
+    _REQUIRED,
     Config,
     Function,
     Variable,
@@ -27,6 +29,7 @@ from dezero_like.core import (
     _make_variable,
     _on_two_devices,
     _outside_package,
+    _refuse_keywords,
     as_variable,
 )
 from dezero_like.cuda_kernels import RAW_DTYPES
@@ -195,7 +198,9 @@ class Sum(Function):
         return broadcast_to(gy, self.x_shape)
 
 
-def sum(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+def sum(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
+    if others:  # PyTorch's F.sum(x, dim=1, keepdim=True), say
+        _refuse_keywords("F.sum", others, _AXIS_KEYWORDS)
     return Sum(axis, keepdims)(x)
 
 
@@ -333,15 +338,27 @@ class Transpose(Function):
         return transpose(gy, inverse)
 
 
-def transpose(x, axes=None):
+_SWAP_KEYWORDS = {  # PyTorch's torch.transpose(x, dim0, dim1) swaps two axes
+    "dim0": "F.transpose takes axes=, the new order of all the axes (NumPy's meaning), not two "
+            "axes to swap: F.transpose(x, (1, 0, 2)) swaps axes 0 and 1 of a 3-d x (x.T "
+            "reverses them all)",
+    "dim1": "the other axis of the swap: both go into axes=, as for dim0",
+}
+
+
+def transpose(x, axes=None, **others):
+    if others:  # PyTorch's torch.transpose(x, dim0=0, dim1=1)
+        _refuse_keywords("F.transpose", others, _SWAP_KEYWORDS)
     return Transpose(axes)(x)
 
 
-def expand_dims(x, axis):
+def expand_dims(x, axis=_REQUIRED, **others):
     """``x`` with a new axis of length 1 at ``axis`` (an int or a tuple), like ``np.expand_dims``.
 
     A negative axis counts from the end of the result. Made with :func:`reshape`.
     """
+    if others or axis is _REQUIRED:  # PyTorch's torch.unsqueeze(x, dim=0), say
+        _refuse_keywords("F.expand_dims", others, {"dim": _AXIS_KEYWORDS["dim"]}, axis=axis)
     x = as_variable(x)
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = x.ndim + len(axes)
@@ -356,13 +373,15 @@ def expand_dims(x, axis):
 
 
 # --- step 40 ------------------------------------------------------------
-def average(x, axis=None, keepdims=False):
+def average(x, axis=None, keepdims=False, **others):
     """Mean of ``x`` over ``axis`` (all axes when None; an int or a tuple), like ``np.mean``.
 
     The sum (:func:`sum`) divided by the number of elements summed; an empty axis gives nan.
     float16 is averaged in float32 and rounded back, as ``np.mean`` does: a count above
     65504 (float16's largest number) would otherwise become inf and the mean 0.
     """
+    if others:  # PyTorch's F.mean(x, dim=1, keepdim=True), say
+        _refuse_keywords("F.mean", others, _AXIS_KEYWORDS)
     x = as_variable(x)
     if getattr(x.data, "dtype", None) == np.float16:
         return astype(average(astype(x, np.float32), axis, keepdims), np.float16)
@@ -500,8 +519,26 @@ class MeanSquaredError(Function):
         return (gx0 if n0 else None), (-gx0 if n1 else None)
 
 
-def mean_squared_error(x0, x1):
+def _reduction(loss, **writes):
+    """The fix for PyTorch's ``reduction=`` given to a loss that is ``loss``: what to write for
+    each of PyTorch's reductions in ``writes`` ('mean', 'sum', 'none')."""
+    def fix(reduction):
+        write = writes.get(reduction)
+        return (f"there is no reduction= here: the loss is {loss}" +
+                (f"; for PyTorch's {reduction!r} write {write}" if write else ""))
+    return fix
+
+
+_MSE_KEYWORDS = {"reduction": _reduction(  # PyTorch's mse_loss(x0, x1, reduction="mean")
+    "sum((x0 - x1) ** 2) / len(x0), the mean over the batch",
+    mean="F.mean((x0 - x1) ** 2), the mean of every element", sum="F.sum((x0 - x1) ** 2)",
+    none="(x0 - x1) ** 2")}
+
+
+def mean_squared_error(x0, x1, **others):
     """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`."""
+    if others:  # PyTorch's mse_loss(x0, x1, reduction="sum"), say
+        _refuse_keywords("F.mean_squared_error", others, _MSE_KEYWORDS)
     return MeanSquaredError()(x0, x1)
 
 
@@ -596,8 +633,17 @@ class Linear(Function):
         return gx, gW, _make_variable(gb, False)
 
 
-def linear(x, W, b=None):
+_LINEAR_KEYWORDS = {  # PyTorch's F.linear(input, weight, bias)
+    "weight": "write W=, of shape (in_size, out_size): the transpose of PyTorch's weight "
+              "(out_features, in_features), so W=weight.T",
+    "bias": "write b=",
+}
+
+
+def linear(x, W=_REQUIRED, b=None, **others):
     """Affine map ``x @ W + b`` of a batch ``x`` (N, in) with ``W`` (in, out) and ``b`` (out,)."""
+    if others or W is _REQUIRED:  # PyTorch's F.linear(x, weight=w, bias=b), say
+        _refuse_keywords("F.linear", others, _LINEAR_KEYWORDS, W=W)
     if b is None:
         return Linear()(x, W)
     return Linear()(x, W, b)
@@ -727,8 +773,19 @@ class LeakyReLU(Function):
         return gy * self.scale
 
 
-def leaky_relu(x, slope=0.2):
+_UNAVAILABLE = "not available here"
+
+
+_INPLACE = _UNAVAILABLE + ": every function returns a new Variable (drop inplace=)"
+
+
+def leaky_relu(x, slope=0.2, **others):
     """Leaky ReLU: x where x > 0, else ``slope * x``; see :class:`LeakyReLU`."""
+    if others:  # PyTorch's F.leaky_relu(x, negative_slope=0.1), say
+        _refuse_keywords("F.leaky_relu", others, {
+            "negative_slope": lambda v: f"write slope={v!r}, the same number (the slope for "
+                                        "x < 0); note the default is 0.2 here, 0.01 in PyTorch",
+            "inplace": _INPLACE})
     return LeakyReLU(slope)(x)
 
 
@@ -939,8 +996,16 @@ class Clip(Function):
         return gy * self.mask
 
 
-def clip(x, x_min, x_max):
+_CLAMP_KEYWORDS = {  # PyTorch's torch.clamp(x, min=0.0, max=1.0)
+    "min": lambda v: f"write x_min={v!r} (both bounds are required; None leaves a side open)",
+    "max": lambda v: f"write x_max={v!r} (both bounds are required; None leaves a side open)",
+}
+
+
+def clip(x, x_min=_REQUIRED, x_max=_REQUIRED, **others):
     """Clip x to [x_min, x_max] (None: that side open); the gradient is zero outside."""
+    if others or x_min is _REQUIRED or x_max is _REQUIRED:
+        _refuse_keywords("F.clip", others, _CLAMP_KEYWORDS, x_min=x_min, x_max=x_max)
     return Clip(x_min, x_max)(x)
 
 
@@ -1040,12 +1105,17 @@ def _class_axis(name, x, axis):
     return axis
 
 
-def softmax(x, axis=_AXIS_1):
+_DIM_KEYWORD = {"dim": _AXIS_KEYWORDS["dim"]}  # PyTorch's F.softmax(x, dim=-1)
+
+
+def softmax(x, axis=_AXIS_1, **others):
     """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow.
 
     ``axis`` defaults to 1, the classes of a batch (N, C); an input of more than two axes
     with no ``axis=`` written gets a warning (pass ``axis=-1`` for scores (N, T, C)).
     """
+    if others:
+        _refuse_keywords("F.softmax", others, _DIM_KEYWORD)
     x = as_variable(x)
     return Softmax(_class_axis("softmax", x, axis))(x)
 
@@ -1068,11 +1138,13 @@ class LogSoftmax(Function):
         return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
 
 
-def log_softmax(x, axis=_AXIS_1):
+def log_softmax(x, axis=_AXIS_1, **others):
     """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits.
 
     ``axis`` defaults to 1, with a warning for inputs of more than two axes, as in softmax.
     """
+    if others:  # PyTorch's F.log_softmax(x, dim=-1), say
+        _refuse_keywords("F.log_softmax", others, _DIM_KEYWORD)
     x = as_variable(x)
     return LogSoftmax(_class_axis("log_softmax", x, axis))(x)
 
@@ -1184,8 +1256,22 @@ def _warn_squashed(x, kind, name, applied):
             "only where you want the probabilities", stacklevel=3)
 
 
-def softmax_cross_entropy(x, t):
+_CROSS_ENTROPY_KEYWORDS = {  # PyTorch's F.cross_entropy(x, t, reduction="sum"), ...
+    "reduction": _reduction("the mean over the batch (PyTorch's default, 'mean')",
+                            mean="F.softmax_cross_entropy(x, t)",
+                            sum="F.softmax_cross_entropy(x, t) * len(x)",
+                            none="-F.log_softmax(x)[np.arange(len(t)), t], a loss per row"),
+    "ignore_index": lambda v: f"not available here: leave those rows out first, keep = t != "
+                              f"{v!r}; F.softmax_cross_entropy(x[keep], t[keep])",
+    "label_smoothing": "not available here",
+    "weight": "class weights are not available here",
+}
+
+
+def softmax_cross_entropy(x, t, **others):
     """Mean cross entropy of logits ``x`` (N, C) against integer labels ``t`` (N,)."""
+    if others:
+        _refuse_keywords("F.softmax_cross_entropy", others, _CROSS_ENTROPY_KEYWORDS)
     _warn_squashed(x, Softmax, "softmax_cross_entropy", "softmax")
     return SoftmaxCrossEntropy()(x, t)
 
@@ -1239,11 +1325,16 @@ class SigmoidCrossEntropy(Function):
         return (p - t.data.astype(p.dtype, copy=False)) * scale, None
 
 
-def sigmoid_cross_entropy(x, t):
+def sigmoid_cross_entropy(x, t, **others):
     """Binary cross entropy of logits ``x`` against targets ``t`` of the same shape.
 
     Summed and divided by len(x); see :class:`SigmoidCrossEntropy`.
     """
+    if others:  # PyTorch's binary_cross_entropy_with_logits(x, t, reduction="sum"), say
+        _refuse_keywords("F.sigmoid_cross_entropy", others, {"reduction": _reduction(
+            "the sum over every element divided by len(x)",
+            mean="F.sigmoid_cross_entropy(x, t) * len(x) / x.size, the mean of every element",
+            sum="F.sigmoid_cross_entropy(x, t) * len(x)")})
     _warn_squashed(x, Sigmoid, "sigmoid_cross_entropy", "sigmoid")
     return SigmoidCrossEntropy()(x, t)
 
@@ -1280,20 +1371,27 @@ class BinaryCrossEntropy(Function):
         return (p - t) / clip(p * (1 - p), 1e-12, None) * scale, None
 
 
-def binary_cross_entropy(p, t):
+def binary_cross_entropy(p, t, **others):
     """Binary cross entropy of probabilities ``p`` against targets ``t`` of the same shape.
 
     Summed and divided by len(p); see :class:`BinaryCrossEntropy`.
     """
+    if others:  # PyTorch's binary_cross_entropy(p, t, reduction="sum"), say
+        _refuse_keywords("F.binary_cross_entropy", others, {"reduction": _reduction(
+            "the sum over every element divided by len(p)",
+            mean="F.binary_cross_entropy(p, t) * len(p) / p.size, the mean of every element",
+            sum="F.binary_cross_entropy(p, t) * len(p)")})
     return BinaryCrossEntropy()(p, t)
 
 
-def softmax_simple(x, axis=_AXIS_1):
+def softmax_simple(x, axis=_AXIS_1, **others):
     """exp(x) / sum(exp(x)) along ``axis``, composed of exp, sum and division.
 
     No shift by the maximum: logits above about 88 (float32) or 709 (float64) overflow to
     nan. :func:`softmax` computes the same without overflow. ``axis`` as in softmax.
     """
+    if others:
+        _refuse_keywords("F.softmax_simple", others, _DIM_KEYWORD)
     x = as_variable(x)
     e = exp(x)
     return e / e.sum(axis=_class_axis("softmax_simple", x, axis), keepdims=True)
@@ -1344,6 +1442,15 @@ def accuracy(y, t):
 
 
 # --- step 56 ------------------------------------------------------------
+_DROPOUT_KEYWORDS = {  # PyTorch's F.dropout(x, p=0.5, training=True, inplace=False)
+    "p": lambda v: f"write dropout_ratio={v!r}, the same number (the probability of zeroing an "
+                   "element, as PyTorch's p)",
+    "training": lambda v: "nothing to write: dropout reads the mode, training by default" if v
+    else "evaluate inside with dz.test_mode(): (dropout is then the identity)",
+    "inplace": _INPLACE,
+}
+
+
 def _training_without_graph(name, effect):
     """Warn when ``name`` (dropout, batch norm) runs in training mode under ``no_grad()``:
     nearly always an evaluation loop that forgot ``test_mode()``. The warning names the first
@@ -1359,7 +1466,7 @@ def _training_without_graph(name, effect):
         stacklevel=level + 2)
 
 
-def dropout(x, dropout_ratio=0.5):
+def dropout(x, dropout_ratio=0.5, **others):
     """Zero each element with probability ``dropout_ratio`` and scale the rest by 1/(1-ratio).
 
     Only in training (``Config.train``); under ``dezero_like.test_mode()`` it is
@@ -1367,6 +1474,8 @@ def dropout(x, dropout_ratio=0.5):
     both modes ("inverted dropout"). Built from ``*``, so backward multiplies by
     the same mask.
     """
+    if others:  # PyTorch's F.dropout(x, p=0.3), say
+        _refuse_keywords("F.dropout", others, _DROPOUT_KEYWORDS)
     x = as_variable(x)
     try:
         in_range = 0.0 <= dropout_ratio <= 1.0
@@ -1492,19 +1601,44 @@ def _reduced_shape(shape, axis):
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-def max(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+def _extremum_keywords(arg):
+    """PyTorch's names for F.max or F.min, whose indices are ``x.data.{arg}``."""
+    return {**_AXIS_KEYWORDS, "dim": lambda v: (
+        f"write axis={v!r} (NumPy's name); it gives the values only, not PyTorch's (values, "
+        f"indices): x.data.{arg}(axis={v!r}) gives the indices")}
+
+
+_MAX_KEYWORDS, _MIN_KEYWORDS = _extremum_keywords("argmax"), _extremum_keywords("argmin")
+
+
+def max(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
     """Maximum over ``axis`` (all axes when None), like ``np.max``; see :class:`Max`."""
+    if others:  # PyTorch's torch.max(x, dim=1), say
+        _refuse_keywords("F.max", others, _MAX_KEYWORDS)
     return Max(axis, keepdims)(x)
 
 
-def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+def min(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
     """Minimum over ``axis`` (all axes when None), like ``np.min``; see :class:`Min`."""
+    if others:  # PyTorch's torch.min(x, dim=1), say
+        _refuse_keywords("F.min", others, _MIN_KEYWORDS)
     return Min(axis, keepdims)(x)
 
 
 # --- step 60 ------------------------------------------------------------
-def flatten(x):
+_FLATTEN_KEYWORDS = {  # PyTorch's torch.flatten(x, start_dim=0, end_dim=-1)
+    "start_dim": lambda v: "F.flatten always keeps axis 0 and flattens the rest, PyTorch's "
+    "start_dim=1 (nn.Flatten()): drop start_dim=" if v == 1 else
+    "F.flatten keeps axis 0 (the batch); write F.reshape(x, -1) to flatten it all" if v == 0 else
+    f"F.flatten keeps axis 0 only; write F.reshape(x, x.shape[:{v!r}] + (-1,))",
+    "end_dim": "write F.reshape(x, shape) with the shape you want",
+}
+
+
+def flatten(x, **others):
     """Keep the first (batch) axis and flatten the rest: (N, ...) -> (N, -1)."""
+    if others:  # PyTorch's torch.flatten(x, start_dim=1), say
+        _refuse_keywords("F.flatten", others, _FLATTEN_KEYWORDS)
     x = as_variable(x)
     return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))  # -1 cannot be solved for N = 0
 

@@ -31,15 +31,17 @@ import numpy as np
 from dezero_like import cuda
 from dezero_like import functions as F
 from dezero_like.core import (
+    _REQUIRED,
     Config,
     Function,
     Variable,
     _global_hooks,
     _is_array,
     _on_two_devices,
+    _refuse_keywords,
     as_variable,
 )
-from dezero_like.functions import _add_bias, _raw_gpu, _sum_dtype
+from dezero_like.functions import _UNAVAILABLE, _add_bias, _raw_gpu, _sum_dtype
 
 
 # --- step 57 ------------------------------------------------------------
@@ -270,12 +272,29 @@ class Conv2d(Function):
         self.col = None
 
 
-def conv2d(x, W, b=None, stride=1, pad=0):
+def _pad(padding):
+    """What to write for PyTorch's ``padding=``."""
+    if isinstance(padding, str):  # "same", "valid"
+        return ("write pad=0" if padding == "valid" else
+                "write pad=kernel_size // 2, which keeps the size for an odd kernel and stride 1")
+    return f"write pad={padding!r}"
+
+
+_CONV_KEYWORDS = {  # PyTorch's F.conv2d(x, weight, bias, stride, padding, dilation, groups)
+    "weight": "write W=, of shape (OC, C, KH, KW) as PyTorch's weight",
+    "bias": "write b=",
+    "padding": _pad, "dilation": _UNAVAILABLE, "groups": _UNAVAILABLE,
+}
+
+
+def conv2d(x, W=_REQUIRED, b=None, stride=1, pad=0, **others):
     """Convolve ``x (N, C, H, W)`` with filters ``W (OC, C, KH, KW)`` plus bias ``b (OC,)``.
 
     ``stride`` and ``pad`` are an int or a pair ``(height, width)``. The output
     is ``(N, OC, OH, OW)`` with ``OH = (H + 2*pad - KH) // stride + 1``.
     """
+    if others or W is _REQUIRED:  # PyTorch's F.conv2d(x, w, padding=1), say
+        _refuse_keywords("F.conv2d", others, _CONV_KEYWORDS, W=W)
     if b is None:
         return Conv2d(stride, pad)(x, W)
     return Conv2d(stride, pad)(x, W, b)
@@ -391,12 +410,22 @@ class Deconv2d(Function):
         return (gx, gW) if len(needs) == 2 else (gx, gW, gb)
 
 
-def deconv2d(x, W, b=None, stride=1, pad=0, outsize=None):
+_DECONV_KEYWORDS = {  # PyTorch's F.conv_transpose2d(x, weight, bias, stride, padding, ...)
+    **_CONV_KEYWORDS,
+    "weight": "write W=, of shape (C, OC, KH, KW) as PyTorch's weight",
+    "output_padding": "write outsize=(OH, OW), the output's size: PyTorch's output_padding "
+                      "adds to stride*(H-1) + KH - 2*pad",
+}
+
+
+def deconv2d(x, W=_REQUIRED, b=None, stride=1, pad=0, outsize=None, **others):
     """Transposed convolution of ``x (N, C, H, W)`` with ``W (C, OC, KH, KW)``.
 
     Output ``(N, OC, OH, OW)`` with ``OH = stride*(H-1) + KH - 2*pad`` unless
     ``outsize=(OH, OW)`` picks one of the sizes a strided conv2d maps back to ``H``.
     """
+    if others or W is _REQUIRED:  # PyTorch's F.conv_transpose2d(x, w, padding=1), say
+        _refuse_keywords("F.deconv2d", others, _DECONV_KEYWORDS, W=W)
     if b is None:
         return Deconv2d(stride, pad, outsize)(x, W)
     return Deconv2d(stride, pad, outsize)(x, W, b)
@@ -773,7 +802,24 @@ class BatchNorm(Function):
         self.xhat = self.inv_std = None
 
 
-def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
+def _momentum(momentum):
+    """What to write for PyTorch's batch norm ``momentum=``."""
+    if not isinstance(momentum, (int, float)):
+        return "decay = 1 - momentum"
+    return (f"write decay={round(1 - momentum, 12)!r}: decay is the weight of the old running "
+            "statistics, PyTorch's momentum that of the new batch")
+
+
+_BATCH_NORM_KEYWORDS = {  # PyTorch's F.batch_norm(x, running_mean, running_var, weight, bias, ...)
+    "weight": "write gamma= (the scale)", "bias": "write beta= (the shift)",
+    "running_mean": "write mean=", "running_var": "write var=", "momentum": _momentum,
+    "training": lambda v: "nothing to write: batch norm reads the mode, training by default" if v
+    else "evaluate inside with dz.test_mode(): (batch norm then uses mean and var)",
+}
+
+
+def batch_norm(x, gamma=_REQUIRED, beta=_REQUIRED, mean=_REQUIRED, var=_REQUIRED, decay=0.9,
+               eps=2e-5, **others):
     r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
 
     The same numbers as :func:`batch_norm_simple` (its docstring has the details: batch
@@ -781,8 +827,12 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     ``var``), as one function, :class:`BatchNorm`, whose gradient is written in closed form;
     a backward with ``create_graph`` is built from differentiable functions, so second
     derivatives work. float16 input is normalised in float32 and the result rounded back,
-    as PyTorch does.
+    as PyTorch does. The order is the book's: PyTorch's ``F.batch_norm(x, running_mean,
+    running_var, weight, bias)`` puts the running statistics first.
     """
+    if others or any(a is _REQUIRED for a in (gamma, beta, mean, var)):  # PyTorch's names
+        _refuse_keywords("F.batch_norm", others, _BATCH_NORM_KEYWORDS, gamma=gamma, beta=beta,
+                         mean=mean, var=var)
     x, _, _ = _bn_checked(x, mean, var, decay, eps)
     if x.dtype == np.float16:
         return _bn_float16(batch_norm, x, gamma, beta, mean, var, decay, eps)
@@ -792,7 +842,7 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
 batch_nrom = batch_norm  # the book's DeZero spells it so: its readers' code keeps working
 
 
-def embed_id(x, W):
+def embed_id(x, W=_REQUIRED, **others):
     """Rows of ``W (vocab, dim)`` picked by the integer ids ``x``: ``y = W[x]``.
 
     The gradient adds each output row's gradient into the row it came from
@@ -803,6 +853,9 @@ def embed_id(x, W):
     its gradient, instead of the row CuPy's indexing would wrap the id around to. A table of
     a dtype without NaN (integers) is checked as on the CPU, which waits for the device.
     """
+    if others or W is _REQUIRED:  # PyTorch's F.embedding(ids, weight=W), say
+        _refuse_keywords("F.embed_id", others, {"weight": "write W=, the table (vocab, dim)",
+                                                "padding_idx": _UNAVAILABLE}, W=W)
     W = as_variable(W)
     if W.ndim != 2:
         raise ValueError(f"embed_id needs a 2-d table W (vocab, dim), got shape {W.shape}")
@@ -1096,11 +1149,19 @@ class Pooling2DWithIndexes(Function):
         return PoolingGrad(self.pool)(gy)
 
 
-def pooling(x, kernel_size, stride=None, pad=0):
+_POOL_KEYWORDS = {  # PyTorch's F.max_pool2d(x, kernel_size, stride, padding, dilation, ...)
+    "padding": _pad, "dilation": _UNAVAILABLE, "ceil_mode": _UNAVAILABLE,
+    "return_indices": _UNAVAILABLE,
+}
+
+
+def pooling(x, kernel_size, stride=None, pad=0, **others):
     """Max pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``.
 
     Returns ``(N, C, OH, OW)``; ``pad`` must be smaller than the kernel.
     """
+    if others:  # PyTorch's F.max_pool2d(x, 2, padding=1), say
+        _refuse_keywords("F.pooling", others, _POOL_KEYWORDS)
     return Pooling(kernel_size, stride, pad)(x)
 
 
@@ -1146,8 +1207,18 @@ class AveragePoolingGrad(Function):
         return average_pooling(ggx, p.kernel_size, p.stride, p.pad)
 
 
-def average_pooling(x, kernel_size, stride=None, pad=0):
+_AVERAGE_POOL_KEYWORDS = {  # PyTorch's F.avg_pool2d(x, kernel_size, stride, padding, ...)
+    **_POOL_KEYWORDS,
+    "count_include_pad": lambda v: "nothing to write: padding counts as 0 and each window is "
+    "divided by its full size, PyTorch's default" if v else _UNAVAILABLE + " (padding counts)",
+    "divisor_override": _UNAVAILABLE,
+}
+
+
+def average_pooling(x, kernel_size, stride=None, pad=0, **others):
     """Average pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``."""
+    if others:  # PyTorch's F.avg_pool2d(x, 2, padding=1), say
+        _refuse_keywords("F.average_pooling", others, _AVERAGE_POOL_KEYWORDS)
     return AveragePooling(kernel_size, stride, pad)(x)
 
 

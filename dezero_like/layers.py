@@ -22,7 +22,14 @@ import numpy as np
 
 import dezero_like.functions as F
 from dezero_like import cuda
-from dezero_like.core import Parameter, Variable, _is_array, _pytorch_names, as_variable
+from dezero_like.core import (
+    Parameter,
+    Variable,
+    _is_array,
+    _pytorch_names,
+    _refuse_keywords,
+    as_variable,
+)
 from dezero_like.optimizers import _warn_unregistered
 from dezero_like.utils import forward_names, publish
 
@@ -571,17 +578,15 @@ _pytorch_names(
 
 def _pytorch_keywords(cls, **fixes):
     """Make ``cls(...)`` refuse PyTorch's keyword arguments named in ``fixes``, saying what to
-    write: each fix is a text, or a function of the value given that returns one."""
+    write: each fix is a text, or a function of the value given that returns one (step 25's
+    ``_refuse_keywords`` writes the message, as for the functions)."""
     init = cls.__init__
 
     @functools.wraps(init)  # help() and inspect.signature still show the real arguments
     def __init__(self, *args, **kwargs):
-        named = [n for n in kwargs if n in fixes]
+        named = {n: v for n, v in kwargs.items() if n in fixes}
         if named:
-            said = "; ".join(f"{n}={kwargs[n]!r}: " + (
-                fixes[n](kwargs[n]) if callable(fixes[n]) else fixes[n]) for n in named)
-            raise TypeError(f"{type(self).__name__} got PyTorch's keyword argument"
-                            f"{'s' if len(named) > 1 else ''} {said}")
+            _refuse_keywords(type(self).__name__, named, fixes)
         init(self, *args, **kwargs)
 
     cls.__init__ = __init__
@@ -591,9 +596,6 @@ def _nobias(bias):
     """What to write for PyTorch's ``bias=``."""
     return f"write nobias={not bias}" if isinstance(bias, bool) else \
         "write nobias=True for a layer without bias"
-
-
-_UNAVAILABLE = "not available here"
 
 
 _MADE_ON_CPU = "layers are made on the CPU; model.to_gpu() moves them"  # for device=

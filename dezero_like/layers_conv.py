@@ -19,10 +19,10 @@ import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
 from dezero_like import cuda
 from dezero_like.core import Parameter, as_variable
-from dezero_like.functions import _float_dtype
+from dezero_like.functions import _UNAVAILABLE, _float_dtype
+from dezero_like.functions_conv import _momentum, _pad
 from dezero_like.layers import (
     _MADE_ON_CPU,
-    _UNAVAILABLE,
     Layer,
     Linear,
     _nobias,
@@ -321,14 +321,6 @@ class LSTM(Layer):
 
 
 # --- step 63 ------------------------------------------------------------
-def _pad(padding):
-    """What to write for PyTorch's ``padding=``."""
-    if isinstance(padding, str):  # "same", "valid"
-        return ("write pad=0" if padding == "valid" else
-                "write pad=kernel_size // 2, which keeps the size for an odd kernel and stride 1")
-    return f"write pad={padding!r}"
-
-
 for _conv in (Conv2d, Deconv2d):
     _pytorch_keywords(
         _conv, padding=_pad, bias=_nobias, dilation=_UNAVAILABLE, groups=_UNAVAILABLE,
@@ -338,10 +330,7 @@ for _conv in (Conv2d, Deconv2d):
 
 
 _pytorch_keywords(
-    BatchNorm,
-    momentum=lambda v: (f"write decay={round(1 - v, 12)!r}: decay is the weight of the old "
-                        "running statistics, PyTorch's momentum that of the new batch")
-    if isinstance(v, (int, float)) else "decay = 1 - momentum",
+    BatchNorm, momentum=_momentum,
     num_features="not an argument here: BatchNorm takes the number of channels from the first "
                  "batch, so BatchNorm1d(16) is L.BatchNorm()",
     affine=_UNAVAILABLE, track_running_stats=_UNAVAILABLE)

@@ -587,9 +587,74 @@ class Sum(Function):
         return broadcast_to(gy, self.x_shape)
 
 
+# %% [markdown]
+# Someone who knows PyTorch writes `F.sum(x, dim=1, keepdim=True)`; here the names are NumPy's,
+# `axis=` and `keepdims=`. Python's own complaint, "unexpected keyword argument 'dim'", does not
+# say what to write, so `sum` collects any other keyword in `**others` and hands it to
+# `_refuse_keywords`, which raises a `TypeError` naming the fix. The check runs only when
+# `others` is not empty, so a correct call pays only for Python's empty dict (a few hundred
+# machine instructions, about 1 % of an `F.sum`; keyword-only sentinel arguments cost twice
+# that). Later functions (`mean`,
+# `softmax`, `dropout`, the pooling functions, ...) and the layers of step 63 use the same helper
+# with their own table of PyTorch's names. Where PyTorch's name stands for a required argument
+# (`F.clip(x, min=0, max=1)` for `x_min`, `x_max`), the argument defaults to `_REQUIRED`, or
+# Python would stop at "missing 2 required positional arguments" before the function could
+# explain.
+
+# %%
+#| export dezero_like/core.py
+class _Required:
+    """The default of a required argument that PyTorch names otherwise (``F.clip``'s ``x_min``,
+    clamp's ``min=``): a call with PyTorch's name then reaches the function's own check."""
+
+    def __repr__(self):
+        return "<required>"
+
+
+_REQUIRED = _Required()
+
+
+def _shown(value):
+    """``repr(value)``, or its type and shape for an array (a weight prints as many lines)."""
+    shape = getattr(value, "shape", ())
+    return f"<{type(value).__name__} of shape {tuple(shape)}>" if shape else repr(value)
+
+
+def _refuse_keywords(name, given, fixes, **required):
+    """Raise a TypeError for the keyword arguments ``given`` (a dict), which ``name`` lacks.
+
+    ``fixes`` maps PyTorch's names to what to write instead: a text, or a function of the
+    value given that returns one. A name it does not know gets Python's own message, and so
+    does a required argument (in ``required``) left at ``_REQUIRED`` when nothing else is wrong.
+    """
+    unknown = [n for n in given if n not in fixes]
+    if unknown:
+        raise TypeError(f"{name}() got an unexpected keyword argument {unknown[0]!r}")
+    if not given:
+        missing = [n for n, v in required.items() if v is _REQUIRED]
+        raise TypeError(f"{name}() missing {len(missing)} required argument"
+                        f"{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}")
+    said = "; ".join(f"{n}={_shown(v)}: " + (fixes[n](v) if callable(fixes[n]) else fixes[n])
+                     for n, v in given.items())
+    raise TypeError(f"{name} got PyTorch's keyword argument{'s' if len(given) > 1 else ''} "
+                    f"{said}")
+
+
+# PyTorch's names for the axis arguments of sum, mean, max, ...; NumPy's here
+_AXIS_KEYWORDS = {
+    "dim": lambda v: f"write axis={v!r} (NumPy's name)",
+    "keepdim": lambda v: f"write keepdims={v!r} (NumPy's name, with an s)",
+}
+
+
 # %%
 #| export dezero_like/functions.py
-def sum(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+from dezero_like.core import _AXIS_KEYWORDS, _refuse_keywords
+
+
+def sum(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
+    if others:  # PyTorch's F.sum(x, dim=1, keepdim=True), say
+        _refuse_keywords("F.sum", others, _AXIS_KEYWORDS)
     return Sum(axis, keepdims)(x)
 
 

@@ -139,7 +139,19 @@ class Transpose(Function):
 
 # %%
 #| export dezero_like/functions.py
-def transpose(x, axes=None):
+from dezero_like.core import _refuse_keywords
+
+_SWAP_KEYWORDS = {  # PyTorch's torch.transpose(x, dim0, dim1) swaps two axes
+    "dim0": "F.transpose takes axes=, the new order of all the axes (NumPy's meaning), not two "
+            "axes to swap: F.transpose(x, (1, 0, 2)) swaps axes 0 and 1 of a 3-d x (x.T "
+            "reverses them all)",
+    "dim1": "the other axis of the swap: both go into axes=, as for dim0",
+}
+
+
+def transpose(x, axes=None, **others):
+    if others:  # PyTorch's torch.transpose(x, dim0=0, dim1=1)
+        _refuse_keywords("F.transpose", others, _SWAP_KEYWORDS)
     return Transpose(axes)(x)
 
 
@@ -153,14 +165,17 @@ def transpose(x, axes=None):
 #| export dezero_like/functions.py
 import numpy as np
 from dezero_like.core import as_variable
+from dezero_like.core import _AXIS_KEYWORDS, _REQUIRED, _refuse_keywords
 from dezero_like.functions import reshape
 
 
-def expand_dims(x, axis):
+def expand_dims(x, axis=_REQUIRED, **others):
     """``x`` with a new axis of length 1 at ``axis`` (an int or a tuple), like ``np.expand_dims``.
 
     A negative axis counts from the end of the result. Made with :func:`reshape`.
     """
+    if others or axis is _REQUIRED:  # PyTorch's torch.unsqueeze(x, dim=0), say
+        _refuse_keywords("F.expand_dims", others, {"dim": _AXIS_KEYWORDS["dim"]}, axis=axis)
     x = as_variable(x)
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = x.ndim + len(axes)

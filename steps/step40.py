@@ -32,11 +32,13 @@
 # step 25 put in the package: the `Sum` function whose backward is described above. `_F()`
 # imports `functions` only when the method runs, because `functions` imports `core`. NumPy's
 # `np.sum(x)` calls this method too, with NumPy's `dtype` and `out`: it gets a message that says
-# what to write instead of Python's complaint about an unexpected argument.
+# what to write instead of Python's complaint about an unexpected argument. PyTorch's
+# `x.sum(dim=1, keepdim=True)` gets the translation from step 25's `_refuse_keywords`, as
+# `F.sum` does.
 
 # %%
 #| export dezero_like/core.py Variable
-from dezero_like.core import _F
+from dezero_like.core import _AXIS_KEYWORDS, _F, _refuse_keywords
 
 
 def sum(self, axis=None, keepdims=False, **others):
@@ -45,10 +47,7 @@ def sum(self, axis=None, keepdims=False, **others):
             "np.sum(v) on a Variable: NumPy's functions record no graph. Write v.sum() or "
             "F.sum(v) to differentiate the sum, or np.sum(v.data) for the number")
     if others:  # PyTorch's x.sum(dim=1, keepdim=True), say
-        raise TypeError(
-            f"Variable.sum() takes axis= and keepdims= (NumPy's names), got "
-            f"{', '.join(others)}: write x.sum(axis=1, keepdims=True) for PyTorch's "
-            "x.sum(dim=1, keepdim=True)")
+        _refuse_keywords("Variable.sum", others, _AXIS_KEYWORDS)
     return _F().sum(self, axis, keepdims)
 
 
@@ -63,17 +62,19 @@ def sum(self, axis=None, keepdims=False, **others):
 # %%
 #| export dezero_like/functions.py
 import numpy as np
-from dezero_like.core import as_variable
+from dezero_like.core import _AXIS_KEYWORDS, _refuse_keywords, as_variable
 from dezero_like.functions import astype
 
 
-def average(x, axis=None, keepdims=False):
+def average(x, axis=None, keepdims=False, **others):
     """Mean of ``x`` over ``axis`` (all axes when None; an int or a tuple), like ``np.mean``.
 
     The sum (:func:`sum`) divided by the number of elements summed; an empty axis gives nan.
     float16 is averaged in float32 and rounded back, as ``np.mean`` does: a count above
     65504 (float16's largest number) would otherwise become inf and the mean 0.
     """
+    if others:  # PyTorch's F.mean(x, dim=1, keepdim=True), say
+        _refuse_keywords("F.mean", others, _AXIS_KEYWORDS)
     x = as_variable(x)
     if getattr(x.data, "dtype", None) == np.float16:
         return astype(average(astype(x, np.float32), axis, keepdims), np.float16)

@@ -88,8 +88,29 @@ class MeanSquaredError(Function):
 
 # %%
 #| export dezero_like/functions.py
-def mean_squared_error(x0, x1):
+from dezero_like.core import _refuse_keywords
+
+
+def _reduction(loss, **writes):
+    """The fix for PyTorch's ``reduction=`` given to a loss that is ``loss``: what to write for
+    each of PyTorch's reductions in ``writes`` ('mean', 'sum', 'none')."""
+    def fix(reduction):
+        write = writes.get(reduction)
+        return (f"there is no reduction= here: the loss is {loss}" +
+                (f"; for PyTorch's {reduction!r} write {write}" if write else ""))
+    return fix
+
+
+_MSE_KEYWORDS = {"reduction": _reduction(  # PyTorch's mse_loss(x0, x1, reduction="mean")
+    "sum((x0 - x1) ** 2) / len(x0), the mean over the batch",
+    mean="F.mean((x0 - x1) ** 2), the mean of every element", sum="F.sum((x0 - x1) ** 2)",
+    none="(x0 - x1) ** 2")}
+
+
+def mean_squared_error(x0, x1, **others):
     """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`."""
+    if others:  # PyTorch's mse_loss(x0, x1, reduction="sum"), say
+        _refuse_keywords("F.mean_squared_error", others, _MSE_KEYWORDS)
     return MeanSquaredError()(x0, x1)
 
 

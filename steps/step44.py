@@ -106,8 +106,19 @@ class Linear(Function):
 
 # %%
 #| export dezero_like/functions.py
-def linear(x, W, b=None):
+from dezero_like.core import _REQUIRED, _refuse_keywords
+
+_LINEAR_KEYWORDS = {  # PyTorch's F.linear(input, weight, bias)
+    "weight": "write W=, of shape (in_size, out_size): the transpose of PyTorch's weight "
+              "(out_features, in_features), so W=weight.T",
+    "bias": "write b=",
+}
+
+
+def linear(x, W=_REQUIRED, b=None, **others):
     """Affine map ``x @ W + b`` of a batch ``x`` (N, in) with ``W`` (in, out) and ``b`` (out,)."""
+    if others or W is _REQUIRED:  # PyTorch's F.linear(x, weight=w, bias=b), say
+        _refuse_keywords("F.linear", others, _LINEAR_KEYWORDS, W=W)
     if b is None:
         return Linear()(x, W)
     return Linear()(x, W, b)

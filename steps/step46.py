@@ -112,8 +112,19 @@ class LeakyReLU(Function):
 
 # %%
 #| export dezero_like/functions.py
-def leaky_relu(x, slope=0.2):
+from dezero_like.core import _refuse_keywords
+
+_UNAVAILABLE = "not available here"
+_INPLACE = _UNAVAILABLE + ": every function returns a new Variable (drop inplace=)"
+
+
+def leaky_relu(x, slope=0.2, **others):
     """Leaky ReLU: x where x > 0, else ``slope * x``; see :class:`LeakyReLU`."""
+    if others:  # PyTorch's F.leaky_relu(x, negative_slope=0.1), say
+        _refuse_keywords("F.leaky_relu", others, {
+            "negative_slope": lambda v: f"write slope={v!r}, the same number (the slope for "
+                                        "x < 0); note the default is 0.2 here, 0.01 in PyTorch",
+            "inplace": _INPLACE})
     return LeakyReLU(slope)(x)
 
 

@@ -97,8 +97,18 @@ class Clip(Function):
 
 # %%
 #| export dezero_like/functions.py
-def clip(x, x_min, x_max):
+from dezero_like.core import _REQUIRED, _refuse_keywords
+
+_CLAMP_KEYWORDS = {  # PyTorch's torch.clamp(x, min=0.0, max=1.0)
+    "min": lambda v: f"write x_min={v!r} (both bounds are required; None leaves a side open)",
+    "max": lambda v: f"write x_max={v!r} (both bounds are required; None leaves a side open)",
+}
+
+
+def clip(x, x_min=_REQUIRED, x_max=_REQUIRED, **others):
     """Clip x to [x_min, x_max] (None: that side open); the gradient is zero outside."""
+    if others or x_min is _REQUIRED or x_max is _REQUIRED:
+        _refuse_keywords("F.clip", others, _CLAMP_KEYWORDS, x_min=x_min, x_max=x_max)
     return Clip(x_min, x_max)(x)
 
 
@@ -203,7 +213,7 @@ class Softmax(Function):
 #| export dezero_like/functions.py
 import warnings
 
-from dezero_like.core import as_variable
+from dezero_like.core import _AXIS_KEYWORDS, _refuse_keywords, as_variable
 
 
 class _ImplicitAxis(int):
@@ -245,12 +255,17 @@ def _class_axis(name, x, axis):
     return axis
 
 
-def softmax(x, axis=_AXIS_1):
+_DIM_KEYWORD = {"dim": _AXIS_KEYWORDS["dim"]}  # PyTorch's F.softmax(x, dim=-1)
+
+
+def softmax(x, axis=_AXIS_1, **others):
     """Probabilities exp(x) / sum(exp(x)) along ``axis``, computed without overflow.
 
     ``axis`` defaults to 1, the classes of a batch (N, C); an input of more than two axes
     with no ``axis=`` written gets a warning (pass ``axis=-1`` for scores (N, T, C)).
     """
+    if others:
+        _refuse_keywords("F.softmax", others, _DIM_KEYWORD)
     x = as_variable(x)
     return Softmax(_class_axis("softmax", x, axis))(x)
 
@@ -286,11 +301,13 @@ class LogSoftmax(Function):
 
 # %%
 #| export dezero_like/functions.py
-def log_softmax(x, axis=_AXIS_1):
+def log_softmax(x, axis=_AXIS_1, **others):
     """log(softmax(x)) along ``axis`` via log-sum-exp: finite for any finite logits.
 
     ``axis`` defaults to 1, with a warning for inputs of more than two axes, as in softmax.
     """
+    if others:  # PyTorch's F.log_softmax(x, dim=-1), say
+        _refuse_keywords("F.log_softmax", others, _DIM_KEYWORD)
     x = as_variable(x)
     return LogSoftmax(_class_axis("log_softmax", x, axis))(x)
 
@@ -400,7 +417,8 @@ class SoftmaxCrossEntropy(Function):
 #| export dezero_like/functions.py
 import warnings
 
-from dezero_like.functions import Softmax
+from dezero_like.core import _refuse_keywords
+from dezero_like.functions import Softmax, _reduction
 
 
 def _warn_squashed(x, kind, name, applied):
@@ -413,8 +431,22 @@ def _warn_squashed(x, kind, name, applied):
             "only where you want the probabilities", stacklevel=3)
 
 
-def softmax_cross_entropy(x, t):
+_CROSS_ENTROPY_KEYWORDS = {  # PyTorch's F.cross_entropy(x, t, reduction="sum"), ...
+    "reduction": _reduction("the mean over the batch (PyTorch's default, 'mean')",
+                            mean="F.softmax_cross_entropy(x, t)",
+                            sum="F.softmax_cross_entropy(x, t) * len(x)",
+                            none="-F.log_softmax(x)[np.arange(len(t)), t], a loss per row"),
+    "ignore_index": lambda v: f"not available here: leave those rows out first, keep = t != "
+                              f"{v!r}; F.softmax_cross_entropy(x[keep], t[keep])",
+    "label_smoothing": "not available here",
+    "weight": "class weights are not available here",
+}
+
+
+def softmax_cross_entropy(x, t, **others):
     """Mean cross entropy of logits ``x`` (N, C) against integer labels ``t`` (N,)."""
+    if others:
+        _refuse_keywords("F.softmax_cross_entropy", others, _CROSS_ENTROPY_KEYWORDS)
     _warn_squashed(x, Softmax, "softmax_cross_entropy", "softmax")
     return SoftmaxCrossEntropy()(x, t)
 
@@ -438,8 +470,9 @@ def softmax_cross_entropy(x, t):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
+from dezero_like.core import _refuse_keywords
 from dezero_like.functions import (Sigmoid, _check_same_shape, _float_dtype, _per_example,
-                                   _warn_squashed, sigmoid)
+                                   _reduction, _warn_squashed, sigmoid)
 
 
 def _binary_targets(name, x, t):
@@ -493,11 +526,16 @@ class SigmoidCrossEntropy(Function):
 
 # %%
 #| export dezero_like/functions.py
-def sigmoid_cross_entropy(x, t):
+def sigmoid_cross_entropy(x, t, **others):
     """Binary cross entropy of logits ``x`` against targets ``t`` of the same shape.
 
     Summed and divided by len(x); see :class:`SigmoidCrossEntropy`.
     """
+    if others:  # PyTorch's binary_cross_entropy_with_logits(x, t, reduction="sum"), say
+        _refuse_keywords("F.sigmoid_cross_entropy", others, {"reduction": _reduction(
+            "the sum over every element divided by len(x)",
+            mean="F.sigmoid_cross_entropy(x, t) * len(x) / x.size, the mean of every element",
+            sum="F.sigmoid_cross_entropy(x, t) * len(x)")})
     _warn_squashed(x, Sigmoid, "sigmoid_cross_entropy", "sigmoid")
     return SigmoidCrossEntropy()(x, t)
 
@@ -515,7 +553,8 @@ def sigmoid_cross_entropy(x, t):
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
-from dezero_like.functions import _per_example, astype, clip
+from dezero_like.core import _refuse_keywords
+from dezero_like.functions import _per_example, _reduction, astype, clip
 
 
 class BinaryCrossEntropy(Function):
@@ -552,11 +591,16 @@ class BinaryCrossEntropy(Function):
 
 # %%
 #| export dezero_like/functions.py
-def binary_cross_entropy(p, t):
+def binary_cross_entropy(p, t, **others):
     """Binary cross entropy of probabilities ``p`` against targets ``t`` of the same shape.
 
     Summed and divided by len(p); see :class:`BinaryCrossEntropy`.
     """
+    if others:  # PyTorch's binary_cross_entropy(p, t, reduction="sum"), say
+        _refuse_keywords("F.binary_cross_entropy", others, {"reduction": _reduction(
+            "the sum over every element divided by len(p)",
+            mean="F.binary_cross_entropy(p, t) * len(p) / p.size, the mean of every element",
+            sum="F.binary_cross_entropy(p, t) * len(p)")})
     return BinaryCrossEntropy()(p, t)
 
 
@@ -597,12 +641,14 @@ from dezero_like.core import as_variable
 from dezero_like.functions import exp
 
 
-def softmax_simple(x, axis=_AXIS_1):
+def softmax_simple(x, axis=_AXIS_1, **others):
     """exp(x) / sum(exp(x)) along ``axis``, composed of exp, sum and division.
 
     No shift by the maximum: logits above about 88 (float32) or 709 (float64) overflow to
     nan. :func:`softmax` computes the same without overflow. ``axis`` as in softmax.
     """
+    if others:
+        _refuse_keywords("F.softmax_simple", others, _DIM_KEYWORD)
     x = as_variable(x)
     e = exp(x)
     return e / e.sum(axis=_class_axis("softmax_simple", x, axis), keepdims=True)

@@ -85,8 +85,16 @@ import sys
 import warnings
 
 from dezero_like import cuda
-from dezero_like.core import Config, _outside_package, as_variable
-from dezero_like.functions import _float_dtype
+from dezero_like.core import Config, _outside_package, _refuse_keywords, as_variable
+from dezero_like.functions import _INPLACE, _float_dtype
+
+_DROPOUT_KEYWORDS = {  # PyTorch's F.dropout(x, p=0.5, training=True, inplace=False)
+    "p": lambda v: f"write dropout_ratio={v!r}, the same number (the probability of zeroing an "
+                   "element, as PyTorch's p)",
+    "training": lambda v: "nothing to write: dropout reads the mode, training by default" if v
+    else "evaluate inside with dz.test_mode(): (dropout is then the identity)",
+    "inplace": _INPLACE,
+}
 
 
 def _training_without_graph(name, effect):
@@ -104,7 +112,7 @@ def _training_without_graph(name, effect):
         stacklevel=level + 2)
 
 
-def dropout(x, dropout_ratio=0.5):
+def dropout(x, dropout_ratio=0.5, **others):
     """Zero each element with probability ``dropout_ratio`` and scale the rest by 1/(1-ratio).
 
     Only in training (``Config.train``); under ``dezero_like.test_mode()`` it is
@@ -112,6 +120,8 @@ def dropout(x, dropout_ratio=0.5):
     both modes ("inverted dropout"). Built from ``*``, so backward multiplies by
     the same mask.
     """
+    if others:  # PyTorch's F.dropout(x, p=0.3), say
+        _refuse_keywords("F.dropout", others, _DROPOUT_KEYWORDS)
     x = as_variable(x)
     try:
         in_range = 0.0 <= dropout_ratio <= 1.0

@@ -443,12 +443,33 @@ class Conv2d(Function):
 
 # %%
 #| export dezero_like/functions_conv.py
-def conv2d(x, W, b=None, stride=1, pad=0):
+from dezero_like.core import _REQUIRED, _refuse_keywords
+from dezero_like.functions import _UNAVAILABLE
+
+
+def _pad(padding):
+    """What to write for PyTorch's ``padding=``."""
+    if isinstance(padding, str):  # "same", "valid"
+        return ("write pad=0" if padding == "valid" else
+                "write pad=kernel_size // 2, which keeps the size for an odd kernel and stride 1")
+    return f"write pad={padding!r}"
+
+
+_CONV_KEYWORDS = {  # PyTorch's F.conv2d(x, weight, bias, stride, padding, dilation, groups)
+    "weight": "write W=, of shape (OC, C, KH, KW) as PyTorch's weight",
+    "bias": "write b=",
+    "padding": _pad, "dilation": _UNAVAILABLE, "groups": _UNAVAILABLE,
+}
+
+
+def conv2d(x, W=_REQUIRED, b=None, stride=1, pad=0, **others):
     """Convolve ``x (N, C, H, W)`` with filters ``W (OC, C, KH, KW)`` plus bias ``b (OC,)``.
 
     ``stride`` and ``pad`` are an int or a pair ``(height, width)``. The output
     is ``(N, OC, OH, OW)`` with ``OH = (H + 2*pad - KH) // stride + 1``.
     """
+    if others or W is _REQUIRED:  # PyTorch's F.conv2d(x, w, padding=1), say
+        _refuse_keywords("F.conv2d", others, _CONV_KEYWORDS, W=W)
     if b is None:
         return Conv2d(stride, pad)(x, W)
     return Conv2d(stride, pad)(x, W, b)
@@ -609,12 +630,24 @@ class Deconv2d(Function):
 
 # %%
 #| export dezero_like/functions_conv.py
-def deconv2d(x, W, b=None, stride=1, pad=0, outsize=None):
+from dezero_like.core import _REQUIRED, _refuse_keywords
+
+_DECONV_KEYWORDS = {  # PyTorch's F.conv_transpose2d(x, weight, bias, stride, padding, ...)
+    **_CONV_KEYWORDS,
+    "weight": "write W=, of shape (C, OC, KH, KW) as PyTorch's weight",
+    "output_padding": "write outsize=(OH, OW), the output's size: PyTorch's output_padding "
+                      "adds to stride*(H-1) + KH - 2*pad",
+}
+
+
+def deconv2d(x, W=_REQUIRED, b=None, stride=1, pad=0, outsize=None, **others):
     """Transposed convolution of ``x (N, C, H, W)`` with ``W (C, OC, KH, KW)``.
 
     Output ``(N, OC, OH, OW)`` with ``OH = stride*(H-1) + KH - 2*pad`` unless
     ``outsize=(OH, OW)`` picks one of the sizes a strided conv2d maps back to ``H``.
     """
+    if others or W is _REQUIRED:  # PyTorch's F.conv_transpose2d(x, w, padding=1), say
+        _refuse_keywords("F.deconv2d", others, _DECONV_KEYWORDS, W=W)
     if b is None:
         return Deconv2d(stride, pad, outsize)(x, W)
     return Deconv2d(stride, pad, outsize)(x, W, b)

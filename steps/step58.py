@@ -376,6 +376,7 @@ from dezero_like import cuda
 from dezero_like import functions as F
 from dezero_like.core import Config, Function, Variable, _global_hooks, as_variable
 from dezero_like.functions import _add_bias
+from dezero_like.core import _REQUIRED, _refuse_keywords
 from dezero_like.functions_conv import (_bn_axes, _bn_batch_stats, _bn_checked, _bn_float16,
                                       _bn_move_running, _bn_settings)
 
@@ -475,7 +476,24 @@ class BatchNorm(Function):
         self.xhat = self.inv_std = None
 
 
-def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
+def _momentum(momentum):
+    """What to write for PyTorch's batch norm ``momentum=``."""
+    if not isinstance(momentum, (int, float)):
+        return "decay = 1 - momentum"
+    return (f"write decay={round(1 - momentum, 12)!r}: decay is the weight of the old running "
+            "statistics, PyTorch's momentum that of the new batch")
+
+
+_BATCH_NORM_KEYWORDS = {  # PyTorch's F.batch_norm(x, running_mean, running_var, weight, bias, ...)
+    "weight": "write gamma= (the scale)", "bias": "write beta= (the shift)",
+    "running_mean": "write mean=", "running_var": "write var=", "momentum": _momentum,
+    "training": lambda v: "nothing to write: batch norm reads the mode, training by default" if v
+    else "evaluate inside with dz.test_mode(): (batch norm then uses mean and var)",
+}
+
+
+def batch_norm(x, gamma=_REQUIRED, beta=_REQUIRED, mean=_REQUIRED, var=_REQUIRED, decay=0.9,
+               eps=2e-5, **others):
     r"""Batch normalisation: $y=\gamma\hat x+\beta$, $\hat x = (x-\mu)/\sqrt{\sigma^2+\epsilon}$.
 
     The same numbers as :func:`batch_norm_simple` (its docstring has the details: batch
@@ -483,8 +501,12 @@ def batch_norm(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     ``var``), as one function, :class:`BatchNorm`, whose gradient is written in closed form;
     a backward with ``create_graph`` is built from differentiable functions, so second
     derivatives work. float16 input is normalised in float32 and the result rounded back,
-    as PyTorch does.
+    as PyTorch does. The order is the book's: PyTorch's ``F.batch_norm(x, running_mean,
+    running_var, weight, bias)`` puts the running statistics first.
     """
+    if others or any(a is _REQUIRED for a in (gamma, beta, mean, var)):  # PyTorch's names
+        _refuse_keywords("F.batch_norm", others, _BATCH_NORM_KEYWORDS, gamma=gamma, beta=beta,
+                         mean=mean, var=var)
     x, _, _ = _bn_checked(x, mean, var, decay, eps)
     if x.dtype == np.float16:
         return _bn_float16(batch_norm, x, gamma, beta, mean, var, decay, eps)
@@ -511,10 +533,12 @@ batch_nrom = batch_norm  # the book's DeZero spells it so: its readers' code kee
 #| export dezero_like/functions_conv.py
 import numpy as np
 from dezero_like import cuda
-from dezero_like.core import Variable, _is_array, _on_two_devices, as_variable
+from dezero_like.core import (_REQUIRED, Variable, _is_array, _on_two_devices, _refuse_keywords,
+                              as_variable)
+from dezero_like.functions import _UNAVAILABLE
 
 
-def embed_id(x, W):
+def embed_id(x, W=_REQUIRED, **others):
     """Rows of ``W (vocab, dim)`` picked by the integer ids ``x``: ``y = W[x]``.
 
     The gradient adds each output row's gradient into the row it came from
@@ -525,6 +549,9 @@ def embed_id(x, W):
     its gradient, instead of the row CuPy's indexing would wrap the id around to. A table of
     a dtype without NaN (integers) is checked as on the CPU, which waits for the device.
     """
+    if others or W is _REQUIRED:  # PyTorch's F.embedding(ids, weight=W), say
+        _refuse_keywords("F.embed_id", others, {"weight": "write W=, the table (vocab, dim)",
+                                                "padding_idx": _UNAVAILABLE}, W=W)
     W = as_variable(W)
     if W.ndim != 2:
         raise ValueError(f"embed_id needs a 2-d table W (vocab, dim), got shape {W.shape}")

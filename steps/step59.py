@@ -384,11 +384,23 @@ class Pooling2DWithIndexes(Function):
 
 # %%
 #| export dezero_like/functions_conv.py
-def pooling(x, kernel_size, stride=None, pad=0):
+from dezero_like.core import _refuse_keywords
+from dezero_like.functions import _UNAVAILABLE
+from dezero_like.functions_conv import _pad
+
+_POOL_KEYWORDS = {  # PyTorch's F.max_pool2d(x, kernel_size, stride, padding, dilation, ...)
+    "padding": _pad, "dilation": _UNAVAILABLE, "ceil_mode": _UNAVAILABLE,
+    "return_indices": _UNAVAILABLE,
+}
+
+
+def pooling(x, kernel_size, stride=None, pad=0, **others):
     """Max pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``.
 
     Returns ``(N, C, OH, OW)``; ``pad`` must be smaller than the kernel.
     """
+    if others:  # PyTorch's F.max_pool2d(x, 2, padding=1), say
+        _refuse_keywords("F.pooling", others, _POOL_KEYWORDS)
     return Pooling(kernel_size, stride, pad)(x)
 
 
@@ -463,8 +475,20 @@ class AveragePoolingGrad(Function):
 
 # %%
 #| export dezero_like/functions_conv.py
-def average_pooling(x, kernel_size, stride=None, pad=0):
+from dezero_like.core import _refuse_keywords
+
+_AVERAGE_POOL_KEYWORDS = {  # PyTorch's F.avg_pool2d(x, kernel_size, stride, padding, ...)
+    **_POOL_KEYWORDS,
+    "count_include_pad": lambda v: "nothing to write: padding counts as 0 and each window is "
+    "divided by its full size, PyTorch's default" if v else _UNAVAILABLE + " (padding counts)",
+    "divisor_override": _UNAVAILABLE,
+}
+
+
+def average_pooling(x, kernel_size, stride=None, pad=0, **others):
     """Average pooling of ``x (N, C, H, W)``; ``stride`` defaults to ``kernel_size``."""
+    if others:  # PyTorch's F.avg_pool2d(x, 2, padding=1), say
+        _refuse_keywords("F.average_pooling", others, _AVERAGE_POOL_KEYWORDS)
     return AveragePooling(kernel_size, stride, pad)(x)
 
 
@@ -552,6 +576,9 @@ class Min(Max):
 
 # %%
 #| export dezero_like/functions.py
+from dezero_like.core import _AXIS_KEYWORDS, _refuse_keywords
+
+
 def _reduced_shape(shape, axis):
     if axis is None:
         return ()
@@ -560,13 +587,27 @@ def _reduced_shape(shape, axis):
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-def max(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+def _extremum_keywords(arg):
+    """PyTorch's names for F.max or F.min, whose indices are ``x.data.{arg}``."""
+    return {**_AXIS_KEYWORDS, "dim": lambda v: (
+        f"write axis={v!r} (NumPy's name); it gives the values only, not PyTorch's (values, "
+        f"indices): x.data.{arg}(axis={v!r}) gives the indices")}
+
+
+_MAX_KEYWORDS, _MIN_KEYWORDS = _extremum_keywords("argmax"), _extremum_keywords("argmin")
+
+
+def max(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
     """Maximum over ``axis`` (all axes when None), like ``np.max``; see :class:`Max`."""
+    if others:  # PyTorch's torch.max(x, dim=1), say
+        _refuse_keywords("F.max", others, _MAX_KEYWORDS)
     return Max(axis, keepdims)(x)
 
 
-def min(x, axis=None, keepdims=False):  # noqa: A001 - the book's name
+def min(x, axis=None, keepdims=False, **others):  # noqa: A001 - the book's name
     """Minimum over ``axis`` (all axes when None), like ``np.min``; see :class:`Min`."""
+    if others:  # PyTorch's torch.min(x, dim=1), say
+        _refuse_keywords("F.min", others, _MIN_KEYWORDS)
     return Min(axis, keepdims)(x)
 
 

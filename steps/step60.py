@@ -37,11 +37,22 @@
 #| export dezero_like/functions.py
 import numpy as np
 from dezero_like.core import as_variable
+from dezero_like.core import _refuse_keywords
 from dezero_like.functions import reshape
 
+_FLATTEN_KEYWORDS = {  # PyTorch's torch.flatten(x, start_dim=0, end_dim=-1)
+    "start_dim": lambda v: "F.flatten always keeps axis 0 and flattens the rest, PyTorch's "
+    "start_dim=1 (nn.Flatten()): drop start_dim=" if v == 1 else
+    "F.flatten keeps axis 0 (the batch); write F.reshape(x, -1) to flatten it all" if v == 0 else
+    f"F.flatten keeps axis 0 only; write F.reshape(x, x.shape[:{v!r}] + (-1,))",
+    "end_dim": "write F.reshape(x, shape) with the shape you want",
+}
 
-def flatten(x):
+
+def flatten(x, **others):
     """Keep the first (batch) axis and flatten the rest: (N, ...) -> (N, -1)."""
+    if others:  # PyTorch's torch.flatten(x, start_dim=1), say
+        _refuse_keywords("F.flatten", others, _FLATTEN_KEYWORDS)
     x = as_variable(x)
     return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))  # -1 cannot be solved for N = 0
 

@@ -164,22 +164,22 @@ _pytorch_names(
 #| export dezero_like/layers.py
 import functools
 
+from dezero_like.core import _refuse_keywords
+from dezero_like.functions import _UNAVAILABLE
 from dezero_like.layers import Linear
 
 
 def _pytorch_keywords(cls, **fixes):
     """Make ``cls(...)`` refuse PyTorch's keyword arguments named in ``fixes``, saying what to
-    write: each fix is a text, or a function of the value given that returns one."""
+    write: each fix is a text, or a function of the value given that returns one (step 25's
+    ``_refuse_keywords`` writes the message, as for the functions)."""
     init = cls.__init__
 
     @functools.wraps(init)  # help() and inspect.signature still show the real arguments
     def __init__(self, *args, **kwargs):
-        named = [n for n in kwargs if n in fixes]
+        named = {n: v for n, v in kwargs.items() if n in fixes}
         if named:
-            said = "; ".join(f"{n}={kwargs[n]!r}: " + (
-                fixes[n](kwargs[n]) if callable(fixes[n]) else fixes[n]) for n in named)
-            raise TypeError(f"{type(self).__name__} got PyTorch's keyword argument"
-                            f"{'s' if len(named) > 1 else ''} {said}")
+            _refuse_keywords(type(self).__name__, named, fixes)
         init(self, *args, **kwargs)
 
     cls.__init__ = __init__
@@ -191,7 +191,6 @@ def _nobias(bias):
         "write nobias=True for a layer without bias"
 
 
-_UNAVAILABLE = "not available here"
 _MADE_ON_CPU = "layers are made on the CPU; model.to_gpu() moves them"  # for device=
 
 _pytorch_keywords(
@@ -202,16 +201,10 @@ _pytorch_keywords(
 
 # %%
 #| export dezero_like/layers_conv.py
-from dezero_like.layers import _MADE_ON_CPU, _UNAVAILABLE, _nobias, _pytorch_keywords
+from dezero_like.functions import _UNAVAILABLE
+from dezero_like.functions_conv import _momentum, _pad  # step 57's and step 58's, as for F.conv2d
+from dezero_like.layers import _MADE_ON_CPU, _nobias, _pytorch_keywords
 from dezero_like.layers_conv import LSTM, RNN, BatchNorm, Conv2d, Deconv2d, EmbedID
-
-
-def _pad(padding):
-    """What to write for PyTorch's ``padding=``."""
-    if isinstance(padding, str):  # "same", "valid"
-        return ("write pad=0" if padding == "valid" else
-                "write pad=kernel_size // 2, which keeps the size for an odd kernel and stride 1")
-    return f"write pad={padding!r}"
 
 
 for _conv in (Conv2d, Deconv2d):
@@ -221,10 +214,7 @@ for _conv in (Conv2d, Deconv2d):
         output_padding="outsize=(H, W) chooses the output size of Deconv2d",
         device=_MADE_ON_CPU)
 _pytorch_keywords(
-    BatchNorm,
-    momentum=lambda v: (f"write decay={round(1 - v, 12)!r}: decay is the weight of the old "
-                        "running statistics, PyTorch's momentum that of the new batch")
-    if isinstance(v, (int, float)) else "decay = 1 - momentum",
+    BatchNorm, momentum=_momentum,
     num_features="not an argument here: BatchNorm takes the number of channels from the first "
                  "batch, so BatchNorm1d(16) is L.BatchNorm()",
     affine=_UNAVAILABLE, track_running_stats=_UNAVAILABLE)
