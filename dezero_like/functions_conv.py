@@ -693,6 +693,7 @@ def batch_norm_simple(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
     :func:`batch_norm` gives the same numbers as one function.
     """
     x, axes, shape = _bn_checked(x, mean, var, decay, eps)
+    eps = float(eps)  # a setting, as PyTorch's: a NumPy float64 eps would make float32 float64
     if x.dtype == np.float16:
         return _bn_float16(batch_norm_simple, x, gamma, beta, mean, var, decay, eps)
     gamma = F.reshape(as_variable(gamma), shape)
@@ -729,7 +730,9 @@ class BatchNorm(Function):
 
     def __init__(self, mean, var, decay=0.9, eps=2e-5):
         _bn_settings("batch_norm", decay, eps)
-        self.avg_mean, self.avg_var, self.decay, self.eps = mean, var, decay, eps
+        # eps as a Python float, as batch_norm_simple: a NumPy float64 eps would make
+        # var + eps, and so a float32 batch, float64 in test mode
+        self.avg_mean, self.avg_var, self.decay, self.eps = mean, var, decay, float(eps)
 
     def forward(self, x, gamma, beta):
         self.retain_inputs((0, 1))  # x for a recorded backward, gamma for dx; not beta
