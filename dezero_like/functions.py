@@ -346,10 +346,27 @@ _SWAP_KEYWORDS = {  # PyTorch's torch.transpose(x, dim0, dim1) swaps two axes
 }
 
 
-def transpose(x, axes=None, **others):
+def transpose(x, axes=None, *more, **others):
     if others:  # PyTorch's torch.transpose(x, dim0=0, dim1=1)
         _refuse_keywords("F.transpose", others, _SWAP_KEYWORDS)
+    if more:  # PyTorch's torch.transpose(x, 0, 1): two axes to swap, one argument each
+        _two_axes_to_swap(x, (axes, *more))
     return Transpose(axes)(x)
+
+
+def _two_axes_to_swap(x, given):
+    """Refuse ``F.transpose(x, 0, 1)``, saying which order of all the axes swaps the two."""
+    ndim = np.ndim(x.data if isinstance(x, Variable) else x)
+    fix = "F.transpose(x, (1, 0, ...)): the new order of all the axes, in one tuple"
+    if len(given) == 2 and all(type(a) is int and -ndim <= a < ndim for a in given):
+        order = list(range(ndim))
+        a, b = (a % ndim for a in given)
+        order[a], order[b] = order[b], order[a]
+        fix = f"F.transpose(x, {tuple(order)}) to swap axes {given[0]} and {given[1]}"
+    raise TypeError(
+        f"F.transpose(x, {', '.join(map(repr, given))}) takes the axes in one argument, the new "
+        f"order of all of them (NumPy's meaning), not two axes to swap as PyTorch's "
+        f"torch.transpose does: write {fix}")
 
 
 def expand_dims(x, axis=_REQUIRED, **others):

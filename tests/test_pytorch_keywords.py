@@ -192,3 +192,22 @@ def test_the_numbers_of_correct_calls_are_unchanged():
     np.testing.assert_allclose(x.grad.data, expected, rtol=1e-12)
     with dz.test_mode():
         assert F.dropout(x, 0.3) is x
+
+
+@pytest.mark.parametrize("shape, axes, fix", [
+    ((2, 3, 4), (0, 1), "F.transpose(x, (1, 0, 2))"),
+    ((2, 3, 4), (-1, 0), "F.transpose(x, (2, 1, 0))"),
+    ((2, 3), (0, 1), "F.transpose(x, (1, 0))"),
+    ((2, 3), (0, 7), "the new order of all the axes, in one tuple"),
+])
+def test_transpose_given_two_axes_to_swap_positionally_names_the_order(shape, axes, fix):
+    """PyTorch's torch.transpose(x, 0, 1) written as F.transpose(x, 0, 1): Python's own
+    message was 'takes from 1 to 2 positional arguments'; now the order of all the axes."""
+    x = dz.Variable(np.arange(np.prod(shape), dtype=float).reshape(shape))
+    with pytest.raises(TypeError, match="not two axes to swap") as caught:
+        F.transpose(x, *axes)
+    assert fix in str(caught.value)
+    order = [int(a) for a in fix.split("(")[-1].rstrip(")").split(",")] if "x, (" in fix else None
+    if order is not None:  # the fix given swaps the two axes, as torch.transpose does
+        np.testing.assert_array_equal(F.transpose(x, tuple(order)).data,
+                                      np.swapaxes(x.data, *axes))
