@@ -22,7 +22,14 @@ import numpy as np
 
 import dezero_like.functions as F
 from dezero_like import cuda
-from dezero_like.core import Parameter, Variable, _is_array, _pytorch_names, as_variable
+from dezero_like.core import (
+    Parameter,
+    Variable,
+    _is_array,
+    _outside_package,
+    _pytorch_names,
+    as_variable,
+)
 from dezero_like.optimizers import _warn_unregistered
 from dezero_like.utils import forward_names, publish
 
@@ -207,6 +214,9 @@ class Layer:
                 if isinstance(value, Variable):
                     move(value)
             object.__setattr__(layer, "_device", device)
+        # layers kept in a list stay behind: their weights would meet the moved inputs in forward
+        _warn_unregistered(self, f"to_{device}() does not move them, so forward would meet "
+                           "weights on another device", stacklevel=4)
         return self
 
     # (step 55)
@@ -368,6 +378,9 @@ class Layer:
             obj = self.__dict__[name]
             if isinstance(obj, Layer):
                 obj.reset_state()
+        if _outside_package(sys._getframe(1))[1] == 0:  # the user's call, not a sub-layer's
+            _warn_unregistered(self, "reset_state() does not reset them either, so they carry the "
+                               "state of the last sequence into the next")
 
 
 def _weight_dtype(owner, dtype):
