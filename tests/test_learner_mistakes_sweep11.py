@@ -7,13 +7,19 @@ pointed at the wrong cause.
   "call reset_state()", which had been called; ``model.to_gpu()`` left them on the CPU and the
   first forward said "model.to_gpu() for a model", which had been called too. ``setup`` warned
   about the list, but saying nothing of either.
+* ``dz.test_mode()`` alone on a line, written as PyTorch's ``model.eval()`` is (and
+  ``dz.no_grad()`` the same way): the object was thrown away unused, so the evaluation that
+  followed ran with dropout still dropping, without a word.
 """
 
+import contextlib
 import warnings
 
 import numpy as np
 import pytest
 
+import dezero_like as dz
+import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like import cuda
 from dezero_like.layers_conv import LSTM, RNN
@@ -129,3 +135,43 @@ def test_setup_still_names_a_plain_variable_weight_and_the_list():
     assert any("scale is a Variable, not a Parameter" in m for m in messages)
     assert any("rnns is a list" in m and "reset_state" not in m for m in messages)
 
+
+# --- step 23: a with-block object called alone on a line -----------------------------------------
+
+@pytest.mark.parametrize("make, call, setting", [
+    (lambda: dz.test_mode(), r"dz\.test_mode\(\)", r"Config\.train is still True.*"
+     r"model\.eval\(\) is a call"),
+    (lambda: dz.no_grad(), r"dz\.no_grad\(\)", r"Config\.enable_backprop is still True"),
+    (lambda: dz.using_config("train", False), r"dz\.using_config\('train', False\)",
+     r"Config\.train is still True"),
+], ids=["test_mode", "no_grad", "using_config"])
+def test_a_config_block_made_alone_on_a_line_warns_that_it_changed_nothing(make, call, setting):
+    np.random.seed(0)
+    with pytest.warns(UserWarning, match=call + r" was made and thrown away without a with "
+                      r"statement, so it changed nothing: " + setting) as record:
+        make()  # PyTorch's model.eval() habit: a call, then the evaluation
+    assert [w.filename for w in record] == [__file__]
+    # what it says is so: dropout still drops after it
+    assert (F.dropout(np.ones((4, 50))).data == 0).any()
+
+
+def test_config_blocks_used_by_with_a_decorator_or_an_exit_stack_stay_quiet():
+    @dz.no_grad()
+    def predict(x):
+        return x * 2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with dz.test_mode(), dz.no_grad():
+            assert (F.dropout(np.ones((4, 50))).data == 1).all()
+        kept = dz.using_config("train", False)  # made first, entered later
+        with kept:
+            pass
+        del kept
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(dz.no_grad())
+            assert (dz.Variable(np.ones(2)) * 2).creator is None
+        assert predict(dz.Variable(np.ones(2))).creator is None
+        del predict
+        with pytest.raises(AttributeError, match="no setting named"):
+            dz.using_config("trian", False)  # refused when made: nothing to warn about
