@@ -379,8 +379,8 @@ class Layer:
             if isinstance(obj, Layer):
                 obj.reset_state()
         if _outside_package(sys._getframe(1))[1] == 0:  # the user's call, not a sub-layer's
-            _warn_unregistered(self, "reset_state() does not reset them either, so they carry the "
-                               "state of the last sequence into the next")
+            _warn_unregistered(self, "reset_state() does not reach them either (a recurrent layer "
+                               "among them carries the last sequence's state into the next)")
 
 
 def _weight_dtype(owner, dtype):

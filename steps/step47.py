@@ -185,7 +185,9 @@ def _warn_no_gradient():
     warnings.warn(
         "update(): no parameter has a gradient, so nothing changes. Call loss.backward() "
         "before update(), and cleargrads() before backward() (not between backward() and "
-        "update())", RuntimeWarning, stacklevel=3)
+        "update()). Or the loss came from another model than the one given to setup(): the "
+        "optimizer updates that one only (optimizer.setup(model) with the model you train)",
+        RuntimeWarning, stacklevel=3)
 
 
 def _same_grads_as_last_update(optimizer, params):

@@ -10,6 +10,10 @@ pointed at the wrong cause.
 * ``dz.test_mode()`` alone on a line, written as PyTorch's ``model.eval()`` is (and
   ``dz.no_grad()`` the same way): the object was thrown away unused, so the evaluation that
   followed ran with dropout still dropping, without a word.
+* ``Variable(v)`` or ``Parameter(v)`` of a Variable ``v`` (PyTorch's ``nn.Parameter(tensor)``)
+  was told to "use Variable(np.array(...))", which fails on a Variable too;
+* an optimizer set up with one model and a loss computed by another: ``update()`` warned that no
+  parameter had a gradient and told to call ``loss.backward()``, which had been called.
 """
 
 import contextlib
@@ -21,7 +25,8 @@ import pytest
 import dezero_like as dz
 import dezero_like.functions as F
 import dezero_like.layers as L
-from dezero_like import cuda
+from dezero_like import Parameter, Variable, cuda, models
+from dezero_like import optimizers as O
 from dezero_like.layers_conv import LSTM, RNN
 from dezero_like.models import Model, Sequential
 
@@ -47,8 +52,9 @@ def test_reset_state_names_recurrent_layers_kept_in_a_list_that_it_does_not_reac
     model = _ListedRNNs(layer)
     model(np.zeros((1, 1), np.float32))
     with pytest.warns(UserWarning, match=r"_ListedRNNs\.rnns is a list holding layers .*"
-                      r"reset_state\(\) does not reset them either, so they carry the state of "
-                      r"the last sequence into the next.*own attribute") as record:
+                      r"reset_state\(\) does not reach them either \(a recurrent layer among "
+                      r"them carries the last sequence's state into the next\).*own attribute"
+                      ) as record:
         model.reset_state()
     assert [w.filename for w in record] == [__file__]  # the line that called reset_state
     # what it says is so: the listed layers kept their state (the package does not guess)
@@ -124,9 +130,6 @@ def test_to_gpu_names_the_listed_layers_it_leaves_on_the_cpu():
 
 
 def test_setup_still_names_a_plain_variable_weight_and_the_list():
-    from dezero_like import Variable
-    from dezero_like import optimizers as O
-
     model = _ListedRNNs()
     model.scale = Variable(np.ones(1))  # a forgotten Parameter
     with pytest.warns(UserWarning) as record:
@@ -175,3 +178,34 @@ def test_config_blocks_used_by_with_a_decorator_or_an_exit_stack_stay_quiet():
         del predict
         with pytest.raises(AttributeError, match="no setting named"):
             dz.using_config("trian", False)  # refused when made: nothing to warn about
+
+
+# --- steps 23 and 70: a Variable made of a Variable ---------------------------------------------
+
+@pytest.mark.parametrize("kind", [Variable, Parameter])
+def test_a_variable_or_parameter_of_a_variable_says_to_use_it_or_its_data(kind):
+    v = Variable(np.ones(3))
+    with pytest.raises(TypeError, match=r"got Variable; it is a Variable already: use it as it "
+                       rf"is \(as_variable\(x\) takes both\), or {kind.__name__}\(v\.data\)"):
+        kind(v)
+    assert np.array_equal(kind(v.data).data, v.data)  # what it says works
+    with pytest.raises(TypeError, match=r"got list; use Variable\(np\.array"):
+        kind([1.0, 2.0])
+
+
+# --- step 47: the loss of another model -----------------------------------------------------------
+
+def test_an_update_without_gradients_names_a_loss_from_another_model():
+    np.random.seed(0)
+    trained, other = models.MLP((3, 1)), models.MLP((3, 1))
+    optimizer = O.SGD(lr=0.1).setup(trained)
+    x = np.ones((2, 2))
+    trained(x)
+    before = [p.data.copy() for p in trained.params()]
+    loss = F.sum(other(x))
+    other.cleargrads()
+    loss.backward()
+    with pytest.warns(RuntimeWarning, match=r"no parameter has a gradient.*the loss came from "
+                      r"another model than the one given to setup\(\)"):
+        optimizer.update()
+    assert all(np.array_equal(b, p.data) for b, p in zip(before, trained.params()))
