@@ -87,7 +87,7 @@ out.)
 import inspect
 import math
 import warnings
-from types import GeneratorType
+from collections.abc import Iterator
 
 from dezero_like.core import Parameter, Variable, as_array
 
@@ -275,7 +275,7 @@ def _refuse_torch_style(cls, args, kwargs):
     first = args[0] if args else None
     items = first.values() if isinstance(first, dict) else \
         first if isinstance(first, (list, tuple, set)) else ()
-    given_params = hasattr(first, "params") or isinstance(first, GeneratorType) or any(
+    given_params = hasattr(first, "params") or isinstance(first, Iterator) or any(
         isinstance(v, Variable) or (isinstance(v, dict) and "params" in v) for v in items)
     torch_named = any(n in _TORCH_SETTINGS for n in kwargs)
     if not given_params and "lr" not in kwargs and not torch_named:

@@ -13,7 +13,9 @@ pointed at the wrong cause.
 * ``Variable(v)`` or ``Parameter(v)`` of a Variable ``v`` (PyTorch's ``nn.Parameter(tensor)``)
   was told to "use Variable(np.array(...))", which fails on a Variable too;
 * an optimizer set up with one model and a loss computed by another: ``update()`` warned that no
-  parameter had a gradient and told to call ``loss.backward()``, which had been called.
+  parameter had a gradient and told to call ``loss.backward()``, which had been called;
+* ``params = model.params()`` written once before the epochs of a hand-written update loop: the
+  generator ran out in the first epoch and every later loop over it updated nothing, silently.
 """
 
 import contextlib
@@ -209,3 +211,40 @@ def test_an_update_without_gradients_names_a_loss_from_another_model():
                       r"another model than the one given to setup\(\)"):
         optimizer.update()
     assert all(np.array_equal(b, p.data) for b, p in zip(before, trained.params()))
+
+
+# --- step 45: params() kept and looped over again -------------------------------------------------
+
+def test_a_params_kept_for_a_second_loop_is_refused_with_the_fix():
+    np.random.seed(0)
+    model = models.MLP((3, 1))
+    x, t = np.random.randn(8, 2), np.random.randn(8, 1)
+    params = model.params()  # once, before the loop over the epochs
+    losses = []
+    with pytest.raises(RuntimeError, match=r"this params\(\) has run out: .*Call model\.params\(\) "
+                       r"again for each loop, or keep a list: params = list\(model\.params\(\)\)"):
+        for _ in range(3):
+            loss = F.mean_squared_error(model(x), t)
+            losses.append(float(loss.data))
+            model.cleargrads()
+            loss.backward()
+            for p in params:
+                p.data -= 0.1 * p.grad.data
+    assert len(losses) == 2  # refused at the second epoch's loop, not after silent epochs
+
+
+def test_params_is_still_an_iterator_that_each_call_gives_afresh():
+    np.random.seed(0)
+    shared = L.Linear(2, in_size=2)
+    model = Sequential(shared, shared, L.Linear(1))
+    model(np.ones((1, 2)))
+    first = model.params()
+    assert next(first) is shared.W  # PyTorch's next(model.parameters()) habit
+    assert [p.name for p in first] == ["b", "W", "b"]  # the rest; a tied one only once
+    assert len(list(model.params())) == len(list(model.params())) == 4
+    assert next(model.params(), None) is not None
+    empty = L.Layer().params()
+    assert next(empty, None) is None and next(empty, None) is None  # next() after the end
+    with pytest.raises(TypeError, match="SGD\\(lr=0.1\\).setup\\(model\\)"):
+        O.SGD(model.params(), lr=0.1)  # still recognised as PyTorch's way
+    assert len(O.FreezeParam(model.params()).frozen) == 4
