@@ -501,7 +501,12 @@ class MeanSquaredError(Function):
 
 
 def mean_squared_error(x0, x1):
-    """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`."""
+    """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`.
+
+    ``len(x0)`` is the batch size, as in the book: for targets of shape (N, C) the loss is C
+    times PyTorch's ``mse_loss``, which divides by the number of elements (the same value for
+    shapes (N,) and (N, 1)).
+    """
     return MeanSquaredError()(x0, x1)
 
 
