@@ -26,6 +26,7 @@ from dezero_like.core import (
     Parameter,
     Variable,
     _is_array,
+    _outside_package,
     _pytorch_names,
     _refuse_keywords,
     as_variable,
@@ -84,6 +85,28 @@ def _replaced_in_forward(layer, name, value):
         f"a new {made}: made in forward, it starts again from its initial values on every "
         "call, and the optimizer's steps went to the one just thrown away, so the layer never "
         "learns. Create it once, " + where, RuntimeWarning, stacklevel=3)
+
+
+class _OnePass:
+    """What ``params()`` returns: the parameters' generator, which gives them once, wrapped so
+    that a loop over it after it has run out is refused, where the generator alone would give
+    nothing, silently (``params = model.params()`` kept for every epoch would update the model
+    once). A loop runs the generator itself: nothing is added per parameter."""
+
+    def __init__(self, items):
+        self._items = items
+
+    def __iter__(self):
+        if self._items.gi_frame is None:  # a generator that has run out has no frame left
+            raise RuntimeError(
+                "this params() has run out: it gives the parameters once, as a generator (and "
+                "PyTorch's parameters()) does, so this loop would see none of them, silently. "
+                "Call model.params() again for each loop, or keep a list: "
+                "params = list(model.params())")
+        return self._items
+
+    def __next__(self):  # next(model.params()), PyTorch's habit for the first parameter
+        return next(self._items)
 
 
 class Layer:
@@ -146,12 +169,16 @@ class Layer:
 
     # ---- parameters -----------------------------------------------------------
     def params(self):
-        """Yield every Parameter of this layer and of its sub-layers (depth first), once each.
+        """Every Parameter of this layer and of its sub-layers (depth first), once each.
 
         A parameter shared by two layers (tied weights, or one layer used twice
-        in a model) is yielded the first time it is met only, so an optimizer
-        updates it once per step.
+        in a model) is given the first time it is met only, so an optimizer
+        updates it once per step. Like a generator, what it returns gives them once:
+        call ``params()`` again for the next loop (a second loop over it is refused).
         """
+        return _OnePass(self._unique_params())
+
+    def _unique_params(self):
         seen = set()
         for p in self._walk_params():
             if id(p) not in seen:
@@ -214,6 +241,9 @@ class Layer:
                 if isinstance(value, Variable):
                     move(value)
             object.__setattr__(layer, "_device", device)
+        # layers kept in a list stay behind: their weights would meet the moved inputs in forward
+        _warn_unregistered(self, f"to_{device}() does not move them, so forward would meet "
+                           "weights on another device", stacklevel=4)
         return self
 
     # (step 55)
@@ -375,6 +405,9 @@ class Layer:
             obj = self.__dict__[name]
             if isinstance(obj, Layer):
                 obj.reset_state()
+        if _outside_package(sys._getframe(1))[1] == 0:  # the user's call, not a sub-layer's
+            _warn_unregistered(self, "reset_state() does not reach them either (a recurrent layer "
+                               "among them carries the last sequence's state into the next)")
 
 
 def _weight_dtype(owner, dtype):

@@ -97,10 +97,18 @@ class Config:
 # would give one spelling here and another in PyTorch, where `with torch.no_grad:`
 # fails.) `contextlib.ContextDecorator` also lets an instance decorate a function:
 # `@dz.no_grad()` above a `def` runs every call of it without a graph.
+#
+# The other half of that mistake is the call without the `with`: `dz.test_mode()` alone on a
+# line, as PyTorch's `model.eval()` is written, makes an object and throws it away, and the
+# setting never changes (dropout goes on dropping, silently). An instance remembers whether a
+# `with` (or a decorated function) used it, and one thrown away unused warns, from `__del__`,
+# at the line that dropped it; a program ending does not count.
 
 # %%
 #| export dezero_like/core.py
 import contextlib
+import sys
+import warnings
 
 import numpy as np
 
@@ -131,10 +139,30 @@ class using_config(contextlib.ContextDecorator, metaclass=_CalledInWith):
             raise TypeError(f"Config.{name} is True or False, got {value!r}")
         self.name, self.value = name, value
         self.old = []  # a stack: a decorated function may call itself
+        self.used = False  # by a with statement or as a decorator (see __del__)
 
     def __enter__(self):
+        self.used = True
         self.old.append(getattr(Config, self.name))
         setattr(Config, self.name, self.value)
+
+    def __call__(self, function):  # @no_grad() above a def
+        self.used = True
+        return super().__call__(function)
+
+    def __del__(self):
+        """Warn about a call alone on a line (``dz.test_mode()``, as ``model.eval()`` is written):
+        thrown away unused, it changed nothing."""
+        if self.__dict__.get("used", True) or sys.is_finalizing():
+            return
+        call = (f"using_config({self.name!r}, {self.value!r})" if type(self) is using_config
+                else f"{type(self).__name__}()")
+        warnings.warn(
+            f"dz.{call} was made and thrown away without a with statement, so it changed "
+            f"nothing: Config.{self.name} is still {getattr(Config, self.name)}. Write the code "
+            f"it is for inside its block: with dz.{call}: ..."
+            + (" (PyTorch's model.eval() is a call; here the evaluation mode is a block)"
+               if self.name == "train" else ""), stacklevel=2)
 
     def __exit__(self, *exc):
         setattr(Config, self.name, self.old.pop())
@@ -344,7 +372,10 @@ class Variable:
         if data is not None and not _is_array(data):
             raise TypeError(
                 f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
-                f"got {type(data).__name__}; use Variable(np.array(...))"
+                f"got {type(data).__name__}; " + (
+                    "it is a Variable already: use it as it is (as_variable(x) takes both), or "
+                    f"{type(self).__name__}(v.data) for a new one holding its values"
+                    if isinstance(data, Variable) else "use Variable(np.array(...))")
             )
         if data is not None and data.dtype.kind not in "biufc":
             raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")

@@ -108,7 +108,12 @@ _MSE_KEYWORDS = {"reduction": _reduction(  # PyTorch's mse_loss(x0, x1, reductio
 
 
 def mean_squared_error(x0, x1, **others):
-    """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`."""
+    """sum((x0 - x1)**2) / len(x0); see :class:`MeanSquaredError`.
+
+    ``len(x0)`` is the batch size, as in the book: for targets of shape (N, C) the loss is C
+    times PyTorch's ``mse_loss``, which divides by the number of elements (the same value for
+    shapes (N,) and (N, 1)).
+    """
     if others:  # PyTorch's mse_loss(x0, x1, reduction="sum"), say
         _refuse_keywords("F.mean_squared_error", others, _MSE_KEYWORDS)
     return MeanSquaredError()(x0, x1)

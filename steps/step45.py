@@ -66,10 +66,13 @@ class Parameter(Variable):
 # attribute adds the name to `_param_names`, in order, and assigning something else under that
 # name (`l.W = None`, another object) removes it; an array assigned over a Parameter is refused,
 # with the fix `l.W.data = array`, since the array would silently stop being trained and saved,
-# and a plain Variable that requires grad gets a warning for the same reason.
-# `params()` walks the names, going into sub-layers, and yields a parameter shared by two layers
-# only once. `__init__` creates the list with `object.__setattr__`, which bypasses the
-# registering `__setattr__`. `params()` does not look inside lists, tuples or dicts (step 47's
+# and a plain Variable that requires grad gets a warning for the same reason. `params()` walks the
+# names, going into sub-layers, and gives a parameter shared by two layers only once. It gives
+# them one after the other, once, as a generator would; but where a generator run out gives
+# nothing, silently (`params = model.params()` written once before the loop over the epochs
+# updates the model in the first epoch only), a second loop over the same `params()` is refused by
+# `_OnePass`, with the fix. `__init__` creates the list with `object.__setattr__`, which bypasses
+# the registering `__setattr__`. `params()` does not look inside lists, tuples or dicts (step 47's
 # `setup` warns when one holds layers that are not registered otherwise, and when a weight is a
 # plain Variable). PyTorch's `model.parameters()` and `model.zero_grad()` are `params()` and
 # `cleargrads()` here (step 63 makes PyTorch's names say what to write). Calling a layer runs its
@@ -144,6 +147,28 @@ def _replaced_in_forward(layer, name, value):
         "learns. Create it once, " + where, RuntimeWarning, stacklevel=3)
 
 
+class _OnePass:
+    """What ``params()`` returns: the parameters' generator, which gives them once, wrapped so
+    that a loop over it after it has run out is refused, where the generator alone would give
+    nothing, silently (``params = model.params()`` kept for every epoch would update the model
+    once). A loop runs the generator itself: nothing is added per parameter."""
+
+    def __init__(self, items):
+        self._items = items
+
+    def __iter__(self):
+        if self._items.gi_frame is None:  # a generator that has run out has no frame left
+            raise RuntimeError(
+                "this params() has run out: it gives the parameters once, as a generator (and "
+                "PyTorch's parameters()) does, so this loop would see none of them, silently. "
+                "Call model.params() again for each loop, or keep a list: "
+                "params = list(model.params())")
+        return self._items
+
+    def __next__(self):  # next(model.params()), PyTorch's habit for the first parameter
+        return next(self._items)
+
+
 class Layer:
     """Base class of layers and models.
 
@@ -204,12 +229,16 @@ class Layer:
 
     # ---- parameters -----------------------------------------------------------
     def params(self):
-        """Yield every Parameter of this layer and of its sub-layers (depth first), once each.
+        """Every Parameter of this layer and of its sub-layers (depth first), once each.
 
         A parameter shared by two layers (tied weights, or one layer used twice
-        in a model) is yielded the first time it is met only, so an optimizer
-        updates it once per step.
+        in a model) is given the first time it is met only, so an optimizer
+        updates it once per step. Like a generator, what it returns gives them once:
+        call ``params()`` again for the next loop (a second loop over it is refused).
         """
+        return _OnePass(self._unique_params())
+
+    def _unique_params(self):
         seen = set()
         for p in self._walk_params():
             if id(p) not in seen:

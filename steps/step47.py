@@ -87,7 +87,7 @@ out.)
 import inspect
 import math
 import warnings
-from types import GeneratorType
+from collections.abc import Iterator
 
 from dezero_like.core import Parameter, Variable, as_array
 
@@ -97,13 +97,15 @@ def _new_grad(data):
     return Variable(as_array(data), requires_grad=False)
 
 
-def _warn_unregistered(target):
+def _warn_unregistered(target, effect=None, stacklevel=3):
     """Warn about a list, tuple or dict in the model holding layers or parameters that
     ``params()`` does not reach, and about a weight kept as a plain Variable (a model training
     only part of itself, silently).
 
     Checked in ``setup``, ``save_weights`` and ``load_weights`` (step 55), when the model is
     complete: a list of layers that are also attributes (the book's ``MLP`` kept one) is fine.
+    A method that walks the model's layers the same way (``to_gpu``, ``reset_state``) passes
+    ``effect``, what it skips; then only the lists are looked at.
     """
     from dezero_like.layers import Layer  # here: layers is imported after optimizers
 
@@ -113,20 +115,22 @@ def _warn_unregistered(target):
     reached = {id(layer) for layer in layers} | {id(p) for p in target.params()}
     for layer in layers:
         for name, value in vars(layer).items():
-            if _plain_weight(value):
+            if effect is None and _plain_weight(value):
                 warnings.warn(
                     f"{type(layer).__name__}.{name} is a Variable, not a Parameter, so params() "
                     "does not see it: optimizers do not train it and save_weights does not save "
                     f"it. Write self.{name} = dz.Parameter(...) (or Variable(..., "
-                    "requires_grad=False) for a constant)", stacklevel=3)
+                    "requires_grad=False) for a constant)", stacklevel=stacklevel)
             if not isinstance(value, _CONTAINERS):
                 continue
             if any(id(v) not in reached for v in _held(value, (Layer, Parameter))):
                 warnings.warn(
                     f"{type(layer).__name__}.{name} is a {type(value).__name__} holding layers "
-                    "or parameters that params() does not reach: optimizers do not train them "
-                    "and save_weights and load_weights skip them. Assign each to its own attribute "
-                    "(self.l0 = ...), or use Sequential", stacklevel=3)
+                    "or parameters that params() does not reach: "
+                    + (f"{effect}; " if effect else "")
+                    + "optimizers do not train them and save_weights and load_weights skip "
+                    "them. Assign each to its own attribute (self.l0 = ...), or use Sequential",
+                    stacklevel=stacklevel)
 
 
 def _plain_weight(value):
@@ -181,7 +185,9 @@ def _warn_no_gradient():
     warnings.warn(
         "update(): no parameter has a gradient, so nothing changes. Call loss.backward() "
         "before update(), and cleargrads() before backward() (not between backward() and "
-        "update())", RuntimeWarning, stacklevel=3)
+        "update()). Or the loss came from another model than the one given to setup(): the "
+        "optimizer updates that one only (optimizer.setup(model) with the model you train)",
+        RuntimeWarning, stacklevel=3)
 
 
 def _same_grads_as_last_update(optimizer, params):
@@ -269,7 +275,7 @@ def _refuse_torch_style(cls, args, kwargs):
     first = args[0] if args else None
     items = first.values() if isinstance(first, dict) else \
         first if isinstance(first, (list, tuple, set)) else ()
-    given_params = hasattr(first, "params") or isinstance(first, GeneratorType) or any(
+    given_params = hasattr(first, "params") or isinstance(first, Iterator) or any(
         isinstance(v, Variable) or (isinstance(v, dict) and "params" in v) for v in items)
     torch_named = any(n in _TORCH_SETTINGS for n in kwargs)
     if not given_params and "lr" not in kwargs and not torch_named:

@@ -130,6 +130,7 @@ import numpy as np
 
 from dezero_like import cuda
 from dezero_like.core import Variable
+from dezero_like.optimizers import _warn_unregistered
 
 
 def to_cpu(self):
@@ -151,6 +152,9 @@ def _move(self, device, move):
             if isinstance(value, Variable):
                 move(value)
         object.__setattr__(layer, "_device", device)
+    # layers kept in a list stay behind: their weights would meet the moved inputs in forward
+    _warn_unregistered(self, f"to_{device}() does not move them, so forward would meet "
+                       "weights on another device", stacklevel=4)
     return self
 
 

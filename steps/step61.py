@@ -143,16 +143,31 @@ def _check_batch(layer, x, h, x2h=None):
 # %% [markdown]
 # A model made of layers that keep a state (a `Sequential` holding an LSTM, say) is reset as a
 # whole: `Layer.reset_state` asks each sub-layer to reset, and a layer with a state of its own,
-# such as `RNN` below, replaces it with one that forgets that state.
+# such as `RNN` below, replaces it with one that forgets that state. It reaches the sub-layers
+# that `params()` reaches, those assigned to attributes; layers kept in a plain list
+# (`self.rnns = [RNN(10), RNN(10)]`, PyTorch's `ModuleList` habit) would keep the state of the
+# last sequence, and a new batch size would then be refused with "call reset_state()", which
+# was called. So a call from your code warns about such a list (step 47's check, which
+# `setup` runs too), naming the attribute; the calls it makes to the sub-layers do not check
+# again.
 
 # %%
 #| export dezero_like/layers.py Layer
+import sys
+
+from dezero_like.core import _outside_package
+from dezero_like.optimizers import _warn_unregistered
+
+
 def reset_state(self):
     """Forget the kept state of every sub-layer that has one (an RNN's h, an LSTM's h, c)."""
     for name in self._names():
         obj = self.__dict__[name]
         if isinstance(obj, Layer):
             obj.reset_state()
+    if _outside_package(sys._getframe(1))[1] == 0:  # the user's call, not a sub-layer's
+        _warn_unregistered(self, "reset_state() does not reach them either (a recurrent layer "
+                           "among them carries the last sequence's state into the next)")
 
 
 # %%

@@ -139,7 +139,10 @@ def __init__(self, data, name=None, requires_grad=True):
         if not _is_array(data):
             raise TypeError(
                 f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
-                f"got {type(data).__name__}; use Variable(np.array(...))"
+                f"got {type(data).__name__}; " + (
+                    "it is a Variable already: use it as it is (as_variable(x) takes both), or "
+                    f"{type(self).__name__}(v.data) for a new one holding its values"
+                    if isinstance(data, Variable) else "use Variable(np.array(...))")
             )
         if isinstance(data, (np.matrix, np.ma.MaskedArray)):
             raise TypeError(
