@@ -305,9 +305,11 @@ print(f"arrays held after backward: retain_graph=True {kept:.1f}, False {freed:.
 # One clock instead of a counter per Variable keeps the check cheap: a function stores one
 # number, and step 70 compares it with the clock once per function, looking at the inputs
 # only when the clock has moved. A tick means something only in the process whose clock made
-# it: a Variable read back by `pickle` (or copied) starts again at version 0, as a tensor
-# loaded in PyTorch does. Kept as saved, a model pickled after a thousand updates and loaded
-# into a fresh process would look changed to every function that read it there.
+# it: a Variable read back by `pickle` (or copied) starts again at version 0. PyTorch does not
+# carry the count over either: a tensor read back by `torch.load` or `copy.deepcopy` starts at
+# version 1 (PyTorch 2.13), whatever its version was when saved. Kept as saved, a model
+# pickled after a thousand updates and loaded into a fresh process would look changed to
+# every function that read it there.
 
 # %%
 #| export dezero_like/core.py Variable

@@ -310,6 +310,7 @@ fig = plot_curves({"train MSE": {f"dropout {r}": [h[0] for h in histories[r]] fo
 # then climbs. With dropout both stay closer together.
 
 # %%
+plt.figure()  # a new figure: run as a script, the one above is still the current one
 with dz.test_mode(), dz.no_grad():
     for ratio, style in ((0.0, "-"), (0.5, "-")):
         plt.plot(x_test, models[ratio](x_test).data, style, label=f"dropout {ratio}")

@@ -454,11 +454,27 @@ class BatchNormConvNet(SimpleConvNet):
 np.random.seed(0)
 bn_cnn = BatchNormConvNet()
 print("SimpleConvNet with batch norm")
-bn_losses, bn_seconds = train(bn_cnn, DataLoader(train_set, batch_size=100, seed=0))
+bn_losses, _ = train(bn_cnn, DataLoader(train_set, batch_size=100, seed=0))
 bn_acc = evaluate(bn_cnn, test_loader)
 print(f"test accuracy: with batch norm {bn_acc:.3f}, without {cnn_acc:.3f}")
-print(f"training time per batch: with batch norm {bn_seconds / len(bn_losses) * 1e3:.0f} ms, "
-      f"without {cnn_seconds / len(cnn_losses) * 1e3:.0f} ms ({bn_seconds / cnn_seconds:.2f}x)")
+
+
+def pass_ms(model, xb, tb):
+    """Milliseconds of one forward and backward of a batch (no update)."""
+    start = time.perf_counter()
+    loss = F.softmax_cross_entropy(model(xb), tb)
+    model.cleargrads()
+    loss.backward()
+    return (time.perf_counter() - start) * 1e3
+
+
+xb, tb = next(iter(DataLoader(train_set, batch_size=100, seed=1)))
+bn_ms, plain_ms = [], []
+for _ in range(5):  # in turns, so that a busy moment of the machine slows both alike
+    bn_ms.append(pass_ms(bn_cnn, xb, tb))
+    plain_ms.append(pass_ms(cnn, xb, tb))
+print(f"forward + backward of a batch, best of 5: with batch norm {min(bn_ms):.0f} ms, "
+      f"without {min(plain_ms):.0f} ms ({min(bn_ms) / min(plain_ms):.2f}x)")
 print(f"mean loss over the last 20 batches: with batch norm {np.mean(bn_losses[-20:]):.3f}, "
       f"without {np.mean(cnn_losses[-20:]):.3f}")
 fig = plot_curves({"mini-batch loss": {"SimpleConvNet": cnn_losses,
@@ -469,11 +485,12 @@ fig = plot_curves({"mini-batch loss": {"SimpleConvNet": cnn_losses,
 # With batch norm the loss falls faster, and the accuracy after these 80
 # batches is higher too; other seeds (for the weights and the loader) change
 # the size of the gap, but on the seeds we tried not its sign. A batch takes
-# longer with batch norm (the ratio printed above; it moves from run to run on
-# a busy machine): two more layers, though each `BatchNorm` reads and writes its
-# activation only a few times, because step 58 made `batch_norm` one function with
-# its gradient written out; its composed definition, `batch_norm_simple`, makes
-# many more passes, forward and backward. The gain
+# longer with batch norm (the ratio printed above, timed on one batch with the two
+# models in turns: the two training runs, minutes apart, may meet a machine busy
+# to different degrees): two more layers, though each `BatchNorm` reads and writes
+# its activation only a few times, because step 58 made `batch_norm` one function
+# with its gradient written out; its composed definition, `batch_norm_simple`,
+# makes many more passes, forward and backward. The gain
 # here is modest; batch norm matters most in deep networks, where it can make
 # the difference between a model that trains and one that does not.
 

@@ -444,6 +444,7 @@ with dz.no_grad():
     preds = np.array([model(x.reshape(1, 1)).data.item() for x in xs])
 test_mse = float(np.mean((preds - ts[:, 0]) ** 2))
 print(f"test mean squared error: {test_mse:.4f}")
+plt.figure()  # a new figure: run as a script, the loss curve's is still the current one
 plt.plot(ts[:, 0], label="next value (truth)")
 plt.plot(preds, "--", label="RNN prediction")
 plt.legend()
@@ -591,6 +592,7 @@ for k in (0, 1, 2, 5, 10, 20, 39):
     print(f"{k:>10}" + "".join(f"{reach[s][k]:>12.2e}" for s in scales))
 print(f"W_h x 4: the gradient 39 steps back is {reach[4.0][39] / reach[4.0][1]:.0f} times "
       "the one 1 step back")
+plt.figure()  # a new figure: run as a script, the prediction's is still the current one
 for s in scales:
     plt.semilogy(reach[s], label=f"$W_h$ x {s:g}")
 plt.xlabel("steps back")

@@ -377,6 +377,7 @@ with dz.no_grad():
     preds = np.array([model(x.reshape(1, 1)).data.item() for x in xs])
 test_mse = float(np.mean((preds - ts[:, 0]) ** 2))
 print(f"test mean squared error: {test_mse:.4f}")
+plt.figure()  # a new figure: run as a script, the loss curve's is still the current one
 plt.plot(ts[:, 0], label="next value (truth)")
 plt.plot(preds, "--", label="LSTM prediction")
 plt.legend()

@@ -685,6 +685,7 @@ for s in scales:
     err = np.abs(w_s - w32).max() / np.abs(w32).max() if finite else np.nan
     errors.append(err)
     print(f"{s:>9.0f} {err:>22.2e} {str(finite):>7}")
+plt.figure()  # a new figure: run as a script, the number line's is still the current one
 plt.semilogx(scales, errors, "o-", base=2)
 plt.xlabel("loss scale S")
 plt.ylabel("relative error of the first update")
