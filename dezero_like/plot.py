@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -65,10 +66,23 @@ def save_figure(fig, path):
     if not path.suffix:  # Matplotlib would write "c.png" for "c": name the file it writes
         path = path.with_name(path.name + ".png")
     path = path.resolve()
+    before = _saved_as.get(fig)
+    if before is not None and before.with_suffix("") != path.with_suffix(""):
+        # the same figure under a new name: a script's plot drawn into the figure still open
+        # from before (Jupyter closes each cell's figure; a script does not)
+        warnings.warn(
+            f"save_figure: this figure was saved before as {before.name}, so {path.name} holds "
+            "that picture too, with this one drawn into it. Start a new picture with "
+            "fig, ax = plt.subplots() (or plt.figure()) before plotting it", UserWarning,
+            stacklevel=2)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80, bbox_inches="tight")
+    _saved_as[fig] = path
     print("wrote", path)
     return path
+
+
+_saved_as: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # figure -> the path saved
 
 
 def draw_cells(ax, values, x, y, title, colours="#eee", fontsize=8):

@@ -127,3 +127,26 @@ def test_draw_arrow_points_from_start_to_end_with_its_label_above_the_middle():
     assert arrow.xy == (5, 4) and arrow.xyann == (1, 2)  # the head at the end
     assert label.get_text() == "sum" and label.get_position() == (3, 3.5)
     plt.close(fig)
+
+
+def test_save_figure_warns_when_one_figure_is_saved_under_a_second_name(tmp_path):
+    """A script keeps its last figure open: a step that plots its next picture without a new
+    figure draws it into the old one and saves both pictures as one (steps 56, 61, 62 and 67
+    did). The second save of one figure under another name says so; pyproject.toml makes that
+    an error in the tests, so every step run by the suite is checked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    plot.save_figure(fig, tmp_path / "loss.png")
+    plot.save_figure(fig, tmp_path / "loss.svg")  # the same picture in another format: quiet
+    ax.plot([0, 1], [0, 1])
+    with pytest.warns(UserWarning, match="saved before as loss.svg.*plt.subplots"):
+        plot.save_figure(fig, tmp_path / "prediction.png")
+    fig2, ax2 = plt.subplots()  # a new picture: quiet
+    ax2.plot([0, 1], [0, 1])
+    plot.save_figure(fig2, tmp_path / "prediction2.png")
+    plt.close("all")
