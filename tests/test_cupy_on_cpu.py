@@ -239,6 +239,71 @@ def test_the_emulator_takes_a_launch_as_cupy_does_and_refuses_what_cuda_refuses(
     np.testing.assert_array_equal(out.get(), [3, 1])  # nothing ran
 
 
+@needs_compiler
+def test_the_emulator_refuses_what_numpy_has_and_cupy_does_not(tmp_path, monkeypatch):
+    """The emulator takes what it does not define from NumPy, so a NumPy-only name would pass
+    here and fail on a GPU: ``cupy.errstate`` (CuPy has none), ``np.insert(gpu_array, ...)``
+    (CuPy's ``__array_function__`` runs ``cupy.insert``, which does not exist),
+    ``gpu_array.resize(...)``, ``cupy.random.get_state()``. And a CuPy array is no integer
+    (``cupy.ndarray`` has no ``__index__``), nor a number a raw kernel's grid (CuPy's
+    ``Function.__call__`` takes tuples)."""
+    import operator
+
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    emulator = _load_emulator()
+    a = emulator.arange(6.0)
+    for refused in (lambda: emulator.errstate, lambda: emulator.geomspace,
+                    lambda: a.resize, lambda: emulator.random.get_state):
+        with pytest.raises(AttributeError, match="CuPy 14 does not have it"):
+            refused()
+    for refused in (lambda: np.insert(a, 0, 1.0), lambda: np.linalg.multi_dot([a, a])):
+        with pytest.raises(TypeError, match="no implementation found for 'numpy"):
+            refused()
+    assert float(np.linalg.norm(a)) == pytest.approx(np.linalg.norm(np.arange(6.0)))
+    two = emulator.asarray(2)
+    for refused in (lambda: operator.index(two), lambda: [1, 2, 3][two], lambda: range(two)):
+        with pytest.raises(TypeError):
+            refused()
+    assert int(two) == 2 and [1, 2, 3][int(two)] == 3  # what to write instead
+    b = emulator.ones((2, 2))
+    before = b
+    b @= emulator.ones((2, 2))  # no __imatmul__ in CuPy: a new array, b rebound
+    assert b is not before and float(before.sum()) == 4.0 and float(b.sum()) == 8.0
+    kernel = emulator.RawKernel('extern "C" __global__ void one(int* out) { out[0] = 1; }',
+                                "one")
+    out = emulator.zeros(1, np.int32)
+    for grid, block in [(1, (1,)), ((1,), 1), ([1], (1,))]:
+        with pytest.raises(TypeError, match="expected tuple"):
+            kernel(grid, block, (out,))
+    kernel((1,), (1,), (out,))
+    assert int(out[0]) == 1
+
+
+def test_the_emulators_list_of_names_cupy_lacks_is_cupys():
+    """``_NOT_IN_CUPY`` against the real CuPy, where one imports (it does without a GPU): every
+    name listed is missing from CuPy, and every public NumPy name CuPy lacks is listed."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "import json, types, numpy, cupy\n"
+         "def lacks(a, b):\n"
+         "    return sorted(n for n in dir(a) if not n.startswith('_') and not hasattr(b, n))\n"
+         "print(json.dumps({'numpy': lacks(numpy, cupy),\n"
+         "                  'numpy.linalg': lacks(numpy.linalg, cupy.linalg),\n"
+         "                  'ndarray': lacks(numpy.ndarray, cupy.ndarray),\n"
+         "                  'random': lacks(numpy.random.RandomState, cupy.random)}))"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""}, cwd="/")
+    if probe.returncode:
+        pytest.skip(f"the real CuPy does not import here: {probe.stderr.strip()[-200:]}")
+    import json
+
+    lacking = json.loads(probe.stdout)
+    listed = _load_emulator()._NOT_IN_CUPY
+    for where, names in lacking.items():
+        assert listed[where] <= set(names) | {"test"}, (
+            f"{where}: CuPy has {sorted(listed[where] - set(names))}: take them off the list")
+        missing = set(names) - listed[where]
+        assert not missing, f"{where}: add {sorted(missing)} to the emulator's _NOT_IN_CUPY"
+
+
 # --------------------------------------------------------------------------- noise mode
 # The GPU tests that compare the GPU's numbers with NumPy's, run again with CUPY_ON_CPU_NOISE=1
 # (sums in another order, exp and friends 1-2 ulp off, FMA in the kernels): a comparison
