@@ -299,6 +299,7 @@ def _numpy_function(func):
 # numpy.linalg, the ndarray and numpy.random.RandomState, made with both installed). The
 # emulator takes everything else from NumPy, so without these lists ``cupy.errstate``,
 # ``np.insert(gpu_array, ...)`` or ``gpu_array.resize(...)`` would pass here and fail on a GPU.
+NOT_IN_CUPY_MADE_WITH = ("2.4.6", "14.2.0")  # the NumPy and CuPy the lists come from
 _NOT_IN_CUPY = {
     "numpy": frozenset({
         "False_", "ScalarType", "True_", "asmatrix", "block", "bmat", "busday_count",
@@ -337,6 +338,63 @@ _NO_LAUNCH = {"reshape", "transpose", "view", "squeeze", "ravel", "swapaxes", "e
               "broadcast_to", "empty", "empty_like", "get", "item", "tolist", "result_type",
               "dtype", "get_array_module", "asnumpy", "can_cast", "iscomplexobj", "isscalar",
               "shape", "ndim", "size"}
+
+
+# Every call the emulator hands to NumPy, as CuPy would be called: ("cupy.zeros", ("dtype",)),
+# ("cupy.ndarray.sum", ("axis", "keepdims")), ("cupy.add.at", ()), np.pad(gpu_array, ...) as
+# ("cupy.pad", ...). NumPy takes keywords that CuPy does not (np.sum's where=, initial=): with
+# CUPY_ON_CPU_RECORD=<folder>, the set is written there at exit (calls_<pid>.txt, one repr a
+# line), and tests/test_cupy_on_cpu.py checks each name and keyword against the real CuPy.
+CALLS = set()
+
+
+def _record(path, kwargs):
+    if not CALLS and os.environ.get("CUPY_ON_CPU_RECORD"):
+        import atexit
+
+        atexit.register(_write_calls, os.environ["CUPY_ON_CPU_RECORD"])
+    CALLS.add((path, tuple(sorted(kwargs))))
+
+
+def _write_calls(folder):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"calls_{os.getpid()}.txt"), "w") as f:
+        f.writelines(f"{call!r}\n" for call in sorted(CALLS))
+
+
+def calls_cupy_refuses(cupy, calls):
+    """The recorded ``calls`` ({(path, keywords)}) that the real ``cupy`` module would refuse:
+    ``["cupy.sum: no keyword 'where'", ...]``. Keywords are read from each function's
+    signature, or for CuPy's compiled methods from the signature their docstring starts with;
+    a ufunc call takes ``out``, ``dtype`` and ``casting`` (cupy/_core/_kernel.pyx)."""
+    import inspect
+
+    problems = []
+    for path, keywords in sorted(calls):
+        obj = cupy
+        try:
+            for part in path.split(".")[1:]:
+                obj = getattr(obj, part)
+        except AttributeError:
+            problems.append(f"{path}: CuPy has no such name")
+            continue
+        if type(obj).__name__ == "ufunc":  # cupy.exp(...): a call of the ufunc itself
+            allowed = {"out", "dtype", "casting"}
+        else:
+            try:
+                params = inspect.signature(obj).parameters.values()
+            except (TypeError, ValueError):  # compiled: "_ndarray_base.sum(self, axis=None...)"
+                head = (obj.__doc__ or "").strip().split("\n")[0]
+                match = re.match(r"[\w.]+(\(.*\))", head.split(" -> ")[0])
+                if match is None:
+                    continue  # nothing to read the keywords from
+                params = inspect.signature(eval(f"lambda {match.group(1)[1:-1]}: 0", {})
+                                           ).parameters.values()
+            if any(p.kind is p.VAR_KEYWORD for p in params):
+                continue
+            allowed = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+        problems += [f"{path}: no keyword {k!r}" for k in keywords if k not in allowed]
+    return problems
 
 
 _ADD_AT_DTYPES = {"int32", "int64", "float16", "float32", "float64", "uint32", "uint64"}
@@ -398,6 +456,8 @@ class ndarray:
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         _check_ufunc(ufunc, method, inputs)
+        _record(f"cupy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"),
+                kwargs)
         LAUNCHES[ufunc.__name__ + ("" if method == "__call__" else "." + method)] += 1
         args = [_unwrap(x) for x in inputs]
         out = kwargs.get("out")
@@ -420,6 +480,7 @@ class ndarray:
         # "no implementation found for 'numpy.f' on types that implement __array_function__"
         if func.__name__ in _NOT_IN_CUPY.get(func.__module__, ()):
             return NotImplemented
+        _record("cupy" + func.__module__[len("numpy"):] + "." + func.__name__, kwargs)
         func = _numpy_function(func)
         return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
@@ -440,6 +501,7 @@ class ndarray:
             value = _functools.partial(_REORDERED[_REORDERED_METHODS[name]], self._a)
         if callable(value):
             def method(*args, **kwargs):
+                _record(f"cupy.ndarray.{name}", kwargs)
                 result = value(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
                 if name not in _NO_LAUNCH and result is not self._a and not (
                         isinstance(result, _np.ndarray) and result.base is self._a):
@@ -640,6 +702,7 @@ def _from_host(name):
     numpy_func = getattr(_np, name)
 
     def copy(obj, *args, **kwargs):
+        _record(f"cupy.{name}", kwargs)
         if not isinstance(obj, ndarray) and _np.ndim(obj) == 0:
             LAUNCHES[f"{name} (0-d: a fill kernel)"] += 1  # CuPy fills, copies nothing
         elif not isinstance(obj, ndarray):
@@ -685,10 +748,11 @@ def fuse(*args, **kwargs):
     return lambda f: f
 
 
-def _wrap_function(func):
+def _wrap_function(func, where="cupy"):
     run = _numpy_function(func)
 
     def call(*args, **kwargs):
+        _record(f"{where}.{call.__name__}", kwargs)
         if call.__name__ not in _NO_LAUNCH:
             LAUNCHES[call.__name__] += 1
         return _wrap(run(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
@@ -717,7 +781,7 @@ class _Random:
     def __getattr__(self, name):
         if name in _NOT_IN_CUPY["random"]:
             raise _missing("module 'cupy.random'", name)
-        return _wrap_function(getattr(self._state, name))
+        return _wrap_function(getattr(self._state, name), "cupy.random")
 
 
 random = _Random()
@@ -1144,6 +1208,7 @@ class _Ufunc:
         self.__name__ = ufunc.__name__
 
     def _run(self, method, arrays, args, kwargs):
+        _record(f"cupy.{self.__name__}" + ("" if method == "__call__" else f".{method}"), kwargs)
         _check_ufunc(self._ufunc, method, arrays if method != "at" else args)
         outs = kwargs.get("out")
         outs = () if outs is None else outs if isinstance(outs, tuple) else (outs,)
