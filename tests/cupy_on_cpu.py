@@ -13,6 +13,11 @@ What is real here, and what is not:
   conversion), a NumPy array mixed into a GPU operation is refused, reductions give
   0-d arrays rather than scalars, ``.get()`` copies to the host, and an integer
   index out of range wraps around as CuPy's indexing does;
+* what CuPy does not have is refused here too, though NumPy has it: the names of
+  ``_NOT_IN_CUPY`` (``cupy.errstate``, ``np.insert(gpu_array, ...)``, which CuPy's
+  ``__array_function__`` cannot run, ``gpu_array.resize``), ``operator.index`` of an
+  array (a GPU array is no list index nor ``range`` bound), and a raw kernel's grid or
+  block that is not a tuple;
 * the kernels are the package's own CUDA C, compiled by g++ for the CPU: a small
   prelude defines ``threadIdx``, ``blockIdx``, ``__shared__`` and
   ``__syncthreads()`` (a block's threads are real threads meeting at a barrier when
@@ -289,6 +294,38 @@ def _numpy_function(func):
 
 
 
+# --------------------------------------------------------------------------- names
+# What NumPy 2.4 has and CuPy 14 does not (dir(numpy) against dir(cupy), and the same for
+# numpy.linalg, the ndarray and numpy.random.RandomState, made with both installed). The
+# emulator takes everything else from NumPy, so without these lists ``cupy.errstate``,
+# ``np.insert(gpu_array, ...)`` or ``gpu_array.resize(...)`` would pass here and fail on a GPU.
+NOT_IN_CUPY_MADE_WITH = ("2.4.6", "14.2.0")  # the NumPy and CuPy the lists come from
+_NOT_IN_CUPY = {
+    "numpy": frozenset({
+        "False_", "ScalarType", "True_", "asmatrix", "block", "bmat", "busday_count",
+        "busday_offset", "busdaycalendar", "bytes_", "char", "character", "clongdouble",
+        "complex256", "core", "ctypeslib", "datetime64", "datetime_as_string", "datetime_data",
+        "dtypes", "einsum_path", "emath", "errstate", "f2py", "flexible", "float128",
+        "frompyfunc", "fromregex", "geomspace", "get_include", "getbufsize", "geterr",
+        "geterrcall", "histogram_bin_edges", "info", "insert", "is_busday", "isnat",
+        "little_endian", "longdouble", "ma", "matrix", "matvec", "memmap", "nanpercentile",
+        "nanquantile", "ndenumerate", "nditer", "nested_iters", "object_", "polyder",
+        "polydiv", "polyint", "rec", "recarray", "record", "sctypeDict", "setbufsize",
+        "seterr", "seterrcall", "show_runtime", "spacing", "str_", "strings", "test",
+        "timedelta64", "typecodes", "unstack", "vecdot", "vecmat", "void"}),
+    "numpy.linalg": frozenset({
+        "diagonal", "matrix_norm", "multi_dot", "outer", "svdvals", "tensordot", "test",
+        "trace", "vecdot", "vector_norm"}),
+    "ndarray": frozenset({"ctypes", "getfield", "resize", "setfield", "setflags", "to_device"}),
+    "random": frozenset({"get_state", "set_state", "tomaxint"}),
+}
+
+
+def _missing(where, name):
+    return AttributeError(f"{where} has no attribute {name!r} (the emulator takes it from "
+                          "NumPy, but CuPy 14 does not have it)")
+
+
 # --------------------------------------------------------------------------- arrays
 HOST_COPIES = collections.Counter()  # host -> device copies, by the function that made them
 WAITS = collections.Counter()  # waits for the device: synchronize(), and reading values back
@@ -301,6 +338,63 @@ _NO_LAUNCH = {"reshape", "transpose", "view", "squeeze", "ravel", "swapaxes", "e
               "broadcast_to", "empty", "empty_like", "get", "item", "tolist", "result_type",
               "dtype", "get_array_module", "asnumpy", "can_cast", "iscomplexobj", "isscalar",
               "shape", "ndim", "size"}
+
+
+# Every call the emulator hands to NumPy, as CuPy would be called: ("cupy.zeros", ("dtype",)),
+# ("cupy.ndarray.sum", ("axis", "keepdims")), ("cupy.add.at", ()), np.pad(gpu_array, ...) as
+# ("cupy.pad", ...). NumPy takes keywords that CuPy does not (np.sum's where=, initial=): with
+# CUPY_ON_CPU_RECORD=<folder>, the set is written there at exit (calls_<pid>.txt, one repr a
+# line), and tests/test_cupy_on_cpu.py checks each name and keyword against the real CuPy.
+CALLS = set()
+
+
+def _record(path, kwargs):
+    if not CALLS and os.environ.get("CUPY_ON_CPU_RECORD"):
+        import atexit
+
+        atexit.register(_write_calls, os.environ["CUPY_ON_CPU_RECORD"])
+    CALLS.add((path, tuple(sorted(kwargs))))
+
+
+def _write_calls(folder):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"calls_{os.getpid()}.txt"), "w") as f:
+        f.writelines(f"{call!r}\n" for call in sorted(CALLS))
+
+
+def calls_cupy_refuses(cupy, calls):
+    """The recorded ``calls`` ({(path, keywords)}) that the real ``cupy`` module would refuse:
+    ``["cupy.sum: no keyword 'where'", ...]``. Keywords are read from each function's
+    signature, or for CuPy's compiled methods from the signature their docstring starts with;
+    a ufunc call takes ``out``, ``dtype`` and ``casting`` (cupy/_core/_kernel.pyx)."""
+    import inspect
+
+    problems = []
+    for path, keywords in sorted(calls):
+        obj = cupy
+        try:
+            for part in path.split(".")[1:]:
+                obj = getattr(obj, part)
+        except AttributeError:
+            problems.append(f"{path}: CuPy has no such name")
+            continue
+        if type(obj).__name__ == "ufunc":  # cupy.exp(...): a call of the ufunc itself
+            allowed = {"out", "dtype", "casting"}
+        else:
+            try:
+                params = inspect.signature(obj).parameters.values()
+            except (TypeError, ValueError):  # compiled: "_ndarray_base.sum(self, axis=None...)"
+                head = (obj.__doc__ or "").strip().split("\n")[0]
+                match = re.match(r"[\w.]+(\(.*\))", head.split(" -> ")[0])
+                if match is None:
+                    continue  # nothing to read the keywords from
+                params = inspect.signature(eval(f"lambda {match.group(1)[1:-1]}: 0", {})
+                                           ).parameters.values()
+            if any(p.kind is p.VAR_KEYWORD for p in params):
+                continue
+            allowed = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+        problems += [f"{path}: no keyword {k!r}" for k in keywords if k not in allowed]
+    return problems
 
 
 _ADD_AT_DTYPES = {"int32", "int64", "float16", "float32", "float64", "uint32", "uint64"}
@@ -362,6 +456,8 @@ class ndarray:
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         _check_ufunc(ufunc, method, inputs)
+        _record(f"cupy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}"),
+                kwargs)
         LAUNCHES[ufunc.__name__ + ("" if method == "__call__" else "." + method)] += 1
         args = [_unwrap(x) for x in inputs]
         out = kwargs.get("out")
@@ -380,6 +476,11 @@ class ndarray:
         return _wrap(result)
 
     def __array_function__(self, func, types_, args, kwargs):
+        # CuPy runs np.f(gpu_array) as cupy.f (same module path): without one, NumPy raises
+        # "no implementation found for 'numpy.f' on types that implement __array_function__"
+        if func.__name__ in _NOT_IN_CUPY.get(func.__module__, ()):
+            return NotImplemented
+        _record("cupy" + func.__module__[len("numpy"):] + "." + func.__name__, kwargs)
         func = _numpy_function(func)
         return _wrap(func(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
 
@@ -393,11 +494,14 @@ class ndarray:
     def __getattr__(self, name):
         if name.startswith("__array_"):  # CuPy has no __array_interface__ or __array_struct__
             raise AttributeError(f"'cupy.ndarray' object has no attribute {name!r}")
+        if name in _NOT_IN_CUPY["ndarray"]:
+            raise _missing("'cupy.ndarray' object", name)
         value = getattr(self._a, name)
         if NOISE and name in _REORDERED_METHODS:  # a.sum(): np.sum(a), in another order
             value = _functools.partial(_REORDERED[_REORDERED_METHODS[name]], self._a)
         if callable(value):
             def method(*args, **kwargs):
+                _record(f"cupy.ndarray.{name}", kwargs)
                 result = value(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
                 if name not in _NO_LAUNCH and result is not self._a and not (
                         isinstance(result, _np.ndarray) and result.base is self._a):
@@ -452,9 +556,6 @@ class ndarray:
 
     def __complex__(self):
         return complex(self._a)
-
-    def __index__(self):
-        return self._a.__index__()
 
     def __repr__(self):
         return repr(self._a).replace("array", "cupy_array", 1)
@@ -585,7 +686,8 @@ for _name, _uf in [("add", _np.add), ("sub", _np.subtract), ("mul", _np.multiply
                    ("lshift", _np.left_shift), ("rshift", _np.right_shift)]:
     setattr(ndarray, f"__{_name}__", _binary(_uf))
     setattr(ndarray, f"__r{_name}__", _binary(_uf, reflected=True))
-    setattr(ndarray, f"__i{_name}__", _inplace(_uf))
+    if _name != "matmul":  # CuPy has no __imatmul__: a @= b is a = a @ b, a new array
+        setattr(ndarray, f"__i{_name}__", _inplace(_uf))
 for _name, _uf in [("lt", _np.less), ("le", _np.less_equal), ("gt", _np.greater),
                    ("ge", _np.greater_equal), ("eq", _np.equal), ("ne", _np.not_equal)]:
     setattr(ndarray, f"__{_name}__", _binary(_uf))
@@ -600,6 +702,7 @@ def _from_host(name):
     numpy_func = getattr(_np, name)
 
     def copy(obj, *args, **kwargs):
+        _record(f"cupy.{name}", kwargs)
         if not isinstance(obj, ndarray) and _np.ndim(obj) == 0:
             LAUNCHES[f"{name} (0-d: a fill kernel)"] += 1  # CuPy fills, copies nothing
         elif not isinstance(obj, ndarray):
@@ -645,10 +748,11 @@ def fuse(*args, **kwargs):
     return lambda f: f
 
 
-def _wrap_function(func):
+def _wrap_function(func, where="cupy"):
     run = _numpy_function(func)
 
     def call(*args, **kwargs):
+        _record(f"{where}.{call.__name__}", kwargs)
         if call.__name__ not in _NO_LAUNCH:
             LAUNCHES[call.__name__] += 1
         return _wrap(run(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()}))
@@ -675,7 +779,9 @@ class _Random:
         self._state = _np.random.RandomState(seed)
 
     def __getattr__(self, name):
-        return _wrap_function(getattr(self._state, name))
+        if name in _NOT_IN_CUPY["random"]:
+            raise _missing("module 'cupy.random'", name)
+        return _wrap_function(getattr(self._state, name), "cupy.random")
 
 
 random = _Random()
@@ -928,9 +1034,14 @@ def _launch_dims(name, grid, block):
     three dimensions each, a 0 raised to 1 (so an empty grid still runs one block); then
     refused as the driver refuses them (CUDA_ERROR_INVALID_VALUE), which the emulator's
     loop would otherwise run: a block of 2048 threads, a grid of 2**31 blocks. CuPy passes
-    ``grid[0]`` to the driver as a C int, so a larger one could not even be asked for."""
-    grid = grid if isinstance(grid, tuple) else (grid,)
-    block = block if isinstance(block, tuple) else (block,)
+    ``grid[0]`` to the driver as a C int, so a larger one could not even be asked for.
+    Both must be tuples (``Function.__call__(self, tuple grid, tuple block, args)`` in
+    cupy/cuda/function.pyx): a number or a list is refused, as Cython refuses it."""
+    for what, dims in (("grid", grid), ("block", block)):
+        if not isinstance(dims, tuple):
+            raise TypeError(f"Argument '{what}' has incorrect type (expected tuple, got "
+                            f"{type(dims).__name__}) ({name}: write ({dims!r},) for one "
+                            "dimension)")
     grid = tuple(max(1, int(g)) for g in (grid + (1, 1))[:3])
     block = tuple(max(1, int(b)) for b in (block + (1, 1))[:3])
     threads = block[0] * block[1] * block[2]
@@ -1097,6 +1208,7 @@ class _Ufunc:
         self.__name__ = ufunc.__name__
 
     def _run(self, method, arrays, args, kwargs):
+        _record(f"cupy.{self.__name__}" + ("" if method == "__call__" else f".{method}"), kwargs)
         _check_ufunc(self._ufunc, method, arrays if method != "at" else args)
         outs = kwargs.get("out")
         outs = () if outs is None else outs if isinstance(outs, tuple) else (outs,)
@@ -1142,6 +1254,8 @@ class _Ufunc:
 
 def __getattr__(name):
     """Everything else is NumPy's, returning emulated arrays (and refusing NumPy ones)."""
+    if name in _NOT_IN_CUPY["numpy"]:
+        raise _missing("module 'cupy'", name)
     value = getattr(_np, name)
     if isinstance(value, _np.ufunc):
         return _Ufunc(value)

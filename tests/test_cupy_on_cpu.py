@@ -58,10 +58,57 @@ def test_the_list_of_gpu_test_files_is_complete():
         f"add {sorted(with_gpu - set(GPU_TEST_FILES))} to GPU_TEST_FILES")
 
 
+def _refused_by_real_cupy(calls):
+    """What the real CuPy would refuse of ``calls`` ({(name, keywords)}, as the emulator
+    records them), asked in a process of its own (here ``cupy`` may be the emulator); None
+    where the real CuPy does not import (it does without a GPU: only its names are read)."""
+    import json
+
+    probe = subprocess.run(
+        [sys.executable, "-c",
+         "import importlib.util, json, sys, cupy\n"
+         "spec = importlib.util.spec_from_file_location('emu', sys.argv[1])\n"
+         "emu = importlib.util.module_from_spec(spec); spec.loader.exec_module(emu)\n"
+         "calls = {(name, tuple(keywords)) for name, keywords in json.load(sys.stdin)}\n"
+         "print(json.dumps(emu.calls_cupy_refuses(cupy, calls)))",
+         str(ROOT / "tests" / "cupy_on_cpu.py")],
+        input=json.dumps(sorted(calls)), capture_output=True, text=True, cwd="/",
+        env={**os.environ, "PYTHONPATH": ""})
+    if probe.returncode:
+        return None
+    return json.loads(probe.stdout)
+
+
+def _recorded_calls(folder):
+    import ast
+
+    return {ast.literal_eval(line) for path in Path(folder).glob("calls_*.txt")
+            for line in path.read_text().splitlines()}
+
+
+def test_the_check_of_names_and_keywords_against_the_real_cupy_can_fail():
+    """np.sum's ``where=`` and ``initial=``, ufuncs' ``where=`` and ``np.insert`` are NumPy's,
+    not CuPy's: the emulator runs them (on NumPy), the check below refuses them."""
+    refused = _refused_by_real_cupy({
+        ("cupy.sum", ("axis", "where")), ("cupy.ndarray.sum", ("axis", "keepdims")),
+        ("cupy.ndarray.max", ("initial",)), ("cupy.exp", ("out",)), ("cupy.exp", ("where",)),
+        ("cupy.add.at", ()), ("cupy.random.randn", ("dtype",)), ("cupy.insert", ()),
+        ("cupy.pad", ("constant_values", "mode")), ("cupy.add.reduce", ("initial",))})
+    if refused is None:
+        pytest.skip("the real CuPy does not import here (pip install cupy-cuda12x: no GPU "
+                    "needed to read its names)")
+    assert refused == ["cupy.add.reduce: no keyword 'initial'", "cupy.exp: no keyword 'where'",
+                       "cupy.insert: CuPy has no such name",
+                       "cupy.ndarray.max: no keyword 'initial'", "cupy.sum: no keyword 'where'"]
+
+
 @needs_compiler
 def test_every_gpu_test_passes_on_the_cupy_emulator(tmp_path):
+    """... and, where the real CuPy imports, every CuPy name and keyword they used (as the
+    emulator recorded them) is one the real CuPy has: NumPy, which computes here, takes more."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST")}
-    env.update(DEZERO_LIKE_CUPY_ON_CPU="1", CUPY_ON_CPU_CACHE=str(tmp_path / "kernels"))
+    env.update(DEZERO_LIKE_CUPY_ON_CPU="1", CUPY_ON_CPU_CACHE=str(tmp_path / "kernels"),
+               CUPY_ON_CPU_RECORD=str(tmp_path / "calls"))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-rs",
          *GPU_TEST_FILES], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
@@ -74,6 +121,10 @@ def test_every_gpu_test_passes_on_the_cupy_emulator(tmp_path):
     for line in skips:
         assert any(reason in line for reason in CPU_ONLY_SKIPS) or not re.search(
             "GPU|CuPy", line.split(":", 2)[-1]) or "PyTorch is not installed" in line, tail
+    calls = _recorded_calls(tmp_path / "calls")
+    assert len(calls) > 50, f"the emulator recorded only {len(calls)} calls"
+    refused = _refused_by_real_cupy(calls)
+    assert not refused, f"the real CuPy would refuse: {refused}"
 
 
 @needs_compiler
@@ -238,6 +289,80 @@ def test_the_emulator_takes_a_launch_as_cupy_does_and_refuses_what_cuda_refuses(
         with pytest.raises(RuntimeError, match="CUDA_ERROR_INVALID_VALUE"):
             kernel(grid, block, (out, np.int32(2)))
     np.testing.assert_array_equal(out.get(), [3, 1])  # nothing ran
+
+
+@needs_compiler
+def test_the_emulator_refuses_what_numpy_has_and_cupy_does_not(tmp_path, monkeypatch):
+    """The emulator takes what it does not define from NumPy, so a NumPy-only name would pass
+    here and fail on a GPU: ``cupy.errstate`` (CuPy has none), ``np.insert(gpu_array, ...)``
+    (CuPy's ``__array_function__`` runs ``cupy.insert``, which does not exist),
+    ``gpu_array.resize(...)``, ``cupy.random.get_state()``. And a CuPy array is no integer
+    (``cupy.ndarray`` has no ``__index__``), nor a number a raw kernel's grid (CuPy's
+    ``Function.__call__`` takes tuples)."""
+    import operator
+
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    emulator = _load_emulator()
+    a = emulator.arange(6.0)
+    for refused in (lambda: emulator.errstate, lambda: emulator.geomspace,
+                    lambda: a.resize, lambda: emulator.random.get_state):
+        with pytest.raises(AttributeError, match="CuPy 14 does not have it"):
+            refused()
+    for refused in (lambda: np.insert(a, 0, 1.0), lambda: np.linalg.multi_dot([a, a])):
+        with pytest.raises(TypeError, match="no implementation found for 'numpy"):
+            refused()
+    assert float(np.linalg.norm(a)) == pytest.approx(np.linalg.norm(np.arange(6.0)))
+    two = emulator.asarray(2)
+    for refused in (lambda: operator.index(two), lambda: [1, 2, 3][two], lambda: range(two)):
+        with pytest.raises(TypeError):
+            refused()
+    assert int(two) == 2 and [1, 2, 3][int(two)] == 3  # what to write instead
+    b = emulator.ones((2, 2))
+    before = b
+    b @= emulator.ones((2, 2))  # no __imatmul__ in CuPy: a new array, b rebound
+    assert b is not before and float(before.sum()) == 4.0 and float(b.sum()) == 8.0
+    kernel = emulator.RawKernel('extern "C" __global__ void one(int* out) { out[0] = 1; }',
+                                "one")
+    out = emulator.zeros(1, np.int32)
+    for grid, block in [(1, (1,)), ((1,), 1), ([1], (1,))]:
+        with pytest.raises(TypeError, match="expected tuple"):
+            kernel(grid, block, (out,))
+    kernel((1,), (1,), (out,))
+    assert int(out[0]) == 1
+
+
+def test_the_emulators_list_of_names_cupy_lacks_is_cupys():
+    """``_NOT_IN_CUPY`` against the real CuPy, where one imports (it does without a GPU): no
+    name listed is one CuPy has (the emulator would refuse what a GPU runs), and, with the
+    NumPy and CuPy the list was made with, every public NumPy name CuPy lacks is listed."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "import json, numpy, cupy\n"
+         "def lacks(a, b):\n"
+         "    return sorted(n for n in dir(a) if not n.startswith('_') and not hasattr(b, n))\n"
+         "print(json.dumps({'versions': [numpy.__version__, cupy.__version__],\n"
+         "                  'numpy': lacks(numpy, cupy),\n"
+         "                  'numpy.linalg': lacks(numpy.linalg, cupy.linalg),\n"
+         "                  'ndarray': lacks(numpy.ndarray, cupy.ndarray),\n"
+         "                  'random': lacks(numpy.random.RandomState, cupy.random)}))"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""}, cwd="/")
+    if probe.returncode:
+        pytest.skip(f"the real CuPy does not import here: {probe.stderr.strip()[-200:]}")
+    import json
+
+    lacking = json.loads(probe.stdout)
+    versions = lacking.pop("versions")
+    emulator = _load_emulator()
+    listed = emulator._NOT_IN_CUPY
+    has = {"numpy": dir(np), "numpy.linalg": dir(np.linalg), "ndarray": dir(np.ndarray),
+           "random": dir(np.random.RandomState)}
+    for where, names in lacking.items():
+        wrongly = (listed[where] & set(has[where])) - set(names)
+        assert not wrongly, f"{where}: CuPy {versions[1]} has {sorted(wrongly)}: take them off"
+    same = [v.split(".")[:2] for v in versions] == [v.split(".")[:2]
+                                                      for v in emulator.NOT_IN_CUPY_MADE_WITH]
+    for where, names in lacking.items() if same else ():
+        missing = set(names) - listed[where]
+        assert not missing, f"{where}: add {sorted(missing)} to the emulator's _NOT_IN_CUPY"
 
 
 # --------------------------------------------------------------------------- noise mode

@@ -284,3 +284,29 @@ def test_integer_arithmetic_on_cupy_complex_is_refused_which_is_why_sigmoid_take
     ok, log = compile_cuda(source, _options(ARCHS[-1], with_cupy=True))
     assert not ok and "operator" in log
 
+
+
+def _benchmark_kernels(load_benchmark):
+    """The specs of ``benchmarks/mnist_gpu.py``'s hand-fused kernels, as its ``kernels(cp)``
+    hands them to CuPy: ``{name: ("elementwise", (in, out, operation)) or ("raw", source)}``.
+    Its ``cp`` here only keeps what it is given (what CuPy would compile on first use)."""
+    import types
+
+    keep = types.SimpleNamespace(
+        ElementwiseKernel=lambda in_params, out_params, operation, name: (
+            "elementwise", (in_params, out_params, operation)),
+        RawKernel=lambda code, name: ("raw", code))
+    return load_benchmark("mnist_gpu").kernels(keep)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_benchmarks_hand_fused_kernels_compile(load_benchmark, arch):
+    """The GPU benchmark's "by hand, fused" column builds four kernels of its own, which no
+    other test compiles: a typo there would fail first on a lent GPU, in its bench stage."""
+    kernels = _benchmark_kernels(load_benchmark)
+    assert sorted(kernels) == ["bias_sigmoid", "sgd", "sigmoid_grad", "softmax_ce"]
+    for name, (kind, spec) in kernels.items():
+        for ctype in (("float",) if kind == "raw" else ("float", "double")):
+            source = spec if kind == "raw" else elementwise_source(spec, ctype, with_cupy=False)
+            _assert_compiles(source, _options(arch), f"benchmark kernel {name!r} ({ctype})")
