@@ -173,9 +173,23 @@ def plot_curves(curves, *, xlabel="epoch", title=None, to_file=None, logy=False)
     return _finish(fig, to_file)
 
 
+def _on_the_host(values):
+    """A curve that a GPU training loop kept (a CuPy array, a Variable, or a list of 0-d GPU
+    arrays or losses) copied to the host: NumPy refuses to read GPU memory by itself. Numbers
+    and NumPy arrays come back as they are."""
+    from dezero_like import cuda
+    from dezero_like.core import Variable
+
+    if not isinstance(values, (list, tuple)):
+        on_gpu = cuda.is_cupy_array(values.data if isinstance(values, Variable) else values)
+        return cuda.as_numpy(values) if on_gpu else values
+    # float() of a 0-d GPU array or a one-number Variable reads it (CuPy waits for the GPU)
+    return [float(v) if getattr(v, "ndim", None) == 0 else v for v in values]
+
+
 def _curve_values(name, values):
     """``values`` as a 1-D float array; refuse an empty curve, warn about NaN/inf in it."""
-    values = np.asarray(values, dtype=float)
+    values = np.asarray(_on_the_host(values), dtype=float)
     if values.ndim != 1:
         raise ValueError(f"curve {name!r} must be a 1-D sequence of numbers, "
                          f"got shape {values.shape}")

@@ -980,3 +980,71 @@ def test_a_model_moved_between_forward_and_backward_is_refused_with_the_fix():
     z.to_cpu()  # already there: no move, no tick
     w.backward()
     np.testing.assert_allclose(z.grad.data, np.cos(1.0))
+
+
+# --- GPU code that no test above reached (a line trace of `pytest -m gpu`) -----------------
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_on_the_gpu_drops_scales_and_backpropagates_through_its_mask(dtype):
+    import cupy
+
+    x = dz.Variable(cupy.ones((200, 300), dtype))
+    y = F.dropout(x, 0.3)
+    assert isinstance(y.data, cupy.ndarray) and y.dtype == dtype
+    out = cuda.as_numpy(y.data)
+    kept = out != 0
+    assert abs(1 - kept.mean() - 0.3) < 0.01  # 60,000 draws: the share dropped is near 0.3
+    np.testing.assert_allclose(out[kept], 1 / 0.7, rtol=1e-6)
+    y.backward(cupy.full((200, 300), 2.0, dtype))
+    np.testing.assert_allclose(cuda.as_numpy(x.grad.data), np.where(kept, 2 / 0.7, 0.0),
+                               rtol=1e-6)
+    with dz.test_mode():
+        assert F.dropout(x, 0.3) is x
+
+
+@needs_gpu
+def test_second_derivative_of_max_pooling_and_of_zero_to_the_x_match_numpy_on_the_gpu():
+    rng = np.random.default_rng(5)
+    image = rng.standard_normal((2, 3, 6, 6))
+    upstream = rng.standard_normal((2, 3, 3, 3))
+    exponents = np.array([-1.5, 0.0, 0.5, 2.0])
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        x = dz.Variable(device(image))
+        y = F.pooling(x ** 2, 2)  # the square makes the second derivative not zero
+        F.sum(y * device(upstream)).backward(create_graph=True)
+        gx = x.grad
+        x.cleargrad()
+        F.sum(gx * gx).backward()
+        e = dz.Variable(device(exponents))
+        with np.errstate(divide="ignore"):  # 0 ** -1.5 is inf, as intended
+            z = 0.0 ** e
+        z.backward(device(np.ones(4)))
+        results.append([cuda.as_numpy(v) for v in (y.data, gx.data, x.grad.data, z.data,
+                                                     e.grad.data)])
+    for cpu, gpu in zip(*results):
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-10, atol=1e-12)  # a GPU may fuse a*b+c
+
+
+@needs_gpu
+def test_plot_curves_draws_losses_kept_on_the_gpu():
+    """A GPU training loop appends GPU losses (Variables, or their 0-d data); NumPy refuses
+    to read GPU memory itself, so plot_curves copies them to the host."""
+    import cupy
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dezero_like.plot import plot_curves
+
+    losses = [F.sum(dz.Variable(cupy.full(3, v))) for v in (3.0, 2.0, 1.5)]
+    fig = plot_curves({"loss": losses, "0-d": [loss.data for loss in losses],
+                       "array": cupy.asarray([3.0, 2.0]),
+                       "variable": dz.Variable(cupy.asarray([1.0, 0.5]))})
+    drawn = [line.get_ydata() for ax in fig.axes for line in ax.lines]
+    np.testing.assert_allclose(drawn[0], [9.0, 6.0, 4.5])
+    np.testing.assert_allclose(drawn[1], [9.0, 6.0, 4.5])
+    np.testing.assert_allclose(drawn[2], [3.0, 2.0])
+    np.testing.assert_allclose(drawn[3], [1.0, 0.5])
+    plt.close(fig)
