@@ -206,8 +206,10 @@ class Softmax(Function):
 # as in the book. For outputs with more axes, such as scores `(N, T, C)` for every time step of a
 # sequence, the classes are usually the last axis, and axis 1 would silently normalise over time.
 # So when the input has more than two axes and no `axis=` was written, `_class_axis` warns, naming
-# the axis it used, as PyTorch does for an implicit `dim`. The default is `_AXIS_1`, a `1` that
-# `is` tells apart from an `axis=1` the caller wrote (which does not warn); it prints as `1`.
+# the axis it used. (PyTorch's `softmax` warns about an implicit `dim` too, for every input and
+# without naming it: "Implicit dimension choice ... include dim=X".) The default is `_AXIS_1`, a
+# `1` that `is` tells apart from an `axis=1` the caller wrote (which does not warn); it prints as
+# `1`.
 
 # %%
 #| export dezero_like/functions.py

@@ -364,21 +364,25 @@ else:
 # (Python, CuPy and the driver prepare it), however little arithmetic it does;
 # the arithmetic itself is very fast. On the CPU the fixed cost per operation is
 # the framework's Python, a floor that the smallest widths of the table below
-# stay close to (not flat: a wider layer still costs a little more); past that,
-# the time grows with the arithmetic. So for small layers the CPU wins and
+# stay close to (so close that 16 and 64 can swap places from run to run); past
+# that, the time grows with the arithmetic. So for small layers the CPU wins and
 # for wide ones the GPU wins, and somewhere between the lines cross.
 #
 # We time one training step (forward, backward, update) of a 784-H-10 MLP,
 # batch 100, for several widths H, after a warm-up, on each device. Each time
-# is the best of five runs of four steps, as step 68 recommends: the minimum is
-# the speed the code can reach, and a single run on a busy machine can hide the
-# shape of the curve.
+# is the fastest of twenty single steps, as step 68 recommends: the minimum is
+# the speed the code can reach, and on a busy machine most steps are slowed by
+# other programs. The widths take turns, one step of each per round, so a busy
+# second slows one step of every width, not all the steps of one. On a machine
+# shared with much other work a wide layer can still come out barely slower than
+# a narrower one: run the cell again.
 
 # %%
 WIDTHS = [16, 64, 256, 1024, 4096]
 
 
-def time_per_step(hidden, gpu, steps=4, repeats=5):
+def make_step(hidden, gpu):
+    """One training step (forward, backward, update) of a 784-hidden-10 MLP on a batch of 100."""
     model = make_model(hidden)
     if gpu:
         model.to_gpu()
@@ -387,7 +391,6 @@ def time_per_step(hidden, gpu, steps=4, repeats=5):
     t = np.arange(100) % 10
     if gpu:
         x, t = cuda.as_cupy(x), cuda.as_cupy(t)
-    sync = cuda.require_gpu().cuda.Device().synchronize if gpu else (lambda: None)
 
     def step():
         loss = F.softmax_cross_entropy(model(x), t)
@@ -395,21 +398,30 @@ def time_per_step(hidden, gpu, steps=4, repeats=5):
         loss.backward()
         optimizer.update()
 
-    step()  # warm-up
+    return step
+
+
+def time_per_step(widths, gpu, steps=1, repeats=20):
+    """The best time of one step for each width; in every round each width runs once."""
+    sync = cuda.require_gpu().cuda.Device().synchronize if gpu else (lambda: None)
+    runs = {h: make_step(h, gpu) for h in widths}
+    for step in runs.values():
+        step()  # warm-up
     sync()
-    best = float("inf")
+    best = dict.fromkeys(widths, float("inf"))
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        sync()  # the GPU may still be working: wait before reading the clock
-        best = min(best, (time.perf_counter() - start) / steps)
-    return best
+        for h, step in runs.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                step()
+            sync()  # the GPU may still be working: wait before reading the clock
+            best[h] = min(best[h], (time.perf_counter() - start) / steps)
+    return [best[h] for h in widths]
 
 
-timings = {"cpu": [time_per_step(h, False) for h in WIDTHS]}
+timings = {"cpu": time_per_step(WIDTHS, False)}
 if use_gpu:
-    timings["gpu"] = [time_per_step(h, True) for h in WIDTHS]
+    timings["gpu"] = time_per_step(WIDTHS, True)
 for i, h in enumerate(WIDTHS):
     row = "  ".join(f"{d} {timings[d][i] * 1e3:7.2f} ms" for d in timings)
     print(f"H = {h:5d}: {row}")
