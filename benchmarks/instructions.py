@@ -2,6 +2,7 @@
 
     python benchmarks/instructions.py                 # both chains, dezero_like (and DeZero)
     python benchmarks/instructions.py --chain sin --runs 5 20
+    python benchmarks/instructions.py --chain mlp --chain cnn   # training steps
 
 Wall-clock timings of a microsecond-sized step move by 10-20 % from run to run on
 a shared machine, which hides the effect of a small change to the hot path.
@@ -16,7 +17,17 @@ but not always (cache misses and branch mispredictions are not counted), so
 report wall-clock figures from ``overhead.py`` and use this one to compare two
 versions of the code.
 
-Needs Valgrind (``apt-get install valgrind``); runs the chains of overhead.py.
+The training chains, ``mlp`` and ``cnn``, are whole training steps (forward, softmax cross
+entropy, ``cleargrads``, backward, ``SGD.update``) of the two models of ``mnist_gpu.py`` with
+tiny shapes, so that NumPy's arithmetic is small beside the Python work of a step, which is
+the same on a GPU (where these models are launch- and Python-bound): the MLP 784-16-10 on
+a batch of 2 rows, the small CNN on 2 images of 8x8 pixels (the same calls as on 28x28); a
+"step" there is one training step. Run with
+CuPy hidden (``PYTHONPATH=/tmp/nocupy:$PWD``, a ``cupy.py`` that raises ImportError) when
+it is installed: its import costs nothing per step, but its checks might.
+
+Needs Valgrind (``apt-get install valgrind``); runs the chains of overhead.py (sin, affine)
+and the models of mnist_gpu.py (mlp, cnn).
 """
 
 from __future__ import annotations
@@ -33,12 +44,16 @@ import _machine  # benchmarks/_machine.py, beside this script
 import overhead  # benchmarks/overhead.py: the same chains, written once
 
 STEPS = overhead.N  # steps per chain
+TRAIN_STEPS = 100  # training steps per run of a training chain
+TRAINING = ("mlp", "cnn")
 
 
 def run_chain(framework, chain, runs):
     """The child process: run the chain of overhead.py ``runs`` times; the last gradient."""
     import numpy as np
 
+    if chain in TRAINING:
+        return run_training(chain, runs * TRAIN_STEPS)
     if framework == "numpy":
         fn = overhead.numpy_sin if chain == "sin" else overhead.numpy_affine
     else:
@@ -55,6 +70,33 @@ def run_chain(framework, chain, runs):
     for _ in range(runs):
         grad = fn(np.array([0.5]))
     return grad
+
+
+def run_training(chain, steps):
+    """``steps`` training steps of mnist_gpu.py's MLP (784-16-10, batch 2) or small CNN (2
+    images of 8x8), with SGD; the last loss (the models are made before the first step)."""
+    import mnist_gpu  # benchmarks/mnist_gpu.py: the models the GPU benchmark times
+    import numpy as np
+
+    import dezero_like.functions as F
+    from dezero_like import optimizers
+
+    rng = np.random.default_rng(0)
+    if chain == "mlp":
+        model, lr = mnist_gpu.mlp_model((784, 16, 10)), mnist_gpu.LR
+        x = rng.random((2, 784), dtype=np.float32)
+    else:
+        model, lr = mnist_gpu.small_cnn(size=8), 0.1  # the same Python work as on 28x28
+        x = rng.random((2, 1, 8, 8), dtype=np.float32)
+    t = np.array([3, 7])
+    optimizer = optimizers.SGD(lr=lr).setup(model)
+    loss = None
+    for _ in range(steps):
+        loss = F.softmax_cross_entropy(model(x), t)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+    return loss
 
 
 def count(framework, chain, runs, valgrind, tries=2):
@@ -84,15 +126,16 @@ def parse_total(valgrind_output, returncode=0):
     return int(match.group(1).replace(",", ""))
 
 
-def per_step(low, high, runs_low, runs_high):
-    """Instructions of one chain step from two totals."""
-    return (high - low) / ((runs_high - runs_low) * STEPS)
+def per_step(low, high, runs_low, runs_high, steps=STEPS):
+    """Instructions of one chain step from two totals (``steps`` steps per run)."""
+    return (high - low) / ((runs_high - runs_low) * steps)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--chain", action="append", choices=["sin", "affine"],
-                   help="chain(s) to count (default both)")
+    p.add_argument("--chain", action="append", choices=["sin", "affine", *TRAINING],
+                   help="chain(s) to count (default sin and affine); mlp and cnn are "
+                        "training steps of dezero_like")
     p.add_argument("--runs", nargs=2, type=int, default=[2, 8], metavar=("R1", "R2"),
                    help="runs of the chain in the two processes (default 2 8)")
     p.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -113,17 +156,24 @@ def main(argv=None):
         frameworks.append("dezero")
     print("command:", " ".join([os.path.basename(sys.executable)] + sys.argv))
     print("machine:", _machine.describe())
-    print(f"instructions per chain step (forward + backward), {STEPS} steps, "
-          f"runs {r1} vs {r2}, valgrind cachegrind (fewest of 2 counts), 1 BLAS thread, "
-          "PYTHONHASHSEED=0")
+    chains = args.chain or ["sin", "affine"]
+    what = [f"chain step (forward + backward), {STEPS} steps per run"] * any(
+        c not in TRAINING for c in chains) + [
+        f"training step (MLP 784-16-10 on 2 rows, small CNN on 2 images of 8x8; forward, loss, "
+        f"cleargrads, backward, SGD update), {TRAIN_STEPS} steps per run"] * any(
+        c in TRAINING for c in chains)
+    print(f"instructions per {'; per '.join(what)}; runs {r1} vs {r2}, valgrind cachegrind "
+          "(fewest of 2 counts), 1 BLAS thread, PYTHONHASHSEED=0")
     print(f"{'chain':8} {'framework':12} {'instructions':>13}")
     results = {}
-    for chain in args.chain or ["sin", "affine"]:
-        for fw in frameworks:
-            n = per_step(count(fw, chain, r1, valgrind), count(fw, chain, r2, valgrind), r1, r2)
+    for chain in chains:
+        steps = TRAIN_STEPS if chain in TRAINING else STEPS
+        for fw in ["dezero_like"] if chain in TRAINING else frameworks:
+            n = per_step(count(fw, chain, r1, valgrind), count(fw, chain, r2, valgrind), r1, r2,
+                         steps)
             results[chain, fw] = n
             print(f"{chain:8} {fw:12} {n:13,.0f}")
-    for chain in args.chain or ["sin", "affine"]:
+    for chain in chains:
         if (chain, "dezero") in results:
             ours, theirs, floor = (results[chain, k] for k in ("dezero_like", "dezero", "numpy"))
             overhead_ratio = (ours - floor) / (theirs - floor)

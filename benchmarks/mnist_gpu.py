@@ -86,12 +86,18 @@ def init_weights(sizes, seed=0):
 # --------------------------------------------------------------------------- #
 
 
-def ours(sizes, x, t, gpu):
+def mlp_model(sizes):
+    """The book's MLP (``sizes`` = (784, H, 10)), its weights from ``init_weights``."""
     model = MLP(sizes[1:], activation=F.sigmoid)
     model(np.zeros((1, sizes[0]), np.float32))
     for layer, (W, b) in zip(model.layers, init_weights(sizes)):
         layer.W.data[...] = W
         layer.b.data[...] = b
+    return model
+
+
+def ours(sizes, x, t, gpu):
+    model = mlp_model(sizes)
     if gpu:
         model.to_gpu()
     optimizer = optimizers.SGD(lr=LR).setup(model)
@@ -243,7 +249,9 @@ def torch_cnn(nn):
         nn.Flatten(), nn.Linear(32 * 7 * 7, 100), nn.ReLU(), nn.Linear(100, 10))
 
 
-def ours_cnn(x, t, gpu):
+def small_cnn(size=28):
+    """The small CNN conv16-pool-conv32-pool-fc100-fc10, its weights made (seed 0) for images of
+    ``size`` x ``size`` pixels."""
     import dezero_like.layers as L
     from dezero_like.functions_conv import pooling
     from dezero_like.layers_conv import Conv2d
@@ -264,7 +272,12 @@ def ours_cnn(x, t, gpu):
 
     np.random.seed(0)
     model = SmallCNN()
-    model(np.zeros((1, 1, 28, 28), np.float32))
+    model(np.zeros((1, 1, size, size), np.float32))
+    return model
+
+
+def ours_cnn(x, t, gpu):
+    model = small_cnn()
     if gpu:
         model.to_gpu()
     optimizer = optimizers.SGD(lr=0.1).setup(model)

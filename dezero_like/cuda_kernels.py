@@ -132,6 +132,9 @@ __global__ void sum_rows_f64(const double* g, double* out, int n, int c) {
 RAW_DTYPES = ("float32", "float64")  # the dtypes the hand-written (raw) kernels are built for
 
 
+RAW_CHARS = "fd"  # their dtype.char: checked per call, as dtype.name costs microseconds (NumPy)
+
+
 def _raw(name, dtype, code=None):
     """Kernel ``name`` for ``dtype`` of the CUDA C ``code`` (``_RAW`` by default).
 

@@ -32,7 +32,7 @@ from dezero_like.core import (
     _refuse_keywords,
     as_variable,
 )
-from dezero_like.cuda_kernels import RAW_DTYPES
+from dezero_like.cuda_kernels import RAW_CHARS
 from dezero_like.utils import forward_names
 
 # --- step 23 ------------------------------------------------------------
@@ -1708,4 +1708,4 @@ def _fusable(gy, y):
 
 def _raw_gpu(a):
     """True for a CuPy array of a dtype the hand-written GPU kernels are built for."""
-    return cuda.is_cupy_array(a) and a.dtype.name in RAW_DTYPES
+    return cuda.is_cupy_array(a) and a.dtype.char in RAW_CHARS  # float32 or float64

@@ -47,6 +47,11 @@ from dezero_like.functions import _UNAVAILABLE, _add_bias, _raw_gpu, _sum_dtype
 # --- step 57 ------------------------------------------------------------
 def pair(x):
     """``3 -> (3, 3)``; a pair ``(kh, kw)`` is returned as a tuple of ints."""
+    # the usual cases first, quickly (a layer's pairs come back here): the checks below take ~1 us
+    if type(x) is int:
+        return (x, x)
+    if type(x) is tuple and len(x) == 2 and type(x[0]) is int and type(x[1]) is int:
+        return x
     if isinstance(x, numbers.Integral) and not isinstance(x, bool):  # True is not a size
         return (int(x), int(x))
     if isinstance(x, (tuple, list)) and len(x) == 2 and all(

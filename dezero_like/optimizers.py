@@ -448,7 +448,7 @@ class SGD(Optimizer):
         spans, rest = [], []
         for p in params:
             w, g = p.data, p.grad.data
-            if (cuda.is_cupy_array(w) and w.dtype.name in cuda_kernels.RAW_DTYPES
+            if (cuda.is_cupy_array(w) and w.dtype.char in cuda_kernels.RAW_CHARS
                     and cuda.is_cupy_array(g) and g.dtype.kind in "biuf"
                     and w.flags.c_contiguous and g.flags.c_contiguous):
                 spans.append((w.data.ptr, w.data.ptr + w.nbytes, len(spans), p))

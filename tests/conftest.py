@@ -122,13 +122,13 @@ def load_benchmark(monkeypatch):
     """``load_benchmark("passes")`` imports ``benchmarks/passes.py`` as a module.
 
     Run as scripts, the benchmarks import their neighbours (``_machine.py``,
-    ``overhead.py``) because Python puts a script's folder on ``sys.path``.
+    ``overhead.py``, ``mnist_gpu.py``) because Python puts a script's folder on ``sys.path``.
     Imported from a test they are not there, so each neighbour is imported from
     its file and registered under its name, and removed again after the test.
     """
 
     def load(name):
-        for neighbour in ("_machine", "overhead"):
+        for neighbour in ("_machine", "overhead", "mnist_gpu"):
             if neighbour != name:
                 module = _import_file(neighbour, ROOT / "benchmarks" / f"{neighbour}.py")
                 monkeypatch.setitem(sys.modules, neighbour, module)

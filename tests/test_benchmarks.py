@@ -49,6 +49,16 @@ def test_chain_runs_the_same_chains_as_overhead_py(load_benchmark):
     assert not np.allclose(sin, affine)
 
 
+def test_training_chains_train_the_models_of_mnist_gpu(load_benchmark):
+    bench = load_benchmark("instructions")
+    assert bench.per_step(1_000_000, 5_000_000, 1, 3, steps=100) == pytest.approx(20_000)
+    for chain in bench.TRAINING:
+        first = float(bench.run_training(chain, 1).data)
+        assert 1.5 < first < 3.5, (chain, first)  # about log(10): ten classes, untrained
+        # the steps really train: on its two examples the model's loss falls
+        assert float(bench.run_chain("dezero_like", chain, 1).data) < first / 3, chain
+
+
 @pytest.mark.skipif(shutil.which("valgrind") is None,
                     reason="valgrind is not installed (apt-get install valgrind)")
 def test_instructions_benchmark_counts_a_real_run():

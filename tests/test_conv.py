@@ -121,6 +121,13 @@ def test_pair():
         Fc.pair((1, 2, 3))
     with pytest.raises(TypeError, match="pair of ints"):
         Fc.pair(1.5)
+    # what the quick path for ints and tuples of ints (step 57) must leave as it was
+    for bad in (True, (True, 1), (1, False), (1,), (1, 2.0)):
+        with pytest.raises(TypeError, match="pair of ints"):
+            Fc.pair(bad)
+    for arg, expected in ((np.int64(2), (2, 2)), ([1, 3], (1, 3)), ((np.int32(1), 4), (1, 4))):
+        got = Fc.pair(arg)
+        assert got == expected and type(got) is tuple and all(type(v) is int for v in got)
 
 
 def test_bad_shapes_give_clear_errors():

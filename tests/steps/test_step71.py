@@ -45,3 +45,10 @@ def step_output(load_step):
 def test_the_exercise_kernel_text(load_step):
     step = load_step(71)
     assert step.TANH_GRAD[2] == "gx = gy * (1 - y * y)"
+
+
+def test_raw_chars_are_the_raw_dtypes():
+    # the quick per-call check (dtype.char) must accept exactly the dtypes the kernels are built for
+    from dezero_like import cuda_kernels
+
+    assert [np.dtype(c).name for c in cuda_kernels.RAW_CHARS] == list(cuda_kernels.RAW_DTYPES)
