@@ -1292,6 +1292,9 @@ _AXIS_KEYWORDS = {
 }
 
 
+_DIM_KEYWORD = {"dim": _AXIS_KEYWORDS["dim"]}  # for an axis= without keepdims= (softmax, ...)
+
+
 # Function hooks switched on with ``with hook:`` (see dezero_like.hooks).
 _global_hooks: list = []
 
@@ -1360,24 +1363,29 @@ def _writeable(data):
 
 
 # --- step 39 ------------------------------------------------------------
+def _swap_order(ndim, a, b):
+    """The order of all ``ndim`` axes that swaps axes ``a`` and ``b`` (PyTorch's transpose)."""
+    order = list(range(ndim))
+    a, b = a % ndim, b % ndim
+    order[a], order[b] = order[b], order[a]
+    return tuple(order)
+
+
 def _pytorch_transpose(ndim, axes):
     """Warn about (0, 1) on a matrix, which keeps the order; refuse two axes of more."""
     if not all(-ndim <= a < ndim for a in axes):
         return  # NumPy's own error names the axis out of range
-    a, b = (a % ndim for a in axes)
     if ndim == 2:
-        if (a, b) == (0, 1):
+        if tuple(a % ndim for a in axes) == (0, 1):
             warnings.warn(
                 f"x.transpose{axes} keeps the axes in their order (NumPy's meaning: the new "
                 "order of all the axes), so nothing moves; PyTorch's transpose(0, 1) swaps two "
                 "axes: to swap them, write x.T or x.transpose(1, 0)", UserWarning, stacklevel=3)
         return
-    order = list(range(ndim))
-    order[a], order[b] = order[b], order[a]
     raise ValueError(
         f"x.transpose{axes} on a {ndim}-d Variable: transpose takes the new order of all "
         f"{ndim} axes (NumPy's meaning), not two axes to swap as PyTorch's does. To swap axes "
-        f"{axes[0]} and {axes[1]}, write x.transpose{tuple(order)}")
+        f"{axes[0]} and {axes[1]}, write x.transpose{_swap_order(ndim, *axes)}")
 
 
 # --- step 45 ------------------------------------------------------------

@@ -21,6 +21,7 @@ from dezero_like import core, cuda, utils
 from dezero_like.core import (
     _ABS,
     _AXIS_KEYWORDS,
+    _DIM_KEYWORD,
     _REQUIRED,
     Config,
     Function,
@@ -30,6 +31,7 @@ from dezero_like.core import (
     _on_two_devices,
     _outside_package,
     _refuse_keywords,
+    _swap_order,
     as_variable,
 )
 from dezero_like.cuda_kernels import RAW_CHARS
@@ -307,11 +309,8 @@ def _refuse_axes(axes, shape):
     ndim = len(shape)
     hint = ""
     if len(axes) == 2 and ndim > 2 and all(-ndim <= a < ndim for a in axes):
-        order = list(range(ndim))
-        a, b = (a % ndim for a in axes)
-        order[a], order[b] = order[b], order[a]
         hint = (f"; to swap axes {axes[0]} and {axes[1]} (PyTorch's transpose), write "
-                f"transpose(x, {tuple(order)})")
+                f"transpose(x, {_swap_order(ndim, *axes)})")
     raise ValueError(
         f"transpose: axes {axes} do not fit an input of shape {tuple(shape)}: they are the new "
         f"order of all {ndim} axes, each of 0 .. {ndim - 1} once ({tuple(range(ndim))[::-1]} "
@@ -359,10 +358,7 @@ def _two_axes_to_swap(x, given):
     ndim = np.ndim(x.data if isinstance(x, Variable) else x)
     fix = "F.transpose(x, (1, 0, ...)): the new order of all the axes, in one tuple"
     if len(given) == 2 and all(type(a) is int and -ndim <= a < ndim for a in given):
-        order = list(range(ndim))
-        a, b = (a % ndim for a in given)
-        order[a], order[b] = order[b], order[a]
-        fix = f"F.transpose(x, {tuple(order)}) to swap axes {given[0]} and {given[1]}"
+        fix = f"F.transpose(x, {_swap_order(ndim, *given)}) to swap axes {given[0]} and {given[1]}"
     raise TypeError(
         f"F.transpose(x, {', '.join(map(repr, given))}) takes the axes in one argument, the new "
         f"order of all of them (NumPy's meaning), not two axes to swap as PyTorch's "
@@ -375,7 +371,7 @@ def expand_dims(x, axis=_REQUIRED, **others):
     A negative axis counts from the end of the result. Made with :func:`reshape`.
     """
     if others or axis is _REQUIRED:  # PyTorch's torch.unsqueeze(x, dim=0), say
-        _refuse_keywords("F.expand_dims", others, {"dim": _AXIS_KEYWORDS["dim"]}, axis=axis)
+        _refuse_keywords("F.expand_dims", others, _DIM_KEYWORD, axis=axis)
     x = as_variable(x)
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = x.ndim + len(axes)
@@ -1125,9 +1121,6 @@ def _class_axis(name, x, axis):
             f"{tuple(x.shape)}; the default axis=1 is the class axis of a batch (N, C): pass "
             "axis=0 (or -1) for a single vector, or add a batch axis with x.reshape(1, -1)")
     return axis
-
-
-_DIM_KEYWORD = {"dim": _AXIS_KEYWORDS["dim"]}  # PyTorch's F.softmax(x, dim=-1)
 
 
 def softmax(x, axis=_AXIS_1, **others):

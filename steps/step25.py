@@ -645,6 +645,7 @@ _AXIS_KEYWORDS = {
     "dim": lambda v: f"write axis={v!r} (NumPy's name)",
     "keepdim": lambda v: f"write keepdims={v!r} (NumPy's name, with an s)",
 }
+_DIM_KEYWORD = {"dim": _AXIS_KEYWORDS["dim"]}  # for an axis= without keepdims= (softmax, ...)
 
 
 # %%

@@ -21,8 +21,9 @@
 # ### The package code of this step
 #
 # In this step `core` gains `Variable.transpose`, `Variable.T` (and `_pytorch_transpose`, which
-# catches PyTorch's two-axis `x.transpose(0, 1)`); `functions` gains `Transpose`, `transpose`,
-# `expand_dims`.
+# catches PyTorch's two-axis `x.transpose(0, 1)`, with `_swap_order`, the order of all the axes
+# that swaps two, which every message about it names); `functions` gains `Transpose`,
+# `transpose`, `expand_dims`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -66,24 +67,29 @@ def T(self):
 import warnings
 
 
+def _swap_order(ndim, a, b):
+    """The order of all ``ndim`` axes that swaps axes ``a`` and ``b`` (PyTorch's transpose)."""
+    order = list(range(ndim))
+    a, b = a % ndim, b % ndim
+    order[a], order[b] = order[b], order[a]
+    return tuple(order)
+
+
 def _pytorch_transpose(ndim, axes):
     """Warn about (0, 1) on a matrix, which keeps the order; refuse two axes of more."""
     if not all(-ndim <= a < ndim for a in axes):
         return  # NumPy's own error names the axis out of range
-    a, b = (a % ndim for a in axes)
     if ndim == 2:
-        if (a, b) == (0, 1):
+        if tuple(a % ndim for a in axes) == (0, 1):
             warnings.warn(
                 f"x.transpose{axes} keeps the axes in their order (NumPy's meaning: the new "
                 "order of all the axes), so nothing moves; PyTorch's transpose(0, 1) swaps two "
                 "axes: to swap them, write x.T or x.transpose(1, 0)", UserWarning, stacklevel=3)
         return
-    order = list(range(ndim))
-    order[a], order[b] = order[b], order[a]
     raise ValueError(
         f"x.transpose{axes} on a {ndim}-d Variable: transpose takes the new order of all "
         f"{ndim} axes (NumPy's meaning), not two axes to swap as PyTorch's does. To swap axes "
-        f"{axes[0]} and {axes[1]}, write x.transpose{tuple(order)}")
+        f"{axes[0]} and {axes[1]}, write x.transpose{_swap_order(ndim, *axes)}")
 
 
 # %% [markdown]
@@ -98,7 +104,7 @@ def _pytorch_transpose(ndim, axes):
 # %%
 #| export dezero_like/functions.py
 import numpy as np
-from dezero_like.core import Function
+from dezero_like.core import Function, _swap_order
 
 
 def _refuse_axes(axes, shape):
@@ -106,11 +112,8 @@ def _refuse_axes(axes, shape):
     ndim = len(shape)
     hint = ""
     if len(axes) == 2 and ndim > 2 and all(-ndim <= a < ndim for a in axes):
-        order = list(range(ndim))
-        a, b = (a % ndim for a in axes)
-        order[a], order[b] = order[b], order[a]
         hint = (f"; to swap axes {axes[0]} and {axes[1]} (PyTorch's transpose), write "
-                f"transpose(x, {tuple(order)})")
+                f"transpose(x, {_swap_order(ndim, *axes)})")
     raise ValueError(
         f"transpose: axes {axes} do not fit an input of shape {tuple(shape)}: they are the new "
         f"order of all {ndim} axes, each of 0 .. {ndim - 1} once ({tuple(range(ndim))[::-1]} "
@@ -139,7 +142,7 @@ class Transpose(Function):
 
 # %%
 #| export dezero_like/functions.py
-from dezero_like.core import Variable, _refuse_keywords
+from dezero_like.core import Variable, _refuse_keywords, _swap_order
 
 _SWAP_KEYWORDS = {  # PyTorch's torch.transpose(x, dim0, dim1) swaps two axes
     "dim0": "F.transpose takes axes=, the new order of all the axes (NumPy's meaning), not two "
@@ -162,10 +165,7 @@ def _two_axes_to_swap(x, given):
     ndim = np.ndim(x.data if isinstance(x, Variable) else x)
     fix = "F.transpose(x, (1, 0, ...)): the new order of all the axes, in one tuple"
     if len(given) == 2 and all(type(a) is int and -ndim <= a < ndim for a in given):
-        order = list(range(ndim))
-        a, b = (a % ndim for a in given)
-        order[a], order[b] = order[b], order[a]
-        fix = f"F.transpose(x, {tuple(order)}) to swap axes {given[0]} and {given[1]}"
+        fix = f"F.transpose(x, {_swap_order(ndim, *given)}) to swap axes {given[0]} and {given[1]}"
     raise TypeError(
         f"F.transpose(x, {', '.join(map(repr, given))}) takes the axes in one argument, the new "
         f"order of all of them (NumPy's meaning), not two axes to swap as PyTorch's "
@@ -182,7 +182,7 @@ def _two_axes_to_swap(x, given):
 #| export dezero_like/functions.py
 import numpy as np
 from dezero_like.core import as_variable
-from dezero_like.core import _AXIS_KEYWORDS, _REQUIRED, _refuse_keywords
+from dezero_like.core import _DIM_KEYWORD, _REQUIRED, _refuse_keywords
 from dezero_like.functions import reshape
 
 
@@ -192,7 +192,7 @@ def expand_dims(x, axis=_REQUIRED, **others):
     A negative axis counts from the end of the result. Made with :func:`reshape`.
     """
     if others or axis is _REQUIRED:  # PyTorch's torch.unsqueeze(x, dim=0), say
-        _refuse_keywords("F.expand_dims", others, {"dim": _AXIS_KEYWORDS["dim"]}, axis=axis)
+        _refuse_keywords("F.expand_dims", others, _DIM_KEYWORD, axis=axis)
     x = as_variable(x)
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = x.ndim + len(axes)

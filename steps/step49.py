@@ -215,7 +215,7 @@ class Softmax(Function):
 #| export dezero_like/functions.py
 import warnings
 
-from dezero_like.core import _AXIS_KEYWORDS, _refuse_keywords, as_variable
+from dezero_like.core import _DIM_KEYWORD, _refuse_keywords, as_variable
 
 
 class _ImplicitAxis(int):
@@ -256,8 +256,6 @@ def _class_axis(name, x, axis):
             "axis=0 (or -1) for a single vector, or add a batch axis with x.reshape(1, -1)")
     return axis
 
-
-_DIM_KEYWORD = {"dim": _AXIS_KEYWORDS["dim"]}  # PyTorch's F.softmax(x, dim=-1)
 
 
 def softmax(x, axis=_AXIS_1, **others):
