@@ -12,6 +12,7 @@ temporary arrays; the kernels below do such a chain in one pass. They are built
 importing this module costs nothing and needs no CuPy. The NumPy path of the
 framework never calls them."""
 
+import numpy as np
 
 # --- step 71 ------------------------------------------------------------
 _built = {}
@@ -132,7 +133,8 @@ __global__ void sum_rows_f64(const double* g, double* out, int n, int c) {
 RAW_DTYPES = ("float32", "float64")  # the dtypes the hand-written (raw) kernels are built for
 
 
-RAW_CHARS = "fd"  # their dtype.char: checked per call, as dtype.name costs microseconds (NumPy)
+# their dtype.char ("fd"), what a call checks: dtype.name costs microseconds in NumPy 2
+RAW_CHARS = "".join(np.dtype(name).char for name in RAW_DTYPES)
 
 
 def _raw(name, dtype, code=None):

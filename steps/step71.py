@@ -181,6 +181,8 @@ def sgd_update(param, grad, lr):
 
 # %%
 #| export dezero_like/cuda_kernels.py
+import numpy as np
+
 _RAW = r"""
 // Softmax cross entropy of logits x (n, c) against labels t (n,), in one launch of one
 // block: each thread takes rows i, i + blockDim.x, ...; p gets the probabilities (for
@@ -240,7 +242,8 @@ __global__ void sum_rows_f64(const double* g, double* out, int n, int c) {
 """
 
 RAW_DTYPES = ("float32", "float64")  # the dtypes the hand-written (raw) kernels are built for
-RAW_CHARS = "fd"  # their dtype.char: checked per call, as dtype.name costs microseconds (NumPy)
+# their dtype.char ("fd"), what a call checks: dtype.name costs microseconds in NumPy 2
+RAW_CHARS = "".join(np.dtype(name).char for name in RAW_DTYPES)
 
 
 def _raw(name, dtype, code=None):
