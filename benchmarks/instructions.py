@@ -157,11 +157,13 @@ def main(argv=None):
     print("command:", " ".join([os.path.basename(sys.executable)] + sys.argv))
     print("machine:", _machine.describe())
     chains = args.chain or ["sin", "affine"]
-    what = [f"chain step (forward + backward), {STEPS} steps per run"] * any(
-        c not in TRAINING for c in chains) + [
-        f"training step (MLP 784-16-10 on 2 rows, small CNN on 2 images of 8x8; forward, loss, "
-        f"cleargrads, backward, SGD update), {TRAIN_STEPS} steps per run"] * any(
-        c in TRAINING for c in chains)
+    what = []
+    if any(c not in TRAINING for c in chains):
+        what.append(f"chain step (forward + backward), {STEPS} steps per run")
+    if any(c in TRAINING for c in chains):
+        what.append("training step (MLP 784-16-10 on 2 rows, small CNN on 2 images of 8x8; "
+                    "forward, loss, cleargrads, backward, SGD update), "
+                    f"{TRAIN_STEPS} steps per run")
     print(f"instructions per {'; per '.join(what)}; runs {r1} vs {r2}, valgrind cachegrind "
           "(fewest of 2 counts), 1 BLAS thread, PYTHONHASHSEED=0")
     print(f"{'chain':8} {'framework':12} {'instructions':>13}")
