@@ -218,6 +218,13 @@ assert np.allclose(x.grad.data, xr.grad.data), (
 assert np.allclose(y.grad.data, yr.grad.data), (
     "the gradient for y is wrong: is it gy times df/dy, returned second?"
 )
+weight = rng.normal(size=4)  # z * weight: the gradient reaching MatyasFunction is not all ones
+xw, yw = dz.Variable(px.copy()), dz.Variable(py.copy())
+(MatyasFunction()(xw, yw) * weight).backward()
+assert np.allclose(xw.grad.data, weight * xr.grad.data), (
+    "right when the gradient from above is 1, wrong when z is weighted: multiply each partial "
+    "derivative by gy, the gradient arriving from z's side (the chain rule)"
+)
 assert utils.gradient_check(lambda v: MatyasFunction()(v, dz.Variable(py)), px)
 assert count_functions(z) == 1, "one Function: the graph has a single node"
 print("self-check passed: MatyasFunction agrees with the operator version, in one node")

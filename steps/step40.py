@@ -276,7 +276,11 @@ for axis in range(3):
         f"forward over axis {axis} should match F.sum"
     )
     weight = check_rng.normal(size=mine.shape)
-    assert gradient_check(lambda v, axis=axis, weight=weight: MySum(axis)(v) * weight, data), (
-        f"backward over axis {axis} is wrong: reshape gy with a 1 at the axis, then broadcast"
-    )
+    try:
+        gradient_check(lambda v, axis=axis, weight=weight: MySum(axis)(v) * weight, data)
+    except AssertionError as e:
+        raise AssertionError(
+            f"backward over axis {axis} is wrong ({e}): reshape gy with a 1 at the axis, then "
+            "broadcast"
+        ) from None
 print("self-check passed: MySum matches F.sum on every axis, and its gradient is right")

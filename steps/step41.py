@@ -255,6 +255,13 @@ assert v_first.grad.shape == (3,), (
     "their own input's shape, the first one too"
 )
 weight = check_rng.normal(size=(2, 3))
-assert gradient_check(lambda p: MyMul()(p, dz.Variable(b)) * weight, a), "x0's gradient is wrong"
-assert gradient_check(lambda q: MyMul()(dz.Variable(a), q) * weight, b), "x1's gradient is wrong"
+for which, f, at in (("x0", lambda p: MyMul()(p, dz.Variable(b)) * weight, a),
+                     ("x1", lambda q: MyMul()(dz.Variable(a), q) * weight, b)):
+    try:
+        gradient_check(f, at)
+    except AssertionError as e:
+        raise AssertionError(
+            f"{which}'s gradient is wrong ({e}): gy times the other input, summed to {which}'s "
+            "shape"
+        ) from None
 print("self-check passed: MyMul broadcasts, and each gradient comes back in its input's shape")

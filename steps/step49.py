@@ -852,7 +852,8 @@ for temperature in (0.5, 4.0):
         raise AssertionError(
             f"the gradient of MySoftmaxT({temperature}) is wrong: {e}. If backprop and the "
             "numerical gradient differ by a constant factor, redo the chain rule through "
-            "the division by T"
+            "the division by T; gy, the gradient from above (a random weight here, not 1), "
+            "multiplies y before the row sum"
         ) from None
 want = softmax_t_reference(z, 0.1)  # adding a constant to a row leaves its softmax unchanged
 try:

@@ -640,11 +640,18 @@ from dezero_like.utils import gradient_check  # noqa: E402
 
 rng = np.random.default_rng(0)
 z = rng.normal(size=(3, 4))
-gradient_check(lambda v: MyTanh()(F.exp(v) - 1.5), z)  # the input of MyTanh is computed
 h = F.exp(dz.Variable(z)) - 1.5
 y = MyTanh()(h)
+assert np.allclose(y.data, np.tanh(h.data)), "the forward should be the tanh of x, elementwise"
+weight = rng.normal(size=z.shape)  # the gradient from above, gy, is not all ones
+try:
+    gradient_check(lambda v: MyTanh()(F.exp(v) - 1.5) * weight, z)  # MyTanh's input is computed
+except AssertionError as e:
+    raise AssertionError(
+        f"MyTanh's backward is wrong ({e}): gy times the derivative of tanh, written with the "
+        "kept output; gy is the gradient arriving from the output's side (a random weight here)"
+    ) from None
 assert y.creator.inputs[0].data is None, (
     "MyTanh still holds its computed input: forward should say that it keeps no input"
 )
-assert np.allclose(y.data, np.tanh(h.data)), "the forward should be np.tanh(x)"
 print("self-check passed: MyTanh passes the gradient check keeping only its output")

@@ -12,6 +12,7 @@ namespace, as the notebook runs them, up to the exercise; then
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.util
 import io
@@ -136,6 +137,90 @@ def test_self_check_passes_with_the_solution(script, triple, tmp_path):
     assert "self-check passed" in printed, (
         f"{script.name}: with the solution, the self-check cell must print 'self-check passed'"
     )
+
+
+# --------------------------------------------------------------------------- #
+# Wrong answers a learner really writes must fail the self-check
+# --------------------------------------------------------------------------- #
+
+# "gy * f'(x)" -> "f'(x)", "gy / x" -> "1 / x": the chain rule's factor left out
+FORGOT_GY = ((re.compile(r"\bgy \* "), ""), (re.compile(r" \* gy\b"), ""),
+             (re.compile(r"\bgy / "), "1 / "))
+
+
+def _forget_gy(source):
+    for pattern, replacement in FORGOT_GY:
+        source = pattern.sub(replacement, source)
+    return source
+
+
+def _forgot_gy_params():
+    params = []
+    for p in EXERCISES:
+        script, (_, solution, _) = p.values
+        source = nbtool.split_cells(script.read_text())[solution][1]
+        if "def backward" in source and _forget_gy(source) != source:
+            params.append(p)
+    return params
+
+
+@pytest.mark.parametrize(("script", "triple"), _forgot_gy_params())
+def test_self_check_rejects_a_backward_that_forgets_gy(script, triple, tmp_path):
+    """The commonest slip in a backward: the local derivative without the factor ``gy``.
+
+    ``gradient_check(f, x)`` backprops from ``sum(f(x))``, so the ``gy`` that reaches
+    ``f`` is all ones and the slip goes unseen; the check must weigh the output
+    (``f(x) * weight``) so that ``gy`` is not ones.
+    """
+    exercise, solution, check = triple
+    np.random.seed(0)
+    step = StepRun(script, tmp_path)
+    step.run_through(exercise)
+    step.cells[solution] = ("code", _forget_gy(step.cells[solution][1]))
+    step.run(exercise)
+    step.run(solution)
+    try:
+        step.run(check)
+    except Exception as e:  # noqa: BLE001 - rejected, as it should be; the message is checked
+        if isinstance(e, AssertionError):
+            assert "gy" in str(e), (
+                f"{script.name}: the self-check rejects a backward without gy, but its message "
+                f"does not say that gy is missing: {e}")
+        return
+    pytest.fail(f"{script.name}: the self-check (cell {check}) accepts a backward that forgets "
+                "to multiply by gy: weigh the output in gradient_check (f(x) * weight), so that "
+                "the gradient arriving from above is not all ones")
+
+
+def _dead_messages(source):
+    """``assert gradient_check(...), "hint"``: gradient_check raises its own error, so the
+    hint never shows."""
+    dead = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Assert) and node.msg is not None
+                and isinstance(node.test, ast.Call)):
+            func = node.test.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "gradient_check":
+                dead.append(node.lineno)
+    return dead
+
+
+@pytest.mark.parametrize(("script", "triple"), EXERCISES)
+def test_check_messages_can_be_seen(script, triple):
+    check = nbtool.exercise_role(nbtool.split_cells(script.read_text())[triple[2]][1])[1]
+    dead = _dead_messages(check)
+    assert not dead, (
+        f"{script.name}: the self-check's line {dead[0]} is 'assert gradient_check(...), hint'; "
+        "gradient_check raises its own AssertionError when the gradients differ, so the hint "
+        "never shows: catch that error and raise one that adds the hint"
+    )
+
+
+def test_dead_message_finder_sees_the_pattern():
+    assert _dead_messages("assert gradient_check(f, x), 'hint'") == [1]
+    assert _dead_messages("assert dz.utils.gradient_check(f, x), (\n    'hint')") == [1]
+    assert _dead_messages("assert gradient_check(f, x)") == []
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
