@@ -970,17 +970,23 @@ rng = np.random.default_rng(0)
 maps = rng.standard_normal((2, 3, 4, 5))
 bias = rng.standard_normal(3)
 weights = rng.standard_normal((2, 3, 4, 5))  # makes every gradient element different
-gradient_check(lambda bb: AddBias()(maps, bb) * weights, bias)
-gradient_check(lambda yy: AddBias()(yy, bias) * weights, maps)
 x_in = rng.standard_normal((2, 2, 5, 6))
 W_in = rng.standard_normal((3, 2, 3, 3))
 b_mine = dz.Variable(bias.copy())
 b_pkg = dz.Variable(bias.copy())
 y_nob = Fc.conv2d(x_in, W_in, None, stride=1, pad=0).data
-F.sum(AddBias()(y_nob, b_mine) * weights[:, :, :3, :4]).backward()
-F.sum(Fc.conv2d(x_in, W_in, b_pkg, stride=1, pad=0) * weights[:, :, :3, :4]).backward()
-assert np.allclose(b_mine.grad.data, b_pkg.grad.data), (
+y_mine = AddBias()(y_nob, b_mine)
+y_pkg = Fc.conv2d(x_in, W_in, b_pkg, stride=1, pad=0)
+assert y_mine.shape == y_pkg.shape and np.allclose(y_mine.data, y_pkg.data), (
+    "the forward differs from conv2d's with its bias: channel c of every sample and position "
+    "gets b[c] added (b needs a 4-d shape whose only axis longer than 1 is the channel axis)"
+)
+F.sum(y_mine * weights[:, :, :3, :4]).backward()
+F.sum(y_pkg * weights[:, :, :3, :4]).backward()
+assert np.shape(b_mine.grad.data) == (3,) and np.allclose(b_mine.grad.data, b_pkg.grad.data), (
     f"bias gradient {b_mine.grad.data} differs from conv2d's {b_pkg.grad.data}: "
     "each bias element should gather gy from every sample and position of its channel"
 )
+gradient_check(lambda bb: AddBias()(maps, bb) * weights, bias)
+gradient_check(lambda yy: AddBias()(yy, bias) * weights, maps)
 print("self-check passed: AddBias passes the gradient check and matches conv2d's bias gradient")

@@ -1342,8 +1342,9 @@ class MyIm2col(Function):
 rng_check = np.random.default_rng(0)
 x_small = rng_check.standard_normal((2, 2, 5, 5))
 w_cols = rng_check.standard_normal(Fc.im2col_array(x_small, 3, 2, 1).shape)
-gradient_check(lambda v: MyIm2col(3, 2, 1)(v) * w_cols, x_small)
-assert np.allclose(MyIm2col(3, 2, 1)(x_small).data, Fc.im2col(x_small, 3, 2, 1).data), (
+cols = MyIm2col(3, 2, 1)(x_small).data
+assert cols.shape == w_cols.shape and np.allclose(cols, Fc.im2col(x_small, 3, 2, 1).data), (
     "the forward differs from Fc.im2col: use Fc.im2col_array with to_matrix left at True"
 )
+gradient_check(lambda v: MyIm2col(3, 2, 1)(v) * w_cols, x_small)
 print("self-check passed: MyIm2col passes the gradient check (its backward is col2im)")

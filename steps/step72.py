@@ -734,6 +734,10 @@ for p, q, g, a in zip(mine, ref, old, grad_arrays):
         "change a gradient in place (it may be shared)"
     )
     assert np.allclose(p.grad.data, q.grad.data), "each parameter should get its own mean back"
+    assert not p.grad.requires_grad, (
+        "the mean should be a constant Variable (requires_grad=False, step 63), as the package's "
+        "method gives: it is a number the processes agreed on, not the result of a graph"
+    )
     assert np.allclose(g + 0.5, p.grad.data) and not np.shares_memory(g, p.grad.data), (
         "give each parameter a new Variable holding the mean"
     )

@@ -192,6 +192,40 @@ def test_self_check_rejects_a_backward_that_forgets_gy(script, triple, tmp_path)
                 "the gradient arriving from above is not all ones")
 
 
+# Wrong answers a learner writes, and the words the self-check's message must say about each:
+# (step, exercise, text of the solution, the mistake in its place, words of the message).
+# The message is the one written for that mistake, not gradient_check's generic one.
+KNOWN_MISTAKES = [
+    ("step48", 2, "np.add.at(gx, self.slices, gy)", "gx[self.slices] += gy", "repeated-index"),
+    ("step57", 2, "F.sum(gy, axis=(0, 2, 3))", "F.sum(gy, axis=(0, 2, 3)) / gy.shape[0]",
+     "every sample and position"),
+    ("step58", 2, "self.pad)\n", "self.pad, to_matrix=False)\n", "differs from Fc.im2col"),
+    ("step66", 2, ".log(x)", ".log10(x)", "forward differs from F.log"),
+    ("step72", 2, "Variable(g, requires_grad=False)", "Variable(g)", "constant Variable"),
+]
+
+
+@pytest.mark.parametrize(("stem", "number", "right", "wrong", "said"), KNOWN_MISTAKES,
+                         ids=[f"{m[0]}-exercise{m[1]}-{m[4]}" for m in KNOWN_MISTAKES])
+def test_self_check_names_a_known_mistake(stem, number, right, wrong, said, tmp_path):
+    script = ROOT / "steps" / f"{stem}.py"
+    exercise, solution, check = nbtool.exercises(nbtool.split_cells(script.read_text()))[number - 1]
+    np.random.seed(0)
+    step = StepRun(script, tmp_path)
+    step.run_through(exercise)
+    source = step.cells[solution][1]
+    assert right in source, f"{stem}: the solution no longer holds {right!r}; update this table"
+    step.cells[solution] = ("code", source.replace(right, wrong, 1))
+    step.run(exercise)
+    step.run(solution)
+    with pytest.raises(AssertionError) as caught:
+        step.run(check)
+    assert said in str(caught.value), (
+        f"{stem}: the self-check rejects {wrong!r}, but says {str(caught.value)[:300]!r} instead "
+        f"of the message written for that mistake ({said!r})"
+    )
+
+
 def _dead_messages(source):
     """``assert gradient_check(...), "hint"``: gradient_check raises its own error, so the
     hint never shows."""
