@@ -562,13 +562,17 @@ print("both graphs give the same gradient (c**100):", same,
 #    of 20 `sin` calls keeps after forward; then write `sin_chain(x, n)`, which
 #    applies `F.sin` `n` times and returns the result, and let the self-check
 #    measure it with `tracemalloc`.
-# 2. **Implement then test: keep only what backward reads.** Write `MyTanh`.
-#    The derivative of $\tanh$ is $1 - y^2$: it reads the *output* only. So
-#    `forward` tells the function to keep no input but to keep its one
-#    output (the two `retain_` methods of this step), and `backward` reads
-#    `y` back from what was kept, not from `self.inputs`. The self-check runs
-#    `gradient_check`, and verifies that the input of a `MyTanh` that was
-#    computed by another function is a data-less stand-in.
+# 2. **Implement then test: keep only what backward reads.** Steps 25 and 35
+#    wrote tanh and the sigmoid, whose derivatives are written with their
+#    output. Write `MySoftplus`, $y = \log(1 + e^x)$ (a smooth ReLU), the same
+#    way. Its derivative is the sigmoid $\sigma(x) = e^x / (1 + e^x)$; write it
+#    with the output alone (what is $e^y$?), so that `forward` keeps no input
+#    but its one output (`retain_inputs` and `retain_outputs`), and `backward`
+#    reads `y` back from what was kept, not from `self.inputs`. (NumPy's
+#    `logaddexp(a, b)` is $\log(e^a + e^b)$ without overflow.) The self-check
+#    compares the forward with NumPy, runs `gradient_check`, and verifies that
+#    the input of a `MySoftplus` that was computed by another function is a
+#    data-less stand-in.
 
 # %%
 #| exercise
@@ -611,28 +615,28 @@ print("self-check passed: each sin keeps its input, so the chain keeps one array
 
 # %%
 #| exercise
-class MyTanh(dz.Function):
+class MySoftplus(dz.Function):
     def forward(self, x):
         raise NotImplementedError(
-            "Exercise (step 69): tanh of x, keeping the output and no input for backward"
+            "Exercise (step 69): log(1 + e^x), keeping the output and no input for backward"
         )
 
     def backward(self, gy):
         raise NotImplementedError(
-            "Exercise (step 69): gy times the derivative of tanh, from the kept output"
+            "Exercise (step 69): gy times the sigmoid of x, written with the kept output y"
         )
 
 # %%
 #| solution
-class MyTanh(dz.Function):
+class MySoftplus(dz.Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
-        return np.tanh(x)
+        return np.logaddexp(0.0, x)
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
-        return gy * (1 - y * y)
+        return gy * (1 - F.exp(-y))  # e^y = 1 + e^x, so sigmoid(x) = 1 - e^-y
 
 # %%
 #| check
@@ -641,17 +645,25 @@ from dezero_like.utils import gradient_check  # noqa: E402
 rng = np.random.default_rng(0)
 z = rng.normal(size=(3, 4))
 h = F.exp(dz.Variable(z)) - 1.5
-y = MyTanh()(h)
-assert np.allclose(y.data, np.tanh(h.data)), "the forward should be the tanh of x, elementwise"
+y = MySoftplus()(h)
+assert np.allclose(y.data, np.log1p(np.exp(h.data))), (
+    "the forward should be log(1 + e^x), elementwise"
+)
 weight = rng.normal(size=z.shape)  # the gradient from above, gy, is not all ones
 try:
-    gradient_check(lambda v: MyTanh()(F.exp(v) - 1.5) * weight, z)  # MyTanh's input is computed
+    gradient_check(lambda v: MySoftplus()(F.exp(v) - 1.5) * weight, z)  # the input is computed
 except AssertionError as e:
     raise AssertionError(
-        f"MyTanh's backward is wrong ({e}): gy times the derivative of tanh, written with the "
-        "kept output; gy is the gradient arriving from the output's side (a random weight here)"
+        f"MySoftplus's backward is wrong ({e}): gy times the sigmoid of x, written with the kept "
+        "output (e^y = 1 + e^x); gy is the gradient arriving from the output's side (a random "
+        "weight here, not 1)"
+    ) from None
+except (TypeError, AttributeError) as e:
+    raise AssertionError(
+        f"MySoftplus's backward failed ({e}): an input that forward does not keep is a "
+        "stand-in without data; read y back with get_retained_outputs, not x from self.inputs"
     ) from None
 assert y.creator.inputs[0].data is None, (
-    "MyTanh still holds its computed input: forward should say that it keeps no input"
+    "MySoftplus still holds its computed input: forward should say that it keeps no input"
 )
-print("self-check passed: MyTanh passes the gradient check keeping only its output")
+print("self-check passed: MySoftplus passes the gradient check keeping only its output")

@@ -201,6 +201,8 @@ KNOWN_MISTAKES = [
      "every sample and position"),
     ("step58", 2, "self.pad)\n", "self.pad, to_matrix=False)\n", "differs from Fc.im2col"),
     ("step66", 2, ".log(x)", ".log10(x)", "forward differs from F.log"),
+    ("step69", 2, "(y,) = self.get_retained_outputs()\n        return gy * (1 - F.exp(-y))",
+     "(x,) = self.inputs\n        return gy * F.sigmoid(x)", "get_retained_outputs"),
     ("step72", 2, "Variable(g, requires_grad=False)", "Variable(g)", "constant Variable"),
 ]
 
