@@ -251,6 +251,9 @@ def _bn_settings(owner, decay, eps):
         hint = ("the number of channels is not an argument here: BatchNorm takes it from the "
                 "first batch, so PyTorch's BatchNorm1d(16) is L.BatchNorm(); " + hint)
     eps_hint = "eps keeps 1 / sqrt(var + eps) finite for a channel of constant values"
+    if owner == "batch_norm" and isinstance(decay, (bool, np.bool_)):
+        hint = ("PyTorch's F.batch_norm takes training as its sixth argument; here it is "
+                "decay, and training is the mode: dezero_like.test_mode() for evaluation. " + hint)
     for name, value, why in (("decay", decay, hint), ("eps", eps, eps_hint)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             raise TypeError(f"{owner}: {name} must be a number, got {value!r} "
@@ -268,7 +271,10 @@ def _bn_checked(x, mean, var, decay, eps):
         if isinstance(stat, Variable):  # mean *= decay would make a new Variable, and the
             raise TypeError(            # caller's statistics would never move
                 f"batch_norm: the running {name} must be an array, updated in place, got a "
-                f"Variable; pass {name}.data (the BatchNorm layer passes its own arrays)")
+                "Variable. The order is the book's, batch_norm(x, gamma, beta, mean, var); "
+                "PyTorch's F.batch_norm(x, running_mean, running_var, weight, bias) puts the "
+                f"running statistics first. If it is your running {name}, pass {name}.data "
+                "(the BatchNorm layer passes its own arrays)")
     x = as_variable(x)
     axes, shape = _bn_axes(x)
     xp = cuda.get_array_module(x)
