@@ -1,0 +1,87 @@
+"""A seventh sweep against PyTorch: empty batches, ties, infinities, integers and geometry.
+
+Throwaway scripts compared values, dtypes, gradients (the plain backward and the one with
+``create_graph``) and second derivatives with PyTorch for empty batches (N = 0) through every
+function that takes a batch, activations and losses at +-inf and nan, logits at the edge of
+each float type, max and average pooling with ties, stride, odd sizes, padding and
+rectangular kernels, convolutions of the same shapes, softmax along size-1 and negative axes,
+broadcast gradients, integer inputs, float16 through every function, embeddings with repeated
+ids, and the optimizers over five steps with skipped gradients and weight decay. One
+mismatch: batch norm in training refused an empty batch (test below, failed before the fix
+in step 58). The rest keep the strongest of the cases that agreed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.functions as F
+import dezero_like.functions_conv as Fc
+import dezero_like.layers as L
+import dezero_like.optimizers as O
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is not installed: the oracle tests need it (pip install torch)"
+)
+tF = torch.nn.functional
+
+TOL = {np.float16: dict(rtol=1e-3, atol=1e-3), np.float32: dict(rtol=1e-5, atol=1e-6),
+       np.float64: dict(rtol=1e-10, atol=1e-12)}
+TORCH_DTYPE = {np.float16: torch.float16, np.float32: torch.float32,
+               np.float64: torch.float64}
+
+
+# ---- fixed here ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
+                         ids=["f16", "f32", "f64"])
+@pytest.mark.parametrize("create_graph", [False, True], ids=["plain", "graph"])
+@pytest.mark.parametrize("fn", ["batch_norm", "batch_norm_simple"])
+@pytest.mark.parametrize("shape", [(0, 3), (0, 3, 2, 2), (2, 3, 0)], ids=str)
+def test_batch_norm_in_training_passes_an_empty_batch_as_torch(shape, fn, create_graph, dtype):
+    """An empty batch has nothing to normalise: PyTorch returns it empty, leaves the running
+    statistics alone and gives gamma and beta zero gradients. batch_norm refused it with
+    "needs more than one value per channel ... perhaps 1", the advice for a batch of one."""
+    C = shape[1]
+    gamma, beta = np.linspace(0.5, 2, C).astype(dtype), np.linspace(-1, 1, C).astype(dtype)
+    mean, var = np.full(C, 0.25, dtype), np.full(C, 4.0, dtype)
+    x, g, b = dz.Variable(np.ones(shape, dtype)), dz.Variable(gamma), dz.Variable(beta)
+    y = getattr(Fc, fn)(x, g, b, mean, var, eps=1e-5)
+    F.sum(y * 2.0).backward(create_graph=create_graph)
+
+    tx = torch.ones(shape, dtype=TORCH_DTYPE[dtype], requires_grad=True)
+    tg, tb = (torch.tensor(a, requires_grad=True) for a in (gamma, beta))
+    tmean, tvar = torch.tensor(np.full(C, 0.25, dtype)), torch.tensor(np.full(C, 4.0, dtype))
+    ty = tF.batch_norm(tx, tmean, tvar, tg, tb, training=True, eps=1e-5)
+    (ty * 2.0).sum().backward()
+
+    assert y.shape == tuple(ty.shape) and y.dtype == dtype
+    np.testing.assert_array_equal(mean, tmean.numpy())  # unchanged: no nan from 0 / 0
+    np.testing.assert_array_equal(var, tvar.numpy())
+    assert x.grad.shape == shape and x.grad.dtype == dtype
+    for ours, theirs in ((g, tg), (b, tb)):
+        assert ours.grad.dtype == dtype
+        np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
+
+
+def test_batch_norm_layer_built_by_an_empty_batch_then_trains_as_torch():
+    """The lazy layer takes its channels from an empty first batch and its running
+    statistics stay at 0 and 1 until a real batch moves them, as BatchNorm2d's."""
+    ours = L.BatchNorm(decay=0.9, eps=1e-5)
+    theirs = torch.nn.BatchNorm2d(3, eps=1e-5, momentum=0.1, dtype=torch.float64)
+    x = np.random.default_rng(0).standard_normal((2, 3, 2, 2))
+    for batch in (np.ones((0, 3, 2, 2)), x):
+        y = ours(batch)
+        np.testing.assert_allclose(y.data, theirs(torch.tensor(batch)).detach().numpy(),
+                                   **TOL[np.float64])
+    np.testing.assert_allclose(ours.avg_mean.data, theirs.running_mean.numpy(), **TOL[np.float64])
+    np.testing.assert_allclose(ours.avg_var.data, theirs.running_var.numpy(), **TOL[np.float64])
+
+
+def test_batch_norm_still_refuses_one_value_per_channel_as_torch():
+    with pytest.raises(ValueError, match="more than one value per channel"):
+        Fc.batch_norm(np.ones((1, 3)), np.ones(3), np.zeros(3), np.zeros(3), np.ones(3))
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        tF.batch_norm(torch.ones(1, 3), torch.zeros(3), torch.ones(3), training=True)
