@@ -225,11 +225,11 @@ def _bn_axes(x):
 # outside the graph (the variance with the unbiased factor $m/(m-1)$). In test mode it uses them
 # instead of the batch's statistics, and so does an empty batch in training (no examples: no
 # statistics to take), which comes back empty and leaves them as they were, as in PyTorch. A
-# single value per channel is refused: its variance is 0. `_bn_settings` refuses a `decay` outside $[0, 1)$ and an
-# `eps` that is not positive: the running statistics move by `decay * old + (1 - decay) * new`,
-# where PyTorch writes `momentum` for the weight of the new value (its `momentum=0.1` is
-# `decay=0.9`). `_bn_checked` holds the checks on the arguments that the package's
-# `batch_norm`, below, shares.
+# single value per channel is refused: its variance is 0. `_bn_settings` refuses a `decay`
+# outside $[0, 1)$ and an `eps` that is not positive: the running statistics move by
+# `decay * old + (1 - decay) * new`, where PyTorch writes `momentum` for the weight of the new
+# value (its `momentum=0.1` is `decay=0.9`). `_bn_checked` holds the checks on the arguments
+# that the package's `batch_norm`, below, shares.
 
 # %%
 #| export dezero_like/functions_conv.py

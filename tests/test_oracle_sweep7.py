@@ -20,7 +20,6 @@ import dezero_like as dz
 import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
 import dezero_like.layers as L
-import dezero_like.optimizers as O
 
 torch = pytest.importorskip(
     "torch", reason="PyTorch is not installed: the oracle tests need it (pip install torch)"
