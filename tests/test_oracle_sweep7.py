@@ -20,6 +20,7 @@ import dezero_like as dz
 import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
 import dezero_like.layers as L
+import dezero_like.optimizers as O
 
 torch = pytest.importorskip(
     "torch", reason="PyTorch is not installed: the oracle tests need it (pip install torch)"
@@ -148,3 +149,142 @@ def test_float16_sums_are_added_in_float32_as_torch(name):
     assert np.all(np.abs(y - yt.astype(np.float64)) <= spacing), (
         f"{name}: {y} against PyTorch's {yt}")  # a float32 sum in another order may round
     #                                             the other way: one spacing at most
+
+
+# ---- edges where the two agree ---------------------------------------------------------------
+
+from test_oracle_second_order import _assert_same, _run  # noqa: E402 - the shared harnesses
+from test_oracle_sweep6 import _compare  # noqa: E402
+
+DTYPES = pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+INF, NAN = np.inf, np.nan
+SPECIAL = np.array([-INF, -1e30, -1.0, -0.0, 0.0, 1.0, 1e30, INF, NAN])
+POS_INF_LOGITS = np.array([[INF, 0.0, 1.0], [INF, INF, 0.0], [-INF, -INF, -INF], [NAN, 0.0, 1.0]])
+TIES = np.array([[[[1.0, 1, 2, 2, 0], [1, 1, 2, 2, 0], [3, 3, 3, 0, 3], [0, 3, 3, 3, 3],
+                   [1, 1, 1, 1, 1]]]])  # ties inside windows and across overlapping ones
+
+
+def _r(*shape):
+    return np.random.default_rng(sum(shape) + 7).standard_normal(shape)
+
+
+def _empty(*shape):
+    return np.ones(shape)
+
+
+def _mse_theirs(a, b):
+    return ((a - b) ** 2).sum() / a.shape[0]
+
+
+EDGES = {
+    # empty batches: the losses are nan (a mean of nothing), every gradient is empty
+    "softmax_cross_entropy_N0": (lambda v: F.softmax_cross_entropy(v, np.zeros(0, int)),
+                                 lambda t: tF.cross_entropy(t, torch.zeros(0, dtype=torch.long)),
+                                 [_empty(0, 3)]),
+    "sigmoid_cross_entropy_N0": (lambda v: F.sigmoid_cross_entropy(v, np.zeros(0, v.dtype)),
+                                 lambda t: tF.binary_cross_entropy_with_logits(
+                                     t, torch.zeros(0, dtype=t.dtype)), [_empty(0)]),
+    "mean_squared_error_N0": (F.mean_squared_error, _mse_theirs, [_empty(0, 2), _empty(0, 2)]),
+    "log_softmax_N0": (lambda v: F.log_softmax(v, axis=1), lambda t: torch.log_softmax(t, 1),
+                       [_empty(0, 3)]),
+    "linear_N0": (F.linear, lambda x, W, b: x @ W + b, [_empty(0, 3), _r(3, 2), _r(2)]),
+    "conv2d_N0": (lambda x, W, b: F.conv2d(x, W, b, 2, 1),
+                  lambda x, W, b: tF.conv2d(x, W, b, 2, 1),
+                  [_empty(0, 2, 5, 5), _r(3, 2, 3, 3), _r(3)]),
+    "deconv2d_N0": (lambda x, W, b: F.deconv2d(x, W, b, 2, 1),
+                    lambda x, W, b: tF.conv_transpose2d(x, W, b, 2, 1),
+                    [_empty(0, 2, 3, 3), _r(2, 3, 3, 3), _r(3)]),
+    "average_pooling_N0": (lambda x: F.average_pooling(x, 2), lambda x: tF.avg_pool2d(x, 2),
+                           [_empty(0, 2, 4, 4)]),
+    "mean_over_empty_axis": (lambda v: F.mean(v, axis=0), lambda t: t.mean(0), [_empty(0, 3)]),
+    "max_along_axis_of_N0": (lambda v: F.max(v, axis=1), lambda t: t.amax(1), [_empty(0, 3)]),
+    # +-inf and nan through the activations, softmax and the losses
+    "relu_special": (F.relu, torch.relu, [SPECIAL]),
+    "leaky_relu_special": (lambda v: F.leaky_relu(v, 0.01), tF.leaky_relu, [SPECIAL]),
+    "sigmoid_special": (F.sigmoid, torch.sigmoid, [SPECIAL]),
+    "tanh_special": (F.tanh, torch.tanh, [SPECIAL]),
+    "exp_special": (F.exp, torch.exp, [SPECIAL]),
+    "clip_special": (lambda v: F.clip(v, -1.0, 1.0), lambda t: torch.clamp(t, -1.0, 1.0),
+                     [SPECIAL]),
+    "softmax_pos_inf": (lambda v: F.softmax(v, axis=1), lambda t: torch.softmax(t, 1),
+                        [POS_INF_LOGITS]),
+    "log_softmax_pos_inf": (lambda v: F.log_softmax(v, axis=1),
+                            lambda t: torch.log_softmax(t, 1), [POS_INF_LOGITS]),
+    "softmax_cross_entropy_pos_inf": (
+        lambda v: F.softmax_cross_entropy(v, np.array([0, 2, 1])),
+        lambda t: tF.cross_entropy(t, torch.tensor([0, 2, 1])),
+        [np.array([[INF, 0.0, 1.0], [INF, 0.0, 0.0], [-INF, 0.0, 1.0]])]),
+    "sigmoid_cross_entropy_inf": (
+        lambda v: F.sigmoid_cross_entropy(v, np.array([1.0, 0, 1, 0], v.dtype)),
+        lambda t: tF.binary_cross_entropy_with_logits(
+            t, torch.tensor([1.0, 0, 1, 0], dtype=t.dtype)), [np.array([INF, INF, -INF, -INF])]),
+    # softmax along size-1 and negative axes
+    "softmax_size_1_axis": (lambda v: F.softmax(v, axis=1), lambda t: torch.softmax(t, 1),
+                            [_r(4, 1)]),
+    "log_softmax_axis_minus_2": (lambda v: F.log_softmax(v, axis=-2),
+                                 lambda t: torch.log_softmax(t, -2), [_r(2, 4, 3)]),
+    "softmax_cross_entropy_one_class": (
+        lambda v: F.softmax_cross_entropy(v, np.zeros(4, int)),
+        lambda t: tF.cross_entropy(t, torch.zeros(4, dtype=torch.long)), [_r(4, 1)]),
+    # max and average pooling with ties, stride, odd sizes, padding, rectangular kernels
+    "pooling_ties_2_1_0": (lambda x: F.pooling(x, 2, 1, 0), lambda x: tF.max_pool2d(x, 2, 1, 0),
+                           [TIES]),
+    "pooling_ties_3_2_1": (lambda x: F.pooling(x, 3, 2, 1), lambda x: tF.max_pool2d(x, 3, 2, 1),
+                           [TIES]),
+    "pooling_ties_4_3_2": (lambda x: F.pooling(x, 4, 3, 2), lambda x: tF.max_pool2d(x, 4, 3, 2),
+                           [TIES]),
+    "pooling_ties_rect": (lambda x: F.pooling(x, (3, 2), (1, 2), (1, 0)),
+                          lambda x: tF.max_pool2d(x, (3, 2), (1, 2), (1, 0)), [TIES]),
+    "average_pooling_3_2_1": (lambda x: F.average_pooling(x, 3, 2, 1),
+                              lambda x: tF.avg_pool2d(x, 3, 2, 1), [TIES]),
+    "average_pooling_rect": (lambda x: F.average_pooling(x, (3, 2), (1, 2), (1, 0)),
+                             lambda x: tF.avg_pool2d(x, (3, 2), (1, 2), (1, 0)), [TIES]),
+    # convolutions: a kernel larger than the padded image's stride, 1x1 with stride, odd sizes
+    "conv2d_1x1_stride_2": (lambda x, W, b: F.conv2d(x, W, b, 2, 0),
+                            lambda x, W, b: tF.conv2d(x, W, b, 2, 0),
+                            [_r(2, 3, 5, 5), _r(4, 3, 1, 1), _r(4)]),
+    "conv2d_odd_rect": (lambda x, W, b: F.conv2d(x, W, b, (3, 2), (2, 1)),
+                        lambda x, W, b: tF.conv2d(x, W, b, (3, 2), (2, 1)),
+                        [_r(2, 3, 6, 9), _r(4, 3, 2, 4), _r(4)]),
+    "conv2d_one_pixel_pad_1": (lambda x, W, b: F.conv2d(x, W, b, 1, 1),
+                               lambda x, W, b: tF.conv2d(x, W, b, 1, 1),
+                               [_r(2, 3, 1, 1), _r(4, 3, 3, 3), _r(4)]),
+    "deconv2d_odd_rect": (lambda x, W, b: F.deconv2d(x, W, b, (3, 2), (2, 1)),
+                          lambda x, W, b: tF.conv_transpose2d(x, W, b, (3, 2), (2, 1)),
+                          [_r(2, 3, 6, 9), _r(3, 4, 2, 4), _r(4)]),
+    "deconv2d_1x3": (lambda x, W, b: F.deconv2d(x, W, b, 1, (0, 1)),
+                     lambda x, W, b: tF.conv_transpose2d(x, W, b, 1, (0, 1)),
+                     [_r(2, 3, 3, 8), _r(3, 4, 1, 3), _r(4)]),
+}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf - inf, means of nothing
+@DTYPES
+@pytest.mark.parametrize("name", sorted(EDGES))
+def test_edge_matches_torch(name, dtype):
+    ours, theirs, arrays = EDGES[name]
+    _compare(ours, theirs, [a.astype(dtype) for a in arrays], dtype)
+
+
+# ---- optimizers: a parameter without a gradient, weight decay ----------------------------------
+
+OPTIMIZERS = {
+    "MomentumSGD": (lambda: O.MomentumSGD(lr=0.1, momentum=0.9),
+                    lambda p, wd: torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=wd)),
+    "AdaGrad": (lambda: O.AdaGrad(lr=0.1, eps=1e-10),
+                lambda p, wd: torch.optim.Adagrad(p, lr=0.1, eps=1e-10, weight_decay=wd)),
+    "AdaDelta": (lambda: O.AdaDelta(rho=0.9, eps=1e-6),
+                 lambda p, wd: torch.optim.Adadelta(p, lr=1.0, rho=0.9, eps=1e-6,
+                                                    weight_decay=wd)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+@pytest.mark.parametrize("skip, decay", [(2, 0.0), (None, 0.1)], ids=["skip", "decay"])
+def test_optimizers_skip_a_missing_gradient_and_decay_as_torch(name, skip, decay):
+    """Five steps from the same weights and gradients: a parameter without a gradient at one
+    step keeps its weights and state (PyTorch skips it), and the WeightDecay hook is
+    torch.optim's weight_decay."""
+    ours, theirs = OPTIMIZERS[name]
+    hooks = [O.WeightDecay(decay)] if decay else []
+    _assert_same(_run(ours(), lambda p: theirs(p, decay), skip=skip, hooks=hooks))
