@@ -537,7 +537,7 @@ def _backward_arrays(self, g, x, W, needs):
         return gx, gW
     if not needs[2]:
         return gx, gW, None
-    if len(self.b_shape) != 1:
+    if len(self.b_shape) != 1 or g.dtype == np.float16:  # sum_to adds float16 in float32
         gb = utils.sum_to(g, self.b_shape)
     elif _raw_gpu(g) and g.flags.c_contiguous and len(g) <= 512:
         from dezero_like import cuda_kernels
