@@ -118,6 +118,10 @@ def ours(sizes, x, t, gpu):
 
 def by_hand(sizes, x, t, xp, fused=False):
     params = [(xp.asarray(W), xp.asarray(b)) for W, b in init_weights(sizes)]
+    if fused and (t.dtype != np.int64 or t.min() < 0 or t.max() >= sizes[-1]):
+        # the fused loss kernel reads labels as 64-bit ints and indexes a row with them unchecked
+        raise ValueError(f"the fused column needs int64 labels in [0, {sizes[-1]}), got "
+                         f"{t.dtype} labels from {t.min()} to {t.max()}")
     k = kernels(xp) if fused else None
 
     def step(xb, tb):

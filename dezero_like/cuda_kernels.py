@@ -140,18 +140,21 @@ RAW_CHARS = "".join(np.dtype(name).char for name in RAW_DTYPES)
 def _raw(name, dtype, code=None):
     """Kernel ``name`` for ``dtype`` of the CUDA C ``code`` (``_RAW`` by default).
 
-    Looked up once and kept in ``_built``: CuPy's ``get_function`` makes a new
-    kernel object on every call, microseconds of Python per launch.
+    Looked up once per GPU and kept in ``_built``: CuPy's ``get_function`` makes a
+    new kernel object on every call, microseconds of Python per launch. The key
+    holds the current device, because a function looked up on one GPU is loaded
+    there and cannot be launched on another.
     """
+    import cupy
+
     code = _RAW if code is None else code
-    key = (name, dtype.itemsize, code)
+    device = cupy.cuda.runtime.getDevice()
+    key = (name, dtype.itemsize, code, device)
     kernel = _built.get(key)
     if kernel is None:
-        import cupy
-
-        module = _built.get(code)
+        module = _built.get((code, device))
         if module is None:
-            module = _built[code] = cupy.RawModule(code=code)
+            module = _built[code, device] = cupy.RawModule(code=code)
         kernel = _built[key] = module.get_function(f"{name}_f{dtype.itemsize * 8}")
     return kernel
 

@@ -193,6 +193,9 @@ class Sum(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.x_shape = x.shape
+        if x.dtype == np.float16:  # added up in float16, 2000 numbers near 0.1 came out 3 % off;
+            y = x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.float32)  # PyTorch adds
+            return y.astype(np.float16)  # them up in float32 and rounds once, and so do we
         return x.sum(axis=self.axis, keepdims=self.keepdims)
 
     def backward(self, gy):
@@ -640,7 +643,7 @@ class Linear(Function):
             return gx, gW
         if not needs[2]:
             return gx, gW, None
-        if len(self.b_shape) != 1:
+        if len(self.b_shape) != 1 or g.dtype == np.float16:  # sum_to adds float16 in float32
             gb = utils.sum_to(g, self.b_shape)
         elif _raw_gpu(g) and g.flags.c_contiguous and len(g) <= 512:
             from dezero_like import cuda_kernels

@@ -605,6 +605,9 @@ def _bn_settings(owner, decay, eps):
         hint = ("the number of channels is not an argument here: BatchNorm takes it from the "
                 "first batch, so PyTorch's BatchNorm1d(16) is L.BatchNorm(); " + hint)
     eps_hint = "eps keeps 1 / sqrt(var + eps) finite for a channel of constant values"
+    if owner == "batch_norm" and isinstance(decay, (bool, np.bool_)):
+        hint = ("PyTorch's F.batch_norm takes training as its sixth argument; here it is "
+                "decay, and training is the mode: dezero_like.test_mode() for evaluation. " + hint)
     for name, value, why in (("decay", decay, hint), ("eps", eps, eps_hint)):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             raise TypeError(f"{owner}: {name} must be a number, got {value!r} "
@@ -622,7 +625,10 @@ def _bn_checked(x, mean, var, decay, eps):
         if isinstance(stat, Variable):  # mean *= decay would make a new Variable, and the
             raise TypeError(            # caller's statistics would never move
                 f"batch_norm: the running {name} must be an array, updated in place, got a "
-                f"Variable; pass {name}.data (the BatchNorm layer passes its own arrays)")
+                "Variable. The order is the book's, batch_norm(x, gamma, beta, mean, var); "
+                "PyTorch's F.batch_norm(x, running_mean, running_var, weight, bias) puts the "
+                f"running statistics first. If it is your running {name}, pass {name}.data "
+                "(the BatchNorm layer passes its own arrays)")
     x = as_variable(x)
     axes, shape = _bn_axes(x)
     xp = cuda.get_array_module(x)
@@ -642,7 +648,7 @@ def _bn_checked(x, mean, var, decay, eps):
                 f"shape {tuple(x.shape)}: there are no batch statistics to take; the layer "
                 "before it must give at least one channel")
         m = x.size // x.shape[1]
-        if m < 2:  # the variance of one value is 0: y would be beta, whatever x is
+        if m == 1:  # the variance of one value is 0: y would be beta, whatever x is
             raise ValueError(
                 f"batch_norm in training needs more than one value per channel, got input "
                 f"of shape {tuple(x.shape)}; use a batch of at least 2 (a DataLoader's last "
@@ -703,7 +709,7 @@ def batch_norm_simple(x, gamma, beta, mean, var, decay=0.9, eps=2e-5):
         return _bn_float16(batch_norm_simple, x, gamma, beta, mean, var, decay, eps)
     gamma = F.reshape(as_variable(gamma), shape)
     beta = F.reshape(as_variable(beta), shape)
-    if Config.train:
+    if Config.train and x.size:  # an empty batch, as PyTorch's: no statistics to take or move
         m = x.size // x.shape[1]
         mu, var_b, _, xhat = _bn_batch_stats(x, axes, m, eps)
         _bn_move_running(mean, var, mu.data, var_b.data, m, decay)
@@ -742,7 +748,9 @@ class BatchNorm(Function):
     def forward(self, x, gamma, beta):
         self.retain_inputs((0, 1))  # x for a recorded backward, gamma for dx; not beta
         axes, shape = _bn_axes(x)
-        self.axes, self.shape, self.train = axes, shape, Config.train
+        # an empty batch takes the test-mode path, as in PyTorch: it comes back empty, the
+        # running statistics stay (0 / 0 would make them nan) and gamma and beta get zeros
+        self.axes, self.shape, self.train = axes, shape, Config.train and x.size > 0
         self.gamma_shape, self.beta_shape = gamma.shape, beta.shape
         if x.dtype.kind in "biu":  # integer pixels are normalised in float64
             x = x.astype(np.float64)

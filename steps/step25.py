@@ -61,7 +61,10 @@ def sum_to(x, shape):
     lead = x.ndim - ndim
     lead_axes = tuple(range(lead))
     axes = tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
-    y = x.sum(lead_axes + axes, keepdims=True)
+    if x.dtype == np.float16:  # added up in float32 and rounded once, as Sum.forward below
+        y = x.sum(lead_axes + axes, keepdims=True, dtype=np.float32).astype(np.float16)
+    else:
+        y = x.sum(lead_axes + axes, keepdims=True)
     if lead > 0:
         y = y.reshape(y.shape[lead:])
     if y.shape != shape:  # shape is not one that x could have been broadcast from
@@ -580,6 +583,9 @@ class Sum(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.x_shape = x.shape
+        if x.dtype == np.float16:  # added up in float16, 2000 numbers near 0.1 came out 3 % off;
+            y = x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.float32)  # PyTorch adds
+            return y.astype(np.float16)  # them up in float32 and rounds once, and so do we
         return x.sum(axis=self.axis, keepdims=self.keepdims)
 
     def backward(self, gy):

@@ -812,6 +812,10 @@ class _Runtime:
         return 1
 
     @staticmethod
+    def getDevice():
+        return 0
+
+    @staticmethod
     def getDeviceProperties(device):
         return {"name": b"CuPy-on-CPU emulation", "totalGlobalMem": 8 << 30,
                 "multiProcessorCount": 1}

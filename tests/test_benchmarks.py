@@ -107,6 +107,20 @@ def test_mnist_gpu_columns_take_turns_and_ratios_are_per_round(load_benchmark):
     assert bench.round_ratios(results, "PyTorch eager") == "2.00, 1.50"
 
 
+def test_mnist_gpu_fused_column_refuses_labels_its_kernel_would_read_out_of_its_row(
+        load_benchmark):
+    """The hand-fused loss kernel indexes a row of logits with each label, unchecked, and
+    reads the labels as 64-bit ints: the column checks them once, before building it."""
+    bench = load_benchmark("mnist_gpu")
+    x = np.zeros((4, 784), np.float32)
+    for t, what in [(np.array([0, 1, 2, 10]), "from 0 to 10"),
+                    (np.array([0, -1, 2, 3]), "from -1 to 3"),
+                    (np.array([0, 1, 2, 3], np.int32), "int32")]:
+        with pytest.raises(ValueError, match=f"int64 labels in \\[0, 10\\).*{what}"):
+            bench.by_hand((784, 16, 10), x, t, np, fused=True)
+    bench.by_hand((784, 16, 10), x, np.array([0, 1, 2, 9]), np, fused=False)  # unchecked
+
+
 def test_mnist_gpu_benchmark_runs_the_small_cnn_on_the_cpu(monkeypatch):
     monkeypatch.setenv("DEZERO_LIKE_DATA", str(ROOT.parent / "shared" / "data"))
     if not (ROOT.parent / "shared" / "data" / "mnist").is_dir():

@@ -224,6 +224,27 @@ def test_a_training_step_looks_up_no_kernel_once_they_are_built(
     assert looked_up == []
 
 
+@needs_compiler
+def test_a_kernel_looked_up_on_one_gpu_is_looked_up_again_on_another(monkeypatch, tmp_path):
+    """A function CuPy's ``RawModule`` hands out is loaded on the GPU that was current then:
+    launched on a second GPU it would fail. ``cuda_kernels`` keeps one per device."""
+    from dezero_like import cuda_kernels
+
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    emulator = _load_emulator()
+    monkeypatch.setitem(sys.modules, "cupy", emulator)
+    monkeypatch.setattr(cuda_kernels, "_built", {})  # the GPU's kernels, if any, come back after
+    f32 = np.dtype(np.float32)
+    on_0 = cuda_kernels._raw("sum_rows", f32)
+    assert cuda_kernels._raw("sum_rows", f32) is on_0
+    monkeypatch.setattr(emulator.cuda.runtime, "getDevice", lambda: 1)
+    on_1 = cuda_kernels._raw("sum_rows", f32)
+    assert on_1 is not on_0
+    assert cuda_kernels._raw("sum_rows", f32) is on_1
+    modules = [v for v in cuda_kernels._built.values() if isinstance(v, emulator.RawModule)]
+    assert len(modules) == 2
+
+
 def test_the_emulator_has_cupys_flags_and_refuses_lists_and_reductions_as_cupy_does():
     """What real CuPy 14 refuses, the emulator refuses, so that CI catches it: ``flags`` has
     only c_contiguous, f_contiguous and owndata (cupy/_core/flags.pyx: no ``writeable``), a

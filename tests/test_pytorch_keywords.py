@@ -174,6 +174,29 @@ def test_other_wrong_keywords_and_missing_arguments_keep_pythons_message():
         F.batch_norm(IMG, np.ones(3), np.zeros(3))
 
 
+def test_batch_norm_in_pytorchs_positional_order_is_told_the_books_order():
+    """PyTorch's F.batch_norm(x, running_mean, running_var, weight, bias, training) puts the
+    running statistics first. With Parameters for weight and bias, the Variable given as the
+    running mean is refused: the message names the two orders, not only ``mean.data`` (which
+    would run, silently wrong). A training flag in sixth place lands on decay."""
+    import dezero_like.layers as L
+    from dezero_like import Parameter
+
+    weight, bias = Parameter(np.ones(3)), Parameter(np.zeros(3))
+    with pytest.raises(TypeError, match=r"running mean must be an array.*book's, "
+                                        r"batch_norm\(x, gamma, beta, mean, var\); PyTorch's"):
+        F.batch_norm(IMG, np.zeros(3), np.ones(3), weight, bias)
+    with pytest.raises(TypeError, match=r"decay must be a number, got True .*PyTorch's "
+                                        r"F\.batch_norm takes training as its sixth argument"):
+        F.batch_norm(IMG, weight, bias, np.zeros(3), np.ones(3), True)
+    with pytest.raises(TypeError, match=r"decay must be a number, got True") as info:
+        L.BatchNorm(True)  # the layer's message keeps its own hint
+    assert "sixth" not in str(info.value)
+    mean = np.zeros(3)
+    F.batch_norm(IMG, weight, bias, mean, np.ones(3))  # the book's order runs
+    np.testing.assert_allclose(mean, 0.1 * IMG.mean(axis=(0, 2, 3)))
+
+
 def test_the_layers_share_the_message():
     import dezero_like.layers as L
     with pytest.raises(TypeError, match=r"^Conv2d got PyTorch's keyword argument padding=1: "
