@@ -78,8 +78,21 @@ def numerical_grad(f, x, *args, eps=1e-4, **kwargs):
     return xp.asarray(grad)
 
 
+def _output_weights(index, shape):
+    """The fixed weights of output ``index`` of shape ``shape`` in :func:`gradient_check`:
+    numbers in [0.5, 1.5), drawn from a generator seeded with ``index``, so every call of
+    ``f`` (two per element for the numerical gradient, one for backprop) gets the same."""
+    return np.random.default_rng(index).uniform(0.5, 1.5, shape)
+
+
 def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
-    """Compare backprop's gradient of ``sum(f(x, *args))`` with the numerical one.
+    """Compare backprop's gradient of a weighted sum of ``f(x, *args)`` with the numerical one.
+
+    Each element of ``f``'s output (of each output, if it returns several) is weighed by a
+    fixed number in [0.5, 1.5) before they are added up. With a plain sum the gradient
+    arriving at the output would be all ones, and a backward that forgets to multiply by it
+    would pass; and some functions add up to a constant (a softmax row sums to 1), whose
+    gradient is 0 whatever their backward does.
 
     Returns True when they agree. When they do not, raises ``AssertionError``
     with a message naming the function, the input shape and the worst element,
@@ -91,14 +104,20 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     # the check runs in float64, whatever x is (the book's DeZero does the same): in float32 a
     # central difference keeps about four digits (step 04), too few for rtol=1e-4
     x = Variable(x.data.astype(np.float64))  # a copy: x itself is never touched
-    num_grad = _host(numerical_grad(f, x, *args, **kwargs))  # NumPy, as bp_grad below
-    y = f(x, *args, **kwargs)
-    if isinstance(y, (list, tuple)):
-        total = y[0].sum()
-        for v in y[1:]:
-            total = total + v.sum()
-        y = total
-    y.backward()
+
+    def weighted(v, *args, **kwargs):
+        outputs = f(v, *args, **kwargs)
+        if not isinstance(outputs, (list, tuple)):
+            outputs = (outputs,)
+        total = 0
+        for i, y in enumerate(outputs):
+            y = as_variable(y)
+            weights = cuda.get_array_module(y.data).asarray(_output_weights(i, y.shape))
+            total = total + (y * weights).sum()
+        return total
+
+    num_grad = _host(numerical_grad(weighted, x, *args, **kwargs))  # NumPy, as bp_grad below
+    weighted(x, *args, **kwargs).backward()
     name = getattr(f, "__qualname__", None) or type(f).__name__
     if x.grad is None:
         raise AssertionError(f"gradient_check({name}): backward left x.grad as None")
@@ -115,7 +134,9 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
         raise AssertionError(
             f"gradient_check({name}) failed for input of shape {x.shape}: worst element "
             f"{worst}: backprop {float(bp_grad[worst])!r} vs numerical "
-            f"{float(num_grad[worst])!r} (abs error {err[worst]:.3g}, rtol={rtol}, atol={atol})"
+            f"{float(num_grad[worst])!r} (abs error {err[worst]:.3g}, rtol={rtol}, atol={atol}); "
+            "the gradient arriving at f's output is not all ones here (each element is weighed "
+            "by a fixed number in [0.5, 1.5)), so a backward that ignores gy fails"
         )
     return True
 

@@ -513,3 +513,46 @@ def test_config_contexts_let_an_error_through_and_restore_the_setting():
                 assert getattr(dz.Config, name) is inside
                 raise RuntimeError("boom")
         assert getattr(dz.Config, name) is before
+
+
+class _SquareForgettingGy(Function):
+    """x**2 with the most common chain-rule slip: the gradient from above is dropped."""
+
+    def forward(self, x):
+        return x * x
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return 2 * x
+
+
+class _SoftmaxForgettingTheRow(Function):
+    """A softmax whose backward leaves out the row's sum term: y * gy, not y * (gy - sum)."""
+
+    def forward(self, x):
+        self.retain_outputs((0,))
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def backward(self, gy):
+        (y,) = self.get_retained_outputs()
+        return y * gy
+
+
+def test_gradient_check_weighs_the_output_so_a_backward_that_drops_gy_fails():
+    """With a plain sum of the output, gy is all ones: ``2 * x`` for ``gy * 2 * x`` passed,
+    and any softmax backward passed (a row sums to 1, so the sum's gradient is 0)."""
+    from dezero_like.utils import gradient_check
+
+    x = np.random.default_rng(0).normal(size=(3, 4))
+    with pytest.raises(AssertionError,
+                       match=r"backprop .* vs numerical .*a backward that ignores gy fails"):
+        gradient_check(lambda v: _SquareForgettingGy()(v), x)
+    with pytest.raises(AssertionError, match="backprop .* vs numerical"):
+        gradient_check(lambda v: _SoftmaxForgettingTheRow()(v), x)
+    # the right functions pass, with one output or several (each weighed apart)
+    assert gradient_check(lambda v: v * v, x)
+    assert gradient_check(F.softmax, x)
+    assert gradient_check(lambda v: (F.sin(v), v * v, F.sum(v, axis=0)), x)
+    # and f's own sum is still differentiated as before when f returns a scalar
+    assert gradient_check(lambda v: F.sum(v * v), x)
