@@ -317,7 +317,7 @@ assert np.isclose(float(mse.data), expected), (
 )
 # the loss times 3: the gradient arriving from above, gy, is 3 and not 1
 for f, at, hint in ((lambda v: MyMeanSquaredError()(v, dz.Variable(t)) * 3.0, p,
-                     "the gradient of x0 is wrong: it is g_y (2/N)(x0 - x1), with the N of forward "
+                     "the gradient of x0 is wrong: it is gy (2/N)(x0 - x1), with the N of forward "
                      "and gy the gradient from above (3 here)"),
                     (lambda v: MyMeanSquaredError()(dz.Variable(p), v) * 3.0, t,
                      "the gradient of x1 is wrong: the negative of x0's")):

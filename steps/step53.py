@@ -843,8 +843,20 @@ assert abs((per_class * counts).sum() / counts.sum() - overall) < 1e-9, (
     "weighting your per-class accuracies by the digit counts does not give the overall "
     "accuracy: divide by the number of examples *labelled* d, not predicted d"
 )
+# a small case worked by hand: two examples of each digit; the first of each odd digit is
+# predicted as the digit after it, so the odd digits score 1/2 and the even ones 1
+small_labels = np.repeat(np.arange(10), 2)
+small_pred = small_labels.copy()
+small_pred[2::4] = (small_labels[2::4] + 1) % 10
+expected = np.tile([1.0, 0.5], 5)
+got = np.asarray(per_class_accuracy(small_pred, small_labels), dtype=float)
+assert np.allclose(got, expected), (
+    f"labels {small_labels.tolist()} predicted as {small_pred.tolist()} should give {expected}, "
+    f"got {got}: each digit's own fraction of right predictions, not one number for all"
+)
 print("hardest digit:", int(per_class.argmin()), f"({per_class.min():.3f})")
-print("self-check passed: the per-class accuracies average back to the overall one")
+print("self-check passed: the per-class accuracies average back to the overall one, and a "
+      "case worked by hand comes out right")
 
 # %%
 #| exercise

@@ -197,6 +197,8 @@ def test_self_check_rejects_a_backward_that_forgets_gy(script, triple, tmp_path)
 # The message is the one written for that mistake, not gradient_check's generic one.
 KNOWN_MISTAKES = [
     ("step48", 2, "np.add.at(gx, self.slices, gy)", "gx[self.slices] += gy", "repeated-index"),
+    ("step53", 1, "np.array([(pred[labels == d] == d).mean() for d in range(10)])",
+     "np.full(10, (pred == labels).mean())", "each digit's own fraction"),
     ("step57", 2, "F.sum(gy, axis=(0, 2, 3))", "F.sum(gy, axis=(0, 2, 3)) / gy.shape[0]",
      "every sample and position"),
     ("step58", 2, "self.pad)\n", "self.pad, to_matrix=False)\n", "differs from Fc.im2col"),
