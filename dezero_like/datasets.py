@@ -228,9 +228,14 @@ _download = download  # MNIST's `download` argument shadows the function's name
 
 def _redraws_in_place(stream):
     """True when ``stream`` shows a carriage return as "back to the start of the line": a
-    terminal, or a Jupyter (or Colab) output, whose stream class comes from ipykernel."""
+    terminal, or the output of a Jupyter (or Colab) cell, an ipykernel ``OutStream``."""
+    import sys
+
     isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) or type(stream).__module__.startswith("ipykernel")
+    if isatty is not None and isatty():
+        return True
+    iostream = sys.modules.get("ipykernel.iostream")  # imported only inside a kernel
+    return iostream is not None and isinstance(stream, iostream.OutStream)
 
 
 def _fetch_verified(url, path, md5, size, progress, timeout):

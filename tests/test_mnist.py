@@ -371,6 +371,24 @@ def test_download_in_a_terminal_draws_the_bar(tmp_path, mnist_dir, monkeypatch):
     assert b"downloaded" not in shown
 
 
+@pytest.mark.notebook
+def test_download_in_a_notebook_draws_the_bar(tmp_path, mnist_dir):
+    # a cell's output (ipykernel's stream) shows carriage returns as one changing line, as Colab
+    # does: there the bar is drawn, not the line meant for logs
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    name, md5, size = MNIST.FILES["test-labels"]
+    cell = (f"from dezero_like import datasets\n"
+            f"datasets.download({(mnist_dir / name).as_uri()!r}, {str(tmp_path / name)!r}, "
+            f"md5={md5!r}, size={size})")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    err = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("name") == "stderr")
+    assert "\r" in err and name in err, err
+    assert "downloaded" not in err
+
+
 def test_mnist_downloads_into_its_cache_then_reads_offline(server, tmp_path, monkeypatch,
                                                            capsys):
     monkeypatch.delenv("DEZERO_LIKE_OFFLINE")
