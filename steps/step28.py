@@ -36,7 +36,7 @@ x0 = dz.Variable(np.array(0.0))
 x1 = dz.Variable(np.array(2.0))
 y = rosenbrock(x0, x1)
 y.backward()
-print("at (0, 2): y =", y.data, " gradient =", (x0.grad.data, x1.grad.data))
+print("at (0, 2): y =", y.data, " gradient =", (float(x0.grad.data), float(x1.grad.data)))
 
 # %% [markdown]
 # At $(0, 2)$ the gradient is $(-2, 400)$: almost all of it points across the

@@ -309,8 +309,9 @@ plt.show()
 
 # %%
 w6 = np.arange(1.0, 7.0).reshape(3, 2)
-print(gradient_check(lambda v: F.reshape(v, (3, 2)) * w6, np.ones((2, 3))))
-print(gradient_check(lambda v: F.transpose(v, axes) * weights, a))
+print("gradient check, reshape:  ", gradient_check(lambda v: F.reshape(v, (3, 2)) * w6,
+                                                  np.ones((2, 3))))
+print("gradient check, transpose:", gradient_check(lambda v: F.transpose(v, axes) * weights, a))
 
 # %% [markdown]
 # ## Exercise 1: swapping the last two axes

@@ -187,9 +187,9 @@ plt.show()
 rng = np.random.default_rng(0)
 data = rng.normal(size=(2, 3, 4))
 w = rng.normal(size=(2, 4))
-print(gradient_check(lambda v: F.sum(v, axis=1) * w, data))
+print("gradient check, sum over axis 1:", gradient_check(lambda v: F.sum(v, axis=1) * w, data))
 w2 = rng.normal(size=(3, 1))
-print(gradient_check(lambda v: F.sum_to(v, (3, 1)) * w2, data))
+print("gradient check, sum_to (3, 1):  ", gradient_check(lambda v: F.sum_to(v, (3, 1)) * w2, data))
 
 # %% [markdown]
 # ## Exercise 1: `mean` from `sum`

@@ -424,7 +424,7 @@ print("<gather(a), b> == <a, scatter(b)>:", np.isclose(a[idx] @ b, a @ scattered
 data = np.random.default_rng(2).normal(size=(3, 4))
 rows = np.array([2, 0, 2, 2])
 w = np.random.default_rng(3).normal(size=(4, 4))
-print(gradient_check(lambda t: t[rows] * w, data))
+print("gradient check, rows picked with repeats:", gradient_check(lambda t: t[rows] * w, data))
 
 
 def d_dx(t):
@@ -434,7 +434,7 @@ def d_dx(t):
     return g
 
 
-print(gradient_check(d_dx, data))
+print("gradient check, second derivative:      ", gradient_check(d_dx, data))
 
 # %% [markdown]
 # ## Exercise

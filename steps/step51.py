@@ -509,7 +509,8 @@ class NoisySine(Dataset):
 
 
 sine = NoisySine()
-print(len(sine), sine[0])
+x0, t0 = sine[0]
+print("examples:", len(sine), "| the first: x =", x0, " t =", t0)
 
 # %% [markdown]
 # ## Transforms: preparing an example when it is read

@@ -124,7 +124,8 @@ def download(urls, path, md5=None, size=None, progress=True, timeout=30):
     bytes go to a temporary file in the destination directory; only when the
     size and MD5 sum match is it renamed to ``path`` (``os.replace`` is atomic),
     so an interrupted or corrupt download never leaves a file that looks
-    valid. Shows a tqdm progress bar unless ``progress=False``. Raises
+    valid. Shows a tqdm progress bar unless ``progress=False`` (where stderr is
+    not a terminal or a notebook, one line per downloaded file instead). Raises
     ``OSError`` naming every URL and why it failed.
     """
     if isinstance(urls, (str, os.PathLike)):
@@ -154,6 +155,11 @@ _download = download  # MNIST's `download` argument shadows the function's name
 # hashes the bytes as they arrive, and renames the file to its real name only after the size and
 # the MD5 sum match; `finally` removes the temporary file in every other case. A half-finished
 # download therefore never appears under the real name.
+#
+# The progress bar redraws its line with carriage returns, which only a terminal or a notebook's
+# output shows as one changing line. Where stderr is a log file or a pipe (`python
+# steps/step53.py > log 2>&1`, a CI job), every redraw would stay in the text, so there the bar
+# is off and one line is printed once the file is verified.
 
 # %% [markdown]
 # `tempfile.mkstemp` makes its file readable by its owner only (mode 0600), where `open` would
@@ -208,13 +214,27 @@ import os
 from dezero_like.utils import publish
 
 
+def _redraws_in_place(stream):
+    """True when ``stream`` shows a carriage return as "back to the start of the line": a
+    terminal, or the output of a Jupyter (or Colab) cell, an ipykernel ``OutStream``."""
+    import sys
+
+    isatty = getattr(stream, "isatty", None)
+    if isatty is not None and isatty():
+        return True
+    iostream = sys.modules.get("ipykernel.iostream")  # imported only inside a kernel
+    return iostream is not None and isinstance(stream, iostream.OutStream)
+
+
 def _fetch_verified(url, path, md5, size, progress, timeout):
     import hashlib
+    import sys
     import tempfile
     from urllib.request import urlopen  # imported here to keep `import dezero_like` fast
 
     from tqdm import tqdm
 
+    bar_shown = progress and _redraws_in_place(sys.stderr)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
         digest = hashlib.md5(usedforsecurity=False)
@@ -222,7 +242,7 @@ def _fetch_verified(url, path, md5, size, progress, timeout):
         with os.fdopen(fd, "wb") as out, urlopen(url, timeout=timeout) as response:
             total = size or int(response.headers.get("Content-Length") or 0) or None
             with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
-                      desc=path.name, disable=not progress, leave=False) as bar:
+                      desc=path.name, disable=not bar_shown, leave=False) as bar:
                 while chunk := response.read(1 << 16):
                     out.write(chunk)
                     digest.update(chunk)
@@ -237,6 +257,8 @@ def _fetch_verified(url, path, md5, size, progress, timeout):
         if md5 is not None and digest.hexdigest() != md5:
             raise ChecksumError(f"MD5 {digest.hexdigest()} does not match the published {md5}")
         publish(tmp, path)
+        if progress and not bar_shown:  # a log or a pipe: one line instead of the bar's redraws
+            print(f"downloaded {path.name} ({received:,} bytes) from {url}", file=sys.stderr)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

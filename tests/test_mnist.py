@@ -330,6 +330,65 @@ def test_download_from_file_urls(tmp_path, mnist_dir):
     assert _leftovers(dest) == [name] and _md5(dest / name) == md5
 
 
+def test_download_into_a_log_prints_one_line_and_no_redraws(tmp_path, mnist_dir, capsys):
+    # stderr captured by pytest is neither a terminal nor a notebook, like a log file or a pipe:
+    # a bar's carriage-return redraws would all stay in the text there
+    name, md5, size = MNIST.FILES["test-labels"]
+    url = (mnist_dir / name).as_uri()
+    datasets.download(url, tmp_path / name, md5=md5, size=size)
+    err = capsys.readouterr().err
+    assert "\r" not in err, f"progress bar redraws written into a log: {err!r}"
+    assert err == f"downloaded {name} ({size:,} bytes) from {url}\n"
+
+
+def test_download_in_a_terminal_draws_the_bar(tmp_path, mnist_dir, monkeypatch):
+    # a real pseudo-terminal: there the bar redraws its line, and leaves no extra line behind
+    pty = pytest.importorskip("pty")
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    name, md5, size = MNIST.FILES["test-labels"]
+    main_fd, terminal_fd = pty.openpty()
+    # a new pseudo-terminal is 0 columns wide, where tqdm draws nothing: make it 80 x 24
+    fcntl.ioctl(terminal_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    with os.fdopen(terminal_fd, "w") as terminal:
+        monkeypatch.setattr("sys.stderr", terminal)
+        datasets.download((mnist_dir / name).as_uri(), tmp_path / name, md5=md5, size=size)
+        terminal.flush()
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 1 << 16)
+        except OSError:  # EIO: the terminal's side is closed and everything was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main_fd)
+    assert b"\r" in shown and name.encode() in shown, shown
+    assert b"downloaded" not in shown
+
+
+@pytest.mark.notebook
+def test_download_in_a_notebook_draws_the_bar(tmp_path, mnist_dir):
+    # a cell's output (ipykernel's stream) shows carriage returns as one changing line, as Colab
+    # does: there the bar is drawn, not the line meant for logs
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    name, md5, size = MNIST.FILES["test-labels"]
+    cell = (f"from dezero_like import datasets\n"
+            f"datasets.download({(mnist_dir / name).as_uri()!r}, {str(tmp_path / name)!r}, "
+            f"md5={md5!r}, size={size})")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    err = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("name") == "stderr")
+    assert "\r" in err and name in err, err
+    assert "downloaded" not in err
+
+
 def test_mnist_downloads_into_its_cache_then_reads_offline(server, tmp_path, monkeypatch,
                                                            capsys):
     monkeypatch.delenv("DEZERO_LIKE_OFFLINE")

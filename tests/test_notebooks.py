@@ -153,6 +153,19 @@ def test_notebook_executes_headless(name, notebook_cache, record_property):
     assert "self-check passed" in printed, f"{name}: the self-check cell did not pass"
 
 
+@pytest.mark.notebook
+def test_executing_a_notebook_prints_no_kernel_warning(tmp_path):
+    """`python tools/notebooks.py execute` (and `build --execute`, the docs build) shows what
+    the notebooks did, not a kernel's start-up warning once per notebook."""
+    pytest.importorskip("nbclient")
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "notebooks.py"), "execute",
+                          "step01", "--cache", str(tmp_path), "--fresh"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "WARNING" not in run.stderr, run.stderr
+    assert (tmp_path / "step01.ipynb").exists()
+
+
 def test_setup_cell_failure_stops_the_notebook_with_a_short_message(tmp_path):
     """The set-up cell in a kernel where dezero_like is missing and the repository unreachable."""
     nbformat = pytest.importorskip("nbformat")

@@ -114,3 +114,20 @@ def test_the_steps_this_file_runs_over_were_found():
     """The parametrized tests above run over a list found on disk; an empty list would make
     them all skip as an empty parameter set (and a loop over it pass), so it is counted."""
     assert len(NOTEBOOKS) == 74, f"found {len(NOTEBOOKS)} notebooks, the course has 74"
+
+
+def test_no_step_prints_a_bare_true_or_false():
+    # `python steps/stepNN.py` shows the output without the prose around it: a line that says
+    # only True or False does not tell the reader what was checked (label it: "gradient
+    # check, reshape: True")
+    bare = []
+    for path in NOTEBOOKS:
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            for out in cell.get("outputs", []):
+                if out.get("name") != "stdout":
+                    continue
+                text = "".join(out["text"]) if isinstance(out["text"], list) else out["text"]
+                bare += [f"{path.stem}: {line!r}" for line in text.splitlines()
+                         if line.strip() in ("True", "False")]
+    assert not bare, "unlabelled True/False printed by: " + ", ".join(bare)

@@ -464,6 +464,24 @@ def file_lock(path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def kernel_config(sockets):
+    """Settings for the kernel that executes a notebook: where the system has Unix sockets,
+    the kernel talks to this process through socket files in the folder ``sockets``.
+
+    Over TCP (jupyter_client's default) every kernel prints "Kernel is running over TCP
+    without encryption" at start, once per notebook, and its ports on localhost are open to
+    every user of the machine. The socket files are readable by this user only, and they
+    live outside the notebook's working directory, which stays empty.
+    """
+    from traitlets.config import Config
+
+    config = Config()
+    if sys.platform != "win32":
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = os.path.join(sockets, "kernel")
+    return config
+
+
 def execute(name, cache=CACHE, *, fresh=False, timeout=600):
     """Execute ``notebooks/<name>.ipynb`` headless into ``cache``, or reuse the cached copy.
 
@@ -495,9 +513,10 @@ def execute(name, cache=CACHE, *, fresh=False, timeout=600):
         env = dict(os.environ, MPLBACKEND="module://matplotlib_inline.backend_inline",
                    PIP_NO_INDEX="1", CUDA_VISIBLE_DEVICES="")
         env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-        with tempfile.TemporaryDirectory(prefix=f"{name}-") as workdir:
+        with tempfile.TemporaryDirectory(prefix=f"{name}-") as workdir, \
+                tempfile.TemporaryDirectory(prefix="kernel-") as sockets:
             client = nbclient.NotebookClient(
-                nb, timeout=timeout, kernel_name="python3",
+                nb, timeout=timeout, kernel_name="python3", config=kernel_config(sockets),
                 resources={"metadata": {"path": workdir}},
             )
             start = time.perf_counter()
