@@ -141,8 +141,11 @@ def download(urls, path, md5=None, size=None, progress=True, timeout=30):
             return path
         # URLError, HTTPError, timeouts, a cut connection (IncompleteRead), bad checksums
         except (OSError, ValueError, http.client.HTTPException) as e:
-            failures.append(f"{url}: {type(e).__name__}: {e}")
-    raise OSError(f"could not download {path.name}; tried:\n  " + "\n  ".join(failures))
+            failures.append((str(url), f"{type(e).__name__}: {e}"))
+    error = OSError(f"could not download {path.name}; tried:\n  "
+                    + "\n  ".join(f"{url}: {why}" for url, why in failures))
+    error.failures = failures  # (url, why) pairs, for a caller that sums up several downloads
+    raise error
 
 
 # %%
@@ -513,7 +516,7 @@ class MNIST(Dataset):
             if reason is not None:
                 cls._raise_unavailable(root, missing, bad, reason)
             sums = {cls.FILES[key][0]: cls.FILES[key][1:] for key in keys}
-            failed, failures = [], []
+            failed, errors = [], []
             for name in missing + bad:
                 md5, size = sums[name]
                 try:
@@ -521,11 +524,11 @@ class MNIST(Dataset):
                               md5=md5, size=size, progress=progress)
                 except OSError as e:
                     failed.append(name)
-                    failures.append(str(e))
+                    errors.append(e)
             if failed:  # a bad file whose download failed is still there, still bad
                 cls._raise_unavailable(root, [n for n in missing if n in failed],
                                        [n for n in bad if n in failed], "the download failed",
-                                       "\n".join(failures))
+                                       _download_failures(failed, errors, mirrors))
         return [root / cls.FILES[key][0] for key in keys]
 
     @staticmethod
@@ -586,6 +589,23 @@ class MNIST(Dataset):
             lines.append("Offline with only the test images, use "
                          "MNIST(train=..., source='test-split').")
         raise MNISTUnavailableError(" ".join(lines), reason=reason, details=details)
+
+
+def _download_failures(names, errors, mirrors):
+    """The ``details`` of a failed MNIST download: each file's tries, or, when every mirror
+    failed for every file in the same way, that one reason once (a DNS error six times over
+    says no more than once, and it points at this machine's network, not at a mirror)."""
+    tries = [getattr(e, "failures", None) for e in errors]
+    reasons = {why for pairs in tries if pairs for _, why in pairs}
+    if len(reasons) != 1 or not all(tries):
+        return "\n".join(str(e) for e in errors)
+    from urllib.parse import urlsplit
+
+    hosts = ", ".join(urlsplit(m).netloc or m for m in mirrors)
+    return (f"could not download {', '.join(names)}: each of the {len(mirrors)} "
+            f"{'mirror' if len(mirrors) == 1 else 'mirrors'} ({hosts}) failed with the same "
+            f"error, {reasons.pop()}, which points at this machine's network connection, "
+            "proxy or name lookup rather than at a mirror")
 
 
 def _existing_ancestor(path):

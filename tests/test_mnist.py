@@ -437,6 +437,27 @@ def test_all_mirrors_failing_is_a_clear_error(server, tmp_path, monkeypatch):
     assert _leftovers(tmp_path / "mnist") == []
 
 
+def test_the_same_failure_at_every_mirror_is_said_once(tmp_path, monkeypatch):
+    """Offline, each file failed at each mirror with the same name-lookup error: six copies of
+    it in one message. Two closed local ports stand in for two unreachable mirrors."""
+    import socket
+
+    monkeypatch.delenv("DEZERO_LIKE_OFFLINE")
+    ports = []
+    for _ in range(2):  # ports that were free a moment ago: nothing listens there
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    with pytest.raises(MNISTUnavailableError) as info:
+        MNIST(train=False, data_dir=tmp_path, progress=False,
+              mirrors=[f"http://127.0.0.1:{port}/mnist/" for port in ports])
+    msg = str(info.value)
+    assert msg.count("refused") == 1, msg
+    assert f"{TEST_IMAGES}, {TEST_LABELS}: each of the 2 mirrors (127.0.0.1:{ports[0]}, " in msg
+    assert "same error" in msg and "network" in msg
+    assert _leftovers(tmp_path / "mnist") == []
+
+
 # --------------------------------------------------------------------------- #
 # Real-data training
 # --------------------------------------------------------------------------- #
