@@ -221,3 +221,24 @@ def test_the_steps_this_file_runs_over_were_found():
     """The parametrized tests above run over a list found on disk; an empty list would make
     them all skip as an empty parameter set (and a loop over it pass), so it is counted."""
     assert len(SCRIPTS) == 74, f"found {len(SCRIPTS)} step scripts, the course has 74"
+
+
+def test_stored_outputs_do_not_carry_the_building_machines_path_to_the_package():
+    """A NumPy warning raised inside the package names the file it came from: step 66's stored
+    output read "/work/wt/<a worktree>/dezero_like/functions.py:104: RuntimeWarning", the
+    folder of whoever executed it. The folder is taken off; URLs and other paths stay."""
+    warning = {"output_type": "stream", "name": "stderr",
+               "text": ["/home/me/clone/dezero_like/functions.py:104: RuntimeWarning: overflow\n",
+                        "  return xp.exp(x)\n"]}
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": [
+        "File \x1b[0;32m/usr/lib/python3/site-packages/dezero_like/core.py:5\x1b[0m"]}
+    kept = {"output_type": "stream", "name": "stdout",
+            "text": "https://github.com/dezero-like/dezero_like/blob/main/dezero_like/core.py "
+                    "/home/me/clone/steps/step66.py\n"}
+    assert nbtool.local_paths(warning)["text"][0].startswith("dezero_like/functions.py:104: ")
+    assert "/usr/lib" not in nbtool.local_paths(error)["traceback"][0]
+    assert nbtool.local_paths(kept) == kept
+    for path in sorted((ROOT / "notebooks").glob("step*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            for output in cell.get("outputs", []):
+                assert nbtool.local_paths(output) == output, (path.name, output)

@@ -349,6 +349,30 @@ def strip_outputs(nb):
     return nb
 
 
+# where the package was imported from, in a warning or a traceback: "/home/me/clone/" of
+# "/home/me/clone/dezero_like/core.py:12" (not a URL's ".../dezero-like/dezero_like/")
+# (after a colour code of a traceback, "\x1b[0;32m", or anything but a letter, ":" or "/")
+PACKAGE_PREFIX = re.compile(r"""(?:(\x1b\[[0-9;]*m)|(?<![\w:/.~-]))(?:[A-Za-z]:)?[/\\]"""
+                            r"""(?:[^\s"'/\\]+[/\\])*?(?=dezero_like[/\\]\w+\.py)""")
+
+
+def local_paths(output):
+    """``output`` (one cell output) with the path of the folder that held the package, on the
+    machine that executed the notebook, taken off: a learner's copy is elsewhere."""
+    def clean(value):
+        if isinstance(value, str):
+            return PACKAGE_PREFIX.sub(r"\1", value)
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    output = dict(output)
+    for key in ("text", "traceback", "evalue"):
+        if key in output:
+            output[key] = clean(output[key])
+    return output
+
+
 def with_outputs(built, executed):
     """The built notebook with the outputs of ``executed`` (same cells) and their source hash."""
     nb = json.loads(json.dumps(built))
@@ -356,7 +380,7 @@ def with_outputs(built, executed):
         raise ValueError("the executed notebook does not have the built notebook's cells")
     for cell, done in zip(nb["cells"], executed["cells"]):
         if cell["cell_type"] == "code":
-            cell["outputs"] = done.get("outputs", [])
+            cell["outputs"] = [local_paths(o) for o in done.get("outputs", [])]
             cell["execution_count"] = done.get("execution_count")
     nb["metadata"][META_KEY] = {"source_hash": source_hash(built)}
     return nb
