@@ -163,7 +163,10 @@ def test_ci_runs_exactly_the_readmes_test_command():
 
 def test_home_page_has_the_two_commands(site):
     text = page_text(site / "index.html")
-    assert "pip install -e . && python steps/step01.py" in text
+    readme = (ROOT / "README.md").read_text()
+    demo = re.search(r"## Quick start.*?```bash\n(.+?)\n```", readme, re.S).group(1)
+    assert demo == "pip install -e . && python tools/run_steps.py 1 14 33 53", demo
+    assert demo in text  # the home page gives the README's two commands
     assert 'pip install -e ".[test]" && python -m pytest -n 2' in text
     for page in ("install.html", "contributing.html", "steps/index.html", "api/index.html"):
         assert (site / page).exists(), page
