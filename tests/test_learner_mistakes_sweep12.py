@@ -1,0 +1,134 @@
+"""Twelfth sweep: learner mistakes that gave wrong numbers without a word.
+
+* a ``forward`` written with NumPy's in-place habits (``x[x < 0] = 0; return x``,
+  ``x *= 2``) changed the arrays of its input Variables: a parameter's values moved on every
+  call, and an earlier function that keeps its output for backward (``tanh``, ``exp``)
+  computed its gradient from the changed array. Step 46 guarded ``backward`` this way; now
+  ``forward`` is guarded too.
+"""
+
+import numpy as np
+import pytest
+
+import dezero_like.functions as F
+from dezero_like import Function, Parameter, Variable
+
+# --- step 46: a forward that writes into its input ----------------------------------------------
+
+
+class InPlaceDouble(Function):
+    """y = 2x, written in place."""
+
+    def forward(self, x):
+        x *= 2
+        return x
+
+    def backward(self, gy):
+        return gy * 2
+
+
+class InPlaceReLU(Function):
+    """The NumPy habit: zero the negatives of the input and hand it back."""
+
+    def forward(self, x):
+        self.mask = x > 0
+        x[~self.mask] = 0
+        return x
+
+    def backward(self, gy):
+        return gy * self.mask
+
+
+class Double(Function):
+    def forward(self, x):
+        return x * 2
+
+    def backward(self, gy):
+        return gy * 2
+
+
+_MESSAGE = (r"InPlace\w+\.forward wrote into an input array \(.*read-only\)\. The arrays handed "
+            r"to forward are the input Variables' data: a parameter's values, or an array an "
+            r"earlier function keeps for its backward.*Make a new array: y = x \* mask")
+
+
+def test_a_forward_that_doubles_tanhs_output_in_place_is_stopped_before_a_wrong_gradient():
+    """Before: tanh's backward read the doubled output, 1 - (2 tanh x)^2 in place of
+    1 - tanh(x)^2, and x.grad was [2 - 8 tanh(x)^2] with no error."""
+    x_data = np.array([-1.0, 0.5, 2.0])
+    x = Variable(x_data.copy())
+    h = F.tanh(x)
+    with pytest.raises(ValueError, match=_MESSAGE):
+        InPlaceDouble()(h)
+    np.testing.assert_array_equal(h.data, np.tanh(x_data))  # tanh's output is as it was
+    assert h.data.flags.writeable  # and writeable again
+    F.sum(Double()(h)).backward()
+    np.testing.assert_allclose(x.grad.data, 2 * (1 - np.tanh(x_data) ** 2))
+
+
+def test_a_forward_that_zeroes_a_parameter_in_place_leaves_it_unchanged():
+    """Before: every call of InPlaceReLU on W set W's negative weights to 0, W = [0, 2]."""
+    W = Parameter(np.array([-1.0, 2.0]))
+    for _ in range(2):
+        with pytest.raises(ValueError, match=_MESSAGE):
+            InPlaceReLU()(W)
+    np.testing.assert_array_equal(W.data, [-1.0, 2.0])
+    assert W.data.flags.writeable
+    W.data -= 0.5  # an optimizer's step still writes into it
+    np.testing.assert_array_equal(W.data, [-1.5, 1.5])
+
+
+def test_forwards_that_make_new_arrays_views_or_read_only_outputs_are_unchanged():
+    class Flat(Function):  # a view of the input
+        def forward(self, x):
+            return x.reshape(-1)
+
+        def backward(self, gy):
+            return F.reshape(gy, self.inputs[0].shape)
+
+    class Wide(Function):  # a broadcast view: read-only for its own reason
+        def forward(self, x):
+            return np.broadcast_to(x, (2,) + x.shape)
+
+        def backward(self, gy):
+            return F.sum(gy, axis=0)
+
+    class Split(Function):  # two outputs, both views of the input
+        def forward(self, x):
+            return x[:1], x[1:]
+
+        def backward(self, g0, g1):
+            return F.reshape(g0, (1,)) * 0 + 1  # not used by the test
+
+    x = Variable(np.arange(6.0).reshape(2, 3))
+    y = Flat()(x)
+    assert y.shape == (6,) and y.data.flags.writeable and x.data.flags.writeable
+    y.backward()
+    np.testing.assert_array_equal(x.grad.data, np.ones((2, 3)))
+    wide = Wide()(Variable(np.arange(3.0)))
+    assert wide.shape == (2, 3) and not wide.data.flags.writeable
+    a, b = Split()(Variable(np.arange(3.0)))
+    assert a.data.flags.writeable and b.data.flags.writeable
+    fixed = np.arange(3.0)
+    fixed.flags.writeable = False  # read-only before: left so
+    np.testing.assert_array_equal(Double()(Variable(fixed)).data, [0.0, 2.0, 4.0])
+    assert not fixed.flags.writeable
+
+
+def test_only_functions_written_outside_the_package_have_their_forward_guarded_once():
+    assert not getattr(F.Tanh.forward, "_guarded", False)  # the package pays nothing
+    assert InPlaceReLU.forward._guarded and InPlaceReLU.forward.__name__ == "forward"
+
+    class Child(Double):  # inherits the guarded forward: not wrapped twice
+        pass
+
+    assert Child.forward is Double.forward
+
+    class Outer(Function):  # a guarded forward that calls a guarded one: said once
+        def forward(self, x):
+            return InPlaceDouble().forward(x)
+
+    with pytest.raises(ValueError) as error:
+        Outer()(Variable(np.ones(2)))
+    assert str(error.value).count("wrote into an input array") == 1
+    assert str(error.value).startswith("Outer.forward")  # whose input it was
