@@ -5,13 +5,25 @@
   call, and an earlier function that keeps its output for backward (``tanh``, ``exp``)
   computed its gradient from the changed array. Step 46 guarded ``backward`` this way; now
   ``forward`` is guarded too.
+* a recurrent model trained on one sequence (batch 1, as in step 61) and then asked to predict
+  another under ``no_grad()`` without ``model.reset_state()``: the batch sizes agree, so nothing
+  was refused, and the first predictions started from the state at the end of the training
+  sequence. Now a warning says to reset.
 """
+
+import copy
+import warnings
 
 import numpy as np
 import pytest
 
+import dezero_like as dz
 import dezero_like.functions as F
+import dezero_like.layers as L
 from dezero_like import Function, Parameter, Variable
+from dezero_like import optimizers as O
+from dezero_like.layers_conv import LSTM, RNN
+from dezero_like.models import Model
 
 # --- step 46: a forward that writes into its input ----------------------------------------------
 
@@ -132,3 +144,69 @@ def test_only_functions_written_outside_the_package_have_their_forward_guarded_o
         Outer()(Variable(np.ones(2)))
     assert str(error.value).count("wrote into an input array") == 1
     assert str(error.value).startswith("Outer.forward")  # whose input it was
+
+
+# --- step 61: a state kept from training, used by a prediction under no_grad -------------------
+
+
+class _Forecaster(Model):
+    def __init__(self, recurrent):
+        super().__init__()
+        self.rnn = recurrent(6)
+        self.fc = L.Linear(1)
+
+    def reset_state(self):
+        self.rnn.reset_state()
+
+    def forward(self, x):
+        return self.fc(self.rnn(x))
+
+
+def _trained(recurrent):
+    """Step 61's loop, shortened: one sequence, batch 1, truncated every 10 steps."""
+    np.random.seed(0)
+    model = _Forecaster(recurrent)
+    optimizer = O.Adam(0.01).setup(model)
+    xs = np.sin(np.linspace(0, 6, 41)).reshape(-1, 1, 1)
+    loss = 0
+    for i, (x, t) in enumerate(zip(xs[:-1], xs[1:])):
+        loss = loss + F.mean_squared_error(model(x), t)
+        if (i + 1) % 10 == 0:
+            model.cleargrads()
+            loss.backward()
+            loss.unchain_backward()
+            optimizer.update()
+            loss = 0
+    return model
+
+
+def _predict(model, n=5):
+    xs = np.cos(np.linspace(0, 2, n)).reshape(-1, 1, 1)
+    with dz.no_grad():
+        return np.array([model(x).data.item() for x in xs])
+
+
+@pytest.mark.parametrize("recurrent", [RNN, LSTM])
+def test_a_prediction_that_goes_on_from_the_training_state_warns_once(recurrent):
+    model = _trained(recurrent)
+    fresh = copy.deepcopy(model)
+    fresh.reset_state()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expected = _predict(fresh)  # reset first: quiet
+        _predict(fresh)  # a second prediction goes on from a no_grad state: quiet too
+    name = recurrent.__name__
+    with pytest.warns(UserWarning, match=name + r" starts from the state it kept from training "
+                      r".*under no_grad\(\).*Call model.reset_state\(\) before a new "
+                      r"sequence") as record:
+        forgot = _predict(model)  # reset_state() forgotten: the same batch size, no error
+    assert len(record) == 1  # once: the states made under no_grad do not require grad
+    assert record[0].filename == __file__  # the model's forward, the first line outside
+    assert not np.allclose(forgot[0], expected[0])  # what it warns about: another prediction
+
+
+def test_training_going_on_from_its_own_state_stays_quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = _trained(LSTM)  # the state is carried across the truncated windows
+        model(np.ones((1, 1)))  # and into more training
