@@ -423,7 +423,9 @@ class Variable:
         if not self.requires_grad:
             raise RuntimeError(
                 "backward() was called on a variable that does not require grad: it was made "
-                "under no_grad(), or from inputs with requires_grad=False, or it is a gradient "
+                "under no_grad(), or from inputs with requires_grad=False, or from arrays only "
+                "(a loss of y.data, not of the Variable y: .data is an array, outside the graph, "
+                "so no parameter before it would learn), or it is a gradient "
                 "from a backward() without create_graph=True (pass create_graph=True to the first "
                 "backward to differentiate its gradients again, step 30), or a gradient that does "
                 "not depend on the inputs (relu's or a linear function's is constant, so the next "

@@ -9,6 +9,8 @@
   another under ``no_grad()`` without ``model.reset_state()``: the batch sizes agree, so nothing
   was refused, and the first predictions started from the state at the end of the training
   sequence. Now a warning says to reset.
+* a loss computed from ``y.data`` (an array) refused ``backward()`` with a list of causes that
+  did not include it; the message now names ``.data``.
 """
 
 import copy
@@ -23,7 +25,7 @@ import dezero_like.layers as L
 from dezero_like import Function, Parameter, Variable
 from dezero_like import optimizers as O
 from dezero_like.layers_conv import LSTM, RNN
-from dezero_like.models import Model
+from dezero_like.models import MLP, Model
 
 # --- step 46: a forward that writes into its input ----------------------------------------------
 
@@ -210,3 +212,19 @@ def test_training_going_on_from_its_own_state_stays_quiet():
         warnings.simplefilter("error")
         model = _trained(LSTM)  # the state is carried across the truncated windows
         model(np.ones((1, 1)))  # and into more training
+
+
+# --- step 67: a loss computed from y.data ----------------------------------------------------
+
+
+def test_backward_of_a_loss_computed_from_data_names_data():
+    np.random.seed(0)
+    model = MLP((3, 1))
+    y = model(np.ones((2, 4)))
+    loss = F.mean_squared_error(y.data, np.zeros((2, 1)))  # .data: the graph stops here
+    with pytest.raises(RuntimeError, match=r"does not require grad.*from arrays only \(a loss "
+                       r"of y\.data, not of the Variable y: \.data is an array, outside the "
+                       r"graph"):
+        loss.backward()
+    F.mean_squared_error(y, np.zeros((2, 1))).backward()  # the Variable: every layer learns
+    assert all(p.grad is not None for p in model.params())
