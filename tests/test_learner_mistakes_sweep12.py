@@ -11,6 +11,10 @@
   sequence. Now a warning says to reset.
 * a loss computed from ``y.data`` (an array) refused ``backward()`` with a list of causes that
   did not include it; the message now names ``.data``.
+* a forward that went on from ``h.data`` (``F.relu(h.data)``, ``Variable(h.data)``) cut the
+  layers before it off the loss, and a layer made in ``__init__`` but never called in ``forward``
+  was no part of the network: the rest trained, those parameters never changed, no word. Now
+  ``update()`` warns once about parameters that got no gradient in the first three updates.
 """
 
 import copy
@@ -24,7 +28,7 @@ import dezero_like.functions as F
 import dezero_like.layers as L
 from dezero_like import Function, Parameter, Variable
 from dezero_like import optimizers as O
-from dezero_like.layers_conv import LSTM, RNN
+from dezero_like.layers_conv import LSTM, RNN, BatchNorm
 from dezero_like.models import MLP, Model
 
 # --- step 46: a forward that writes into its input ----------------------------------------------
@@ -228,3 +232,83 @@ def test_backward_of_a_loss_computed_from_data_names_data():
         loss.backward()
     F.mean_squared_error(y, np.zeros((2, 1))).backward()  # the Variable: every layer learns
     assert all(p.grad is not None for p in model.params())
+
+
+# --- step 67: parameters that never get a gradient -------------------------------------------
+
+
+class _CutByData(Model):
+    """A forward that goes on from h.data (l1 is cut off the loss), or, with ``unused``, a
+    layer l3 made in __init__ and never called."""
+
+    def __init__(self, unused=False):
+        super().__init__()
+        self.unused = unused
+        self.l1 = L.Linear(5)
+        self.l2 = L.Linear(1)
+        if unused:
+            self.l3 = L.Linear(1)
+
+    def forward(self, x):
+        h = self.l1(x)
+        return self.l2(F.relu(h if self.unused else h.data))
+
+
+def _fit(model, updates=5, hooks=()):
+    np.random.seed(0)
+    optimizer = O.SGD(0.1).setup(model)
+    for hook in hooks:
+        optimizer.add_hook(hook)
+    x, t = np.random.rand(8, 3), np.random.rand(8, 1)
+    for _ in range(updates):
+        loss = F.mean_squared_error(model(x), t)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+    return optimizer
+
+
+@pytest.mark.parametrize("unused, names", [(False, r"l1/W, l1/b"), (True, r"l3/b")],
+                         ids=["cut by .data", "never called"])
+def test_parameters_without_a_gradient_in_the_first_updates_are_named_once(unused, names):
+    model = _CutByData(unused)
+    model(np.ones((1, 3)))
+    before = {name: p.data.copy() for name, p in model._flatten_params().items()
+              if p.data is not None}
+    with pytest.warns(RuntimeWarning, match=r"update\(\): " + names + r" got no gradient in "
+                      r"any of the first 3 updates, so they have not changed while the rest of "
+                      r"the _CutByData learns.*\.data.*not called in forward.*"
+                      r"FreezeParam\(layer\)") as record:
+        _fit(model)
+    assert len(record) == 1 and record[0].filename == __file__  # once, at the update() line
+    first = names.split(",")[0]
+    np.testing.assert_array_equal(model._flatten_params()[first].data, before[first])
+
+
+def test_batch_norm_statistics_frozen_layers_and_a_first_rnn_step_stay_quiet():
+    class Normed(Model):
+        def __init__(self):
+            super().__init__()
+            self.l1 = L.Linear(4)
+            self.bn = BatchNorm()
+            self.l2 = L.Linear(1)
+
+        def forward(self, x):
+            return self.l2(F.relu(self.bn(self.l1(x))))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _fit(MLP((5, 1)))
+        _fit(Normed())  # avg_mean and avg_var never get a gradient
+        cut = _CutByData()
+        _fit(cut, hooks=[O.FreezeParam(cut.l1)])  # kept fixed, and said so
+        # an update after every time step: h2h gets no gradient in the first one only
+        np.random.seed(0)
+        rnn = _Forecaster(RNN)
+        optimizer = O.SGD(0.01).setup(rnn)
+        for x in np.sin(np.linspace(0, 3, 6)).reshape(-1, 1, 1):
+            loss = F.sum(rnn(x) ** 2)
+            rnn.cleargrads()
+            loss.backward()
+            loss.unchain_backward()
+            optimizer.update()
