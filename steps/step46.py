@@ -197,7 +197,7 @@ def _view_of(y, frozen):
     zero stride: its elements alias, as ``np.broadcast_to`` makes it, read-only for its own
     reason). NumPy's ``base`` names the array that owns the memory, which may be the input's
     own base, so the memory is compared (bounds only: cheap)."""
-    if y.base is None or (y.size > 1 and 0 in y.strides):
+    if y.size > 1 and 0 in y.strides:
         return False
     return any(np.may_share_memory(y, a) for a in frozen)
 
@@ -276,7 +276,8 @@ def _guard_forward(forward):
         finally:
             _thaw(frozen)
         for y in ys if type(ys) is tuple else (ys,):
-            if type(y) is np.ndarray and not y.flags.writeable and _view_of(y, frozen):
+            if type(y) is np.ndarray and y.base is not None and not y.flags.writeable \
+                    and _view_of(y, frozen):
                 try:
                     y.flags.writeable = True  # read-only because of the guard: not any more
                 except ValueError:  # its memory is read-only for another reason
