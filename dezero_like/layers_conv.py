@@ -11,6 +11,7 @@ see them. Layers whose weight shape depends on the input (``in_channels``,
 ``in_size`` left as ``None``) create their weights on the first call.
 """
 
+import sys
 import warnings
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
 from dezero_like import cuda
-from dezero_like.core import Parameter, as_variable
+from dezero_like.core import Config, Parameter, _outside_package, as_variable
 from dezero_like.functions import _UNAVAILABLE, _float_dtype
 from dezero_like.functions_conv import _momentum, _pad
 from dezero_like.layers import (
@@ -214,9 +215,21 @@ class EmbedID(Layer):
 
 
 # --- step 61 ------------------------------------------------------------
+def _warn_training_state(layer):
+    """Warn that ``layer`` goes on, under ``no_grad()``, from a state kept from training."""
+    _, level = _outside_package(sys._getframe(2))  # 1 is _check_batch
+    warnings.warn(
+        f"{layer} starts from the state it kept from training (made with a graph), but runs "
+        "under no_grad(), an evaluation: its first outputs depend on the end of the training "
+        "sequence, not on this one alone. Call model.reset_state() before a new sequence. "
+        "(Going on from the training state on purpose? warnings.filterwarnings('ignore', "
+        "'.* starts from the state it kept from training'))", stacklevel=level + 3)
+
+
 def _check_batch(layer, x, h, x2h=None):
     """Refuse an input that is not one time step ``(N, in_size)`` (of the ``in_size`` of the
-    input layer ``x2h``, once known), or whose batch size differs from that of the state ``h``."""
+    input layer ``x2h``, once known), or whose batch size differs from that of the state ``h``;
+    warn when a state kept from training (it requires grad) meets a call under ``no_grad()``."""
     if isinstance(x, (list, tuple)):
         x = as_variable(x)  # refuses a list, saying how to make an array of it
     shape = tuple(getattr(x, "shape", ()))
@@ -238,6 +251,8 @@ def _check_batch(layer, x, h, x2h=None):
             f"{layer}: the input has a batch of {len(x)} but the kept state has {len(h)} "
             "rows; call reset_state() when the batch size changes (a new set of sequences, "
             "a last smaller batch, or one sequence to predict after training on batches)")
+    if h is not None and not Config.enable_backprop and h.requires_grad:
+        _warn_training_state(layer)  # once: the states made under no_grad do not require grad
 
 
 class RNN(Layer):

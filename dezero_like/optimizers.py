@@ -333,8 +333,10 @@ class Optimizer:
         params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
         if not params:
             _warn_no_gradient()
-        elif _same_grads_as_last_update(self, params):
-            _warn_repeated_update()  # no backward since the last update (step 47)
+        else:
+            if _same_grads_as_last_update(self, params):
+                _warn_repeated_update()  # no backward since the last update (step 47)
+            _watch_gradless(self)  # some parameters get no gradient: only in the first updates
         _check_grads(params, "set by hand?")
         for p in params:
             if p.loss_scale is not None:
@@ -733,6 +735,53 @@ _pytorch_names(
 
 
 # --- step 67 ------------------------------------------------------------
+_WATCHED_UPDATES = 3  # how many updates a parameter may go without a gradient unremarked
+
+
+def _without_gradient(optimizer):
+    """{name: Parameter} of the target's parameters that have data but no gradient, and that
+    should have one: not BatchNorm's running statistics, not frozen, not requires_grad=False."""
+    named, owners = {}, {}
+    flatten = getattr(optimizer.target, "_flatten_params", None)
+    if flatten is None:  # a target that writes its own params(): no names, no check
+        return {}
+    flatten(named, owners=owners)
+    frozen = {id(p) for hook in optimizer.hooks if isinstance(hook, FreezeParam)
+              for p in hook.frozen}
+    return {key: p for key, p in named.items()
+            if p.grad is None and p.data is not None and p.requires_grad
+            and id(p) not in frozen and owners[key][1] not in ("avg_mean", "avg_var")}
+
+
+def _watch_gradless(optimizer):
+    """Over the first updates of a model, keep the names of the parameters that never got a
+    gradient; warn once about them (a layer cut off the loss by .data, or never called in
+    forward). Names and the model's id only: nothing kept alive, and a copy can be pickled."""
+    watch = optimizer.__dict__.get("_gradless")
+    if watch is not None and watch[0] == id(optimizer.target):
+        if watch[1] is None:
+            return  # done for this model
+        count, now = watch[1] + 1, _without_gradient(optimizer)
+        never = [key for key in watch[2] if key in now]
+    else:  # the first update of this model
+        count, never = 1, list(_without_gradient(optimizer))
+    if never and count < _WATCHED_UPDATES:
+        optimizer.__dict__["_gradless"] = (id(optimizer.target), count, tuple(never))
+        return
+    optimizer.__dict__["_gradless"] = (id(optimizer.target), None, None)
+    if not never:
+        return
+    names = list(never)
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    warnings.warn(
+        f"update(): {shown} got no gradient in any of the first {_WATCHED_UPDATES} updates, so "
+        f"they have not changed while the rest of the {type(optimizer.target).__name__} learns. "
+        "Their layer reaches the loss only through .data (an array, outside the graph) or a "
+        "Variable made again from it, or it is not called in forward: use the Variables "
+        "themselves. To keep them fixed on purpose, say so: "
+        "optimizer.add_hook(FreezeParam(layer))", RuntimeWarning, stacklevel=3)
+
+
 def _check_grads(params, who):
     """Refuse a gradient that is not a Variable of its parameter's shape (one set by hand, or by
     a hook): NumPy would broadcast a smaller one into the step. Refuse one on the other device

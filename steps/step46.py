@@ -20,8 +20,9 @@
 # ### The package code of this step
 #
 # In this step `functions` gains `ReLU`, `relu`, `LeakyReLU`, `leaky_relu`; `core` gains
-# `_guard_backward`, and `Function` gains `__init_subclass__` (a Function you write may not
-# change the gradients it is handed); `models` gains `Model`, `MLP`, `Sequential`.
+# `_guard_backward` and `_guard_forward`, and `Function` gains `__init_subclass__` (a Function
+# you write may not change the gradients it is handed, nor its inputs); `models` gains `Model`,
+# `MLP`, `Sequential`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -141,6 +142,12 @@ def leaky_relu(x, slope=0.2, **others):
 # so the package's own Functions pay nothing. (PyTorch protects its saved tensors with a
 # version counter, as step 37's clock does here for assignments to `.data`; this guard checks
 # the gradients.)
+#
+# The same habit in `forward`, `x[x < 0] = 0; return x` (or `x *= self.mask`,
+# `np.maximum(x, 0, out=x)`), changes the arrays of the *input* Variables: a parameter's values,
+# or an array that an earlier function keeps for its backward (`tanh` and `exp` keep their
+# output, `x0 * x1` its inputs), so the model or a gradient comes out wrong with no error. So
+# `forward` is guarded the same way: the NumPy arrays it is handed are read-only while it runs.
 
 # %%
 #| export dezero_like/core.py Function
@@ -148,10 +155,16 @@ import types
 
 
 def __init_subclass__(cls, **kwargs):
-    """Guard the ``backward`` of a Function written outside the package: _guard_backward."""
+    """Guard the ``forward`` and ``backward`` of a Function written outside the package:
+    _guard_forward, _guard_backward."""
     super().__init_subclass__(**kwargs)  # a mixin's own hook still runs
-    backward = cls.__dict__.get("backward")  # a staticmethod is left as it is
-    if type(backward) is types.FunctionType and cls.__module__.split(".")[0] != "dezero_like":
+    if cls.__module__.split(".")[0] == "dezero_like":
+        return
+    forward = cls.__dict__.get("forward")  # a staticmethod is left as it is
+    if type(forward) is types.FunctionType:
+        cls.forward = _guard_forward(forward)
+    backward = cls.__dict__.get("backward")
+    if type(backward) is types.FunctionType:
         cls.backward = _guard_backward(backward)
 
 
@@ -167,6 +180,36 @@ class _SharedGradientError(ValueError):
     """A backward wrote into a gradient it was handed (see _guard_backward)."""
 
 
+class _ChangedInputError(ValueError):
+    """A forward wrote into an input array it was handed (see _guard_forward)."""
+
+
+def _freeze(arrays):
+    """Make the writeable NumPy arrays among ``arrays`` read-only; return them."""
+    frozen = [a for a in arrays if type(a) is np.ndarray and a.flags.writeable]
+    for a in frozen:
+        a.flags.writeable = False
+    return frozen
+
+
+def _view_of(y, frozen):
+    """True when ``y`` is a view into the memory of one of ``frozen`` and not a broadcast (a
+    zero stride: its elements alias, as ``np.broadcast_to`` makes it, read-only for its own
+    reason). NumPy's ``base`` names the array that owns the memory, which may be the input's
+    own base, so the memory is compared (bounds only: cheap)."""
+    if y.size > 1 and 0 in y.strides:
+        return False
+    return any(np.may_share_memory(y, a) for a in frozen)
+
+
+def _thaw(frozen):
+    """Give ``frozen`` (from _freeze) their writeable flag back."""
+    # arrays that own their memory first: NumPy refuses to make a view writeable
+    # while its base is read-only (one gradient may be a view of another)
+    for a in sorted(frozen, key=lambda a: a.base is not None):
+        a.flags.writeable = True
+
+
 def _guard_backward(backward):
     """``backward`` with the gradients it is handed read-only while it runs.
 
@@ -179,14 +222,11 @@ def _guard_backward(backward):
 
     @functools.wraps(backward)
     def guarded(self, *gys):
-        frozen = [g.data for g in gys if isinstance(g, Variable) and type(g.data) is np.ndarray
-                  and g.data.flags.writeable]
-        for a in frozen:
-            a.flags.writeable = False
+        frozen = _freeze([g.data for g in gys if isinstance(g, Variable)])
         try:
             return backward(self, *gys)
-        except _SharedGradientError:
-            raise  # a guarded backward called from this one (super().backward) said it all
+        except (_SharedGradientError, _ChangedInputError):
+            raise  # a guarded function called from this one (super().backward) said it all
         except ValueError as error:
             if "read-only" not in str(error):
                 raise
@@ -197,10 +237,52 @@ def _guard_backward(backward):
                 "Make a new array: gx = gy * self.mask, or gx = gy.data.copy(); "
                 "gx[~self.mask] = 0") from error
         finally:
-            # arrays that own their memory first: NumPy refuses to make a view writeable
-            # while its base is read-only (one gradient may be a view of another)
-            for a in sorted(frozen, key=lambda a: a.base is not None):
-                a.flags.writeable = True
+            _thaw(frozen)
+
+    guarded._guarded = True
+    return guarded
+
+
+def _guard_forward(forward):
+    """``forward`` with the input arrays it is handed read-only while it runs.
+
+    They are the data of the input Variables: a parameter's values, or an array an earlier
+    function keeps for its backward (``exp`` and ``tanh`` keep their output), so a forward
+    that changed one in place would change the model or a gradient, silently. An output that
+    is a view of an input (``x.reshape(...)``) is made writeable again with it. CuPy arrays
+    have no read-only flag and are not guarded.
+    """
+    if getattr(forward, "_guarded", False):
+        return forward
+
+    @functools.wraps(forward)
+    def guarded(self, *xs):
+        frozen = _freeze(xs)
+        if not frozen:
+            return forward(self, *xs)
+        try:
+            ys = forward(self, *xs)
+        except (_SharedGradientError, _ChangedInputError):
+            raise  # a guarded function called from this one (super().forward) said it all
+        except ValueError as error:
+            if "read-only" not in str(error):
+                raise
+            raise _ChangedInputError(
+                f"{type(self).__name__}.forward wrote into an input array ({error}). The arrays "
+                "handed to forward are the input Variables' data: a parameter's values, or an "
+                "array an earlier function keeps for its backward (exp and tanh keep their "
+                "output), so changing them in place would change the model or a gradient. Make a "
+                "new array: y = x * mask, or y = x.copy(); y[~mask] = 0") from error
+        finally:
+            _thaw(frozen)
+        for y in ys if type(ys) is tuple else (ys,):
+            if type(y) is np.ndarray and y.base is not None and not y.flags.writeable \
+                    and _view_of(y, frozen):
+                try:
+                    y.flags.writeable = True  # read-only because of the guard: not any more
+                except ValueError:  # its memory is read-only for another reason
+                    pass
+        return ys
 
     guarded._guarded = True
     return guarded

@@ -108,15 +108,36 @@ __getattr__ = forward_names(__name__, {
 # of 30, before predicting one sequence; or before a last, smaller batch). It also refuses what is
 # not one time step of a batch, shape `(N, in_size)`: a whole sequence `(N, T, in_size)` is fed
 # one step at a time, `x[:, t]`.
+#
+# When the batch size does not change (trained on one sequence, batch 1, and tested on one),
+# a forgotten `reset_state()` gives no error: the first predictions start from the state at the
+# end of the training sequence. That state was computed with a graph (it requires grad), while
+# the prediction runs under `no_grad()`, so `_check_batch` warns once when a kept state that
+# requires grad meets a call under `no_grad()` (the states made from then on do not require it).
 
 # %%
 #| export dezero_like/layers_conv.py
-from dezero_like.core import as_variable
+import sys
+import warnings
+
+from dezero_like.core import Config, _outside_package, as_variable
+
+
+def _warn_training_state(layer):
+    """Warn that ``layer`` goes on, under ``no_grad()``, from a state kept from training."""
+    _, level = _outside_package(sys._getframe(2))  # 1 is _check_batch
+    warnings.warn(
+        f"{layer} starts from the state it kept from training (made with a graph), but runs "
+        "under no_grad(), an evaluation: its first outputs depend on the end of the training "
+        "sequence, not on this one alone. Call model.reset_state() before a new sequence. "
+        "(Going on from the training state on purpose? warnings.filterwarnings('ignore', "
+        "'.* starts from the state it kept from training'))", stacklevel=level + 3)
 
 
 def _check_batch(layer, x, h, x2h=None):
     """Refuse an input that is not one time step ``(N, in_size)`` (of the ``in_size`` of the
-    input layer ``x2h``, once known), or whose batch size differs from that of the state ``h``."""
+    input layer ``x2h``, once known), or whose batch size differs from that of the state ``h``;
+    warn when a state kept from training (it requires grad) meets a call under ``no_grad()``."""
     if isinstance(x, (list, tuple)):
         x = as_variable(x)  # refuses a list, saying how to make an array of it
     shape = tuple(getattr(x, "shape", ()))
@@ -138,6 +159,8 @@ def _check_batch(layer, x, h, x2h=None):
             f"{layer}: the input has a batch of {len(x)} but the kept state has {len(h)} "
             "rows; call reset_state() when the batch size changes (a new set of sequences, "
             "a last smaller batch, or one sequence to predict after training on batches)")
+    if h is not None and not Config.enable_backprop and h.requires_grad:
+        _warn_training_state(layer)  # once: the states made under no_grad do not require grad
 
 
 # %% [markdown]

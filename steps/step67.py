@@ -136,7 +136,9 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
     if not self.requires_grad:
         raise RuntimeError(
             "backward() was called on a variable that does not require grad: it was made "
-            "under no_grad(), or from inputs with requires_grad=False, or it is a gradient "
+            "under no_grad(), or from inputs with requires_grad=False, or from arrays only "
+            "(a loss of y.data, not of the Variable y: .data is an array, outside the graph, "
+            "so no parameter before it would learn), or it is a gradient "
             "from a backward() without create_graph=True (pass create_graph=True to the first "
             "backward to differentiate its gradients again, step 30), or a gradient that does "
             "not depend on the inputs (relu's or a linear function's is constant, so the next "
@@ -364,11 +366,70 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 # update them all together, as SGD does on a GPU in step 71. Then every parameter it stepped is
 # marked as changed (`_changed_in_place`, step 37), since a kernel that writes a parameter's
 # array on the GPU does not go through `p.data = ...`.
+#
+# A parameter that gets no gradient is left as it is, without a word, and that hides a mistake:
+# a forward that goes on from `h.data` (an array, outside the graph) or from `Variable(h.data)`
+# cuts the layers before it off the loss, and a layer made in `__init__` but never called in
+# `forward` is not part of the network at all; the rest of the model trains, so nothing fails.
+# So for the first three updates of a model, `_watch_gradless` notes the parameters that have
+# no gradient, and warns once about those that got none in all three (three, because the
+# hidden-to-hidden weights of an RNN get none in an update made after its first time step).
+# BatchNorm's running statistics never get one, nor do parameters frozen with `FreezeParam` or
+# made with `requires_grad=False`: they are left out.
 
 # %%
 #| export dezero_like/optimizers.py
+import warnings
+
 from dezero_like import cuda
 from dezero_like.core import Variable
+from dezero_like.optimizers import FreezeParam
+
+_WATCHED_UPDATES = 3  # how many updates a parameter may go without a gradient unremarked
+
+
+def _without_gradient(optimizer):
+    """{name: Parameter} of the target's parameters that have data but no gradient, and that
+    should have one: not BatchNorm's running statistics, not frozen, not requires_grad=False."""
+    named, owners = {}, {}
+    flatten = getattr(optimizer.target, "_flatten_params", None)
+    if flatten is None:  # a target that writes its own params(): no names, no check
+        return {}
+    flatten(named, owners=owners)
+    frozen = {id(p) for hook in optimizer.hooks if isinstance(hook, FreezeParam)
+              for p in hook.frozen}
+    return {key: p for key, p in named.items()
+            if p.grad is None and p.data is not None and p.requires_grad
+            and id(p) not in frozen and owners[key][1] not in ("avg_mean", "avg_var")}
+
+
+def _watch_gradless(optimizer):
+    """Over the first updates of a model, keep the names of the parameters that never got a
+    gradient; warn once about them (a layer cut off the loss by .data, or never called in
+    forward). Names and the model's id only: nothing kept alive, and a copy can be pickled."""
+    watch = optimizer.__dict__.get("_gradless")
+    if watch is not None and watch[0] == id(optimizer.target):
+        if watch[1] is None:
+            return  # done for this model
+        count, now = watch[1] + 1, _without_gradient(optimizer)
+        never = [key for key in watch[2] if key in now]
+    else:  # the first update of this model
+        count, never = 1, list(_without_gradient(optimizer))
+    if never and count < _WATCHED_UPDATES:
+        optimizer.__dict__["_gradless"] = (id(optimizer.target), count, tuple(never))
+        return
+    optimizer.__dict__["_gradless"] = (id(optimizer.target), None, None)
+    if not never:
+        return
+    names = list(never)
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    warnings.warn(
+        f"update(): {shown} got no gradient in any of the first {_WATCHED_UPDATES} updates, so "
+        f"they have not changed while the rest of the {type(optimizer.target).__name__} learns. "
+        "Their layer reaches the loss only through .data (an array, outside the graph) or a "
+        "Variable made again from it, or it is not called in forward: use the Variables "
+        "themselves. To keep them fixed on purpose, say so: "
+        "optimizer.add_hook(FreezeParam(layer))", RuntimeWarning, stacklevel=3)
 
 
 def _check_grads(params, who):
@@ -399,7 +460,7 @@ import weakref
 from dezero_like.core import _changed_in_place
 from dezero_like.optimizers import (_check_grads, _floats_only, _new_grad,
                                     _same_grads_as_last_update, _warn_no_gradient,
-                                    _warn_repeated_update, _wide)
+                                    _warn_repeated_update, _watch_gradless, _wide)
 
 
 def update(self):
@@ -410,8 +471,10 @@ def update(self):
     params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
     if not params:
         _warn_no_gradient()
-    elif _same_grads_as_last_update(self, params):
-        _warn_repeated_update()  # no backward since the last update (step 47)
+    else:
+        if _same_grads_as_last_update(self, params):
+            _warn_repeated_update()  # no backward since the last update (step 47)
+        _watch_gradless(self)  # some parameters get no gradient: only in the first updates
     _check_grads(params, "set by hand?")
     for p in params:
         if p.loss_scale is not None:

@@ -284,6 +284,7 @@ def test_matches_torch_sgd_momentum_and_adam():
 
 
 @pytest.mark.parametrize("frozen_for", [1, 3])
+@pytest.mark.filterwarnings("ignore:update\\(\\). v got no gradient")  # unused on purpose
 def test_adam_corrects_each_parameter_for_its_own_number_of_updates(frozen_for):
     """A parameter without a gradient in the first updates (unused by those batches, or
     frozen) has averages only as old as its own updates: PyTorch and Chainer count them per
