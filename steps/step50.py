@@ -78,6 +78,11 @@ def accuracy(y, t):
     _check_label_range("accuracy", t_data, y_data.shape[1])  # on the CPU (step 49)
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
     acc = (pred == t_data).mean()
+    if xp is not np and t_data.size:  # the checks above would read the labels back, a wait for
+        bad = (t_data < 0) | (t_data >= y_data.shape[1])  # the GPU: there a label that is no
+        if t_data.dtype.kind == "f":  # class (a fraction, inf, nan) makes the accuracy nan, as
+            bad |= t_data != xp.floor(t_data)  # it makes softmax_cross_entropy's loss
+        acc = xp.where(bad.any(), xp.nan, acc)
     dtype = _float_dtype(y_data.dtype, complex_ok=False)
     return Variable(xp.asarray(acc, dtype=dtype), requires_grad=False)
 

@@ -385,6 +385,23 @@ def test_accuracy_takes_a_list_of_labels_for_gpu_scores():
 
 
 @needs_gpu
+@pytest.mark.parametrize("labels", [[0, 1, 3], [0, -1, 2], [0.0, 1.5, 2.0], [0.0, np.nan, 2.0],
+                                    [0.0, np.inf, 2.0]],
+                         ids=["too large", "negative", "a fraction", "nan", "inf"])
+def test_accuracy_on_the_gpu_is_nan_for_a_label_that_is_no_class(labels):
+    """The CPU refuses such a label (reading it is free there); on a GPU reading it back would
+    wait for the device, so the accuracy is nan, as softmax_cross_entropy's loss is. Before, it
+    was counted as a wrong prediction: an accuracy that looked plausible."""
+    y = cuda.as_cupy(np.eye(3, dtype=np.float32))
+    t = cuda.as_cupy(np.array(labels))
+    assert np.isnan(float(F.accuracy(y, t).data))
+    with pytest.raises(ValueError):
+        F.accuracy(np.eye(3, dtype=np.float32), np.array(labels))
+    good = cuda.as_cupy(np.array([0.0, 1.0, 1.0]) if t.dtype.kind == "f" else np.array([0, 1, 1]))
+    assert float(F.accuracy(y, good).data) == pytest.approx(2 / 3)
+
+
+@needs_gpu
 def test_a_backward_seed_on_the_other_device_is_refused():
     y = dz.Variable(cuda.as_cupy(np.ones(3, np.float32))) * 2.0
     with pytest.raises(TypeError, match="is on the CPU, but the output is on the GPU"):
