@@ -415,6 +415,9 @@ class Optimizer:
         if target is not self.__dict__.get("target"):  # the new model has not been updated yet
             self.__dict__.pop("_stepped", None)
         self.target = target
+        for hook in self.hooks:  # a FreezeParam added before, of another model's layers
+            if _freezes_another_model(self, hook):
+                warnings.warn(_another_model_message(self, hook), stacklevel=2)
         return self
 
     def add_hook(self, f):
@@ -429,6 +432,8 @@ class Optimizer:
             raise TypeError(f"add_hook() needs a function of the parameters (or an object with "
                             f"__call__), got {what}; pass an instance, e.g. WeightDecay(1e-4)")
         _check_new_hook(self.hooks, f)  # added twice: it would run twice per update
+        if _freezes_another_model(self, f):  # FreezeParam(copy_of_model.l1): freezes nothing
+            raise ValueError(_another_model_message(self, f))
         self.hooks.append(f)
         self.hooks.sort(key=_runs_after_freezing)  # stable: the others keep their order
         return self
@@ -839,6 +844,25 @@ def _to_freeze(layer):
     if not hasattr(layer, "params"):
         raise TypeError(f"FreezeParam takes layers and Parameters, got {type(layer).__name__}")
     return list(layer.params())
+
+
+def _freezes_another_model(optimizer, hook):
+    """Whether ``hook`` is a FreezeParam none of whose parameters belong to the optimizer's
+    target (once it has one): another model's layers, so it would freeze nothing."""
+    target = getattr(optimizer, "target", None)
+    if not isinstance(hook, FreezeParam) or not hook.frozen or target is None:
+        return False
+    ours = {id(p) for p in target.params()}
+    return not any(id(p) in ours for p in hook.frozen)
+
+
+def _another_model_message(optimizer, hook):
+    n = len(hook.frozen)
+    return (f"FreezeParam holds {n} parameter{'s' if n > 1 else ''}, and none of them belongs "
+            f"to the {type(optimizer.target).__name__} this optimizer trains (the one given to "
+            "setup()), so it would freeze nothing: they are another model's (copy.deepcopy of "
+            "a model, or a second MLP(...), makes new Parameters). Pass the layers of the model "
+            "you train: FreezeParam(model.l1)")
 
 
 def _runs_after_freezing(hook):

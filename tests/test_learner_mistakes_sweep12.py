@@ -312,3 +312,35 @@ def test_batch_norm_statistics_frozen_layers_and_a_first_rnn_step_stay_quiet():
             loss.backward()
             loss.unchain_backward()
             optimizer.update()
+
+
+# ---- FreezeParam of another model ------------------------------------------------------------
+
+def test_freezeparam_of_another_models_layer_is_refused_and_the_models_own_is_taken():
+    """``FreezeParam(original.l1)`` added to the optimizer of ``copy.deepcopy(original)`` froze
+    nothing, silently: the copy's layer has Parameters of its own. It is refused when the
+    optimizer already has its model, and warned about when setup() comes after add_hook()."""
+    import copy
+
+    import dezero_like.models as M
+    from dezero_like import optimizers
+
+    original = M.MLP((4, 2))
+    original(np.zeros((1, 3)))
+    model = copy.deepcopy(original)
+    optimizer = optimizers.SGD(lr=0.1).setup(model)
+    with pytest.raises(ValueError, match=r"FreezeParam holds 2 parameters, and none of them "
+                                         r"belongs to the MLP this optimizer trains"):
+        optimizer.add_hook(optimizers.FreezeParam(original.l0))
+    assert optimizer.hooks == []  # refused: nothing was added
+    optimizer.add_hook(optimizers.FreezeParam(model.l0))  # the model's own layer
+    before = model.l0.W.data.copy()
+    model.cleargrads()
+    F.sum(model(np.ones((2, 3)))).backward()
+    optimizer.update()
+    np.testing.assert_array_equal(model.l0.W.data, before)
+
+    later = optimizers.SGD(lr=0.1)
+    later.add_hook(optimizers.FreezeParam(original.l0))  # no model yet: nothing to compare
+    with pytest.warns(UserWarning, match="none of them belongs to the MLP"):
+        later.setup(model)
