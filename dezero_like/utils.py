@@ -85,6 +85,12 @@ def _output_weights(index, shape):
     return np.random.default_rng(index).uniform(0.5, 1.5, shape)
 
 
+def _weighed(y, index):
+    """Output ``index`` of f, ``y``, times its weights, on its device."""
+    y = as_variable(y)
+    return y * cuda.get_array_module(y.data).asarray(_output_weights(index, y.shape))
+
+
 def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     """Compare backprop's gradient of a weighted sum of ``f(x, *args)`` with the numerical one.
 
@@ -106,14 +112,14 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     x = Variable(x.data.astype(np.float64))  # a copy: x itself is never touched
 
     def weighted(v, *args, **kwargs):
+        """f's output times its weights; several outputs: the sum of each one's weighted sum
+        (numerical_grad adds up the elements, and backward() starts from ones)."""
         outputs = f(v, *args, **kwargs)
         if not isinstance(outputs, (list, tuple)):
-            outputs = (outputs,)
-        total = 0
-        for i, y in enumerate(outputs):
-            y = as_variable(y)
-            weights = cuda.get_array_module(y.data).asarray(_output_weights(i, y.shape))
-            total = total + (y * weights).sum()
+            return _weighed(outputs, 0)
+        total = _weighed(outputs[0], 0).sum()
+        for i, y in enumerate(outputs[1:], 1):
+            total = total + _weighed(y, i).sum()
         return total
 
     num_grad = _host(numerical_grad(weighted, x, *args, **kwargs))  # NumPy, as bp_grad below

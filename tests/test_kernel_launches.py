@@ -97,6 +97,8 @@ def _recording_cupy(launches):
         shape if isinstance(shape, tuple) else (shape,), dtype)
     fake.empty_like = lambda a: ShapeOnly(a.shape, a.dtype)
     fake.ascontiguousarray = lambda a: a
+    # the current GPU: cuda_kernels keeps a kernel per device (cupy.cuda.runtime.getDevice)
+    fake.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0))
     return fake
 
 
