@@ -1460,6 +1460,22 @@ def _thaw(frozen):
         a.flags.writeable = True
 
 
+def _call_read_only(method, self, args, frozen, error_type, message):
+    """``method(self, *args)`` while the arrays ``frozen`` (from _freeze) are read-only, and
+    they are writeable again after it. A write into one of them becomes ``error_type`` with
+    ``message`` (its ``{error}`` is NumPy's words), naming the Function."""
+    try:
+        return method(self, *args)
+    except (_SharedGradientError, _ChangedInputError):
+        raise  # a guarded method called from this one (super().backward) said it all
+    except ValueError as error:
+        if "read-only" not in str(error):
+            raise
+        raise error_type(f"{type(self).__name__}." + message.format(error=error)) from error
+    finally:
+        _thaw(frozen)
+
+
 def _guard_backward(backward):
     """``backward`` with the gradients it is handed read-only while it runs.
 
@@ -1473,21 +1489,11 @@ def _guard_backward(backward):
     @functools.wraps(backward)
     def guarded(self, *gys):
         frozen = _freeze([g.data for g in gys if isinstance(g, Variable)])
-        try:
-            return backward(self, *gys)
-        except (_SharedGradientError, _ChangedInputError):
-            raise  # a guarded function called from this one (super().backward) said it all
-        except ValueError as error:
-            if "read-only" not in str(error):
-                raise
-            raise _SharedGradientError(
-                f"{type(self).__name__}.backward wrote into an array it may not change ({error})."
-                " The gradients handed to backward are shared: x0 + x1 hands one gy to both "
-                "inputs, so changing it in place would change the other branch's gradient too. "
-                "Make a new array: gx = gy * self.mask, or gx = gy.data.copy(); "
-                "gx[~self.mask] = 0") from error
-        finally:
-            _thaw(frozen)
+        return _call_read_only(backward, self, gys, frozen, _SharedGradientError, (
+            "backward wrote into an array it may not change ({error}). The gradients handed to "
+            "backward are shared: x0 + x1 hands one gy to both inputs, so changing it in place "
+            "would change the other branch's gradient too. Make a new array: gx = gy * "
+            "self.mask, or gx = gy.data.copy(); gx[~self.mask] = 0"))
 
     guarded._guarded = True
     return guarded
@@ -1510,21 +1516,12 @@ def _guard_forward(forward):
         frozen = _freeze(xs)
         if not frozen:
             return forward(self, *xs)
-        try:
-            ys = forward(self, *xs)
-        except (_SharedGradientError, _ChangedInputError):
-            raise  # a guarded function called from this one (super().forward) said it all
-        except ValueError as error:
-            if "read-only" not in str(error):
-                raise
-            raise _ChangedInputError(
-                f"{type(self).__name__}.forward wrote into an input array ({error}). The arrays "
-                "handed to forward are the input Variables' data: a parameter's values, or an "
-                "array an earlier function keeps for its backward (exp and tanh keep their "
-                "output), so changing them in place would change the model or a gradient. Make a "
-                "new array: y = x * mask, or y = x.copy(); y[~mask] = 0") from error
-        finally:
-            _thaw(frozen)
+        ys = _call_read_only(forward, self, xs, frozen, _ChangedInputError, (
+            "forward wrote into an input array ({error}). The arrays handed to forward are the "
+            "input Variables' data: a parameter's values, or an array an earlier function keeps "
+            "for its backward (exp and tanh keep their output), so changing them in place would "
+            "change the model or a gradient. Make a new array: y = x * mask, or y = x.copy(); "
+            "y[~mask] = 0"))
         for y in ys if type(ys) is tuple else (ys,):
             if type(y) is np.ndarray and y.base is not None and not y.flags.writeable \
                     and _view_of(y, frozen):
