@@ -211,10 +211,11 @@ from dezero_like.models import MLP
 #
 # `cuda.gpu_available()` is True when CuPy is installed *and* sees a CUDA GPU.
 # This notebook runs everywhere: without a GPU it says so and does everything
-# on the CPU. (In Colab: Runtime → Change runtime type → GPU; CuPy is
-# preinstalled there. Should that CuPy be built for another CUDA version than the
-# runtime's libraries, it fails to import, and the error two cells below names the
-# wheel for the CUDA that the NVIDIA driver runs.)
+# on the CPU. (In Colab this notebook asks for a GPU runtime when it opens; if
+# none was given, Runtime → Change runtime type → GPU. CuPy is preinstalled
+# there. Should that CuPy be built for another CUDA version than the runtime's
+# libraries, it fails to import, and the error two cells below names the wheel
+# for the CUDA that the NVIDIA driver runs.)
 
 # %%
 use_gpu = cuda.gpu_available()

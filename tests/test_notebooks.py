@@ -242,3 +242,17 @@ def test_stored_outputs_do_not_carry_the_building_machines_path_to_the_package()
         for cell in json.loads(path.read_text())["cells"]:
             for output in cell.get("outputs", []):
                 assert nbtool.local_paths(output) == output, (path.name, output)
+
+
+def test_the_notebooks_of_the_gpu_steps_ask_colab_for_a_gpu_runtime():
+    """Opened from the badge, steps 54 and 71 (whose code asks cuda.gpu_available()) get a GPU
+    runtime in Colab; the other notebooks keep the default, a CPU runtime."""
+    asking = []
+    for path in sorted((ROOT / "notebooks").glob("step*.ipynb")):
+        meta = json.loads(path.read_text())["metadata"]
+        if meta.get("accelerator") == "GPU":
+            assert meta["colab"]["gpuType"] == "T4", path.name
+            asking.append(path.stem)
+        else:
+            assert "gpuType" not in meta["colab"], path.name
+    assert asking == ["step54", "step71"]

@@ -276,6 +276,17 @@ def needs_extras(cells):
     return [name for name, (marker, _) in EXTRAS.items() if marker in code]
 
 
+# A step whose code asks whether there is a GPU (steps 54 and 71) measures on one when it
+# can: its notebook asks Colab for a GPU runtime (the free tier's T4), so a learner who opens
+# it from the badge gets the GPU half too. Elsewhere (no GPU to give) it still runs on a CPU.
+GPU_MARKER = "cuda.gpu_available()"
+
+
+def wants_gpu(cells):
+    """Whether a step's code cells ask for a GPU (``GPU_MARKER``)."""
+    return any(kind == "code" and GPU_MARKER in src for kind, src in cells)
+
+
 def setup_source(repository, branch, extras=()):
     """The set-up cell: install dezero_like (with ``extras``) only when an import fails."""
     modules = [m for name in extras for m in EXTRAS[name][1]]
@@ -308,16 +319,15 @@ def build_notebook(script):
         if kind == "code":
             source, metadata = notebook_cell_source(source)
         out.append(_cell(kind, source, f"cell-{i:02d}", metadata))
-    return {
-        "cells": out,
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
-            "colab": {"provenance": []},
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
+    metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
     }
+    if wants_gpu(cells):  # Colab's own keys for "Runtime type: T4 GPU"
+        metadata["accelerator"] = "GPU"
+        metadata["colab"]["gpuType"] = "T4"
+    return {"cells": out, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 
 def render(nb):
