@@ -77,7 +77,8 @@ def accuracy(y, t):
                          f"{t_data.ravel()[:5]} ...; for soft targets compare their argmax")
     _check_label_range("accuracy", t_data, y_data.shape[1])  # on the CPU (step 49)
     pred = y_data.argmax(axis=1).reshape(t_data.shape)
-    acc = (pred == t_data).mean()
+    # no rows: nan, as PyTorch's mean of nothing, without NumPy's "Mean of empty slice"
+    acc = (pred == t_data).mean() if t_data.size else np.nan
     if xp is not np and t_data.size:  # the checks above would read the labels back, a wait for
         bad = (t_data < 0) | (t_data >= y_data.shape[1])  # the GPU: there a label that is no
         if t_data.dtype.kind == "f":  # class (a fraction, inf, nan) makes the accuracy nan, as

@@ -780,3 +780,15 @@ def test_binary_losses_refuse_targets_of_another_shape(fn):
 def test_binary_cross_entropy_refuses_values_outside_zero_one(p, t, what):
     with pytest.raises(ValueError, match=what + r" in \[0, 1\].*sigmoid_cross_entropy"):
         F.binary_cross_entropy(dz.Variable(p), t)
+
+
+def test_accuracy_of_an_empty_batch_is_nan_without_numpys_warning():
+    """PyTorch's (pred == t).float().mean() of no rows is nan, silently; NumPy's mean warned
+    "Mean of empty slice" and "invalid value encountered" for the same nan."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for dtype in (np.float32, np.float64):
+            acc = F.accuracy(np.zeros((0, 3), dtype), np.zeros(0, np.int64))
+            assert np.isnan(acc.data) and acc.dtype == dtype
