@@ -245,8 +245,9 @@ def test_stored_outputs_do_not_carry_the_building_machines_path_to_the_package()
 
 
 def test_the_notebooks_of_the_gpu_steps_ask_colab_for_a_gpu_runtime():
-    """Opened from the badge, steps 54 and 71 (whose code asks cuda.gpu_available()) get a GPU
-    runtime in Colab; the other notebooks keep the default, a CPU runtime."""
+    """Opened from the badge, steps 54 and 71 (whose code asks whether a GPU is there, the
+    marker tools/notebooks.py looks for) get a GPU runtime in Colab; the other notebooks keep
+    the default, a CPU runtime."""
     asking = []
     for path in sorted((ROOT / "notebooks").glob("step*.ipynb")):
         meta = json.loads(path.read_text())["metadata"]
