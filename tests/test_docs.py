@@ -514,3 +514,13 @@ def test_gpu_checks_time_limits_are_those_contributing_quotes():
     assert set(quoted) == {"TESTS_S", "STEPS_S", "BENCH_S"}, quoted
     for name, value in quoted.items():
         assert f"{name}=${{{name}:-{value}}}" in script, f"{name}: the docs say {value}"
+
+
+def test_environment_variables_the_docs_name_are_read_somewhere():
+    """DEZERO_LIKE_DATA, CUPY_ON_CPU_NOISE, ...: each is read by the package, a tool or a test."""
+    code = "\n".join(p.read_text() for folder in ("dezero_like", "tools", "tests", "benchmarks")
+                     for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".sh"))
+    names = {name for page in DOC_PAGES for name in re.findall(
+        r"\b((?:DEZERO_|CUPY_ON_CPU|GPU_CHECK_)[A-Z_]*[A-Z])\b", page.read_text())}
+    assert "DEZERO_LIKE_DATA" in names, names
+    assert not [n for n in names if n not in code], sorted(n for n in names if n not in code)
