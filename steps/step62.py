@@ -60,14 +60,16 @@ class LSTM(Layer):
     r"""Long short-term memory layer (one time step per call; state kept between calls).
 
     With $\sigma$ the sigmoid and $\odot$ the elementwise product:
-    $f = \sigma(x W_{xf} + h W_{hf})$, $i = \sigma(\dots)$, $o = \sigma(\dots)$ (gates),
-    $u = \tanh(x W_{xu} + h W_{hu})$ (candidate), then
-    $c_t = f \odot c_{t-1} + i \odot u$ and $h_t = o \odot \tanh(c_t)$.
+    $f = \sigma(x W_{xf} + b_f + h W_{hf})$, $i = \sigma(\dots)$, $o = \sigma(\dots)$
+    (gates), $u = \tanh(x W_{xu} + b_u + h W_{hu})$ (candidate), then
+    $c_t = f \odot c_{t-1} + i \odot u$ and $h_t = o \odot \tanh(c_t)$. Each bias
+    is that of an ``x2*`` layer (``b_f`` is ``x2f.b``); the ``h2*`` layers have none.
+    The first call has no ``h`` and no ``c``: the ``h`` terms drop out and $c = i \odot u$.
 
     The cell state ``c`` is updated by a product and a sum only, so along ``c`` a
     gradient is scaled at each step by the forget gate ``f``, not by a squashing
-    derivative: it reaches back as far as ``f`` stays near 1 (the forget gate's bias,
-    ``x2f.b``, sets where ``f`` starts; this step measures it).
+    derivative: it reaches back as far as ``f`` stays near 1 (the forget gate's bias
+    ``x2f.b`` sets where ``f`` starts; step 62 measures it).
     ``reset_state()`` clears ``h`` and ``c``.
     """
 

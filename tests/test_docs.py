@@ -393,3 +393,134 @@ def test_the_steps_this_file_runs_over_were_found():
     """The parametrized tests above run over a list found on disk; an empty list would make
     them all skip as an empty parameter set (and a loop over it pass), so it is counted."""
     assert len(SCRIPTS) == 74, f"found {len(SCRIPTS)} step scripts, the course has 74"
+
+
+# --------------------------------------------------------------------------- #
+# What the README and the docs pages name must exist (no site build needed)
+# --------------------------------------------------------------------------- #
+
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+GENERATED_PAGES = {"steps/index", "api/index"}  # tools/build_docs.py writes these pages
+_REPO_PATH = re.compile(r"(?<![\w/.-])((?:tests|tools|benchmarks|steps|docs|dezero_like|notebooks|"
+                        r"\.ci)/[\w./-]*\w)")
+_LINK = re.compile(r"\]\(([^)#\s:]+)\)")  # a relative link: no scheme, so no "https:"
+# a command of a tool or benchmark, up to the end of its code span, line, or comment
+_COMMAND = re.compile(r"python ((?:tools|benchmarks)/\w+\.py)([^`\n|;&)#]*)")
+
+
+def test_the_docs_pages_were_found():
+    assert len(DOC_PAGES) >= 8, [p.name for p in DOC_PAGES]
+
+
+def test_files_the_docs_name_exist():
+    """Every repository path (tests/..., tools/...) and relative link of the README and docs/."""
+    missing = []
+    for page in DOC_PAGES:
+        text = page.read_text()
+        for m in _REPO_PATH.finditer(text):
+            path = m.group(1)
+            if "NN" in path or path.removesuffix(".md") in GENERATED_PAGES:  # stepNN is a pattern
+                continue
+            if not (ROOT / path).exists():
+                missing.append(f"{page.relative_to(ROOT)}: {path}")
+        for m in _LINK.finditer(text):
+            target = m.group(1)
+            if page.parent.name == "docs" and target.removesuffix(".md") in GENERATED_PAGES:
+                continue
+            if not (page.parent / target).exists():
+                missing.append(f"{page.relative_to(ROOT)}: link ({target})")
+    assert not missing, "the docs name files that do not exist:\n" + "\n".join(missing)
+
+
+def test_options_the_docs_quote_are_the_scripts_own():
+    """``python tools/X.py --opt`` and ``python benchmarks/X.py --opt``: the script takes --opt."""
+    wrong, seen = [], 0
+    for page in DOC_PAGES:
+        for m in _COMMAND.finditer(page.read_text()):
+            seen += 1
+            script = ROOT / m.group(1)
+            if not script.exists():
+                wrong.append(f"{page.name}: {m.group(0)!r}: no {m.group(1)}")
+                continue
+            source = script.read_text()
+            for option in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", m.group(2)):
+                if f'"{option}"' not in source:
+                    wrong.append(f"{page.name}: {m.group(0).strip()!r}: {m.group(1)} has no "
+                                 f"option {option}")
+    assert seen > 20, f"only {seen} commands found: has the pattern stopped matching?"
+    assert not wrong, "\n".join(wrong)
+
+
+def test_extras_the_docs_install_are_in_pyproject():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    quoted = {(page.name, name) for page in DOC_PAGES
+              for name in re.findall(r"\.\[([\w-]+)\]", page.read_text())}
+    assert {name for _, name in quoted} >= {"test", "gpu", "mpi"}, quoted
+    assert not [q for q in quoted if q[1] not in extras], f"pyproject.toml has {sorted(extras)}"
+
+
+def test_test_names_the_docs_quote_exist():
+    """A test named in backticks (`test_renders_with_system_graphviz`) is defined in tests/."""
+    import dezero_like
+
+    sources = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("*.py"))
+    missing = []
+    for page in DOC_PAGES:
+        for name in re.findall(r"`(test_\w*)\*?`", page.read_text()):
+            if hasattr(dezero_like, name):  # `test_mode` is the package's, not a test
+                continue
+            if not re.search(rf"^\s*def {name}", sources, re.MULTILINE):
+                missing.append(f"{page.name}: {name}")
+    assert not missing, "no such test in tests/: " + ", ".join(missing)
+
+
+def test_readmes_module_table_names_what_the_modules_hold():
+    """Each name in the README's "What the package contains" table is found in its module."""
+    import importlib
+
+    import dezero_like
+
+    text = (ROOT / "README.md").read_text()
+    table = text.split("## What the package contains", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split("|")[1:3] for line in table.splitlines()[2:]]
+    assert len(rows) >= 12, table
+    missing = []
+    for first, second in rows:
+        modules = [dezero_like]
+        names = []
+        for word in re.findall(r"`([\w.]+)`", first + second):
+            module = word if word.startswith("dezero_like.") else f"dezero_like.{word}"
+            try:
+                modules.append(importlib.import_module(module))
+            except ImportError:
+                names.append(word)
+        places = modules + [obj for m in modules for obj in vars(m).values()
+                            if isinstance(obj, type) and obj.__module__ == m.__name__]
+        missing += [f"{first.strip()}: {name}" for name in names
+                    if name not in ("F", "L") and not any(hasattr(p, name) for p in places)]
+    assert not missing, "the README's module table names what is not there: " + ", ".join(missing)
+
+
+def test_gpu_checks_time_limits_are_those_contributing_quotes():
+    """docs/contributing.md quotes tools/gpu_check.sh's default limits; they must agree."""
+    script = (TOOLS / "gpu_check.sh").read_text()
+    page = (ROOT / "docs" / "contributing.md").read_text()
+    quoted = dict(re.findall(r"`(TESTS_S|STEPS_S|BENCH_S)=(\d+)`", page))
+    assert set(quoted) == {"TESTS_S", "STEPS_S", "BENCH_S"}, quoted
+    for name, value in quoted.items():
+        assert f"{name}=${{{name}:-{value}}}" in script, f"{name}: the docs say {value}"
+
+
+def test_environment_variables_the_docs_name_are_read_somewhere():
+    """DEZERO_LIKE_DATA, CUPY_ON_CPU_NOISE, ...: each is read by the package, a tool or a test."""
+    code = "\n".join(p.read_text() for folder in ("dezero_like", "tools", "tests", "benchmarks")
+                     for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".sh"))
+    names = {name for page in DOC_PAGES for name in re.findall(
+        r"\b((?:DEZERO_|CUPY_ON_CPU|GPU_CHECK_)[A-Z_]*[A-Z])\b", page.read_text())}
+    assert "DEZERO_LIKE_DATA" in names, names
+    assert not [n for n in names if n not in code], sorted(n for n in names if n not in code)
