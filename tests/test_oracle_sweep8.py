@@ -83,7 +83,7 @@ def test_dropout_of_integers_in_training_is_refused_as_torch(ratio):
     a = np.arange(6, dtype=np.uint8).reshape(2, 3)
     with pytest.raises(RuntimeError):
         tF.dropout(torch.from_numpy(a), ratio, training=True)
-    with pytest.raises(TypeError, match=r"integer input \(dtype uint8\).*F\.astype\(x, np\.float32"):
+    with pytest.raises(TypeError, match=r"integer input \(dtype uint8\).*F\.astype\(x, np"):
         F.dropout(a, ratio)
     np.random.seed(0)
     y = F.dropout(F.astype(a, np.float32), ratio)  # the fix the message names
