@@ -196,6 +196,10 @@ class Sum(Function):
         if x.dtype == np.float16:  # added up in float16, 2000 numbers near 0.1 came out 3 % off;
             y = x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.float32)  # PyTorch adds
             return y.astype(np.float16)  # them up in float32 and rounds once, and so do we
+        if x.dtype.kind == "u" and x.dtype.itemsize < 8:  # NumPy adds uint8 up in uint64, so
+            # that -y or y - 1 wraps around to 2**64 - 1; PyTorch gives int64, as NumPy does for
+            # int8 and bool, and so do we (uint64 stays: int64 could not hold its values)
+            return x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.int64)
         return x.sum(axis=self.axis, keepdims=self.keepdims)
 
     def backward(self, gy):
@@ -1116,6 +1120,8 @@ def _class_axis(name, x, axis):
         axis = 1  # a plain int from here on; checked below as any other axis
     if axis is None:  # every element
         return None
+    if x.ndim == 0 and not isinstance(axis, tuple) and axis in (0, -1):  # as PyTorch: a 0-d x
+        return None  # is one class along axis 0 (or -1), its every element (softmax 1)
     if isinstance(axis, list):  # NumPy takes a tuple
         axis = tuple(axis)
     if not all(-x.ndim <= a < x.ndim for a in (axis if isinstance(axis, tuple) else (axis,))):
@@ -1139,7 +1145,10 @@ def softmax(x, axis=_AXIS_1, **others):
 
 
 class LogSoftmax(Function):
-    """y = x - logsumexp(x) over ``axis``; dL/dx = gy - exp(y) * sum(gy)."""
+    """y = x - logsumexp(x) over ``axis``; dL/dx = gy - exp(y) * sum(gy).
+
+    float16 is computed in float32 and rounded once, both ways, as in softmax and PyTorch.
+    """
 
     def __init__(self, axis=1):
         self.axis = axis
@@ -1147,13 +1156,19 @@ class LogSoftmax(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
+        if x.dtype == np.float16:  # in float16, 100 logits came out 2 spacings off, not 1/2
+            return self.forward(x.astype(np.float32)).astype(np.float16)
         z, log_s = _shifted_logsumexp(x, self.axis)
         z -= log_s
         return z
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
-        return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
+        half = y.dtype == gy.dtype == np.float16
+        if half:  # exp(y) and the sum in float32 too, rounded once at the end
+            y, gy = astype(y, np.float32), astype(gy, np.float32)
+        gx = gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
+        return astype(gx, np.float16) if half else gx
 
 
 def log_softmax(x, axis=_AXIS_1, **others):
@@ -1496,7 +1511,9 @@ def dropout(x, dropout_ratio=0.5, **others):
     Only in training (``Config.train``); under ``dezero_like.test_mode()`` it is
     the identity, and thanks to the scaling the expected value is the same in
     both modes ("inverted dropout"). Built from ``*``, so backward multiplies by
-    the same mask.
+    the same mask. A ratio of 0 returns ``x`` as it is, and a ratio of 1 zeros of its dtype;
+    integers are refused in training between the two, as PyTorch refuses them (scaled, they
+    would become floats).
     """
     if others:  # PyTorch's F.dropout(x, p=0.3), say
         _refuse_keywords("F.dropout", others, _DROPOUT_KEYWORDS)
@@ -1510,14 +1527,19 @@ def dropout(x, dropout_ratio=0.5, **others):
                         f"({type(dropout_ratio).__name__}); {fix}") from None
     if not in_range:
         raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
-    if not Config.train:
-        return x
-    if dropout_ratio:  # a ratio of 0 drops nothing: nothing to warn about
-        _training_without_graph("dropout", "it still drops values at random")
+    if not Config.train or not dropout_ratio:  # a ratio of 0 drops nothing: x, dtype and all,
+        return x  # as PyTorch (scaled by 1.0 an integer x would turn into float64)
+    if x.dtype.kind in "biu" and dropout_ratio < 1.0:  # kept elements scaled by a fraction
+        raise TypeError(
+            f"dropout of an integer input (dtype {x.dtype}) in training: the elements kept are "
+            f"scaled by 1/(1 - {dropout_ratio}), which {x.dtype} cannot hold, and under "
+            "test_mode() dropout returns x unchanged, so the output's dtype would depend on the "
+            "mode (PyTorch refuses it too). Cast it to a float first: F.astype(x, np.float32)")
+    _training_without_graph("dropout", "it still drops values at random")
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
-    scale = keep.astype(_float_dtype(x.dtype))
-    if dropout_ratio < 1.0:  # at 1 every element is dropped: all zeros, as in PyTorch
+    scale = keep.astype(x.dtype)
+    if dropout_ratio < 1.0:  # at 1 every element is dropped: zeros of x's dtype, as in PyTorch
         scale *= 1.0 / (1.0 - dropout_ratio)
     return x * scale
 

@@ -182,6 +182,8 @@ def sum_to(x, shape):
     axes = tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
     if x.dtype == np.float16:  # added up in float32 and rounded once, as Sum.forward below
         y = x.sum(lead_axes + axes, keepdims=True, dtype=np.float32).astype(np.float16)
+    elif x.dtype.kind == "u" and x.dtype.itemsize < 8:  # int64, as Sum.forward below
+        y = x.sum(lead_axes + axes, keepdims=True, dtype=np.int64)
     else:
         y = x.sum(lead_axes + axes, keepdims=True)
     if lead > 0:

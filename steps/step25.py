@@ -63,6 +63,8 @@ def sum_to(x, shape):
     axes = tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
     if x.dtype == np.float16:  # added up in float32 and rounded once, as Sum.forward below
         y = x.sum(lead_axes + axes, keepdims=True, dtype=np.float32).astype(np.float16)
+    elif x.dtype.kind == "u" and x.dtype.itemsize < 8:  # int64, as Sum.forward below
+        y = x.sum(lead_axes + axes, keepdims=True, dtype=np.int64)
     else:
         y = x.sum(lead_axes + axes, keepdims=True)
     if lead > 0:
@@ -586,6 +588,10 @@ class Sum(Function):
         if x.dtype == np.float16:  # added up in float16, 2000 numbers near 0.1 came out 3 % off;
             y = x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.float32)  # PyTorch adds
             return y.astype(np.float16)  # them up in float32 and rounds once, and so do we
+        if x.dtype.kind == "u" and x.dtype.itemsize < 8:  # NumPy adds uint8 up in uint64, so
+            # that -y or y - 1 wraps around to 2**64 - 1; PyTorch gives int64, as NumPy does for
+            # int8 and bool, and so do we (uint64 stays: int64 could not hold its values)
+            return x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.int64)
         return x.sum(axis=self.axis, keepdims=self.keepdims)
 
     def backward(self, gy):

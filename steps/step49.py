@@ -247,6 +247,8 @@ def _class_axis(name, x, axis):
         axis = 1  # a plain int from here on; checked below as any other axis
     if axis is None:  # every element
         return None
+    if x.ndim == 0 and not isinstance(axis, tuple) and axis in (0, -1):  # as PyTorch: a 0-d x
+        return None  # is one class along axis 0 (or -1), its every element (softmax 1)
     if isinstance(axis, list):  # NumPy takes a tuple
         axis = tuple(axis)
     if not all(-x.ndim <= a < x.ndim for a in (axis if isinstance(axis, tuple) else (axis,))):
@@ -282,7 +284,10 @@ from dezero_like.functions import exp
 
 
 class LogSoftmax(Function):
-    """y = x - logsumexp(x) over ``axis``; dL/dx = gy - exp(y) * sum(gy)."""
+    """y = x - logsumexp(x) over ``axis``; dL/dx = gy - exp(y) * sum(gy).
+
+    float16 is computed in float32 and rounded once, both ways, as in softmax and PyTorch.
+    """
 
     def __init__(self, axis=1):
         self.axis = axis
@@ -290,13 +295,19 @@ class LogSoftmax(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.retain_outputs((0,))
+        if x.dtype == np.float16:  # in float16, 100 logits came out 2 spacings off, not 1/2
+            return self.forward(x.astype(np.float32)).astype(np.float16)
         z, log_s = _shifted_logsumexp(x, self.axis)
         z -= log_s
         return z
 
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
-        return gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
+        half = y.dtype == gy.dtype == np.float16
+        if half:  # exp(y) and the sum in float32 too, rounded once at the end
+            y, gy = astype(y, np.float32), astype(gy, np.float32)
+        gx = gy - exp(y) * sum(gy, axis=self.axis, keepdims=True)
+        return astype(gx, np.float16) if half else gx
 
 
 # %%

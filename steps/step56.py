@@ -86,7 +86,7 @@ import warnings
 
 from dezero_like import cuda
 from dezero_like.core import Config, _outside_package, _refuse_keywords, as_variable
-from dezero_like.functions import _INPLACE, _float_dtype
+from dezero_like.functions import _INPLACE
 
 _DROPOUT_KEYWORDS = {  # PyTorch's F.dropout(x, p=0.5, training=True, inplace=False)
     "p": lambda v: f"write dropout_ratio={v!r}, the same number (the probability of zeroing an "
@@ -118,7 +118,9 @@ def dropout(x, dropout_ratio=0.5, **others):
     Only in training (``Config.train``); under ``dezero_like.test_mode()`` it is
     the identity, and thanks to the scaling the expected value is the same in
     both modes ("inverted dropout"). Built from ``*``, so backward multiplies by
-    the same mask.
+    the same mask. A ratio of 0 returns ``x`` as it is, and a ratio of 1 zeros of its dtype;
+    integers are refused in training between the two, as PyTorch refuses them (scaled, they
+    would become floats).
     """
     if others:  # PyTorch's F.dropout(x, p=0.3), say
         _refuse_keywords("F.dropout", others, _DROPOUT_KEYWORDS)
@@ -132,14 +134,19 @@ def dropout(x, dropout_ratio=0.5, **others):
                         f"({type(dropout_ratio).__name__}); {fix}") from None
     if not in_range:
         raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
-    if not Config.train:
-        return x
-    if dropout_ratio:  # a ratio of 0 drops nothing: nothing to warn about
-        _training_without_graph("dropout", "it still drops values at random")
+    if not Config.train or not dropout_ratio:  # a ratio of 0 drops nothing: x, dtype and all,
+        return x  # as PyTorch (scaled by 1.0 an integer x would turn into float64)
+    if x.dtype.kind in "biu" and dropout_ratio < 1.0:  # kept elements scaled by a fraction
+        raise TypeError(
+            f"dropout of an integer input (dtype {x.dtype}) in training: the elements kept are "
+            f"scaled by 1/(1 - {dropout_ratio}), which {x.dtype} cannot hold, and under "
+            "test_mode() dropout returns x unchanged, so the output's dtype would depend on the "
+            "mode (PyTorch refuses it too). Cast it to a float first: F.astype(x, np.float32)")
+    _training_without_graph("dropout", "it still drops values at random")
     xp = cuda.get_array_module(x)
     keep = xp.random.random(x.shape) > dropout_ratio
-    scale = keep.astype(_float_dtype(x.dtype))
-    if dropout_ratio < 1.0:  # at 1 every element is dropped: all zeros, as in PyTorch
+    scale = keep.astype(x.dtype)
+    if dropout_ratio < 1.0:  # at 1 every element is dropped: zeros of x's dtype, as in PyTorch
         scale *= 1.0 / (1.0 - dropout_ratio)
     return x * scale
 
