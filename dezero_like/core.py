@@ -469,8 +469,10 @@ class Variable:
     def _get_data(self):
         return self._data
 
-    # (step 37)
+    # (step 67)
     def _set_data(self, value):
+        if self.loss_scale is not None:  # p.data -= lr * p.grad.data, with a gradient still scaled
+            _warn_scaled_update(self)
         self._data = value
         _changed_in_place(self)  # x.data = a, x.data += 1, x.data -= lr * g: all come here
 
@@ -1621,6 +1623,16 @@ _backward_stack: list = []  # functions whose backward is running now, the inner
 
 
 # --- step 67 ------------------------------------------------------------
+def _warn_scaled_update(p):
+    s = p.loss_scale  # the message names no parameter: one warning for the whole loop
+    warnings.warn(
+        f"a {type(p).__name__}'s data changed while its gradient is still multiplied by "
+        f"loss_scale={s:g} (backward(loss_scale={s:g})): an update written "
+        f"by hand with p.grad steps {s:g} times too far. Call optimizer.update(), which divides "
+        "the scale out first; or divide it out yourself before the update: "
+        "p.grad = p.grad / p.loss_scale; p.loss_scale = None", RuntimeWarning, stacklevel=3)
+
+
 # the gradients retain_grad kept (weakly: a gradient's graph may lead back to its variable), by
 # variable: backward() takes an output's .grad for its seed only when the user set it (steps
 # 6-9), never when an earlier backward left it there

@@ -152,19 +152,21 @@ class DataLoader:
             return self  # a subclass written the book's way, with its own __next__
         return self._epoch(self.index)
 
+    # (step 61)
     def _epoch(self, index):
         for i in range(self.max_iter):
             self._stale = True
-            yield self._collate(self._batch_index(i, index))
+            yield _hand_out(self, self._collate(self._batch_index(i, index)), i == 0)
         self.reset()  # the epoch is complete: the next order, drawn when the book draws it
         self._stale = False
 
+    # (step 61)
     def __next__(self):
         # the book's way, next(loader): the loader itself keeps the place
         if self.iteration >= self.max_iter:
             self.reset()
             raise StopIteration
-        batch = self._collate(self._batch_index())
+        batch = _hand_out(self, self._collate(self._batch_index()), self.iteration == 0)
         self.iteration += 1
         return batch
 
@@ -262,6 +264,27 @@ class DataLoader:
         cuda.require_gpu()
         self.gpu = True
         return self
+
+
+# --- step 61 ------------------------------------------------------------
+class _Handed:
+    """The input of the batch a loader handed out last, and how: shuffled, or the first of an
+    epoch. A recurrent layer that carries its state into that batch can tell (step 61)."""
+
+    __slots__ = ("x", "shuffled", "first", "loader")
+
+    def __init__(self):
+        self.x = None
+
+
+_handed = _Handed()
+
+
+def _hand_out(loader, batch, first):
+    """Note ``batch`` (x, t) as the one ``loader`` hands out now; return it."""
+    _handed.x, _handed.shuffled, _handed.first = batch[0], loader.shuffle, first
+    _handed.loader = type(loader).__name__
+    return batch
 
 
 # --- step 62 ------------------------------------------------------------

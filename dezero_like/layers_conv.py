@@ -20,6 +20,7 @@ import dezero_like.functions as F
 import dezero_like.functions_conv as Fc
 from dezero_like import cuda
 from dezero_like.core import Config, Parameter, _outside_package, as_variable
+from dezero_like.dataloaders import _handed
 from dezero_like.functions import _UNAVAILABLE, _float_dtype
 from dezero_like.functions_conv import _momentum, _pad
 from dezero_like.layers import (
@@ -253,6 +254,25 @@ def _check_batch(layer, x, h, x2h=None):
             "a last smaller batch, or one sequence to predict after training on batches)")
     if h is not None and not Config.enable_backprop and h.requires_grad:
         _warn_training_state(layer)  # once: the states made under no_grad do not require grad
+    if h is not None and x is _handed.x and (_handed.shuffled or _handed.first):
+        _warn_loader_order(layer)  # the batch a loader just handed out: shuffled, or an epoch's 1st
+
+
+def _warn_loader_order(layer):
+    """Warn that ``layer`` carries its state into a batch that does not follow the last one."""
+    _, level = _outside_package(sys._getframe(2))  # 1 is _check_batch
+    loader = _handed.loader
+    if _handed.shuffled:
+        what = (f"a batch that a shuffling {loader} just handed out: its rows are not the next "
+                "time steps of the rows the state was made from, so the state links unrelated "
+                "points. For a time series use SeqDataLoader(dataset, batch_size), which keeps "
+                "each row in time order; if every example stands alone, call "
+                "model.reset_state() before each batch")
+    else:
+        what = (f"the first batch of a new epoch of {loader}: the series starts again, but the "
+                "state is the one from its end. Call model.reset_state() at the start of each "
+                "epoch, before the loop over the loader")
+    warnings.warn(f"{layer} carries its state into {what}", stacklevel=level + 3)
 
 
 class RNN(Layer):

@@ -18,7 +18,8 @@
 #
 # In this step `core` gains `Variable.unchain`, `Variable.unchain_backward`; `layers` gains
 # `Layer.reset_state`; `layers_conv` gains `RNN`; `datasets_seq` gains `get_sin_curve`,
-# `SinCurve`.
+# `SinCurve`; `dataloaders` changes `DataLoader._epoch` and `DataLoader.__next__` (they note
+# the batch they hand out).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -114,6 +115,56 @@ __getattr__ = forward_names(__name__, {
 # end of the training sequence. That state was computed with a graph (it requires grad), while
 # the prediction runs under `no_grad()`, so `_check_batch` warns once when a kept state that
 # requires grad meets a call under `no_grad()` (the states made from then on do not require it).
+#
+# Two more slips keep the batch size and give no error either. A `DataLoader` shuffles a
+# training set, so the rows of its next batch are not the next time steps of the rows the state
+# was made from: the state links unrelated points (step 62's `SeqDataLoader` keeps each row in
+# time order). And a loop that forgets `reset_state()` between epochs carries the state from the
+# end of the series into its start. The loaders note the batch they handed out last (below), and
+# `_check_batch` warns when a kept state meets that very batch and it came shuffled, or opened an
+# epoch.
+
+# %%
+#| export dezero_like/dataloaders.py
+class _Handed:
+    """The input of the batch a loader handed out last, and how: shuffled, or the first of an
+    epoch. A recurrent layer that carries its state into that batch can tell (step 61)."""
+
+    __slots__ = ("x", "shuffled", "first", "loader")
+
+    def __init__(self):
+        self.x = None
+
+
+_handed = _Handed()
+
+
+def _hand_out(loader, batch, first):
+    """Note ``batch`` (x, t) as the one ``loader`` hands out now; return it."""
+    _handed.x, _handed.shuffled, _handed.first = batch[0], loader.shuffle, first
+    _handed.loader = type(loader).__name__
+    return batch
+
+
+# %%
+#| export dezero_like/dataloaders.py DataLoader
+def _epoch(self, index):
+    for i in range(self.max_iter):
+        self._stale = True
+        yield _hand_out(self, self._collate(self._batch_index(i, index)), i == 0)
+    self.reset()  # the epoch is complete: the next order, drawn when the book draws it
+    self._stale = False
+
+
+def __next__(self):
+    # the book's way, next(loader): the loader itself keeps the place
+    if self.iteration >= self.max_iter:
+        self.reset()
+        raise StopIteration
+    batch = _hand_out(self, self._collate(self._batch_index()), self.iteration == 0)
+    self.iteration += 1
+    return batch
+
 
 # %%
 #| export dezero_like/layers_conv.py
@@ -121,6 +172,7 @@ import sys
 import warnings
 
 from dezero_like.core import Config, _outside_package, as_variable
+from dezero_like.dataloaders import _handed
 
 
 def _warn_training_state(layer):
@@ -161,6 +213,25 @@ def _check_batch(layer, x, h, x2h=None):
             "a last smaller batch, or one sequence to predict after training on batches)")
     if h is not None and not Config.enable_backprop and h.requires_grad:
         _warn_training_state(layer)  # once: the states made under no_grad do not require grad
+    if h is not None and x is _handed.x and (_handed.shuffled or _handed.first):
+        _warn_loader_order(layer)  # the batch a loader just handed out: shuffled, or an epoch's 1st
+
+
+def _warn_loader_order(layer):
+    """Warn that ``layer`` carries its state into a batch that does not follow the last one."""
+    _, level = _outside_package(sys._getframe(2))  # 1 is _check_batch
+    loader = _handed.loader
+    if _handed.shuffled:
+        what = (f"a batch that a shuffling {loader} just handed out: its rows are not the next "
+                "time steps of the rows the state was made from, so the state links unrelated "
+                "points. For a time series use SeqDataLoader(dataset, batch_size), which keeps "
+                "each row in time order; if every example stands alone, call "
+                "model.reset_state() before each batch")
+    else:
+        what = (f"the first batch of a new epoch of {loader}: the series starts again, but the "
+                "state is the one from its end. Call model.reset_state() at the start of each "
+                "epoch, before the loop over the loader")
+    warnings.warn(f"{layer} carries its state into {what}", stacklevel=level + 3)
 
 
 # %% [markdown]

@@ -46,8 +46,9 @@ with np.errstate(over="ignore"):
 #
 # In this step `core` changes `Variable.__init__` (a `loss_scale` field), `Variable.cleargrad`
 # (it forgets the scale too), `Variable.backward` and `Variable._seed` (they gain `loss_scale`),
+# `Variable._set_data` (it warns when a hand-written update meets a scaled gradient),
 # `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
-# `_times` and `_from_backward`;
+# `_times`, `_from_backward` and `_warn_scaled_update`;
 # `optimizers` changes `Optimizer.update` (it divides the scale out) and gains
 # `Optimizer.update_all`.
 #
@@ -101,13 +102,13 @@ def __init__(self, data, name=None, requires_grad=True):
         )
     if data is not None and data.dtype.kind not in "biufc":
         raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
+    self.loss_scale = None  # set on a leaf by backward(loss_scale=...); first: the setter reads it
     self.data = data
     self.name = name
     self.grad = None
     self.creator = None
     self.generation = 0
     self.requires_grad = requires_grad
-    self.loss_scale = None  # set on a leaf by backward(loss_scale=...)
 
 
 def cleargrad(self):
@@ -214,6 +215,43 @@ def _seed(self, gradient, loss_scale=None, create_graph=False):
         # array would be a copy host -> device); a 0-d product is a NumPy scalar: as_array
         seed = as_array(seed * seed.dtype.type(loss_scale))
     return Variable(seed, requires_grad=False)
+
+
+# %% [markdown]
+# Only `optimizer.update()` divides the scale out. An update written by hand, as in step 46
+# (`p.data -= lr * p.grad.data`), reads the scaled gradient and steps $S$ times too far, with
+# no error: at $S = 1024$ the weights fly off at once. Every such update ends by assigning
+# `p.data` (step 37's setter), so the setter now warns when the parameter still carries a
+# scale. Optimizers divide first and reset `loss_scale`, so their own `p.data -= ...` pays one
+# comparison per parameter and never warns.
+
+# %%
+#| export dezero_like/core.py Variable
+import warnings
+
+from dezero_like.core import _changed_in_place
+
+
+def _set_data(self, value):
+    if self.loss_scale is not None:  # p.data -= lr * p.grad.data, with a gradient still scaled
+        _warn_scaled_update(self)
+    self._data = value
+    _changed_in_place(self)  # x.data = a, x.data += 1, x.data -= lr * g: all come here
+
+
+# %%
+#| export dezero_like/core.py
+import warnings
+
+
+def _warn_scaled_update(p):
+    s = p.loss_scale  # the message names no parameter: one warning for the whole loop
+    warnings.warn(
+        f"a {type(p).__name__}'s data changed while its gradient is still multiplied by "
+        f"loss_scale={s:g} (backward(loss_scale={s:g})): an update written "
+        f"by hand with p.grad steps {s:g} times too far. Call optimizer.update(), which divides "
+        "the scale out first; or divide it out yourself before the update: "
+        "p.grad = p.grad / p.loss_scale; p.loss_scale = None", RuntimeWarning, stacklevel=3)
 
 
 # %%

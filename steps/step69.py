@@ -89,6 +89,7 @@ def __init__(self, data, name=None, requires_grad=True):
         )
     if data is not None and data.dtype.kind not in "biufc":
         raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
+    self.loss_scale = None  # set on a leaf by backward(loss_scale=...); first: the setter reads it
     self.data = data
     self.name = name
     self.grad = None
@@ -96,7 +97,6 @@ def __init__(self, data, name=None, requires_grad=True):
     self.index = 0  # which output of its creator this variable is
     self.generation = 0
     self.requires_grad = requires_grad
-    self.loss_scale = None  # set on a leaf by backward(loss_scale=...)
 
 
 def set_creator(self, func, index=0):
