@@ -42,7 +42,10 @@ from dezero_like.functions import _check_label_range, _float_dtype
 def accuracy(y, t):
     """Fraction of rows of ``y`` (scores, (N, C)) whose argmax equals the label in ``t``.
 
-    Returns a Variable that is not part of any graph (accuracy has no gradient).
+    Returns a Variable that is not part of any graph (accuracy has no gradient). An empty
+    batch gives ``nan``, as PyTorch's mean of no rows. A label that is no class raises
+    ``ValueError`` on the CPU; on a GPU the result is ``nan`` instead, since reading the labels
+    back to check them would make the host wait for the device.
     """
     y_data = y.data if isinstance(y, Variable) else y
     t_data = t.data if isinstance(t, Variable) else t
