@@ -795,8 +795,7 @@ def _watch_gradless(optimizer):
     optimizer.__dict__["_gradless"] = (id(optimizer.target), None, None)
     if not never:
         return
-    names = list(never)
-    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    shown = ", ".join(never[:6]) + (f" and {len(never) - 6} more" if len(never) > 6 else "")
     warnings.warn(
         f"update(): {shown} got no gradient in any of the first {_WATCHED_UPDATES} updates, so "
         f"they have not changed while the rest of the {type(optimizer.target).__name__} learns. "

@@ -91,8 +91,9 @@ def _weighed(y, index):
     return y * cuda.get_array_module(y.data).asarray(_output_weights(index, y.shape))
 
 
-def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
-    """Compare backprop's gradient of a weighted sum of ``f(x, *args)`` with the numerical one.
+def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, hint=None, **kwargs):
+    """Compare backprop's gradient of a weighted sum of ``f(x, *args, **kwargs)`` with the
+    numerical one.
 
     Each element of ``f``'s output (of each output, if it returns several) is weighed by a
     fixed number in [0.5, 1.5) before they are added up. With a plain sum the gradient
@@ -102,8 +103,23 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
 
     Returns True when they agree. When they do not, raises ``AssertionError``
     with a message naming the function, the input shape and the worst element,
-    so a failing test says what went wrong without a debugger.
+    so a failing test says what went wrong without a debugger. ``hint``, a string,
+    leads that message: what the mistake probably is (an exercise's self-check says
+    which formula to reread), with gradient_check's own words after it in brackets.
+
+    ``rtol``, ``atol`` and ``hint`` are gradient_check's own keywords; every other
+    keyword goes on to ``f``. So ``f`` cannot be handed a keyword of one of those three
+    names this way: bind it in a lambda (``lambda v: f(v, hint=...)``).
     """
+    if hint is not None and not isinstance(hint, str):
+        raise TypeError(f"gradient_check's hint must be a string (it leads the failure "
+                        f"message), got {type(hint).__name__}: to pass a keyword 'hint' to f, "
+                        "bind it in a lambda")
+
+    def failed(message):
+        """The AssertionError of a failed check, the hint leading its message."""
+        return AssertionError(message if hint is None else f"{hint} ({message})")
+
     x = as_variable(x)
     if x.dtype.kind not in "biuf":
         raise TypeError(f"gradient_check needs real-valued input, got {x.dtype}")
@@ -126,10 +142,10 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
     weighted(x, *args, **kwargs).backward()
     name = getattr(f, "__qualname__", None) or type(f).__name__
     if x.grad is None:
-        raise AssertionError(f"gradient_check({name}): backward left x.grad as None")
+        raise failed(f"gradient_check({name}): backward left x.grad as None")
     bp_grad = _host(x.grad)
     if bp_grad.shape != num_grad.shape:
-        raise AssertionError(
+        raise failed(
             f"gradient_check({name}): backprop gradient has shape {bp_grad.shape}, "
             f"input has shape {num_grad.shape}"
         )
@@ -137,7 +153,7 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, **kwargs):
         err = np.abs(bp_grad - num_grad)
         worst = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
         worst = tuple(int(i) for i in worst)  # (1, 2), not (np.int64(1), np.int64(2))
-        raise AssertionError(
+        raise failed(
             f"gradient_check({name}) failed for input of shape {x.shape}: worst element "
             f"{worst}: backprop {float(bp_grad[worst])!r} vs numerical "
             f"{float(num_grad[worst])!r} (abs error {err[worst]:.3g}, rtol={rtol}, atol={atol}); "

@@ -254,14 +254,8 @@ assert v_first.grad.shape == (3,), (
     f"x0.grad should have x0's shape (3,), got {v_first.grad.shape}: sum both gradients to "
     "their own input's shape, the first one too"
 )
-weight = check_rng.normal(size=(2, 3))
-for which, f, at in (("x0", lambda p: MyMul()(p, dz.Variable(b)) * weight, a),
-                     ("x1", lambda q: MyMul()(dz.Variable(a), q) * weight, b)):
-    try:
-        gradient_check(f, at)
-    except AssertionError as e:
-        raise AssertionError(
-            f"{which}'s gradient is wrong ({e}): gy times the other input, summed to {which}'s "
-            "shape"
-        ) from None
+for which, f, at in (("x0", lambda p: MyMul()(p, dz.Variable(b)), a),
+                     ("x1", lambda q: MyMul()(dz.Variable(a), q), b)):
+    gradient_check(f, at, hint=f"{which}'s gradient is wrong: gy times the other input, summed "
+                               f"to {which}'s shape")
 print("self-check passed: MyMul broadcasts, and each gradient comes back in its input's shape")

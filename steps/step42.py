@@ -348,12 +348,8 @@ except NotImplementedError as e:
     raise AssertionError(f"MyMatMul is not written yet: {e}") from None
 assert prod.shape == (4, 2), f"(4, 3) @ (3, 2) should be (4, 2), got {prod.shape}"
 assert np.allclose(prod.data, F.matmul(xa, Wa).data), "forward should match F.matmul"
-weight = check_rng.normal(size=(4, 2))
 Xv, Wv = dz.Variable(xa), dz.Variable(Wa)
-for hint, f, at in (("g_x is wrong: g_y W^T", lambda v: MyMatMul()(v, Wv) * weight, xa),
-                     ("g_W is wrong: x^T g_y", lambda v: MyMatMul()(Xv, v) * weight, Wa)):
-    try:
-        dz.utils.gradient_check(f, at)
-    except AssertionError as e:
-        raise AssertionError(f"{hint} ({e})") from None
+for hint, f, at in (("g_x is wrong: g_y W^T", lambda v: MyMatMul()(v, Wv), xa),
+                     ("g_W is wrong: x^T g_y", lambda v: MyMatMul()(Xv, v), Wa)):
+    dz.utils.gradient_check(f, at, hint=hint)
 print("self-check passed: MyMatMul matches F.matmul, and both gradients are right")

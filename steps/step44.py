@@ -404,13 +404,9 @@ except NotImplementedError as e:
 assert np.allclose(yc.data, F.linear(xc, dz.Variable(Wc), dz.Variable(bc)).data), (
     "forward should match F.linear: x @ W + b"
 )
-weight = check_rng.normal(size=(4, 2))
 X, Wv, B = dz.Variable(xc), dz.Variable(Wc), dz.Variable(bc)
-for name, f, at in [("x", lambda v: MyLinear()(v, Wv, B) * weight, xc),
-                    ("W", lambda v: MyLinear()(X, v, B) * weight, Wc),
-                    ("b", lambda v: MyLinear()(X, Wv, v) * weight, bc)]:
-    try:
-        gradient_check(f, at)
-    except AssertionError as e:
-        raise AssertionError(f"the gradient of {name} is wrong ({e})") from None
+for name, f, at in [("x", lambda v: MyLinear()(v, Wv, B), xc),
+                    ("W", lambda v: MyLinear()(X, v, B), Wc),
+                    ("b", lambda v: MyLinear()(X, Wv, v), bc)]:
+    gradient_check(f, at, hint=f"the gradient of {name} is wrong")
 print("self-check passed: MyLinear matches F.linear, and the gradients of x, W and b are right")

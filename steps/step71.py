@@ -253,9 +253,17 @@ def _raw(name, dtype, code=None):
     new kernel object on every call, microseconds of Python per launch. The key
     holds the current device, because a function looked up on one GPU is loaded
     there and cannot be launched on another.
-    """
-    import cupy
 
+    CuPy itself is kept there too, under ``"cupy"``, from the first call on: an
+    ``import`` per launch is a trip through the import machinery. It is kept with the
+    kernels because they belong to it: emptying ``_built`` (as a test that puts another
+    CuPy in place does) forgets both.
+    """
+    cupy = _built.get("cupy")
+    if cupy is None:
+        import cupy
+
+        _built["cupy"] = cupy
     code = _RAW if code is None else code
     device = cupy.cuda.runtime.getDevice()
     key = (name, dtype.itemsize, code, device)

@@ -168,9 +168,9 @@ def _forgot_gy_params():
 def test_self_check_rejects_a_backward_that_forgets_gy(script, triple, tmp_path):
     """The commonest slip in a backward: the local derivative without the factor ``gy``.
 
-    ``gradient_check(f, x)`` backprops from ``sum(f(x))``, so the ``gy`` that reaches
-    ``f`` is all ones and the slip goes unseen; the check must weigh the output
-    (``f(x) * weight``) so that ``gy`` is not ones.
+    A backward from ``sum(f(x))`` hands ``f`` a ``gy`` of all ones and the slip goes
+    unseen; ``utils.gradient_check`` weighs the output (step 23), and a check that runs
+    backward itself must weigh it too, so that ``gy`` is not ones.
     """
     exercise, solution, check = triple
     np.random.seed(0)
@@ -188,20 +188,24 @@ def test_self_check_rejects_a_backward_that_forgets_gy(script, triple, tmp_path)
                 f"does not say that gy is missing: {e}")
         return
     pytest.fail(f"{script.name}: the self-check (cell {check}) accepts a backward that forgets "
-                "to multiply by gy: weigh the output in gradient_check (f(x) * weight), so that "
-                "the gradient arriving from above is not all ones")
+                "to multiply by gy: check it with utils.gradient_check, which weighs the output, "
+                "or weigh the output before a backward by hand, so that the gradient arriving "
+                "from above is not all ones")
 
 
 # Wrong answers a learner writes, and the words the self-check's message must say about each:
 # (step, exercise, text of the solution, the mistake in its place, words of the message).
 # The message is the one written for that mistake, not gradient_check's generic one.
 KNOWN_MISTAKES = [
+    # this message and step 59's come through gradient_check's hint= (step 23)
+    ("step43", 2, "return gx0, -gx0", "return gx0, gx0", "the negative of x0's"),
     ("step48", 2, "np.add.at(gx, self.slices, gy)", "gx[self.slices] += gy", "repeated-index"),
     ("step53", 1, "np.array([(pred[labels == d] == d).mean() for d in range(10)])",
      "np.full(10, (pred == labels).mean())", "each digit's own fraction"),
     ("step57", 2, "F.sum(gy, axis=(0, 2, 3))", "F.sum(gy, axis=(0, 2, 3)) / gy.shape[0]",
      "every sample and position"),
     ("step58", 2, "self.pad)\n", "self.pad, to_matrix=False)\n", "differs from Fc.im2col"),
+    ("step59", 2, "F.reshape(gy, (-1, 1)) * p", "p", "every element of a row gets a share"),
     ("step66", 2, ".log(x)", ".log10(x)", "forward differs from F.log"),
     ("step69", 2, "(y,) = self.get_retained_outputs()\n        return gy * (1 - F.exp(-y))",
      "(x,) = self.inputs\n        return gy * F.sigmoid(x)", "get_retained_outputs"),
@@ -251,7 +255,7 @@ def test_check_messages_can_be_seen(script, triple):
     assert not dead, (
         f"{script.name}: the self-check's line {dead[0]} is 'assert gradient_check(...), hint'; "
         "gradient_check raises its own AssertionError when the gradients differ, so the hint "
-        "never shows: catch that error and raise one that adds the hint"
+        "never shows: pass the hint to it instead, gradient_check(f, x, hint=...)"
     )
 
 

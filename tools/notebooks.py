@@ -270,10 +270,14 @@ def _cell(kind, source, cell_id, metadata=None):
 EXTRAS = {"mpi": ("from dezero_like import distributed", ("mpi4py",))}
 
 
+def code_has(cells, marker):
+    """Whether one of the code cells holds the text ``marker``."""
+    return any(kind == "code" and marker in src for kind, src in cells)
+
+
 def needs_extras(cells):
     """The package extras a step's code cells need (e.g. ["mpi"])."""
-    code = "\n".join(src for kind, src in cells if kind == "code")
-    return [name for name, (marker, _) in EXTRAS.items() if marker in code]
+    return [name for name, (marker, _) in EXTRAS.items() if code_has(cells, marker)]
 
 
 # A step whose code asks whether there is a GPU (steps 54 and 71) measures on one when it
@@ -284,7 +288,7 @@ GPU_MARKER = "cuda.gpu_available()"
 
 def wants_gpu(cells):
     """Whether a step's code cells ask for a GPU (``GPU_MARKER``)."""
-    return any(kind == "code" and GPU_MARKER in src for kind, src in cells)
+    return code_has(cells, GPU_MARKER)
 
 
 def setup_source(repository, branch, extras=()):

@@ -88,3 +88,37 @@ def test_demo_output(load_step):
     assert "diamond: x.grad = variable(64.0)  a.grad = None" in out
     assert "gradient_check: True" in out
     assert "self-check passed" in out
+
+
+class _CubeForgettingGy(dz.Function):
+    """x^3 whose backward leaves out gy: a learner's slip that gradient_check must catch."""
+
+    def forward(self, x):
+        return x**3
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        return 3 * x**2
+
+
+def test_gradient_check_leads_its_failure_message_with_the_hint():
+    """A self-check names the likely mistake through ``hint=``, and gradient_check's own
+    words (the worst element) follow it; the hint is not handed on to ``f``."""
+    x = np.array([0.5, -1.0, 2.0])
+    hint = "Cube's backward is wrong: reread the chain rule"
+    with pytest.raises(AssertionError) as caught:
+        dz.utils.gradient_check(lambda v: _CubeForgettingGy()(v), x, hint=hint)
+    message = str(caught.value)
+    assert message.startswith(hint + " (gradient_check("), message
+    assert "worst element" in message and message.endswith(")"), message
+    # a right function passes, and f never sees the hint (this f takes no keyword at all)
+    assert dz.utils.gradient_check(lambda v: v**3, x, hint=hint)
+    # the other keywords still go on to f
+    assert dz.utils.gradient_check(lambda v, power: v**power, x, hint=hint, power=3)
+    with pytest.raises(TypeError, match="hint must be a string"):
+        dz.utils.gradient_check(lambda v: v**3, x, hint=3)
+
+
+def test_gradient_check_without_a_hint_says_what_it_always_said():
+    with pytest.raises(AssertionError, match=r"^gradient_check\(.*\) failed for input of shape"):
+        dz.utils.gradient_check(lambda v: _CubeForgettingGy()(v), np.array([0.5, -1.0, 2.0]))
