@@ -38,6 +38,26 @@ def test_stored_outputs_come_from_the_current_sources(path):
     assert nbtool.stale_outputs(nb) is None, f"{path.name}: {nbtool.stale_outputs(nb)}"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_carries_outputs(path):
+    """A notebook whose cells changed loses its outputs at ``build``; one committed like that
+    shows its code with nothing under it on GitHub, in Colab and on the docs site."""
+    nb = json.loads(path.read_text())
+    assert nbtool.has_outputs(nb), (
+        f"{path.name} carries no outputs: run python tools/notebooks.py build --execute "
+        f"{path.stem}")
+
+
+def test_a_notebook_without_outputs_is_named(tmp_path, monkeypatch, capsys):
+    """``without_outputs`` (what ``build`` and ``check`` report) names a notebook that lost them."""
+    path, nb = _step_with_outputs()
+    monkeypatch.setattr(nbtool, "NOTEBOOKS", tmp_path)
+    (tmp_path / path.name).write_text(json.dumps(nbtool.strip_outputs(nb)))
+    assert nbtool.without_outputs() == [path.stem]
+    (tmp_path / path.name).write_text(json.dumps(nb))
+    assert nbtool.without_outputs() == []
+
+
 IMAGES = ("image/png", "image/svg+xml")
 
 

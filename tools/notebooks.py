@@ -40,7 +40,8 @@ writes each one back with its outputs and, in the notebook's metadata
 (``dezero_like.source_hash``), a hash of the cell sources it was executed
 from. ``build`` without ``--execute`` keeps the stored outputs of a notebook
 whose sources did not change and drops them (outputs of other code would
-mislead) when they did. ``check`` compares sources only; ``stale_outputs``
+mislead) when they did, and names each notebook left with no outputs. ``check``
+compares sources, and fails on a notebook that carries no outputs; ``stale_outputs``
 (used by the tests) tells whether stored outputs belong to the current sources.
 A notebook that fails to execute keeps no outputs; the command names it, shows
 the failing cell's error and exits 1 after trying all the others.
@@ -417,6 +418,13 @@ def stale_outputs(nb):
     return None
 
 
+def without_outputs():
+    """The stored notebooks (names, ``step50``) that carry no outputs at all: GitHub, Colab and
+    the docs would show their code with nothing under it."""
+    return [path.stem for path in sorted(NOTEBOOKS.glob("step*.ipynb"))
+            if (nb := _read_json(path)) is not None and not has_outputs(nb)]
+
+
 def _read_json(path):
     try:
         return json.loads(Path(path).read_text())
@@ -645,12 +653,17 @@ def main(argv=None):
         elif not target.exists() or _sources_of(target) != render(build_notebook(script)):
             drifted.append(target.relative_to(ROOT))
     stale = {p.stem for p in NOTEBOOKS.glob("step*.ipynb")} - {s.stem for s in step_scripts()}
+    bare = [] if args.execute else without_outputs()  # --execute is about to store them
+    for name in bare:
+        print(f"notebooks/{name}.ipynb has no stored outputs (its cells changed, so build "
+              f"dropped them): run python tools/notebooks.py build --execute {name}",
+              file=sys.stderr if args.command == "build" else sys.stdout)
     if args.command == "check":
         for p in drifted:
             print(f"{p} differs from its step script: run python tools/notebooks.py build")
         for s in sorted(stale):
             print(f"notebooks/{s}.ipynb has no steps/{s}.py")
-        return 1 if drifted or stale else 0
+        return 1 if drifted or stale or bare else 0
     if args.execute:
         names = args.names or [s.stem for s in step_scripts()]
         failures = store_outputs(names, args.cache, jobs=args.jobs, fresh=args.fresh)
