@@ -716,6 +716,50 @@ print("grad finite:", bool(np.all(np.isfinite(big.grad.data))))
 print("grad:\n", big.grad.data)
 
 # %% [markdown]
+# The same story as a picture. The logits of one row are $s \cdot [1, 0, -1]$ in float32, and
+# $s$ grows from 0 to 150. Green is the loss when the label is the largest logit (a right
+# answer), red when it is the smallest (a wrong one). The solid lines are
+# `F.softmax_cross_entropy`: near 0 and about $2s$, all the way. The wide, faint lines are the
+# formula typed literally; look where they stop. The red one stops first, at $s = 52$: the
+# probability of the wrong class, about $e^{-2s}$, rounds to 0, and $-\log 0$ is `inf`. The green
+# one stops at the dotted line, $s \approx 88.7$, where `exp` overflows float32 and `inf / inf`
+# is `nan`. Neither value can be drawn.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure
+
+out_dir = output_dir(49)  # every file this step writes goes here
+margins = np.arange(0, 151, dtype=np.float32)  # s = 0, 1, ..., 150
+pattern = np.array([1.0, 0.0, -1.0], dtype=np.float32)  # the logits of a row are s * pattern
+rows = margins[:, None] * pattern
+overflow = float(np.log(np.finfo(np.float32).max))  # exp(s) is inf in float32 beyond this
+fig, ax = plt.subplots(figsize=(7, 4))
+curves = {}
+for label, colour, case in ((0, "tab:green", "right answer"), (2, "tab:red", "wrong answer")):
+    stable = np.array([float(F.softmax_cross_entropy(row[None], np.array([label])).data)
+                       for row in rows])  # one row, one label: the loss of that row
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        e = np.exp(rows)
+        literal = -np.log(e[:, label] / e.sum(axis=1))
+    curves[case] = stable, literal
+    print(f"{case}: the literal formula first gives {literal[~np.isfinite(literal)][0]} at "
+          f"s = {margins[~np.isfinite(literal)][0]:g}; F.softmax_cross_entropy at s = 150: "
+          f"{stable[-1]:g}")
+    ax.plot(margins, np.where(np.isfinite(literal), literal, np.nan), color=colour, lw=6,
+            alpha=0.3, label=f"literal formula, {case}")
+    ax.plot(margins, stable, color=colour, label=f"F.softmax_cross_entropy, {case}")
+ax.axvline(overflow, color="grey", ls=":")
+ax.text(overflow + 2, 250, f"exp overflows\nfloat32 at s = {overflow:.1f}", color="grey")
+ax.set_xlabel("s (the logits are s * [1, 0, -1], float32)")
+ax.set_ylabel("cross entropy loss")
+ax.set_title("Softmax cross entropy for growing logits")
+ax.legend(fontsize=8, loc="upper left")
+save_figure(fig, out_dir / "large_logits.png")
+plt.show()
+
+# %% [markdown]
 # ## Two classes: one logit and the sigmoid
 #
 # For a yes/no question one logit per example is enough, and `F.sigmoid_cross_entropy(x, t)`

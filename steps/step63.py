@@ -377,6 +377,29 @@ except RuntimeError as e:
 # a gradient for the `2.0`.
 
 # %% [markdown]
+# Here is the graph that backward walks, for $y = \sum w \cdot e^{\text{data}}$. Each node shows
+# its value and its gradient. Look at the grey node: `exp(data)` is a constant, because `Exp` had
+# only a constant input and recorded nothing. So neither `Exp` nor `data` is in the graph at all.
+# Backward walks the blue boxes, `Sum` then `Mul`, and stops there: `w` (orange) gets its gradient,
+# and the grey node shows `grad -`.
+
+# %%
+from dezero_like.graph import keep_values_for_drawing, plot_dot_graph  # noqa: E402
+from dezero_like.plot import output_dir, written  # noqa: E402
+
+w = dz.Variable(np.array([2.0, 2.0, 2.0]), name="w")
+data = dz.Variable(np.array([0.5, -1.0, 2.0]), name="data", requires_grad=False)
+with keep_values_for_drawing():  # intermediate values and gradients kept, for the drawing
+    scaled = F.exp(data)  # a constant: Exp records nothing
+    scaled.name = "exp(data)"
+    y = F.sum(w * scaled)
+    y.name = "y"
+    y.backward()
+print("exp(data) has a creator:", scaled.creator is not None, " w.grad =", w.grad.data)
+image = written(plot_dot_graph(y, values=True, to_file=output_dir(63) / "constant_branch.svg"))
+image
+
+# %% [markdown]
 # ## Exercise
 # 1. The full Jacobian can be built from vector–Jacobian products: seeding with
 #    the one-hot vector $e_i$ gives row $i$ of $J$. Write `jacobian(f, x)` that

@@ -183,6 +183,26 @@ y.backward()
 print("d exp(x)^2 / dx =", x.grad.data, " expected", 2 * np.exp(2 * 0.5))
 
 # %% [markdown]
+# The graph of `h * h` shows it. Two arrows leave the node `h`, one for each input slot of `Mul`,
+# but `h` holds one gradient, $2h \approx 3.297$: the two slots' gradients were summed inside
+# `Mul`'s backward step. `Exp` then received that one gradient and passed $2h \cdot e^x = 2e^{2x}$
+# to `x`.
+
+# %%
+from dezero_like.graph import keep_values_for_drawing, plot_dot_graph  # noqa: E402
+from dezero_like.plot import output_dir, written  # noqa: E402
+
+x = dz.Variable(np.array([0.5]), name="x")
+with keep_values_for_drawing():  # intermediate values and gradients kept, for the drawing
+    h = F.exp(x)
+    h.name = "h"
+    y = h * h
+    y.name = "y"
+    y.backward()
+image = written(plot_dot_graph(y, values=True, to_file=output_dir(64) / "h_times_h.svg"))
+image
+
+# %% [markdown]
 # ## A function of our own: `concat`
 #
 # `concat(a, b, ...)` joins arrays along an axis. Its backward cuts the output

@@ -447,6 +447,37 @@ except DebugError as e:
     print("DebugError:", e)
 
 # %% [markdown]
+# The graph of the same forward pass shows where it went wrong. Each node holds its value; read it
+# from the top. The logits are finite. The first bad value is the `inf` that `Exp` made (the bold
+# coral box, the one debug mode named). The division turns it into `nan` ($\infty / \infty$), and
+# that `nan` flows down through every node to the loss. To find that box, a small hook of our own
+# does what `DebugHook` does, but notes the first function whose output is not finite instead of
+# raising.
+
+# %%
+from dezero_like.graph import get_dot_graph, keep_values_for_drawing, render_dot  # noqa: E402
+from dezero_like.plot import output_dir, written  # noqa: E402
+
+
+class FirstNonFinite(FunctionHook):
+    """Notes the first function whose forward output holds NaN or Inf (and raises nothing)."""
+
+    first = None
+
+    def forward_postprocess(self, function, in_data, out_data):
+        if self.first is None and not all(np.isfinite(y).all() for y in out_data):
+            self.first = function
+
+
+finder = FirstNonFinite()
+with keep_values_for_drawing(), finder, np.errstate(all="ignore"):  # no NumPy warnings here
+    loss = naive_cross_entropy(logits, t)
+print("first function with a non-finite output:", type(finder.first).__name__)
+dot_text = get_dot_graph(loss, verbose=False, values=True, active=finder.first)
+image = written(render_dot(dot_text, output_dir(66) / "first_nan.svg"))
+image
+
+# %% [markdown]
 # ## A NaN in the backward pass
 #
 # Some functions are fine forwards and break backwards. The Euclidean norm

@@ -85,6 +85,35 @@ else:
           "four launches against one fused kernel.")
 
 # %% [markdown]
+# What is counted can be seen without a GPU. Here is the graph of `1 / (1 + exp(-x))` written with
+# the functions of `F`: count the boxes. There are four (`Neg`, `Exp`, `Add`, `Div`), and on a GPU
+# each one is at least one kernel launch, with a temporary array between each pair.
+
+# %%
+import dezero_like as dz  # noqa: E402
+from dezero_like.graph import plot_dot_graph  # noqa: E402
+from dezero_like.plot import output_dir, written  # noqa: E402
+
+x = dz.Variable(np.linspace(-3, 3, 1000, dtype=np.float32), name="x")
+unfused = 1 / (1 + F.exp(-x))
+unfused.name = "sigmoid(x)"
+out_dir = output_dir(71)  # every file this step writes goes here
+four_ops_image = written(plot_dot_graph(unfused, verbose=False,
+                                        to_file=out_dir / "sigmoid_four_ops.svg"))
+four_ops_image
+
+# %% [markdown]
+# `F.sigmoid` computes the same numbers as one box, and on a GPU its forward is one launch of
+# the fused kernel written below:
+
+# %%
+fused = F.sigmoid(x)
+fused.name = "sigmoid(x)"
+print("same values:", np.allclose(fused.data, unfused.data))
+fused_image = written(plot_dot_graph(fused, verbose=False, to_file=out_dir / "sigmoid_fused.svg"))
+fused_image
+
+# %% [markdown]
 # ## The package's kernels
 #
 # `dezero_like.cuda_kernels` holds the kernels the framework uses on a GPU.

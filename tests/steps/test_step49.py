@@ -32,3 +32,21 @@ def test_exercise(load_step):
     step = load_step(49)
     assert "self-check passed" in step.output
     assert "softmax_cross_entropy: True" in step.output
+
+
+def test_large_logits_picture(load_step):
+    """The figure is written, and it shows what its prose says: the literal formula stops
+    (red at s = 52, green past the float32 overflow at 88.7), the package's loss goes on."""
+    step = load_step(49)
+    path = step.out_dir / "large_logits.png"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and f"wrote {path}" in step.output
+    right_stable, right_literal = step.curves["right answer"]
+    wrong_stable, wrong_literal = step.curves["wrong answer"]
+    assert np.isfinite(right_stable).all() and np.isfinite(wrong_stable).all()
+    assert step.margins[~np.isfinite(wrong_literal)][0] == 52
+    assert step.margins[~np.isfinite(right_literal)][0] == 89 > step.overflow
+    assert np.isnan(right_literal[-1]) and np.isinf(wrong_literal[-1])
+    assert wrong_stable[-1] == 300 and right_stable[-1] == 0  # about 2s and about 0
+    ax = step.fig.axes[0]
+    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    assert len(ax.lines) == 5  # two curves per case and the overflow line

@@ -34,3 +34,17 @@ def test_decision_boundary_covers_all_classes(load_step):
 
 def test_self_check(load_step):
     assert "self-check passed" in load_step(50).output
+
+
+def test_loss_and_decision_regions_picture(load_step):
+    step = load_step(50)
+    path = step.out_dir / "loss_and_boundary.png"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and f"wrote {path}" in step.output
+    loss_ax, regions_ax = step.fig.axes
+    for ax in (loss_ax, regions_ax):
+        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    # each class's points are drawn in the colour of its region
+    points = regions_ax.collections[-3:]
+    for c, scatter in enumerate(points):
+        assert np.allclose(scatter.get_facecolor()[0][:3], step.ListedColormap(step.colours)(c)[:3])
+    assert set(np.unique(step.predicted)) == {0, 1, 2}

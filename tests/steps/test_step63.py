@@ -99,3 +99,26 @@ def test_pytorch_names_say_what_to_write(load_step):
            "model.cleargrads()" in out
     assert "'SGD' object has no attribute 'step': that is PyTorch's name; here write " \
            "optimizer.update()" in out
+
+
+def _svg_root(path):
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(path.read_text())
+    assert root.tag.endswith("svg"), f"{path} is not an SVG"
+    return root
+
+
+def test_constant_branch_graph(load_step):
+    """The graph backward walks: w (orange, with its gradient) and the constant exp(data) (grey,
+    no gradient) feed Mul; no Exp box, since Exp recorded nothing."""
+    step = load_step(63)
+    _svg_root(step.image.path)
+    assert step.image.path.name == "constant_branch.svg" and step.image.path.parent.name == "step63"
+    dot = step.image.dot_path.read_text()
+    boxes = [line for line in dot.splitlines() if "shape=box" in line]
+    assert sorted(b.split('label="')[1].split('"')[0] for b in boxes) == ["Mul", "Sum"]
+    grey = [line for line in dot.splitlines() if "#dddddd" in line]
+    assert len(grey) == 1 and "exp(data)" in grey[0] and "grad -" in grey[0]
+    w_node = next(line for line in dot.splitlines() if 'label="w\\n' in line)
+    assert "#ffd08a" in w_node and "grad [1.649, 0.3679, 7.389]" in w_node

@@ -123,3 +123,18 @@ def test_demo_output(load_step):
     assert "x.grad = [4. 6.]" in out
     assert "fused d(x*x)/dx = [2. 4. 6.]" in out
     assert "self-check passed" in out
+
+
+def test_h_times_h_graph(load_step):
+    """Two arrows from h into Mul, and one gradient on h: 2h."""
+    import xml.etree.ElementTree as ET
+
+    step = load_step(64)
+    assert ET.fromstring(step.image.path.read_text()).tag.endswith("svg")
+    dot = step.image.dot_path.read_text()
+    h_key = next(line.split()[0] for line in dot.splitlines() if 'label="h\\n' in line)
+    mul_key = next(line.split()[0] for line in dot.splitlines() if 'label="Mul"' in line)
+    assert dot.count(f"{h_key} -> {mul_key};") == 2
+    h_node = next(line for line in dot.splitlines() if line.startswith(f"  {h_key} ["))
+    assert "grad [3.297]" in h_node  # one gradient, the sum of both slots' (2h)
+    assert 'label="x\\ndata [0.5]\\ngrad [5.437]"' in dot  # 2 exp(2x) at x = 0.5

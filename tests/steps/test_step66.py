@@ -64,3 +64,18 @@ def test_demo_output(load_step):
     assert "DebugError: forward of Tanh produced nan" in out and "started earlier" in out
     assert "ms in debug mode" in out
     assert "self-check passed" in out
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the step provokes overflow on purpose
+def test_first_nan_graph_highlights_exp(load_step):
+    import xml.etree.ElementTree as ET
+
+    step = load_step(66)
+    assert type(step.finder.first).__name__ == "Exp"
+    assert ET.fromstring(step.image.path.read_text()).tag.endswith("svg")
+    dot = step.image.dot_path.read_text()
+    highlighted = [line for line in dot.splitlines() if "penwidth=3" in line]
+    assert len(highlighted) == 1 and 'label="Exp"' in highlighted[0]
+    assert "data [[inf, 1]," in dot and "data [[nan, 0]," in dot
+    assert 'label="data nan\\ngrad -"' in dot  # the loss
+    assert "first function with a non-finite output: Exp" in step.output

@@ -52,3 +52,18 @@ def test_raw_chars_are_the_raw_dtypes():
     from dezero_like import cuda_kernels
 
     assert [np.dtype(c).name for c in cuda_kernels.RAW_CHARS] == list(cuda_kernels.RAW_DTYPES)
+
+
+def test_sigmoid_graphs_four_boxes_against_one(load_step):
+    import xml.etree.ElementTree as ET
+
+    step = load_step(71)
+    for image, boxes in ((step.four_ops_image, ["Add", "Div", "Exp", "Neg"]),
+                         (step.fused_image, ["Sigmoid"])):
+        assert image.path.parent == step.out_dir and image.path.parent.name == "step71"
+        assert ET.fromstring(image.path.read_text()).tag.endswith("svg")
+        dot = image.dot_path.read_text()
+        drawn = [line.split('label="')[1].split('"')[0] for line in dot.splitlines()
+                 if "shape=box" in line]
+        assert sorted(drawn) == boxes, image.path.name
+    assert "same values: True" in step.output
