@@ -148,6 +148,44 @@ print(f"backward: dy/dy = {gy[0]:.6f}  dy/db = {gb[0]:.6f}  dy/da = {ga[0]:.6f}"
       f"  dy/dx = {gx[0]:.6f}")
 
 # %% [markdown]
+# The two passes as a picture, drawn from the numbers above. The top row goes
+# left to right, the bottom row right to left. Each backward arrow multiplies by
+# one local derivative, and the dashed line shows the forward value it reads.
+# (The drawing helpers come from the package, ahead of time; the framework
+# itself is still this file.)
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure  # the course's drawing helpers
+
+forward_row = [("x", x.data[0]), ("a", a.data[0]), ("b", b.data[0]), ("y", y.data[0])]
+backward_row = [("dy/dx", gx[0]), ("dy/da", ga[0]), ("dy/db", gb[0]), ("dy/dy", gy[0])]
+links = [("A: exp", "A'(x)", dA_dx[0]), ("B: square", "B'(a)", dB_da[0]),
+         ("C: exp", "C'(b)", dC_db[0])]  # link k goes from column k to column k + 1
+
+fig, ax = plt.subplots(figsize=(10, 3.4))
+for row_y, row, colour in ((1.0, forward_row, "#ffd08a"), (0.0, backward_row, "#a8d8f0")):
+    for col, (name, value) in enumerate(row):
+        ax.text(3 * col, row_y, f"{name} = {value:.4g}", ha="center", va="center",
+                bbox={"boxstyle": "round", "fc": colour})
+for col, (name, factor, value) in enumerate(links):
+    left, right = 3 * col + 1.0, 3 * col + 2.0
+    ax.annotate("", (right, 1.0), (left, 1.0), arrowprops={"arrowstyle": "->"})
+    ax.text(3 * col + 1.5, 1.12, name, ha="center")
+    ax.annotate("", (left, 0.0), (right, 0.0), arrowprops={"arrowstyle": "->", "color": "C3"})
+    ax.text(3 * col + 1.5, -0.2, f"× {factor} = {value:.4g}", ha="center", color="C3")
+    ax.plot([3 * col, 3 * col + 1.5], [0.88, 0.05], ":", color="grey")  # the value it reads
+ax.text(-1.3, 1.0, "forward", ha="right", va="center", weight="bold")
+ax.text(-1.3, 0.0, "backward", ha="right", va="center", weight="bold")
+ax.set_xlim(-2.8, 10)
+ax.set_ylim(-0.45, 1.35)
+ax.axis("off")
+ax.set_title("y = C(B(A(x))) at x = 0.5: values forward, derivatives backward")
+figure_path = save_figure(fig, output_dir(5) / "forward_backward.png")
+plt.show()
+
+# %% [markdown]
 # Three checks. The whole chain is $y = \exp(e^{2x})$, whose derivative
 # $2e^{2x}\exp(e^{2x})$ is $2e \cdot e^{e}$ at $x = 0.5$; the numerical
 # derivative of step 04 should agree to about seven digits; and multiplying

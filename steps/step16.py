@@ -297,6 +297,28 @@ print("generations: x", x.generation, "| a", a.generation, "| y", y.generation,
       "| a.creator", a.creator.generation, "| y.creator", y.creator.generation)
 
 # %% [markdown]
+# Here is the diamond as a graph, with each variable's generation in its name.
+# A function takes the generation of its deepest input, the ellipse just above
+# its box. Backward works from the bottom up, highest generation first: both
+# `Square`s of generation 1 run before the `Square` that made `a`. By then
+# `a`'s gradient is complete: 16, the sum of what the two paths sent.
+# (The drawing code comes from the package, ahead of step 26, as in step 07.)
+
+# %%
+from dezero_like.graph import plot_dot_graph  # reads only creator, inputs, outputs, data, grad
+from dezero_like.plot import output_dir, written  # where files go; says where they went
+
+x = Variable(np.array(2.0))
+a = square(x)
+b, c = square(a), square(a)
+y = add(b, c)
+y.backward()
+for v, name in ((x, "x"), (a, "a"), (b, "b"), (c, "c"), (y, "y")):
+    v.name = f"{name}: generation {v.generation}"  # the drawing writes a variable's name
+image = written(plot_dot_graph(y, values=True, to_file=output_dir(16) / "generations.svg"))
+image
+
+# %% [markdown]
 # Both orders as animations. Each frame highlights the function whose backward
 # is about to run and writes into every variable the gradient known at that
 # moment (`-`: none yet). In stack order the `Square` that made `a` runs while

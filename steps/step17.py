@@ -300,6 +300,49 @@ for f, output_grads in calls:
 print("x.grad =", x.grad, " (8 x^3 =", 8 * x.data**3, ")")
 
 # %% [markdown]
+# The queue itself, rebuilt from that run: a function enters it when the
+# backward of a function that reads its output runs. Each column below is one
+# pop. The grey squares wait in the heap; the orange dot is the one that comes
+# out, always the highest generation. Look at pop 3: `Square a=x^2` is already
+# waiting, but `Square c=a^2` (generation 1) goes first, so `a`'s gradient is
+# complete before `a`'s creator uses it.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure  # ahead of time, as in step 04
+
+popped = [f for f, _ in calls]
+fig, ax = plt.subplots(figsize=(7, 3.6))
+for k, f in enumerate(popped, start=1):
+    done = popped[:k - 1]  # the functions whose backward ran before this pop
+    entered = [y.creator] + [v.creator for p in done for v in p.inputs if v.creator is not None]
+    waiting = list(dict.fromkeys(g for g in entered if g not in done))  # once each
+    for g in waiting:
+        twins = [h for h in waiting if h.generation == g.generation]  # side by side
+        at = k + 0.3 * (twins.index(g) - (len(twins) - 1) / 2)
+        if g is f:
+            ax.plot(at, g.generation, "o", color="C1", ms=12, zorder=3,
+                    label="popped" if k == 1 else None)
+            ax.annotate(names[id(g)], (at, g.generation), textcoords="offset points",
+                        xytext=(0, 10), ha="center", fontsize=8)
+        else:
+            ax.plot(at, g.generation, "s", color="grey", ms=9, mfc="none",
+                    label="waiting" if k == 2 else None)
+            ax.annotate(names[id(g)], (at, g.generation), textcoords="offset points",
+                        xytext=(0, -16), ha="center", fontsize=8, color="grey")
+ax.set_xticks(range(1, len(popped) + 1))
+ax.set_yticks(sorted({f.generation for f in popped}))
+ax.set_xlim(0.4, len(popped) + 0.6)
+ax.set_ylim(-0.7, max(f.generation for f in popped) + 0.7)
+ax.set_xlabel("pop number")
+ax.set_ylabel("generation")
+ax.set_title("The priority queue before each pop")
+ax.legend(loc="upper right")
+figure_path = save_figure(fig, output_dir(17) / "queue_pops.png")
+plt.show()
+
+# %% [markdown]
 # The same run as an animation: each frame highlights the function taken from
 # the priority queue, with every gradient known at that moment written in.
 

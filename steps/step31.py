@@ -74,6 +74,30 @@ right = float(x.grad.data)
 print("with cleargrad:   ", right)
 
 # %% [markdown]
+# Here is the graph of `gx` itself, the same recipe run once more so that the
+# drawing can show every value (`keep_values_for_drawing`, step 25). Every box
+# in it was called by a `backward` method while the switch was on. The two
+# `Pow`s make $x^3$ and $x$, the `Mul`s scale them (grey ellipses are
+# constants), and `Add` sums the two terms: $4x^3 - 4x = 24$. The graph starts
+# at `x`, so `gx.backward()` walks it up to `x` and leaves $f''(2) = 44$ there;
+# the other `grad` lines are what that walk passed on the way.
+
+# %%
+from dezero_like.graph import keep_values_for_drawing, plot_dot_graph
+from dezero_like.plot import output_dir, written
+
+with keep_values_for_drawing():
+    x = dz.Variable(np.array(2.0), name="x")
+    y = f(x)
+    y.backward(create_graph=True)
+    gx = x.grad
+    gx.name = "gx = f'(x)"
+    x.cleargrad()
+    gx.backward()
+image = written(plot_dot_graph(gx, values=True, to_file=output_dir(31) / "gradient_graph.svg"))
+image
+
+# %% [markdown]
 # ## Keeping the graph for later passes
 #
 # After an ordinary backward the functions drop the arrays they kept for it

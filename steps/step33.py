@@ -20,6 +20,7 @@ def f(x):
 
 x = dz.Variable(np.array(2.0))
 iterates = [float(x.data)]
+slopes, curvatures = [], []  # f' and f'' at each iterate, for the picture below
 for i in range(10):
     y = f(x)
     x.cleargrad()
@@ -31,6 +32,8 @@ for i in range(10):
     gx2 = x.grad  # f''(x)
 
     print(f"iteration {i}: x = {x.data:.12f}   f' = {gx.data:9.3e}   f'' = {gx2.data:.6f}")
+    slopes.append(float(gx.data))
+    curvatures.append(float(gx2.data))
     x.data = x.data - gx.data / gx2.data
     iterates.append(float(x.data))
 
@@ -45,6 +48,38 @@ for i in range(10):
 # * `x.cleargrad()` comes twice per iteration: before the first pass (to drop
 #   the previous iteration's $f''$) and between the passes.
 #
+# The picture shows what each step does. At the current $x$, Newton's method
+# fits a parabola with the same value, slope $f'$ and curvature $f''$ as $f$
+# (the dashed curves, for the first three iterates), and jumps to its lowest
+# point. The numbered dots are the iterates on $f$: they pile up at the
+# minimum $x = 1$ after a few steps.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure
+
+t = np.linspace(0.3, 2.2, 200)
+fig, ax = plt.subplots(figsize=(7, 4.2))
+ax.plot(t, f(t), "k", label="$f(x) = x^4 - 2x^2$")
+for k in range(3):
+    xk, d1, d2 = iterates[k], slopes[k], curvatures[k]
+    model = f(xk) + d1 * (t - xk) + d2 / 2 * (t - xk) ** 2  # the parabola Newton solves
+    ax.plot(t, model, "--", color=f"C{k}", label=f"parabola at iterate {k}")
+    ax.axvline(iterates[k + 1], color=f"C{k}", lw=0.8, ls=":")  # its lowest point: the next x
+points = np.array(iterates)
+ax.plot(points, f(points), "o", color="C3", zorder=3, label="iterates")
+for k in range(4):
+    ax.annotate(str(k), (points[k], f(points[k])), textcoords="offset points", xytext=(6, 4))
+ax.set_ylim(-1.5, 9)
+ax.set_xlabel("x")
+ax.set_ylabel("f(x)")
+ax.set_title("Newton's method from x = 2: the next x is the lowest point of a parabola")
+ax.legend(fontsize=8, loc="lower right")
+figure_path = save_figure(fig, output_dir(33) / "newton_parabolas.png")
+plt.show()
+
+# %% [markdown]
 # ## Newton's method in several dimensions
 #
 # For a vector $x$, Newton's step is $x \leftarrow x - H^{-1} \nabla f$, with the

@@ -44,3 +44,15 @@ def test_demo_output(load_step):
     assert "dy/dx = 82.387111" in out
     assert "closed form 2e*e^e = 82.387111" in out
     assert "self-check passed" in out
+
+
+def test_the_picture_shows_both_passes_with_the_step_numbers(load_step):
+    step = load_step(5)
+    path = step.figure_path
+    assert path.parent.name == "step05" and path.parent.parent.name == "outputs"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), f"{path} is not a PNG"
+    texts = {t.get_text() for t in step.fig.axes[0].texts}
+    # the boxes carry the values the step computed, the backward arrows the local derivatives
+    for expected in ("x = 0.5", "y = 15.15", "dy/dy = 1", "dy/dx = 82.39",
+                     "× A'(x) = 1.649", "× B'(a) = 3.297", "× C'(b) = 15.15"):
+        assert expected in texts, f"{expected!r} missing from the picture: {sorted(texts)}"

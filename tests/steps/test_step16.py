@@ -62,3 +62,19 @@ def test_dfs_order_is_topological_and_hits_the_recursion_limit(load_step):
     assert "DFS order: [('Add', 2), ('Square', 1), ('Square', 1), ('Square', 0)]" in step.output
     assert "RecursionError" in step.output
     assert "x.grad = 1.0 (expected 1.0)" in step.output
+
+
+def test_the_picture_of_the_diamond_shows_each_generation(load_step):
+    step = load_step(16)
+    path = step.image.path
+    assert path.name == "generations.svg" and path.parent.name == "step16"
+    assert path.parent.parent.name == "outputs"
+    svg = path.read_text()
+    assert svg.lstrip().startswith(("<?xml", "<svg")) and "</svg>" in svg
+    dot = step.image.dot_path.read_text()
+    # the nodes the prose points at: the generations, and a's gradient summed over both paths
+    for label in ("x: generation 0", "a: generation 1\\ndata 4\\ngrad 16",
+                  "b: generation 2", "c: generation 2", "y: generation 3", "grad 64"):
+        assert label in dot, f"{label!r} missing from the drawn graph:\n{dot}"
+    assert dot.count('label="Square"') == 3 and dot.count('label="Add"') == 1
+    assert "a: generation 1" in svg  # the rendered picture, not only its source

@@ -89,3 +89,22 @@ def test_demo_output(load_step):
     assert "Square a=x^2  generation 0, output grads [16.0]" in out
     assert "backward calls = 100 , x.grad == 2**100: True" in out
     assert "self-check passed" in out
+
+
+def test_the_picture_shows_the_queue_before_each_pop(load_step):
+    step = load_step(17)
+    path = step.figure_path
+    assert path.name == "queue_pops.png" and path.parent.name == "step17"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), f"{path} is not a PNG"
+    ax = step.fig.axes[0]
+    assert ax.get_xlabel() == "pop number" and ax.get_ylabel() == "generation"
+    marks = [(line.get_marker(), round(float(line.get_xdata()[0])), float(line.get_ydata()[0]))
+             for line in ax.get_lines()]
+    popped = sorted((x, g) for m, x, g in marks if m == "o")
+    waiting = sorted((x, g) for m, x, g in marks if m == "s")
+    # one pop per function, highest generation first
+    assert popped == [(1, 2.0), (2, 1.0), (3, 1.0), (4, 0.0)], popped
+    # the prose points at pop 3: the Square of generation 0 waits while c's Square is popped
+    assert waiting == [(2, 1.0), (3, 0.0)], waiting
+    labels = {t.get_text() for t in ax.texts}
+    assert {"Add y=b+c", "Square a=x^2", "Square b=a^2", "Square c=a^2"} <= labels

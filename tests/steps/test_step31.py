@@ -32,3 +32,18 @@ def test_demo_output(load_step):
     out = load_step(31).output
     assert "without cleargrad: 68.0 = 24 + 44" in out and "with cleargrad:    44.0" in out
     assert "self-check passed" in out
+
+
+def test_the_picture_is_the_graph_of_the_gradient(load_step):
+    step = load_step(31)
+    path = step.image.path
+    assert path.name == "gradient_graph.svg" and path.parent.name == "step31"
+    assert path.parent.parent.name == "outputs"
+    svg = path.read_text()
+    assert svg.lstrip().startswith(("<?xml", "<svg")) and "</svg>" in svg
+    dot = step.image.dot_path.read_text()
+    # drawn from gx, the graph made by the backward methods, reaches x: f'(2) = 24, f''(2) = 44
+    for label in ("gx = f'(x)\\ndata 24", "x\\ndata 2\\ngrad 44", "data 8", "data -8"):
+        assert label in dot, f"{label!r} missing from the drawn graph:\n{dot}"
+    assert dot.count('label="Pow"') == 2 and dot.count('label="Add"') == 1
+    assert dot.count('label="Mul"') == 4

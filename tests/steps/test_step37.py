@@ -57,3 +57,21 @@ def test_a_value_changed_between_forward_and_backward_is_refused(load_step):
     assert "optimizer.update()" in step.changed_error  # says what to do
     assert "input 1 (a Variable 'w')" in step.update_error
     assert "Exp's output 0" in step.output_error
+
+
+def test_the_picture_shows_memory_growing_only_when_the_graph_is_kept(load_step):
+    step = load_step(37)
+    path = step.figure_path
+    assert path.name == "memory_after_backward.png" and path.parent.name == "step37"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), f"{path} is not a PNG"
+    ax = step.fig.axes[0]
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    depths = np.asarray(lines["retain_graph=True"].get_xdata(), dtype=float)
+    kept = np.asarray(lines["retain_graph=True"].get_ydata(), dtype=float)
+    freed = np.asarray(lines["retain_graph=False (the default)"].get_ydata(), dtype=float)
+    assert len(depths) >= 3 and depths[-1] == 20
+    # one array more per function when the graph is kept; x, x.grad and y when it is freed
+    slope = np.polyfit(depths, kept, 1)[0]
+    assert 0.95 < slope < 1.05, f"kept arrays grow by {slope:.2f} per function, expected 1"
+    np.testing.assert_allclose(freed, 3.0, atol=0.1)
