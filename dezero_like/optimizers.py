@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.core import Parameter, Variable, _changed_in_place, _pytorch_names, as_array
 
 
@@ -441,8 +441,6 @@ class SGD(Optimizer):
     # (step 71)
     def update_one(self, param):
         if cuda.is_cupy_array(param.data):  # one fused kernel on a GPU (step 71)
-            from dezero_like import cuda_kernels
-
             cuda_kernels.sgd_update(param.data, param.grad.data, self.lr)
         else:
             param.data -= self.lr * param.grad.data
@@ -451,23 +449,22 @@ class SGD(Optimizer):
     def update_all(self, params):
         if type(self).update_one is not SGD.update_one:  # a subclass with its own rule
             return Optimizer.update_all(self, params)
-        from dezero_like import cuda_kernels
-
         spans, rest = [], []
         for p in params:
             w, g = p.data, p.grad.data
             if (cuda.is_cupy_array(w) and w.dtype.char in cuda_kernels.RAW_CHARS
                     and cuda.is_cupy_array(g) and g.dtype.kind in "biuf"
                     and w.flags.c_contiguous and g.flags.c_contiguous):
-                spans.append((w.data.ptr, w.data.ptr + w.nbytes, len(spans), p))
+                start = w.data.ptr
+                spans.append((start, start + w.nbytes, len(spans), p, (w, g)))
             else:
                 rest.append(p)
         batch, end = [], 0
-        for start, stop, _, p in sorted(spans):  # by address: memory shared with the one before?
+        for start, stop, _, p, pair in sorted(spans):  # by address: shares memory with the last?
             if start < end:
                 rest.append(p)  # updated on its own, after the launch
             else:
-                batch.append((p.data, p.grad.data))
+                batch.append(pair)
                 end = max(end, stop)
         if batch:
             cuda_kernels.sgd_update_many(batch, self.lr)  # one launch per 8 parameters
