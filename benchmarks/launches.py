@@ -17,12 +17,23 @@ and raw kernel). The columns are those of ``benchmarks/mnist_gpu.py``:
 
 These are counts, the same on every machine; what a launch costs in seconds
 is measured on a GPU by ``benchmarks/mnist_gpu.py``.
+
+    python benchmarks/launches.py --calls
+
+also counts the Python work of the two dezero_like columns' training step: the
+Python function calls that dezero_like makes (its own functions, and Python code
+outside it that it calls, such as the import machinery), with the most frequent.
+The emulator's own frames are left out: they stand in for CuPy's compiled code.
+On a GPU with batches of 100 this work is paid on every step, next to the
+launches, and it is the same on every machine too.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib.util
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -45,21 +56,70 @@ def load_emulator():
     return _load("cupy", HERE.parent / "tests" / "cupy_on_cpu.py")
 
 
+def _columns(emulator, sizes, batch):
+    """{column: run_epoch} of mnist_gpu.py, each on one batch (an epoch is one training step)."""
+    bench = sys.modules.get("mnist_gpu") or _load("mnist_gpu", HERE / "mnist_gpu.py")
+    rng = np.random.default_rng(0)
+    x = rng.random((batch, sizes[0]), dtype=np.float32)
+    t = rng.integers(0, sizes[-1], batch)
+    return {
+        "dezero_like": lambda: bench.ours(sizes, x, t, gpu=True),
+        "by hand": lambda: bench.by_hand(sizes, x, t, emulator),
+        "by hand, fused": lambda: bench.by_hand(sizes, x, t, emulator, fused=True),
+        "dezero_like, small CNN": lambda: bench.ours_cnn(x[:, :784], t, gpu=True),
+    }
+
+
+def count_calls(emulator, sizes=(784, 1000, 10), batch=100):
+    """{column: Counter of Python calls in one training step} for the dezero_like columns,
+    after one warm-up step each, keyed ``"module.py:qualified name"``.
+
+    Counted: every call of a function of the package, and every call the package makes to
+    Python code outside it and outside the emulator (the import machinery, say), not what
+    that code calls in turn. The emulator's frames stand in for CuPy's compiled code and are
+    not counted. ``sys.modules["cupy"]`` must be ``emulator`` while this runs."""
+    import dezero_like
+
+    package = os.path.dirname(dezero_like.__file__) + os.sep
+    left_out = os.path.realpath(emulator.__file__)
+    counts = {}
+
+    def where(code):
+        return f"{os.path.basename(code.co_filename)}:{code.co_qualname}"
+
+    for name, make in _columns(emulator, sizes, batch).items():
+        if not name.startswith("dezero_like"):
+            continue
+        run_epoch = make()
+        run_epoch()  # warm-up: kernels built, weights created
+        calls = collections.Counter()
+
+        def profile(frame, event, arg, calls=calls):
+            if event != "call":
+                return
+            code = frame.f_code
+            if code.co_filename.startswith(package):
+                calls[where(code)] += 1
+            elif (frame.f_back is not None
+                  and frame.f_back.f_code.co_filename.startswith(package)
+                  and os.path.realpath(code.co_filename) != left_out):
+                calls[where(code)] += 1
+
+        sys.setprofile(profile)
+        try:
+            run_epoch()
+        finally:
+            sys.setprofile(None)
+        counts[name] = calls
+    return counts
+
+
 def count_launches(emulator, sizes=(784, 1000, 10), batch=100, details=False):
     """{column: Counter of launches in one training step}, after one warm-up step each.
 
     With ``details``, also {column: host-to-device copies} and {column: waits for the
     device} of that step. ``sys.modules["cupy"]`` must be ``emulator`` while this runs."""
-    bench = sys.modules.get("mnist_gpu") or _load("mnist_gpu", HERE / "mnist_gpu.py")
-    rng = np.random.default_rng(0)
-    x = rng.random((batch, sizes[0]), dtype=np.float32)
-    t = rng.integers(0, sizes[-1], batch)
-    columns = {
-        "dezero_like": bench.ours(sizes, x, t, gpu=True),
-        "by hand": bench.by_hand(sizes, x, t, emulator),
-        "by hand, fused": bench.by_hand(sizes, x, t, emulator, fused=True),
-        "dezero_like, small CNN": bench.ours_cnn(x[:, :784], t, gpu=True),
-    }
+    columns = {name: make() for name, make in _columns(emulator, sizes, batch).items()}
     counts, copies, waits = {}, {}, {}
     for name, run_epoch in columns.items():  # one batch per epoch: one training step
         run_epoch()  # warm-up: kernels built, weights created
@@ -75,6 +135,8 @@ def count_launches(emulator, sizes=(784, 1000, 10), batch=100, details=False):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=6, help="launch kinds listed per column")
+    parser.add_argument("--calls", action="store_true",
+                        help="also count the Python calls dezero_like makes in the step")
     args = parser.parse_args(argv)
     print("command: python " + " ".join(shlex.quote(a) for a in sys.argv))
     print("machine:", _machine.describe(), "(counts do not depend on it)")
@@ -83,6 +145,7 @@ def main(argv=None):
     sys.modules["cupy"] = emulator
     try:
         counts, copies, waits = count_launches(emulator, details=True)
+        calls = count_calls(emulator) if args.calls else None
     finally:
         if saved is None:
             del sys.modules["cupy"]
@@ -98,6 +161,15 @@ def main(argv=None):
     print("(copies: the batch, x and t; waits: reading the epoch's loss, once)")
     ours, fused = (sum(counts[c].values()) for c in ("dezero_like", "by hand, fused"))
     print(f"dezero_like / by hand, fused: {ours / fused:.2f} (the MLP)")
+    if calls is not None:
+        print()
+        print("Python calls dezero_like makes in one training step (batch 100), on the CuPy "
+              "emulator, whose own frames are left out:")
+        print(f"| {'column':<24} | calls | most frequent |")
+        print(f"| {'-' * 24} | ----- | ------------- |")
+        for name, counter in calls.items():
+            top = ", ".join(f"{where} {n}" for where, n in counter.most_common(args.top))
+            print(f"| {name:<24} | {sum(counter.values()):>5} | {top} |")
     return 0
 
 

@@ -27,11 +27,11 @@ def get_array_module(x):
     """``numpy`` or ``cupy``, whichever holds ``x`` (an array or a Variable)."""
     if type(x) is np.ndarray:
         return np
+    if is_cupy_array(x):  # before the import below: a GPU array, on every GPU call, needs none
+        return sys.modules["cupy"]
     from dezero_like.core import Variable
 
-    if isinstance(x, Variable):
-        x = x.data
-    if is_cupy_array(x):
+    if isinstance(x, Variable) and is_cupy_array(x.data):
         return sys.modules["cupy"]
     return np
 

@@ -18,13 +18,28 @@ import numpy as np
 _built = {}
 
 
+def _cupy():
+    """CuPy, imported on the first call and kept in ``_built`` under ``"cupy"``.
+
+    Every launcher starts here: an ``import`` per launch is a trip through the import
+    machinery, a dictionary lookup is not. It is kept with the kernels because they
+    belong to it: emptying ``_built`` (as a test that puts another CuPy in place does)
+    forgets both."""
+    try:
+        return _built["cupy"]
+    except KeyError:
+        import cupy
+
+        _built["cupy"] = cupy
+        return cupy
+
+
 def _kernel(name):
     """The kernel ``name``, built on first use."""
     kernel = _built.get(name)
     if kernel is None:
-        import cupy
-
-        kernel = _built[name] = cupy.ElementwiseKernel(*_SPECS[name], name=f"dezero_like_{name}")
+        kernel = _built[name] = _cupy().ElementwiseKernel(*_SPECS[name],
+                                                          name=f"dezero_like_{name}")
     return kernel
 
 
@@ -144,17 +159,8 @@ def _raw(name, dtype, code=None):
     new kernel object on every call, microseconds of Python per launch. The key
     holds the current device, because a function looked up on one GPU is loaded
     there and cannot be launched on another.
-
-    CuPy itself is kept there too, under ``"cupy"``, from the first call on: an
-    ``import`` per launch is a trip through the import machinery. It is kept with the
-    kernels because they belong to it: emptying ``_built`` (as a test that puts another
-    CuPy in place does) forgets both.
     """
-    cupy = _built.get("cupy")
-    if cupy is None:
-        import cupy
-
-        _built["cupy"] = cupy
+    cupy = _cupy()
     code = _RAW if code is None else code
     device = cupy.cuda.runtime.getDevice()
     key = (name, dtype.itemsize, code, device)
@@ -171,8 +177,7 @@ def softmax_cross_entropy(x, t):
     """(mean loss as a 0-d array, probabilities) of logits ``x`` (N, C) and labels ``t`` (N,).
 
     ``x`` must be float32 or float64 (``RAW_DTYPES``)."""
-    import cupy
-
+    cupy = _cupy()
     n, c = x.shape
     x = cupy.ascontiguousarray(x)
     t = cupy.ascontiguousarray(t.astype(cupy.int64, copy=False))
@@ -184,8 +189,7 @@ def softmax_cross_entropy(x, t):
 
 def sum_rows(g):
     """``g.sum(axis=0)`` of a C-contiguous float32/float64 matrix, in one light launch."""
-    import cupy
-
+    cupy = _cupy()
     n, c = g.shape
     out = cupy.empty(c, g.dtype)
     threads = 128
@@ -298,19 +302,19 @@ DEZERO_LIKE_CONV(double, f64)
 
 
 def _launch(name, dtype, arrays, total, *sizes):
-    """Run kernel ``name`` of ``_CONV_RAW`` for ``dtype``, one thread per element of ``total``."""
-    import cupy
+    """Run kernel ``name`` of ``_CONV_RAW`` for ``dtype``, one thread per element of ``total``.
 
+    The sizes go as NumPy's fixed-width integers (CuPy's ``cupy.int32`` is ``numpy.int32``),
+    so launching needs no CuPy here."""
     threads = 256
     blocks = (total + threads - 1) // threads
     _raw(name, dtype, _CONV_RAW)(
-        (blocks,), (threads,), (*arrays, cupy.int64(total), *map(cupy.int32, sizes)))
+        (blocks,), (threads,), (*arrays, np.int64(total), *map(np.int32, sizes)))
 
 
 def im2col_channels_first(img, kernel_size, stride, pad, out_hw):
     """col ``(C, KH, KW, N, OH, OW)`` of a C-contiguous ``img (N, C, H, W)``, in one launch."""
-    import cupy
-
+    cupy = _cupy()
     N, C, H, W = img.shape
     (KH, KW), (SH, SW), (PH, PW), (OH, OW) = kernel_size, stride, pad, out_hw
     col = cupy.empty((C, KH, KW, N, OH, OW), img.dtype)
@@ -321,8 +325,7 @@ def im2col_channels_first(img, kernel_size, stride, pad, out_hw):
 
 def col2im_gather(col, out_shape, stride, pad):
     """``(N, OC, OH, OW)`` from the columns ``(OC, KH, KW, N, H, W)``, in one launch."""
-    import cupy
-
+    cupy = _cupy()
     OC, KH, KW, N, H, W = col.shape
     (SH, SW), (PH, PW) = stride, pad
     img = cupy.empty(out_shape, col.dtype)
@@ -333,8 +336,7 @@ def col2im_gather(col, out_shape, stride, pad):
 
 def max_pool_tiles(x, kernel_size):
     """(y, winners) of max pooling with windows that tile ``x (N, C, H, W)``."""
-    import cupy
-
+    cupy = _cupy()
     N, C, H, W = x.shape
     KH, KW = kernel_size
     y = cupy.empty((N, C, H // KH, W // KW), x.dtype)
@@ -345,8 +347,7 @@ def max_pool_tiles(x, kernel_size):
 
 
 def max_pool_tiles_grad(gy, win, x_shape, kernel_size):
-    import cupy
-
+    cupy = _cupy()
     N, C, H, W = x_shape
     KH, KW = kernel_size
     gx = cupy.empty(x_shape, gy.dtype)
@@ -390,8 +391,6 @@ def sgd_update_many(pairs, lr):
     Each ``w`` is a C-contiguous float32 or float64 array (``RAW_DTYPES``), none twice, and
     each ``g`` a C-contiguous array of ``w``'s shape, cast to ``w``'s dtype first (as
     ``sgd_update`` casts). Parameters of each dtype go in launches of their own."""
-    import cupy
-
     groups = {}
     for w, g in pairs:
         groups.setdefault(w.dtype, []).append((w, g.astype(w.dtype, copy=False)))
@@ -404,7 +403,7 @@ def sgd_update_many(pairs, lr):
             blocks = min(max((largest + threads - 1) // threads, 1), 1024)  # then the stride
             args = []
             for w, g in chunk:
-                args += (w, g, cupy.int64(w.size))
+                args += (w, g, np.int64(w.size))  # cupy.int64 is numpy.int64
             for _ in range(SGD_SLOTS - len(chunk)):  # an empty slot: size 0, never read
-                args += (chunk[0][0], chunk[0][0], cupy.int64(0))
+                args += (chunk[0][0], chunk[0][0], np.int64(0))
             kernel((blocks,), (threads,), (*args, dtype.type(lr)))

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from dezero_like import core, cuda, utils
+from dezero_like import core, cuda, cuda_kernels, utils
 from dezero_like.core import (
     _ABS,
     _AXIS_KEYWORDS,
@@ -650,8 +650,6 @@ class Linear(Function):
         if len(self.b_shape) != 1 or g.dtype == np.float16:  # sum_to adds float16 in float32
             gb = utils.sum_to(g, self.b_shape)
         elif _raw_gpu(g) and g.flags.c_contiguous and len(g) <= 512:
-            from dezero_like import cuda_kernels
-
             gb = cuda_kernels.sum_rows(g)  # one launch; each thread adds a column's rows in turn
         else:
             gb = g.sum(axis=0)
@@ -709,8 +707,6 @@ class Sigmoid(Function):
         if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
             return self.forward(x.astype(np.float32)).astype(np.float16)
         if xp is not np and x.dtype.kind == "f":  # on a GPU: one fused kernel, not four launches
-            from dezero_like import cuda_kernels
-
             return cuda_kernels.sigmoid(x)
         if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
             return self.forward(x.reshape(1)).reshape(())
@@ -725,8 +721,6 @@ class Sigmoid(Function):
     def backward(self, gy):
         (y,) = self.get_retained_outputs()
         if _fusable(gy, y.data):
-            from dezero_like import cuda_kernels
-
             return Variable(cuda_kernels.sigmoid_grad(gy.data, y.data))
         return gy * y * (1 - y)
 
@@ -759,8 +753,6 @@ class ReLU(Function):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
         if self.needs_input_grad and _raw_gpu(x):
-            from dezero_like import cuda_kernels
-
             y, self.mask = cuda_kernels.relu(x)  # one launch instead of three (step 71)
             return y
         y = xp.maximum(x, 0)
@@ -1247,8 +1239,6 @@ class SoftmaxCrossEntropy(Function):
         xp = cuda.get_array_module(x)
         n = x.shape[0]
         if _raw_gpu(x) and x.size <= self.fused_max_size:  # one kernel: loss and probabilities
-            from dezero_like import cuda_kernels
-
             loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
             return loss
         z, log_s = _shifted_logsumexp(x, axis=1)
@@ -1262,8 +1252,6 @@ class SoftmaxCrossEntropy(Function):
         x, t = self.inputs
         p = getattr(self, "probabilities", None)
         if p is not None and _fusable(gy, p):
-            from dezero_like import cuda_kernels
-
             return Variable(cuda_kernels.softmax_cross_entropy_grad(p, t.data, gy.data)), None
         xp = cuda.get_array_module(x.data)
         n, c = x.shape

@@ -28,7 +28,7 @@ import numbers
 
 import numpy as np
 
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like import functions as F
 from dezero_like.core import (
     _REQUIRED,
@@ -116,8 +116,6 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
     OH = get_conv_outsize(H, KH, SH, PH)
     OW = get_conv_outsize(W, KW, SW, PW)
     if _raw_gpu(img):  # on a GPU: one kernel, no padded copy (step 71)
-        from dezero_like import cuda_kernels
-
         return cuda_kernels.im2col_channels_first(img, kernel_size, stride, pad, (OH, OW))
     if PH or PW:  # pad and move the channels first in one copy
         padded = xp.zeros((C, N, H + 2 * PH, W + 2 * PW), dtype=img.dtype)
@@ -393,8 +391,6 @@ class Deconv2d(Function):
         xt = x.transpose(1, 0, 2, 3).reshape(C, N * H * Wd)
         col = (W.reshape(C, -1).T @ xt).reshape(OC, KH, KW, N, H, Wd)
         if _raw_gpu(col):  # on a GPU: col2im as one gathering kernel (step 71)
-            from dezero_like import cuda_kernels
-
             y = cuda_kernels.col2im_gather(col, (N, OC, OH, OW), self.stride, self.pad)
             return _bias(y, b)
         col = col.transpose(3, 0, 1, 2, 4, 5)
@@ -1086,8 +1082,6 @@ class Pooling(_Pool):
         xp = cuda.get_array_module(x)
         self.pair_masks = None
         if self.tiles and _raw_gpu(x):  # on a GPU: one kernel (step 71)
-            from dezero_like import cuda_kernels
-
             y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
             return y
         if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
@@ -1128,8 +1122,6 @@ class PoolingGrad(Function):
             return gx.reshape(N, C, H, W)
         idx = self.pool.indexes
         if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71); float16 has none
-            from dezero_like import cuda_kernels
-
             return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
                                                     self.pool.kernel_size)
         zero = gy.dtype.type(0)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.core import Parameter, Variable, _changed_in_place, _pytorch_names, as_array
 
 
@@ -97,13 +97,14 @@ def _floats_only(optimizer, params):
     numbers = [v for v in vars(optimizer).values()  # NumPy scalars too (lr=np.float32(0.5))
                if type(v) in (int, float) or isinstance(v, np.number)]
     for p in params:
-        if p.data.dtype.kind == "c" and not getattr(optimizer, "complex_ok", True):
+        kind = p.data.dtype.kind
+        if kind == "c" and not getattr(optimizer, "complex_ok", True):
             raise TypeError(
                 f"{type(optimizer).__name__} scales each step by g * g, which for a complex "
                 f"parameter ({p.data.dtype} {p.shape}) is not |g|^2: its steps would be wrong. "
                 "Use SGD or MomentumSGD, or keep the real and imaginary parts as two real "
                 "parameters")
-        if p.data.dtype.kind in "iub":
+        if kind in "iub":
             step = np.result_type(p.grad.data, *numbers)
             if not np.can_cast(step, p.data.dtype, casting="same_kind"):
                 raise TypeError(
@@ -440,8 +441,6 @@ class SGD(Optimizer):
     # (step 71)
     def update_one(self, param):
         if cuda.is_cupy_array(param.data):  # one fused kernel on a GPU (step 71)
-            from dezero_like import cuda_kernels
-
             cuda_kernels.sgd_update(param.data, param.grad.data, self.lr)
         else:
             param.data -= self.lr * param.grad.data
@@ -450,23 +449,22 @@ class SGD(Optimizer):
     def update_all(self, params):
         if type(self).update_one is not SGD.update_one:  # a subclass with its own rule
             return Optimizer.update_all(self, params)
-        from dezero_like import cuda_kernels
-
         spans, rest = [], []
         for p in params:
             w, g = p.data, p.grad.data
             if (cuda.is_cupy_array(w) and w.dtype.char in cuda_kernels.RAW_CHARS
                     and cuda.is_cupy_array(g) and g.dtype.kind in "biuf"
                     and w.flags.c_contiguous and g.flags.c_contiguous):
-                spans.append((w.data.ptr, w.data.ptr + w.nbytes, len(spans), p))
+                start = w.data.ptr
+                spans.append((start, start + w.nbytes, len(spans), p, (w, g)))
             else:
                 rest.append(p)
         batch, end = [], 0
-        for start, stop, _, p in sorted(spans):  # by address: memory shared with the one before?
+        for start, stop, _, p, pair in sorted(spans):  # by address: shares memory with the last?
             if start < end:
                 rest.append(p)  # updated on its own, after the launch
             else:
-                batch.append((p.data, p.grad.data))
+                batch.append(pair)
                 end = max(end, stop)
         if batch:
             cuda_kernels.sgd_update_many(batch, self.lr)  # one launch per 8 parameters
@@ -810,7 +808,7 @@ def _check_grads(params, who):
     a hook): NumPy would broadcast a smaller one into the step. Refuse one on the other device
     too (a model moved between forward and backward), which the step could not use."""
     for p in params:
-        if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:
+        if not isinstance(p.grad, Variable) or p.grad._data.shape != p._data.shape:
             got = (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
                    f"of shape {p.grad.shape}")
             raise ValueError(f"the gradient of {p.name or 'a parameter'} {p.shape} is {got} "

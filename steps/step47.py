@@ -164,13 +164,14 @@ def _floats_only(optimizer, params):
     numbers = [v for v in vars(optimizer).values()  # NumPy scalars too (lr=np.float32(0.5))
                if type(v) in (int, float) or isinstance(v, np.number)]
     for p in params:
-        if p.data.dtype.kind == "c" and not getattr(optimizer, "complex_ok", True):
+        kind = p.data.dtype.kind
+        if kind == "c" and not getattr(optimizer, "complex_ok", True):
             raise TypeError(
                 f"{type(optimizer).__name__} scales each step by g * g, which for a complex "
                 f"parameter ({p.data.dtype} {p.shape}) is not |g|^2: its steps would be wrong. "
                 "Use SGD or MomentumSGD, or keep the real and imaginary parts as two real "
                 "parameters")
-        if p.data.dtype.kind in "iub":
+        if kind in "iub":
             step = np.result_type(p.grad.data, *numbers)
             if not np.can_cast(step, p.data.dtype, casting="same_kind"):
                 raise TypeError(

@@ -474,7 +474,7 @@ def _check_grads(params, who):
     a hook): NumPy would broadcast a smaller one into the step. Refuse one on the other device
     too (a model moved between forward and backward), which the step could not use."""
     for p in params:
-        if not isinstance(p.grad, Variable) or p.grad.shape != p.shape:
+        if not isinstance(p.grad, Variable) or p.grad._data.shape != p._data.shape:
             got = (f"a {type(p.grad).__name__}" if not isinstance(p.grad, Variable) else
                    f"of shape {p.grad.shape}")
             raise ValueError(f"the gradient of {p.name or 'a parameter'} {p.shape} is {got} "

@@ -120,7 +120,8 @@ fused_image
 # CuPy compiles a kernel the first time it is *called* and caches it, so the
 # module builds nothing at import and needs no CuPy to import: the NumPy path
 # never touches it. This first cell is the machinery: kernels are built on
-# first use and kept in `_built`.
+# first use and kept in `_built`, and so is CuPy itself, imported by the first
+# launch and taken from there by every later one.
 
 # %%
 #| export dezero_like/cuda_kernels.py
@@ -137,13 +138,28 @@ framework never calls them."""
 _built = {}
 
 
+def _cupy():
+    """CuPy, imported on the first call and kept in ``_built`` under ``"cupy"``.
+
+    Every launcher starts here: an ``import`` per launch is a trip through the import
+    machinery, a dictionary lookup is not. It is kept with the kernels because they
+    belong to it: emptying ``_built`` (as a test that puts another CuPy in place does)
+    forgets both."""
+    try:
+        return _built["cupy"]
+    except KeyError:
+        import cupy
+
+        _built["cupy"] = cupy
+        return cupy
+
+
 def _kernel(name):
     """The kernel ``name``, built on first use."""
     kernel = _built.get(name)
     if kernel is None:
-        import cupy
-
-        kernel = _built[name] = cupy.ElementwiseKernel(*_SPECS[name], name=f"dezero_like_{name}")
+        kernel = _built[name] = _cupy().ElementwiseKernel(*_SPECS[name],
+                                                          name=f"dezero_like_{name}")
     return kernel
 # %% [markdown]
 # The elementwise kernels are one line of C each. In the signature, `T` is a
@@ -282,17 +298,8 @@ def _raw(name, dtype, code=None):
     new kernel object on every call, microseconds of Python per launch. The key
     holds the current device, because a function looked up on one GPU is loaded
     there and cannot be launched on another.
-
-    CuPy itself is kept there too, under ``"cupy"``, from the first call on: an
-    ``import`` per launch is a trip through the import machinery. It is kept with the
-    kernels because they belong to it: emptying ``_built`` (as a test that puts another
-    CuPy in place does) forgets both.
     """
-    cupy = _built.get("cupy")
-    if cupy is None:
-        import cupy
-
-        _built["cupy"] = cupy
+    cupy = _cupy()
     code = _RAW if code is None else code
     device = cupy.cuda.runtime.getDevice()
     key = (name, dtype.itemsize, code, device)
@@ -309,8 +316,7 @@ def softmax_cross_entropy(x, t):
     """(mean loss as a 0-d array, probabilities) of logits ``x`` (N, C) and labels ``t`` (N,).
 
     ``x`` must be float32 or float64 (``RAW_DTYPES``)."""
-    import cupy
-
+    cupy = _cupy()
     n, c = x.shape
     x = cupy.ascontiguousarray(x)
     t = cupy.ascontiguousarray(t.astype(cupy.int64, copy=False))
@@ -322,8 +328,7 @@ def softmax_cross_entropy(x, t):
 
 def sum_rows(g):
     """``g.sum(axis=0)`` of a C-contiguous float32/float64 matrix, in one light launch."""
-    import cupy
-
+    cupy = _cupy()
     n, c = g.shape
     out = cupy.empty(c, g.dtype)
     threads = 128
@@ -450,19 +455,19 @@ DEZERO_LIKE_CONV(double, f64)
 
 
 def _launch(name, dtype, arrays, total, *sizes):
-    """Run kernel ``name`` of ``_CONV_RAW`` for ``dtype``, one thread per element of ``total``."""
-    import cupy
+    """Run kernel ``name`` of ``_CONV_RAW`` for ``dtype``, one thread per element of ``total``.
 
+    The sizes go as NumPy's fixed-width integers (CuPy's ``cupy.int32`` is ``numpy.int32``),
+    so launching needs no CuPy here."""
     threads = 256
     blocks = (total + threads - 1) // threads
     _raw(name, dtype, _CONV_RAW)(
-        (blocks,), (threads,), (*arrays, cupy.int64(total), *map(cupy.int32, sizes)))
+        (blocks,), (threads,), (*arrays, np.int64(total), *map(np.int32, sizes)))
 
 
 def im2col_channels_first(img, kernel_size, stride, pad, out_hw):
     """col ``(C, KH, KW, N, OH, OW)`` of a C-contiguous ``img (N, C, H, W)``, in one launch."""
-    import cupy
-
+    cupy = _cupy()
     N, C, H, W = img.shape
     (KH, KW), (SH, SW), (PH, PW), (OH, OW) = kernel_size, stride, pad, out_hw
     col = cupy.empty((C, KH, KW, N, OH, OW), img.dtype)
@@ -473,8 +478,7 @@ def im2col_channels_first(img, kernel_size, stride, pad, out_hw):
 
 def col2im_gather(col, out_shape, stride, pad):
     """``(N, OC, OH, OW)`` from the columns ``(OC, KH, KW, N, H, W)``, in one launch."""
-    import cupy
-
+    cupy = _cupy()
     OC, KH, KW, N, H, W = col.shape
     (SH, SW), (PH, PW) = stride, pad
     img = cupy.empty(out_shape, col.dtype)
@@ -485,8 +489,7 @@ def col2im_gather(col, out_shape, stride, pad):
 
 def max_pool_tiles(x, kernel_size):
     """(y, winners) of max pooling with windows that tile ``x (N, C, H, W)``."""
-    import cupy
-
+    cupy = _cupy()
     N, C, H, W = x.shape
     KH, KW = kernel_size
     y = cupy.empty((N, C, H // KH, W // KW), x.dtype)
@@ -497,8 +500,7 @@ def max_pool_tiles(x, kernel_size):
 
 
 def max_pool_tiles_grad(gy, win, x_shape, kernel_size):
-    import cupy
-
+    cupy = _cupy()
     N, C, H, W = x_shape
     KH, KW = kernel_size
     gx = cupy.empty(x_shape, gy.dtype)
@@ -561,7 +563,7 @@ def _raw_gpu(a):
 
 # %%
 #| export dezero_like/functions.py Linear
-from dezero_like import utils
+from dezero_like import cuda_kernels, utils
 from dezero_like.core import Config, _global_hooks, _make_variable
 from dezero_like.functions import matmul, sum_to
 
@@ -577,8 +579,6 @@ def _backward_arrays(self, g, x, W, needs):
     if len(self.b_shape) != 1 or g.dtype == np.float16:  # sum_to adds float16 in float32
         gb = utils.sum_to(g, self.b_shape)
     elif _raw_gpu(g) and g.flags.c_contiguous and len(g) <= 512:
-        from dezero_like import cuda_kernels
-
         gb = cuda_kernels.sum_rows(g)  # one launch; each thread adds a column's rows in turn
     else:
         gb = g.sum(axis=0)
@@ -606,15 +606,13 @@ def backward(self, gy):
 
 # %%
 #| export dezero_like/functions.py ReLU
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 
 
 def forward(self, x):
     self.retain_inputs(())
     xp = cuda.get_array_module(x)
     if self.needs_input_grad and _raw_gpu(x):
-        from dezero_like import cuda_kernels
-
         y, self.mask = cuda_kernels.relu(x)  # one launch instead of three (step 71)
         return y
     y = xp.maximum(x, 0)
@@ -634,7 +632,7 @@ def forward(self, x):
 # %%
 #| export dezero_like/functions.py Sigmoid
 import numpy as np
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.functions import _as_float
 
 
@@ -646,8 +644,6 @@ def forward(self, x):
     if x.dtype == np.float16:  # exp(-x) would overflow 65504 below x = -11.1: float32
         return self.forward(x.astype(np.float32)).astype(np.float16)
     if xp is not np and x.dtype.kind == "f":  # on a GPU: one fused kernel, not four launches
-        from dezero_like import cuda_kernels
-
         return cuda_kernels.sigmoid(x)
     if x.ndim == 0:  # NumPy turns 0-d results into scalars, which out= cannot take
         return self.forward(x.reshape(1)).reshape(())
@@ -661,14 +657,13 @@ def forward(self, x):
 
 # %%
 #| export dezero_like/functions.py Sigmoid
+from dezero_like import cuda_kernels
 from dezero_like.core import Variable
 
 
 def backward(self, gy):
     (y,) = self.get_retained_outputs()
     if _fusable(gy, y.data):
-        from dezero_like import cuda_kernels
-
         return Variable(cuda_kernels.sigmoid_grad(gy.data, y.data))
     return gy * y * (1 - y)
 
@@ -688,7 +683,7 @@ def backward(self, gy):
 # %%
 #| export dezero_like/functions.py SoftmaxCrossEntropy
 import numpy as np
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.core import _on_two_devices
 from dezero_like.functions import _check_labels, _per_example, _shifted_logsumexp
 
@@ -710,8 +705,6 @@ def forward(self, x, t):
     xp = cuda.get_array_module(x)
     n = x.shape[0]
     if _raw_gpu(x) and x.size <= self.fused_max_size:  # one kernel: loss and probabilities
-        from dezero_like import cuda_kernels
-
         loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
         return loss
     z, log_s = _shifted_logsumexp(x, axis=1)
@@ -724,7 +717,7 @@ def forward(self, x, t):
 # %%
 #| export dezero_like/functions.py SoftmaxCrossEntropy
 import numpy as np
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.core import Variable
 from dezero_like.functions import softmax
 
@@ -733,8 +726,6 @@ def backward(self, gy):
     x, t = self.inputs
     p = getattr(self, "probabilities", None)
     if p is not None and _fusable(gy, p):
-        from dezero_like import cuda_kernels
-
         return Variable(cuda_kernels.softmax_cross_entropy_grad(p, t.data, gy.data)), None
     xp = cuda.get_array_module(x.data)
     n, c = x.shape
@@ -754,13 +745,11 @@ def backward(self, gy):
 
 # %%
 #| export dezero_like/optimizers.py SGD
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 
 
 def update_one(self, param):
     if cuda.is_cupy_array(param.data):  # one fused kernel on a GPU (step 71)
-        from dezero_like import cuda_kernels
-
         cuda_kernels.sgd_update(param.data, param.grad.data, self.lr)
     else:
         param.data -= self.lr * param.grad.data
@@ -811,8 +800,6 @@ def sgd_update_many(pairs, lr):
     Each ``w`` is a C-contiguous float32 or float64 array (``RAW_DTYPES``), none twice, and
     each ``g`` a C-contiguous array of ``w``'s shape, cast to ``w``'s dtype first (as
     ``sgd_update`` casts). Parameters of each dtype go in launches of their own."""
-    import cupy
-
     groups = {}
     for w, g in pairs:
         groups.setdefault(w.dtype, []).append((w, g.astype(w.dtype, copy=False)))
@@ -825,9 +812,9 @@ def sgd_update_many(pairs, lr):
             blocks = min(max((largest + threads - 1) // threads, 1), 1024)  # then the stride
             args = []
             for w, g in chunk:
-                args += (w, g, cupy.int64(w.size))
+                args += (w, g, np.int64(w.size))  # cupy.int64 is numpy.int64
             for _ in range(SGD_SLOTS - len(chunk)):  # an empty slot: size 0, never read
-                args += (chunk[0][0], chunk[0][0], cupy.int64(0))
+                args += (chunk[0][0], chunk[0][0], np.int64(0))
             kernel((blocks,), (threads,), (*args, dtype.type(lr)))
 
 
@@ -843,30 +830,29 @@ def sgd_update_many(pairs, lr):
 
 # %%
 #| export dezero_like/optimizers.py SGD
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.optimizers import SGD, Optimizer
 
 
 def update_all(self, params):
     if type(self).update_one is not SGD.update_one:  # a subclass with its own rule
         return Optimizer.update_all(self, params)
-    from dezero_like import cuda_kernels
-
     spans, rest = [], []
     for p in params:
         w, g = p.data, p.grad.data
         if (cuda.is_cupy_array(w) and w.dtype.char in cuda_kernels.RAW_CHARS
                 and cuda.is_cupy_array(g) and g.dtype.kind in "biuf"
                 and w.flags.c_contiguous and g.flags.c_contiguous):
-            spans.append((w.data.ptr, w.data.ptr + w.nbytes, len(spans), p))
+            start = w.data.ptr
+            spans.append((start, start + w.nbytes, len(spans), p, (w, g)))
         else:
             rest.append(p)
     batch, end = [], 0
-    for start, stop, _, p in sorted(spans):  # by address: memory shared with the one before?
+    for start, stop, _, p, pair in sorted(spans):  # by address: shares memory with the last?
         if start < end:
             rest.append(p)  # updated on its own, after the launch
         else:
-            batch.append((p.data, p.grad.data))
+            batch.append(pair)
             end = max(end, stop)
     if batch:
         cuda_kernels.sgd_update_many(batch, self.lr)  # one launch per 8 parameters
@@ -881,7 +867,7 @@ def update_all(self, params):
 
 # %%
 #| export dezero_like/functions_conv.py
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.functions import _raw_gpu
 from dezero_like.functions_conv import get_conv_outsize
 
@@ -900,8 +886,6 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
     OH = get_conv_outsize(H, KH, SH, PH)
     OW = get_conv_outsize(W, KW, SW, PW)
     if _raw_gpu(img):  # on a GPU: one kernel, no padded copy (step 71)
-        from dezero_like import cuda_kernels
-
         return cuda_kernels.im2col_channels_first(img, kernel_size, stride, pad, (OH, OW))
     if PH or PW:  # pad and move the channels first in one copy
         padded = xp.zeros((C, N, H + 2 * PH, W + 2 * PW), dtype=img.dtype)
@@ -923,7 +907,7 @@ def _im2col_channels_first(img, kernel_size, stride, pad):
 
 # %%
 #| export dezero_like/functions_conv.py Deconv2d
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.functions import _raw_gpu
 from dezero_like.functions_conv import (
     _bias,
@@ -966,8 +950,6 @@ def forward(self, x, W, b=None):
     xt = x.transpose(1, 0, 2, 3).reshape(C, N * H * Wd)
     col = (W.reshape(C, -1).T @ xt).reshape(OC, KH, KW, N, H, Wd)
     if _raw_gpu(col):  # on a GPU: col2im as one gathering kernel (step 71)
-        from dezero_like import cuda_kernels
-
         y = cuda_kernels.col2im_gather(col, (N, OC, OH, OW), self.stride, self.pad)
         return _bias(y, b)
     col = col.transpose(3, 0, 1, 2, 4, 5)
@@ -985,7 +967,7 @@ def forward(self, x, W, b=None):
 # %%
 #| export dezero_like/functions_conv.py Pooling
 import numpy as np
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.functions import _raw_gpu
 from dezero_like.functions_conv import _max_pool_2x2, _max_pool_windows
 
@@ -995,8 +977,6 @@ def forward(self, x):
     xp = cuda.get_array_module(x)
     self.pair_masks = None
     if self.tiles and _raw_gpu(x):  # on a GPU: one kernel (step 71)
-        from dezero_like import cuda_kernels
-
         y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
         return y
     if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
@@ -1009,7 +989,7 @@ def forward(self, x):
 # %%
 #| export dezero_like/functions_conv.py PoolingGrad
 import numpy as np
-from dezero_like import cuda
+from dezero_like import cuda, cuda_kernels
 from dezero_like.functions import _raw_gpu
 from dezero_like.functions_conv import _grad_dtype, _pair_spread, _scatter_to_windows
 
@@ -1031,8 +1011,6 @@ def forward(self, gy):
         return gx.reshape(N, C, H, W)
     idx = self.pool.indexes
     if self.pool.tiles and _raw_gpu(gy):  # on a GPU: one kernel (step 71); float16 has none
-        from dezero_like import cuda_kernels
-
         return cuda_kernels.max_pool_tiles_grad(gy, idx, self.pool.x_shape,
                                                 self.pool.kernel_size)
     zero = gy.dtype.type(0)

@@ -134,15 +134,28 @@ def test_mnist_gpu_benchmark_runs_the_small_cnn_on_the_cpu(monkeypatch):
 @pytest.mark.skipif(shutil.which("g++") is None,
                     reason="needs g++ (12 or newer): the CuPy emulator compiles the CUDA kernels")
 def test_launches_benchmark_prints_command_machine_and_a_row_per_column():
-    out = run_script("benchmarks/launches.py", "--top", "2")
-    assert "command: python benchmarks/launches.py --top 2" in out
+    out = run_script("benchmarks/launches.py", "--top", "2", "--calls")
+    assert "command: python benchmarks/launches.py --top 2 --calls" in out
     assert "machine:" in out
-    rows = [line for line in out.splitlines() if line.startswith("| ") and "launches |" not in
-            line and "---" not in line]
-    assert [row.split("|")[1].strip() for row in rows] == [
+    launches, calls = out.split("Python calls dezero_like makes")
+
+    def rows(table):
+        return [line.split("|")[1:-1] for line in table.splitlines()
+                if line.startswith("| ") and "column" not in line and "---" not in line]
+
+    assert [row[0].strip() for row in rows(launches)] == [
         "dezero_like", "by hand", "by hand, fused", "dezero_like, small CNN"]
-    assert all(int(row.split("|")[2]) > 0 for row in rows)
-    assert "dezero_like / by hand, fused:" in out
+    assert all(int(row[1]) > 0 for row in rows(launches))
+    assert "dezero_like / by hand, fused:" in launches
+    # --calls: the Python work of the dezero_like columns' step, the emulator's frames left out
+    assert [row[0].strip() for row in rows(calls)] == ["dezero_like", "dezero_like, small CNN"]
+    mlp, cnn = (int(row[1]) for row in rows(calls))
+    assert 0 < mlp < cnn  # the CNN has more layers and functions
+    for row in rows(calls):
+        top = [item.rsplit(" ", 1) for item in row[2].strip().split(", ")]
+        assert len(top) == 2 and all(int(n) > 0 for _, n in top), row
+        assert all(":" in where for where, _ in top), row  # "core.py:Function.__call__"
+    assert "cupy_on_cpu.py" not in calls
 
 
 def test_batch_norm_benchmark_times_both_versions_on_checked_gradients():

@@ -225,6 +225,55 @@ def test_a_training_step_looks_up_no_kernel_once_they_are_built(
 
 
 @needs_compiler
+def test_a_gpu_training_step_runs_no_import_statement_in_the_package(
+        load_benchmark, monkeypatch, tmp_path):
+    """The kernels' launchers take CuPy from ``cuda_kernels._built`` and the functions reach
+    ``cuda_kernels`` through a module-level import: once the models of mnist_gpu.py have trained
+    a step on the GPU, a second step (forward, loss, cleargrads, backward, update) executes no
+    ``import`` statement in the package. Each would be a trip through the import machinery on
+    every step, up to half a microsecond of Python (``from package import module``)."""
+    import builtins
+
+    import dezero_like
+    import dezero_like.functions as F
+    from dezero_like import cuda, cuda_kernels, optimizers
+
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    emulator = load_benchmark("launches").load_emulator()
+    monkeypatch.setitem(sys.modules, "cupy", emulator)
+    monkeypatch.setattr(cuda_kernels, "_built", {})  # the GPU's kernels, if any, come back after
+    bench = load_benchmark("mnist_gpu")
+    package = os.path.dirname(dezero_like.__file__) + os.sep
+    rng = np.random.default_rng(0)
+    t = cuda.as_cupy(rng.integers(0, 10, 100))
+    models = {"MLP": (bench.mlp_model((784, 32, 10)), (100, 784)),
+              "small CNN": (bench.small_cnn(), (100, 1, 28, 28))}
+    real_import = builtins.__import__
+    imported = []
+
+    def recording_import(name, *rest):  # rest: globals, locals, fromlist, level
+        caller = sys._getframe(1).f_code
+        if caller.co_filename.startswith(package):
+            imported.append(f"{name} {rest[2:3] or ''} in {caller.co_qualname}")
+        return real_import(name, *rest)
+
+    for name, (model, shape) in models.items():
+        model.to_gpu()
+        optimizer = optimizers.SGD(lr=0.1).setup(model)
+        x = cuda.as_cupy(rng.random(shape, dtype=np.float32))
+        for watched in (False, True):  # the first step builds the kernels
+            if watched:
+                monkeypatch.setattr(builtins, "__import__", recording_import)
+            loss = F.softmax_cross_entropy(model(x), t)
+            model.cleargrads()
+            loss.backward()
+            optimizer.update()
+            monkeypatch.setattr(builtins, "__import__", real_import)
+        assert cuda_kernels._built, f"the {name} ran no kernel of cuda_kernels"
+        assert imported == [], f"the {name}'s step imported: {imported}"
+
+
+@needs_compiler
 def test_a_kernel_looked_up_on_one_gpu_is_looked_up_again_on_another(monkeypatch, tmp_path):
     """A function CuPy's ``RawModule`` hands out is loaded on the GPU that was current then:
     launched on a second GPU it would fail. ``cuda_kernels`` keeps one per device."""
