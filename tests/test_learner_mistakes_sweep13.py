@@ -13,14 +13,18 @@
   epoch.
 """
 
+import gc
 import re
 import warnings
+import weakref
+from collections import deque
 
 import numpy as np
 import pytest
 
 import dezero_like.functions as F
 import dezero_like.layers as L
+from dezero_like import cuda
 from dezero_like import optimizers as O
 from dezero_like.dataloaders import DataLoader
 from dezero_like.datasets_seq import SeqDataLoader, SinCurve
@@ -175,3 +179,43 @@ def test_loops_that_reset_or_keep_the_order_stay_quiet():
             model.reset_state()
             for step in range(x.shape[1]):
                 model(x[:, step])
+
+
+def test_a_loader_keeps_no_batch_alive_once_the_loop_is_done():
+    # the loaders note the batch they hand out for the check above; a GPU batch noted for good
+    # would hold its device memory after training, until another loader handed one out
+    np.random.seed(0)
+    for loader in (DataLoader(_series(), 10), SeqDataLoader(_series(), 10)):
+        (x, t), = deque(loader, maxlen=1)  # a whole epoch, and its last batch
+        gone = weakref.ref(x)
+        del x, t
+        gc.collect()
+        assert gone() is None, f"{type(loader).__name__} kept its last batch alive"
+        x, _ = next(loader)  # the book's form
+        gone = weakref.ref(x)
+        del x
+        gc.collect()
+        assert gone() is None, f"{type(loader).__name__}'s next() kept its batch alive"
+
+
+def _on_gpu(recurrent):
+    model = _Forecaster(recurrent)
+    model.to_gpu()
+    return model
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.gpu_available(), reason="needs CuPy and a CUDA GPU")
+@pytest.mark.parametrize("recurrent", [RNN, LSTM])
+def test_the_loader_checks_see_gpu_batches_too(recurrent):
+    np.random.seed(0)
+    shuffled = _shown(_epochs, _on_gpu(recurrent), DataLoader(_series(), 10, gpu=True), epochs=1)
+    restarted = _shown(_epochs, _on_gpu(recurrent), SeqDataLoader(_series(), 10, gpu=True),
+                       epochs=2, reset=False)
+    name = recurrent.__name__
+    assert {str(r.message).split(":")[0] for r in shuffled} == {
+        f"{name} carries its state into a batch that a shuffling DataLoader just handed out"}
+    assert {str(r.message).split(":")[0] for r in restarted} == {
+        f"{name} carries its state into the first batch of a new epoch of SeqDataLoader"}
+    assert _shown(_epochs, _on_gpu(recurrent), SeqDataLoader(_series(), 10, gpu=True),
+                  epochs=2) == []
