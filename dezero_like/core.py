@@ -1624,6 +1624,8 @@ _backward_stack: list = []  # functions whose backward is running now, the inner
 
 # --- step 67 ------------------------------------------------------------
 def _warn_scaled_update(p):
+    if _outside_package(sys._getframe(2))[1]:  # 1 is the setter; 2 its caller, here the package's
+        return  # own write (load_weights, to_gpu): no update by hand
     s = p.loss_scale  # the message names no parameter: one warning for the whole loop
     warnings.warn(
         f"a {type(p).__name__}'s data changed while its gradient is still multiplied by "

@@ -223,7 +223,9 @@ def _seed(self, gradient, loss_scale=None, create_graph=False):
 # no error: at $S = 1024$ the weights fly off at once. Every such update ends by assigning
 # `p.data` (step 37's setter), so the setter now warns when the parameter still carries a
 # scale. Optimizers divide first and reset `loss_scale`, so their own `p.data -= ...` pays one
-# comparison per parameter and never warns.
+# comparison per parameter and never warns. Nor does the package when it writes `p.data` for
+# another reason, with a scale still there (a scaler skipped an overflowing step, below):
+# `load_weights` restoring a checkpoint and `to_gpu` moving the model are no update by hand.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -241,10 +243,15 @@ def _set_data(self, value):
 
 # %%
 #| export dezero_like/core.py
+import sys
 import warnings
+
+from dezero_like.core import _outside_package
 
 
 def _warn_scaled_update(p):
+    if _outside_package(sys._getframe(2))[1]:  # 1 is the setter; 2 its caller, here the package's
+        return  # own write (load_weights, to_gpu): no update by hand
     s = p.loss_scale  # the message names no parameter: one warning for the whole loop
     warnings.warn(
         f"a {type(p).__name__}'s data changed while its gradient is still multiplied by "

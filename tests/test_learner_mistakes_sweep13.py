@@ -94,6 +94,22 @@ def test_the_fix_the_message_gives_and_the_optimizer_step_as_unscaled_and_stay_q
         np.testing.assert_allclose(q.data, r.data, rtol=1e-12)
 
 
+def test_the_package_loading_weights_over_a_skipped_scaled_step_stays_quiet(tmp_path):
+    # a dynamic loss scaler skips the update when the scaled gradients overflow (step 67's
+    # exercise), so the parameters still carry the scale; restoring a checkpoint then is no
+    # update by hand, and neither is moving the model between devices
+    saved = _scaled_grads(None)
+    saved.save_weights(tmp_path / "w.npz")
+    skipped = _scaled_grads(2.0**16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        skipped.load_weights(tmp_path / "w.npz")
+        skipped.to_cpu()
+    for p, q in zip(skipped.params(), saved.params()):
+        np.testing.assert_array_equal(p.data, q.data)
+    assert _shown(_hand_update, skipped)  # the scale is still there: a hand update warns
+
+
 # --- step 61: a recurrent state carried into a batch that does not follow the last one -------
 
 
