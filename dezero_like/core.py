@@ -1624,8 +1624,10 @@ _backward_stack: list = []  # functions whose backward is running now, the inner
 
 # --- step 67 ------------------------------------------------------------
 def _warn_scaled_update(p):
-    if _outside_package(sys._getframe(2))[1]:  # 1 is the setter; 2 its caller, here the package's
-        return  # own write (load_weights, to_gpu): no update by hand
+    writer = sys._getframe(2).f_globals.get("__name__", "")  # 1 is the setter, 2 its caller
+    if writer.startswith("dezero_like.") and writer != "dezero_like.optimizers":
+        return  # the package's own write (load_weights): no update; an update_one called by
+        # hand, which skips update()'s division, still warns
     s = p.loss_scale  # the message names no parameter: one warning for the whole loop
     warnings.warn(
         f"a {type(p).__name__}'s data changed while its gradient is still multiplied by "

@@ -225,7 +225,8 @@ def _seed(self, gradient, loss_scale=None, create_graph=False):
 # scale. Optimizers divide first and reset `loss_scale`, so their own `p.data -= ...` pays one
 # comparison per parameter and never warns. Nor does the package when it writes `p.data` for
 # another reason, with a scale still there (a scaler skipped an overflowing step, below):
-# `load_weights` restoring a checkpoint and `to_gpu` moving the model are no update by hand.
+# `load_weights` restoring a checkpoint is no update by hand; `optimizer.update_one(p)` called
+# by hand, which skips `update()`'s division, is one.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -246,12 +247,12 @@ def _set_data(self, value):
 import sys
 import warnings
 
-from dezero_like.core import _outside_package
-
 
 def _warn_scaled_update(p):
-    if _outside_package(sys._getframe(2))[1]:  # 1 is the setter; 2 its caller, here the package's
-        return  # own write (load_weights, to_gpu): no update by hand
+    writer = sys._getframe(2).f_globals.get("__name__", "")  # 1 is the setter, 2 its caller
+    if writer.startswith("dezero_like.") and writer != "dezero_like.optimizers":
+        return  # the package's own write (load_weights): no update; an update_one called by
+        # hand, which skips update()'s division, still warns
     s = p.loss_scale  # the message names no parameter: one warning for the whole loop
     warnings.warn(
         f"a {type(p).__name__}'s data changed while its gradient is still multiplied by "

@@ -108,6 +108,10 @@ def test_the_package_loading_weights_over_a_skipped_scaled_step_stays_quiet(tmp_
     for p, q in zip(skipped.params(), saved.params()):
         np.testing.assert_array_equal(p.data, q.data)
     assert _shown(_hand_update, skipped)  # the scale is still there: a hand update warns
+    by_hand = _scaled_grads(1024.0)
+    optimizer = O.SGD(lr=0.1).setup(by_hand)
+    record = _shown(lambda: [optimizer.update_one(p) for p in by_hand.params()])
+    assert [r.category for r in record] == [RuntimeWarning]  # update_one skips the division
 
 
 # --- step 61: a recurrent state carried into a batch that does not follow the last one -------
