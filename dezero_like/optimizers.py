@@ -332,7 +332,15 @@ class Optimizer:
 
     # (step 67)
     def update(self):
-        """Apply one update to every parameter of the target that has a gradient."""
+        """Apply one update to every parameter of the target that has a gradient.
+
+        Gradients of ``backward(loss_scale=S)`` are divided by ``S`` first, and then checked for
+        inf and NaN in one pass ending in one read of a count (on a GPU: one device-to-host sync
+        per such update, as PyTorch's ``GradScaler`` has; an update without a scale checks
+        nothing). If any is not finite, the scale overflowed: the update is skipped with a
+        warning, the parameters, the optimizer's state and the hooks untouched, and the gradients
+        left scaled as backward made them.
+        """
         if self.target is None:
             raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
         # by identity: a parameter that params() lists twice (weights tied by hand) steps once
@@ -344,13 +352,23 @@ class Optimizer:
                 _warn_repeated_update()  # no backward since the last update (step 47)
             _watch_gradless(self)  # some parameters get no gradient: only in the first updates
         _check_grads(params, "set by hand?")
+        scaled = []  # (parameter, its scaled gradient, the scale): only after backward(loss_scale=)
         for p in params:
             if p.loss_scale is not None:
+                scaled.append((p, p.grad, p.loss_scale))
                 # a new array: grads may be shared between parameters (never divide in place)
                 g = p.grad.data  # float16 is divided in float32: a scale of 2**16 is inf in float16
                 unscaled = _wide(g) / float(p.loss_scale)
                 p.grad = _new_grad(unscaled.astype(g.dtype) if g.dtype == np.float16 else unscaled)
                 p.loss_scale = None
+        if scaled:  # an inf or NaN would go into the weights: skip the update (GradScaler's rule)
+            bad = _count_overflowed([p.grad.data for p, _, _ in scaled])
+            if bad:
+                for p, grad, scale in scaled:  # the gradients as backward left them, scale and all
+                    p.grad, p.loss_scale = grad, scale
+                self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
+                _warn_overflow(bad, len(params), scaled)
+                return
         for f in self.hooks:
             f(params)
         params = [p for p in params if p.grad is not None]  # a hook may remove a grad
@@ -822,3 +840,33 @@ def _check_grads(params, who):
                 "parameter is: was the model moved (to_gpu() or to_cpu()) between the forward "
                 "and the backward that made it? Move the model before its forward; now call "
                 "model.cleargrads() and run forward and backward again")
+
+
+def _count_overflowed(grads):
+    """How many of the arrays ``grads`` hold an inf or a NaN, in one pass that ends in one read:
+    a 0-d flag per array stays on its device, the flags are stacked and summed there, and only
+    that count comes to the host (on a GPU: one device-to-host sync, as PyTorch's GradScaler
+    has, and only in an update that divides a loss scale out)."""
+    flags = {}
+    for g in grads:
+        xp = cuda.get_array_module(g)
+        flags.setdefault(xp, []).append(xp.isfinite(g).all())
+    return sum(len(f) - int(cuda.as_numpy(xp.stack(f).sum())) for xp, f in flags.items())
+
+
+def _warn_overflow(bad, total, scaled):
+    """The update was skipped: say which scale overflowed which dtype, and what to do."""
+    scale = max(s for _, _, s in scaled)
+    dtypes = {g.dtype for _, g, _ in scaled}
+    dtype = np.dtype(np.float16) if np.float16 in dtypes else max(dtypes, key=lambda d: d.itemsize)
+    limit = f" (largest {float(np.finfo(dtype).max):g})" if dtype.kind == "f" else ""
+    warnings.warn(
+        f"update() skipped: the gradients of {bad} of {total} parameters hold inf or NaN with "
+        f"loss_scale={scale:g}: the scaled gradients overflowed {dtype.name}{limit}, and the step "
+        "would have written inf/NaN into the weights. Nothing changed: not the parameters, not "
+        "the optimizer's state; the gradients keep their scale. Lower the scale (e.g. "
+        f"backward(loss_scale={scale / 2:g})) and run forward and backward again (if no scale "
+        "helps, the loss itself is inf or NaN). To skip such updates silently (a dynamic loss "
+        "scaler that halves the scale after one), "
+        "warnings.filterwarnings('ignore', 'update\\(\\) skipped')",
+        RuntimeWarning, stacklevel=3)

@@ -298,6 +298,39 @@ print("fixed  x.grad = x.grad + gx: y.grad =", y.grad, " x.grad =", x.grad,
       " same array:", y.grad is x.grad)
 
 # %% [markdown]
+# Both rules side by side, on the same graph $y = x + x$ at $x = 3$. The dashed
+# lines mark the true gradients, 1 for `y` and 2 for `x`. Look at the left pair:
+# the red bar, `y.grad` under `+=`, stands at 2, above its line. `x.grad` is right
+# under both rules.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import save_figure  # a drawing helper of the package, used ahead of time
+
+rules = {"naive: x.grad += gx": InplaceVariable, "fixed: x.grad = x.grad + gx": Variable}
+grads = {}
+for rule, leaf_class in rules.items():
+    leaf = leaf_class(np.array(3.0))
+    out = add(leaf, leaf)
+    out.backward()
+    grads[rule] = [float(out.grad), float(leaf.grad)]
+
+fig, ax = plt.subplots(figsize=(6, 3.2))
+for k, (rule, values) in enumerate(grads.items()):
+    bars = ax.bar(np.arange(2) + 0.2 * (2 * k - 1), values, width=0.4, label=rule,
+                  color=["#e66", "#6a6"][k])
+    ax.bar_label(bars, fmt="%g")
+for i, true in enumerate([1.0, 2.0]):  # dy/dy = 1 and dy/dx = 2
+    ax.hlines(true, i - 0.45, i + 0.45, colors="k", linestyles="--")
+ax.set_xticks([0, 1], ["y.grad (true: 1)", "x.grad (true: 2)"])
+ax.set(ylabel="gradient after y.backward()", ylim=(0, 3.3),
+       title="y = add(x, x): the in-place += corrupts y.grad")
+ax.legend(loc="upper center")
+figure_path = save_figure(fig, output_dir(15) / "inplace_vs_fixed.png")
+plt.show()
+
+# %% [markdown]
 # The fixed rule does not forbid sharing: with a single path, `x.grad` may still
 # be the very array `y.grad` is (`add(x, c)` gives `x.grad is y.grad`). That is
 # harmless as long as nobody writes into gradients in place, so the rule for the

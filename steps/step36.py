@@ -78,8 +78,11 @@ print("max difference:    ", np.max(np.abs(numerical - W.grad.data)))
 
 # %%
 W = dz.Variable(W0.copy())
+norm_history, penalties = [], []  # kept at every step, for the picture below
 for _ in range(200):
+    norm_history.append((1 - np.tanh(X @ W.data) ** 2) * np.linalg.norm(W.data))  # by hand
     p = gradient_penalty(W)
+    penalties.append(float(p.data))
     W.cleargrad()
     p.backward()
     W.data = W.data - 0.1 * W.grad.data
@@ -87,6 +90,29 @@ D = np.tanh(X @ W.data).ravel()
 final_norms = (1 - D**2) * np.linalg.norm(W.data)
 print("penalty after 200 steps:", float(gradient_penalty(W).data))  # p: before the last
 print("gradient norms:", np.round(final_norms, 3))
+
+# %% [markdown]
+# The same descent as a picture. On the left, each line is the gradient norm of one
+# input, step by step: the lines start far apart and close in on the dashed line
+# at 1. On the right, the penalty falls as they do (note the log scale), then levels
+# off: one weight vector cannot put all eight norms exactly at 1.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
+left.plot(np.array(norm_history))  # one line per input x_i
+left.axhline(1.0, color="k", linestyle="--", linewidth=1, label="the target, 1")
+left.set(xlabel="gradient-descent step", ylabel=r"$\Vert\nabla_{x_i} D\Vert$",
+         title="Each input's gradient norm")
+left.legend()
+right.semilogy(penalties)
+right.set(xlabel="gradient-descent step", ylabel="penalty (log scale)",
+          title="The gradient penalty")
+figure_path = save_figure(fig, output_dir(36) / "penalty_descent.png")
+plt.show()
 
 # %% [markdown]
 # ## 2. Hessian–vector products

@@ -200,6 +200,31 @@ print("x.grad.shape:", x.grad.shape, "== x.shape:", x.grad.shape == x.shape)
 print("equals cos(x):", np.allclose(x.grad.data, np.cos(x.data)))
 
 # %% [markdown]
+# The same three arrays as a picture. Look at one colour: a cell of `x`, the cell
+# of `y` computed from it, and the cell of `x.grad` that backward filled in for it
+# sit in the same place. `x.grad` is a (2, 3) grid, like `x`.
+
+# %%
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import draw_arrow, draw_cells, output_dir, save_figure
+
+shades = np.array(["#cde", "#fdc", "#dfd", "#fcf", "#ffc", "#cff"]).reshape(x.shape)
+fig, ax = plt.subplots(figsize=(8, 1.9))
+draw_cells(ax, np.round(x.data, 2), 0, 2, f"x {x.shape}", shades, fontsize=9)
+draw_arrow(ax, (3.3, 1), (5.7, 1), "sin", fontsize=9)
+draw_cells(ax, np.round(y.data, 2), 6, 2, f"y = sin(x) {y.shape}", shades, fontsize=9)
+draw_arrow(ax, (9.3, 1), (11.7, 1), "backward\ngy = ones", fontsize=9, lift=0.25)
+draw_cells(ax, np.round(x.grad.data, 2), 12, 2, f"x.grad = cos(x) {x.grad.shape}", shades,
+           fontsize=9)
+ax.set(xlim=(-0.3, 15.3), ylim=(-0.3, 2.7))
+ax.set_title("One gradient entry per element: x.grad has the shape of x", fontsize=10)
+ax.set_aspect("equal")
+ax.axis("off")
+figure_path = save_figure(fig, output_dir(38) / "grad_shape.png")
+plt.show()
+
+# %% [markdown]
 # ## Checking against numerical differentiation
 #
 # The gradient checker of step 10 works element by element: it nudges one entry

@@ -49,8 +49,9 @@ with np.errstate(over="ignore"):
 # `Variable._set_data` (it warns when a hand-written update meets a scaled gradient),
 # `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
 # `_times`, `_from_backward` and `_warn_scaled_update`;
-# `optimizers` changes `Optimizer.update` (it divides the scale out) and gains
-# `Optimizer.update_all`.
+# `optimizers` changes `Optimizer.update` (it divides the scale out, and skips an update whose
+# gradients overflowed) and gains `Optimizer.update_all`, `_count_overflowed` and
+# `_warn_overflow`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -409,7 +410,12 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 # divided more than once. The unscaled float16 gradient is small (about 1e-3 is common), and its
 # square smaller still: that is why the optimizers keep their running averages in float32 for a
 # float16 parameter (`_state`, step 47), where Adam's `g * g` would round to 0 and its step
-# would be `m / 0`. `loss_scale` is reset to `None` once it has been used. The hooks then
+# would be `m / 0`. `loss_scale` is reset to `None` once it has been used. If a scale was
+# divided out, `_count_overflowed` then counts the gradients that hold inf or NaN, with one
+# flag per gradient kept on its device and one sum read back; if any does, the update stops
+# there (before the hooks, `prepare` and `update_all`, so SGD's GPU path of step 71 skips
+# too), puts the scaled gradients back with their scale, and `_warn_overflow` says what to
+# do (see "Too large a scale overflows" below). The hooks then
 # see the unscaled gradients, in the order `add_hook` keeps (every `FreezeParam` first, step 47).
 # The last line
 # hands every parameter that still has a gradient (a hook, `FreezeParam`, may have removed some)
@@ -431,6 +437,8 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 # %%
 #| export dezero_like/optimizers.py
 import warnings
+
+import numpy as np
 
 from dezero_like import cuda
 from dezero_like.core import Variable
@@ -503,18 +511,57 @@ def _check_grads(params, who):
                 "model.cleargrads() and run forward and backward again")
 
 
+def _count_overflowed(grads):
+    """How many of the arrays ``grads`` hold an inf or a NaN, in one pass that ends in one read:
+    a 0-d flag per array stays on its device, the flags are stacked and summed there, and only
+    that count comes to the host (on a GPU: one device-to-host sync, as PyTorch's GradScaler
+    has, and only in an update that divides a loss scale out)."""
+    flags = {}
+    for g in grads:
+        xp = cuda.get_array_module(g)
+        flags.setdefault(xp, []).append(xp.isfinite(g).all())
+    return sum(len(f) - int(cuda.as_numpy(xp.stack(f).sum())) for xp, f in flags.items())
+
+
+def _warn_overflow(bad, total, scaled):
+    """The update was skipped: say which scale overflowed which dtype, and what to do."""
+    scale = max(s for _, _, s in scaled)
+    dtypes = {g.dtype for _, g, _ in scaled}
+    dtype = np.dtype(np.float16) if np.float16 in dtypes else max(dtypes, key=lambda d: d.itemsize)
+    limit = f" (largest {float(np.finfo(dtype).max):g})" if dtype.kind == "f" else ""
+    warnings.warn(
+        f"update() skipped: the gradients of {bad} of {total} parameters hold inf or NaN with "
+        f"loss_scale={scale:g}: the scaled gradients overflowed {dtype.name}{limit}, and the step "
+        "would have written inf/NaN into the weights. Nothing changed: not the parameters, not "
+        "the optimizer's state; the gradients keep their scale. Lower the scale (e.g. "
+        f"backward(loss_scale={scale / 2:g})) and run forward and backward again (if no scale "
+        "helps, the loss itself is inf or NaN). To skip such updates silently (a dynamic loss "
+        "scaler that halves the scale after one), "
+        "warnings.filterwarnings('ignore', 'update\\(\\) skipped')",
+        RuntimeWarning, stacklevel=3)
+
+
 # %%
 #| export dezero_like/optimizers.py Optimizer
 import weakref
 
 from dezero_like.core import _changed_in_place
-from dezero_like.optimizers import (_check_grads, _floats_only, _new_grad,
+from dezero_like.optimizers import (_check_grads, _count_overflowed, _floats_only, _new_grad,
                                     _same_grads_as_last_update, _warn_no_gradient,
-                                    _warn_repeated_update, _watch_gradless, _wide)
+                                    _warn_overflow, _warn_repeated_update, _watch_gradless,
+                                    _wide)
 
 
 def update(self):
-    """Apply one update to every parameter of the target that has a gradient."""
+    """Apply one update to every parameter of the target that has a gradient.
+
+    Gradients of ``backward(loss_scale=S)`` are divided by ``S`` first, and then checked for
+    inf and NaN in one pass ending in one read of a count (on a GPU: one device-to-host sync
+    per such update, as PyTorch's ``GradScaler`` has; an update without a scale checks
+    nothing). If any is not finite, the scale overflowed: the update is skipped with a
+    warning, the parameters, the optimizer's state and the hooks untouched, and the gradients
+    left scaled as backward made them.
+    """
     if self.target is None:
         raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
     # by identity: a parameter that params() lists twice (weights tied by hand) steps once
@@ -526,13 +573,23 @@ def update(self):
             _warn_repeated_update()  # no backward since the last update (step 47)
         _watch_gradless(self)  # some parameters get no gradient: only in the first updates
     _check_grads(params, "set by hand?")
+    scaled = []  # (parameter, its scaled gradient, the scale): only after backward(loss_scale=)
     for p in params:
         if p.loss_scale is not None:
+            scaled.append((p, p.grad, p.loss_scale))
             # a new array: grads may be shared between parameters (never divide in place)
             g = p.grad.data  # float16 is divided in float32: a scale of 2**16 is inf in float16
             unscaled = _wide(g) / float(p.loss_scale)
             p.grad = _new_grad(unscaled.astype(g.dtype) if g.dtype == np.float16 else unscaled)
             p.loss_scale = None
+    if scaled:  # an inf or NaN would go into the weights: skip the update (GradScaler's rule)
+        bad = _count_overflowed([p.grad.data for p, _, _ in scaled])
+        if bad:
+            for p, grad, scale in scaled:  # the gradients as backward left them, scale and all
+                p.grad, p.loss_scale = grad, scale
+            self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
+            _warn_overflow(bad, len(params), scaled)
+            return
     for f in self.hooks:
         f(params)
     params = [p for p in params if p.grad is not None]  # a hook may remove a grad
@@ -650,26 +707,52 @@ for steps in (0, 2, 5, 10):
 #
 # The seed lives in the loss's dtype, so in float16 $S$ itself must stay below
 # 65504, and so must every scaled gradient. Overshoot and the seed is `inf`:
-# the gradients become NaN (or `inf`), and so does the update:
+# the gradients become NaN (or `inf`). Stepping with them would write NaN into
+# every weight, and one such update ruins the model for good. So after dividing
+# the scale out, `update()` looks for inf and NaN in all the gradients at once;
+# if it finds any, it **skips the update**: it leaves the weights and the
+# optimizer's state (momentum, Adam's averages) as they were, and warns, naming
+# the scale and the dtype it overflowed:
 
 # %%
+import warnings  # noqa: E402
+
+layer = Linear(1, in_size=D, nobias=True, dtype=np.float16)
+layer.W.data[...] = 0
+optimizer = SGD(lr=0.25).setup(layer)
+loss = F.mean_squared_error(layer(x_data.astype(np.float16)), t_data.astype(np.float16))
 with np.errstate(over="ignore", invalid="ignore"):
-    w_bad = train(np.float16, loss_scale=2.0**16)
-print("loss_scale=2**16:", w_bad[:3, 0])
+    loss.backward(loss_scale=2.0**16)
+print("loss_scale=2**16, the gradient of W[:3]:", layer.W.grad.data[:3, 0])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    optimizer.update()
+print("update() warned:", caught[0].message)
+w_bad = layer.W.data.astype(np.float64)
+print("W[:3] after the skipped update:", w_bad[:3, 0])
 
 # %% [markdown]
-# Frameworks therefore pick $S$ *dynamically* (PyTorch's `GradScaler`, Chainer's
-# dynamic loss scaling): start high; when a gradient contains inf or NaN, skip
-# that update and halve $S$; after many good steps in a row, double it again.
+# A skipped update costs one step of training; NaN weights cost the run. The
+# check is one pass over the gradients that ends in a single number read back
+# (on a GPU, one wait for the device per update), and only an update that
+# divides a loss scale out pays it.
+#
+# Skipping is half of what frameworks do: they pick $S$ *dynamically*
+# (PyTorch's `GradScaler`, Chainer's dynamic loss scaling): start high; when a
+# gradient contains inf or NaN, skip that update and halve $S$; after many good
+# steps in a row, double it again. Here the halving is yours to do: the warning
+# says what to try, and once you halve on purpose you can silence it with the
+# filter it names.
 # Real mixed-precision training also keeps a float32 "master" copy of the
 # weights, so that tiny updates are not lost when added to large weights; here
 # the whole model is float16 to keep the experiment small.
 
 # %% [markdown]
 # ## Exercise
-# 1. Write `has_overflow(params)`, the test a dynamic loss scaler runs before
-#    each update: True when any parameter's gradient contains inf or NaN
-#    (parameters without a gradient are skipped).
+# 1. Write `has_overflow(params)`, the test `update()` now runs before each
+#    update with a loss scale (and a dynamic loss scaler too): True when any
+#    parameter's gradient contains inf or NaN (parameters without a gradient
+#    are skipped).
 # 2. **Implement then test: dividing the scale out.** Write
 #    `unscale_grads(params)`, what `Optimizer.update` does first: every
 #    parameter that still carries a loss scale gets its gradient divided by
@@ -792,7 +875,8 @@ print(f"{'scale S':>9} {'rel. error vs float32':>22} {'finite':>7}")
 scales = [2.0**k for k in range(0, 17, 2)]
 errors = []
 for s in scales:
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"update\(\) skipped")  # 2**16: we know
         w_s = train(np.float16, loss_scale=s)
     finite = bool(np.isfinite(w_s).all())
     err = np.abs(w_s - w32).max() / np.abs(w32).max() if finite else np.nan
@@ -811,7 +895,9 @@ plt.show()
 # out of the zone, but those carry most of the gradient; from 16 on the
 # error sits at float16's rounding level (about $10^{-3}$: float16 keeps 11
 # significant bits). At $2^{16}$ the scale itself is above 65504, so the
-# float16 seed is `inf` and the gradients and the update are NaN (the missing
-# point). The good range spans about ten powers of two: that is why a dynamic
-# scaler can get away with halving after an overflow and doubling now and then.
+# float16 seed is `inf` and the gradients are NaN: `update()` skips the step,
+# `W` stays at zero and the error is 1 again, as without a scale (before the
+# check, the weights themselves became NaN). The good range spans about ten
+# powers of two: that is why a dynamic scaler can get away with halving after
+# an overflow and doubling now and then.
 # Try `steps=10`, or targets 100 times smaller.

@@ -102,7 +102,8 @@ WORKER = textwrap.dedent("""
 print(inspect.getsource(D.run_program))
 run_mpi = D.run_program  # the name this step's text uses
 
-print(run_mpi(WORKER))
+report = run_mpi(WORKER)  # what the two processes printed
+print(report)
 
 # %% [markdown]
 # Both processes received the same mean, 5.0 and 1.5, and after
@@ -111,6 +112,37 @@ print(run_mpi(WORKER))
 # whole scheme, two processes against one with the whole batch, is in the
 # tests (`tests/test_distributed.py`) and step 74.
 #
+# The allreduce as a picture, drawn from the lines the two processes printed. On the
+# left, each process holds its own "gradient" $[10r, 1 + r]$: the bars of rank 0
+# and rank 1 differ. On the right, after `allreduce_mean`, both ranks hold the same
+# two numbers, the mean of the left-hand bars.
+
+# %%
+import re
+
+import matplotlib.pyplot as plt
+
+from dezero_like.plot import output_dir, save_figure
+
+held = {r: np.array([10.0 * r, 1.0 + r]) for r in range(2)}  # as the worker makes them
+reported = re.findall(r"rank (\d) of 2: mean of \[10r, 1\+r\] = \[([^\]]*)\]", report)
+means = {int(r): np.array(text.split(), dtype=float) for r, text in reported}
+
+fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), sharey=True, layout="constrained")
+for ax, arrays, title in ((axes[0], held, "before: each process's own gradient"),
+                          (axes[1], means, "after allreduce_mean: the same mean")):
+    for r in sorted(arrays):
+        bars = ax.bar(np.arange(2) + 0.2 * (2 * r - 1), arrays[r], width=0.4,
+                      label=f"rank {r}", color=["#69c", "#e96"][r])
+        ax.bar_label(bars, fmt="%g")
+    ax.set_xticks([0, 1], ["element 0", "element 1"])
+    ax.set(title=title, xlabel="element of the gradient array")
+    ax.legend()
+axes[0].set_ylabel("value on that process")
+figure_path = save_figure(fig, output_dir(73) / "allreduce_mean.png")
+plt.show()
+
+# %% [markdown]
 # **On a GPU.** `allreduce_mean` copies CuPy arrays to host memory, reduces
 # there and copies back. With a CUDA-aware MPI the device buffers could be
 # passed directly, and **NCCL** (NVIDIA's collective library, what PyTorch

@@ -793,7 +793,8 @@ def test_fused_batch_norm_matches_the_composed_one_on_the_gpu(shape, dtype, trai
 @needs_gpu
 @pytest.mark.parametrize("kind", STEP_KINDS)
 def test_a_training_step_never_waits_for_the_device(kind, monkeypatch):
-    """Forward, backward and update only queue work: nothing reads a device value back.
+    """Forward, backward and update only queue work: nothing reads a device value back, but
+    the one count of inf/NaN gradients that an update with a loss scale reads (step 67).
 
     Every way a value comes back to the host (``.get()``, ``cupy.asnumpy``, ``.item()``,
     ``float()``/``int()``/``bool()``/``tolist()`` of an array) is counted during three
@@ -819,7 +820,9 @@ def test_a_training_step_never_waits_for_the_device(kind, monkeypatch):
         counting(cupy.ndarray, name)
     counting(cupy, "asnumpy")
     losses = [step() for _ in range(3)]
-    assert waits == [], f"the training step waited for the device: {waits}"
+    # a scaled update reads one count back, its inf/NaN check (step 67), as GradScaler does
+    expected = ["get"] * 3 if kind == "loss_scale" else []
+    assert waits == expected, f"the training step waited for the device: {waits}"
     monkeypatch.undo()
     assert float(losses[-1].data) < float(losses[0].data)
 
@@ -1065,3 +1068,46 @@ def test_plot_curves_draws_losses_kept_on_the_gpu():
     np.testing.assert_allclose(drawn[2], [3.0, 2.0])
     np.testing.assert_allclose(drawn[3], [1.0, 0.5])
     plt.close(fig)
+
+
+@needs_gpu
+def test_an_overflowing_loss_scale_skips_sgds_fused_gpu_update_as_on_the_cpu():
+    """Step 67's check runs before SGD.update_all (step 71's fused launch on a GPU): a scale
+    that overflows one float32 gradient leaves every parameter as it was, on both devices,
+    with one warning; a good scale then steps both devices alike."""
+    import warnings
+
+    class Weights(Model):
+        def __init__(self):
+            super().__init__()
+            for i in range(10):  # more than one launch's worth of float32 parameters
+                setattr(self, f"w{i}", dz.Parameter(np.linspace(-1, 1, 6, dtype=np.float32) * i))
+
+        def forward(self, x):
+            return sum(F.sum(p * x * (1e3 if i == 0 else 1.0))
+                       for i, p in enumerate(self.params()))
+
+    results = []
+    for device in (np.asarray, cuda.as_cupy):
+        model = Weights()
+        if device is cuda.as_cupy:
+            model.to_gpu()
+        start = [cuda.as_numpy(p.data).copy() for p in model.params()]
+        optimizer = optimizers.SGD(lr=0.1).setup(model)
+        x = dz.Variable(device(np.arange(6, dtype=np.float32)), requires_grad=False)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with np.errstate(over="ignore", invalid="ignore"):
+                model(x).backward(loss_scale=1e36)  # 5e3 * 1e36 is inf in float32
+            optimizer.update()
+        messages = [str(w.message) for w in caught]
+        assert len(messages) == 1 and messages[0].startswith(
+            "update() skipped: the gradients of 1 of 10 parameters hold inf or NaN"), messages
+        for p, w in zip(model.params(), start):
+            np.testing.assert_array_equal(cuda.as_numpy(p.data), w)
+        model.cleargrads()
+        model(x).backward(loss_scale=8.0)
+        optimizer.update()
+        results.append([cuda.as_numpy(p.data) for p in model.params()])
+    for cpu, gpu in zip(*results):
+        np.testing.assert_allclose(gpu, cpu, rtol=1e-6, atol=1e-6)

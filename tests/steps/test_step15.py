@@ -48,3 +48,18 @@ def test_demo_output(load_step):
     assert "naive  x.grad += gx:       y.grad = 2.0  x.grad = 2.0  same array: True" in out
     assert "fixed  x.grad = x.grad + gx: y.grad = 1.0  x.grad = 2.0  same array: False" in out
     assert "self-check passed" in out
+
+
+def test_the_picture_sets_the_corrupted_y_grad_beside_the_fixed_one(load_step):
+    step = load_step(15)
+    path = step.figure_path
+    assert path.name == "inplace_vs_fixed.png" and path.parent.name == "step15"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), f"{path} is not a PNG"
+    ax = step.fig.axes[0]
+    assert ax.get_ylabel() and ax.get_title()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["y.grad (true: 1)",
+                                                            "x.grad (true: 2)"]
+    naive, fixed = ax.containers  # one group of bars per rule, in the legend's order
+    assert [b.get_height() for b in naive] == [2.0, 2.0]  # y.grad corrupted, x.grad right
+    assert [b.get_height() for b in fixed] == [1.0, 2.0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(step.rules)

@@ -46,3 +46,21 @@ def test_demo_output(load_step):
     out = load_step(36).output
     assert "full Hessian matches: True" in out
     assert "self-check passed" in out
+
+
+def test_the_picture_shows_the_norms_closing_in_on_one(load_step):
+    step = load_step(36)
+    path = step.figure_path
+    assert path.name == "penalty_descent.png" and path.parent.name == "step36"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), f"{path} is not a PNG"
+    left, right = step.fig.axes
+    for ax in (left, right):
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    norms = np.array([line.get_ydata() for line in left.get_lines()[:8]])  # one per input
+    assert norms.shape == (8, 200)
+    # the first step's norms are the spread the prose quotes, the last ones near 1
+    assert np.isclose(norms[:, 0].min(), 0.12, atol=0.01) and np.isclose(norms[:, 0].max(), 1.12,
+                                                                         atol=0.01)
+    assert np.all(np.abs(norms[:, -1] - 1) < np.abs(norms[:, 0] - 1).max())
+    penalty = np.asarray(right.get_lines()[0].get_ydata())
+    assert right.get_yscale() == "log" and penalty[-1] < 0.05 * penalty[0]

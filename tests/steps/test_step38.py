@@ -33,3 +33,20 @@ def test_demo_output(load_step):
                                * (1 - np.tanh(step.a.data) ** 2))
     assert "weighted grad: variable([ 0.  0. 40.])" in out
     assert "self-check passed" in out
+
+
+def test_the_picture_shows_x_y_and_x_grad_as_grids_of_one_shape(load_step):
+    step = load_step(38)
+    path = step.figure_path
+    assert path.name == "grad_shape.png" and path.parent.name == "step38"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), f"{path} is not a PNG"
+    ax = step.fig.axes[0]
+    assert ax.get_title()
+    texts = [t.get_text() for t in ax.texts]
+    for title in ("x (2, 3)", "y = sin(x) (2, 3)", "x.grad = cos(x) (2, 3)"):
+        assert title in texts, f"{title!r} is not drawn: {texts}"
+    assert len(ax.patches) == 3 * 6  # three grids of 2 x 3 cells
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    for values in (x, np.sin(x), np.cos(x)):  # every cell's number, rounded as drawn
+        for v in np.round(values, 2).ravel():
+            assert f"{v:g}" in texts, f"{v:g} is not in a cell: {texts}"

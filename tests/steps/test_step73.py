@@ -34,3 +34,19 @@ def test_run_mpi_reports_a_failing_program(load_step):
     with pytest.raises(RuntimeError, match="mpiexec -n 2 failed"):
         step.run_mpi("raise SystemExit(4)\n")
     np.testing.assert_array_equal(step.comm.allreduce_mean([np.arange(3.0)])[0], np.arange(3.0))
+
+
+def test_the_picture_shows_each_rank_before_and_the_same_mean_after(load_step):
+    step = load_step(73)
+    path = step.figure_path
+    assert path.name == "allreduce_mean.png" and path.parent.name == "step73"
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), f"{path} is not a PNG"
+    before, after = step.fig.axes
+    for ax in (before, after):
+        assert ax.get_xlabel() and ax.get_title()
+    assert before.get_ylabel()
+    # bar heights, one group per rank: what each process held, then what each received
+    heights = [[[b.get_height() for b in bars] for bars in ax.containers] for ax in (before, after)]
+    assert heights[0] == [[0.0, 1.0], [10.0, 2.0]]
+    assert heights[1] == [[5.0, 1.5], [5.0, 1.5]]
+    assert sorted(step.means) == [0, 1]  # read from both processes' lines
