@@ -101,6 +101,9 @@ def test_the_package_loading_weights_over_a_skipped_scaled_step_stays_quiet(tmp_
     saved = _scaled_grads(None)
     saved.save_weights(tmp_path / "w.npz")
     skipped = _scaled_grads(2.0**16)
+    next(iter(skipped.params())).grad.data[...] = np.inf  # as if float16 had overflowed
+    with pytest.warns(RuntimeWarning, match=r"update\(\) skipped"):
+        O.SGD(lr=0.1).setup(skipped).update()  # skipped: the gradients keep their scale
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         skipped.load_weights(tmp_path / "w.npz")
