@@ -225,7 +225,7 @@ def _seed(self, gradient, loss_scale=None, create_graph=False):
 # `p.data` (step 37's setter), so the setter now warns when the parameter still carries a
 # scale. Optimizers divide first and reset `loss_scale`, so their own `p.data -= ...` pays one
 # comparison per parameter and never warns. Nor does the package when it writes `p.data` for
-# another reason, with a scale still there (a scaler skipped an overflowing step, below):
+# another reason, with a scale still there (`update()` skipped an overflowing step, below):
 # `load_weights` restoring a checkpoint is no update by hand; `optimizer.update_one(p)` called
 # by hand, which skips `update()`'s division, is one.
 
