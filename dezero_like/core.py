@@ -1624,13 +1624,20 @@ _backward_stack: list = []  # functions whose backward is running now, the inner
 
 # --- step 67 ------------------------------------------------------------
 def _warn_scaled_update(p):
+    caller = sys._getframe(2)  # 1 is the setter
+    writer = caller.f_globals.get("__name__", "")
+    if writer.startswith("dezero_like.") and writer != "dezero_like.optimizers":
+        return  # the package's own write (load_weights): no update; an update_one called by
+        # hand, which skips update()'s division, still warns, at the line that called it
+    _, level = _outside_package(caller)
     s = p.loss_scale  # the message names no parameter: one warning for the whole loop
     warnings.warn(
         f"a {type(p).__name__}'s data changed while its gradient is still multiplied by "
         f"loss_scale={s:g} (backward(loss_scale={s:g})): an update written "
         f"by hand with p.grad steps {s:g} times too far. Call optimizer.update(), which divides "
         "the scale out first; or divide it out yourself before the update: "
-        "p.grad = p.grad / p.loss_scale; p.loss_scale = None", RuntimeWarning, stacklevel=3)
+        "p.grad = p.grad / p.loss_scale; p.loss_scale = None", RuntimeWarning,
+        stacklevel=level + 3)
 
 
 # the gradients retain_grad kept (weakly: a gradient's graph may lead back to its variable), by

@@ -18,6 +18,7 @@ after :meth:`DataLoader.to_gpu`, CuPy.
 """
 
 import math
+import weakref
 
 import numpy as np
 
@@ -267,14 +268,20 @@ class DataLoader:
 
 
 # --- step 61 ------------------------------------------------------------
+def _no_batch():
+    return None
+
+
 class _Handed:
     """The input of the batch a loader handed out last, and how: shuffled, or the first of an
-    epoch. A recurrent layer that carries its state into that batch can tell (step 61)."""
+    epoch. A recurrent layer that carries its state into that batch can tell (step 61).
+    ``x`` is a weak reference, called to get the array: a batch outlives its loop no longer
+    for being noted here (on a GPU it holds device memory)."""
 
     __slots__ = ("x", "shuffled", "first", "loader")
 
     def __init__(self):
-        self.x = None
+        self.x = _no_batch
 
 
 _handed = _Handed()
@@ -282,7 +289,11 @@ _handed = _Handed()
 
 def _hand_out(loader, batch, first):
     """Note ``batch`` (x, t) as the one ``loader`` hands out now; return it."""
-    _handed.x, _handed.shuffled, _handed.first = batch[0], loader.shuffle, first
+    try:
+        x = weakref.ref(batch[0])
+    except TypeError:  # an array type that takes no weak references: its batches go unwatched
+        x = _no_batch
+    _handed.x, _handed.shuffled, _handed.first = x, loader.shuffle, first
     _handed.loader = type(loader).__name__
     return batch
 

@@ -254,7 +254,7 @@ def _check_batch(layer, x, h, x2h=None):
             "a last smaller batch, or one sequence to predict after training on batches)")
     if h is not None and not Config.enable_backprop and h.requires_grad:
         _warn_training_state(layer)  # once: the states made under no_grad do not require grad
-    if h is not None and x is _handed.x and (_handed.shuffled or _handed.first):
+    if h is not None and x is _handed.x() and (_handed.shuffled or _handed.first):
         _warn_loader_order(layer)  # the batch a loader just handed out: shuffled, or an epoch's 1st
 
 

@@ -122,18 +122,28 @@ __getattr__ = forward_names(__name__, {
 # time order). And a loop that forgets `reset_state()` between epochs carries the state from the
 # end of the series into its start. The loaders note the batch they handed out last (below), and
 # `_check_batch` warns when a kept state meets that very batch and it came shuffled, or opened an
-# epoch.
+# epoch. They note it by a weak reference (`weakref.ref`), which does not keep the batch alive:
+# once a loop is done, its last batch, perhaps a GPU array, is freed as before.
 
 # %%
 #| export dezero_like/dataloaders.py
+import weakref
+
+
+def _no_batch():
+    return None
+
+
 class _Handed:
     """The input of the batch a loader handed out last, and how: shuffled, or the first of an
-    epoch. A recurrent layer that carries its state into that batch can tell (step 61)."""
+    epoch. A recurrent layer that carries its state into that batch can tell (step 61).
+    ``x`` is a weak reference, called to get the array: a batch outlives its loop no longer
+    for being noted here (on a GPU it holds device memory)."""
 
     __slots__ = ("x", "shuffled", "first", "loader")
 
     def __init__(self):
-        self.x = None
+        self.x = _no_batch
 
 
 _handed = _Handed()
@@ -141,7 +151,11 @@ _handed = _Handed()
 
 def _hand_out(loader, batch, first):
     """Note ``batch`` (x, t) as the one ``loader`` hands out now; return it."""
-    _handed.x, _handed.shuffled, _handed.first = batch[0], loader.shuffle, first
+    try:
+        x = weakref.ref(batch[0])
+    except TypeError:  # an array type that takes no weak references: its batches go unwatched
+        x = _no_batch
+    _handed.x, _handed.shuffled, _handed.first = x, loader.shuffle, first
     _handed.loader = type(loader).__name__
     return batch
 
@@ -213,7 +227,7 @@ def _check_batch(layer, x, h, x2h=None):
             "a last smaller batch, or one sequence to predict after training on batches)")
     if h is not None and not Config.enable_backprop and h.requires_grad:
         _warn_training_state(layer)  # once: the states made under no_grad do not require grad
-    if h is not None and x is _handed.x and (_handed.shuffled or _handed.first):
+    if h is not None and x is _handed.x() and (_handed.shuffled or _handed.first):
         _warn_loader_order(layer)  # the batch a loader just handed out: shuffled, or an epoch's 1st
 
 

@@ -224,7 +224,10 @@ def _seed(self, gradient, loss_scale=None, create_graph=False):
 # no error: at $S = 1024$ the weights fly off at once. Every such update ends by assigning
 # `p.data` (step 37's setter), so the setter now warns when the parameter still carries a
 # scale. Optimizers divide first and reset `loss_scale`, so their own `p.data -= ...` pays one
-# comparison per parameter and never warns.
+# comparison per parameter and never warns. Nor does the package when it writes `p.data` for
+# another reason, with a scale still there (`update()` skipped an overflowing step, below):
+# `load_weights` restoring a checkpoint is no update by hand; `optimizer.update_one(p)` called
+# by hand, which skips `update()`'s division, is one.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -242,17 +245,27 @@ def _set_data(self, value):
 
 # %%
 #| export dezero_like/core.py
+import sys
 import warnings
+
+from dezero_like.core import _outside_package
 
 
 def _warn_scaled_update(p):
+    caller = sys._getframe(2)  # 1 is the setter
+    writer = caller.f_globals.get("__name__", "")
+    if writer.startswith("dezero_like.") and writer != "dezero_like.optimizers":
+        return  # the package's own write (load_weights): no update; an update_one called by
+        # hand, which skips update()'s division, still warns, at the line that called it
+    _, level = _outside_package(caller)
     s = p.loss_scale  # the message names no parameter: one warning for the whole loop
     warnings.warn(
         f"a {type(p).__name__}'s data changed while its gradient is still multiplied by "
         f"loss_scale={s:g} (backward(loss_scale={s:g})): an update written "
         f"by hand with p.grad steps {s:g} times too far. Call optimizer.update(), which divides "
         "the scale out first; or divide it out yourself before the update: "
-        "p.grad = p.grad / p.loss_scale; p.loss_scale = None", RuntimeWarning, stacklevel=3)
+        "p.grad = p.grad / p.loss_scale; p.loss_scale = None", RuntimeWarning,
+        stacklevel=level + 3)
 
 
 # %%

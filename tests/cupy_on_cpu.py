@@ -437,7 +437,7 @@ def _wrap(obj):
 
 
 class ndarray:
-    __slots__ = ("_a",)
+    __slots__ = ("_a", "__weakref__")  # CuPy's ndarray takes weak references too
     __array_priority__ = 100
 
     def __init__(self, shape, dtype=float):

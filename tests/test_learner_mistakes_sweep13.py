@@ -13,14 +13,18 @@
   epoch.
 """
 
+import gc
 import re
 import warnings
+import weakref
+from collections import deque
 
 import numpy as np
 import pytest
 
 import dezero_like.functions as F
 import dezero_like.layers as L
+from dezero_like import cuda
 from dezero_like import optimizers as O
 from dezero_like.dataloaders import DataLoader
 from dezero_like.datasets_seq import SeqDataLoader, SinCurve
@@ -88,6 +92,30 @@ def test_the_fix_the_message_gives_and_the_optimizer_step_as_unscaled_and_stay_q
     for p, q, r in zip(fixed.params(), by_optimizer.params(), plain.params()):
         np.testing.assert_allclose(p.data, r.data, rtol=1e-12)
         np.testing.assert_allclose(q.data, r.data, rtol=1e-12)
+
+
+def test_the_package_loading_weights_over_a_skipped_scaled_step_stays_quiet(tmp_path):
+    # a dynamic loss scaler skips the update when the scaled gradients overflow (step 67's
+    # exercise), so the parameters still carry the scale; restoring a checkpoint then is no
+    # update by hand, and neither is moving the model between devices
+    saved = _scaled_grads(None)
+    saved.save_weights(tmp_path / "w.npz")
+    skipped = _scaled_grads(2.0**16)
+    next(iter(skipped.params())).grad.data[...] = np.inf  # as if float16 had overflowed
+    with pytest.warns(RuntimeWarning, match=r"update\(\) skipped"):
+        O.SGD(lr=0.1).setup(skipped).update()  # skipped: the gradients keep their scale
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        skipped.load_weights(tmp_path / "w.npz")
+        skipped.to_cpu()
+    for p, q in zip(skipped.params(), saved.params()):
+        np.testing.assert_array_equal(p.data, q.data)
+    assert _shown(_hand_update, skipped)  # the scale is still there: a hand update warns
+    by_hand = _scaled_grads(1024.0)
+    optimizer = O.SGD(lr=0.1).setup(by_hand)
+    record = _shown(lambda: [optimizer.update_one(p) for p in by_hand.params()])
+    assert [(r.category, r.filename) for r in record] == [(RuntimeWarning, __file__)]  # the
+    # division skipped, shown at the line that called update_one
 
 
 # --- step 61: a recurrent state carried into a batch that does not follow the last one -------
@@ -175,3 +203,43 @@ def test_loops_that_reset_or_keep_the_order_stay_quiet():
             model.reset_state()
             for step in range(x.shape[1]):
                 model(x[:, step])
+
+
+def test_a_loader_keeps_no_batch_alive_once_the_loop_is_done():
+    # the loaders note the batch they hand out for the check above; a GPU batch noted for good
+    # would hold its device memory after training, until another loader handed one out
+    np.random.seed(0)
+    for loader in (DataLoader(_series(), 10), SeqDataLoader(_series(), 10)):
+        (x, t), = deque(loader, maxlen=1)  # a whole epoch, and its last batch
+        gone = weakref.ref(x)
+        del x, t
+        gc.collect()
+        assert gone() is None, f"{type(loader).__name__} kept its last batch alive"
+        x, _ = next(loader)  # the book's form
+        gone = weakref.ref(x)
+        del x
+        gc.collect()
+        assert gone() is None, f"{type(loader).__name__}'s next() kept its batch alive"
+
+
+def _on_gpu(recurrent):
+    model = _Forecaster(recurrent)
+    model.to_gpu()
+    return model
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.gpu_available(), reason="needs CuPy and a CUDA GPU")
+@pytest.mark.parametrize("recurrent", [RNN, LSTM])
+def test_the_loader_checks_see_gpu_batches_too(recurrent):
+    np.random.seed(0)
+    shuffled = _shown(_epochs, _on_gpu(recurrent), DataLoader(_series(), 10, gpu=True), epochs=1)
+    restarted = _shown(_epochs, _on_gpu(recurrent), SeqDataLoader(_series(), 10, gpu=True),
+                       epochs=2, reset=False)
+    name = recurrent.__name__
+    assert {str(r.message).split(":")[0] for r in shuffled} == {
+        f"{name} carries its state into a batch that a shuffling DataLoader just handed out"}
+    assert {str(r.message).split(":")[0] for r in restarted} == {
+        f"{name} carries its state into the first batch of a new epoch of SeqDataLoader"}
+    assert _shown(_epochs, _on_gpu(recurrent), SeqDataLoader(_series(), 10, gpu=True),
+                  epochs=2) == []
