@@ -1518,11 +1518,17 @@ def dropout(x, dropout_ratio=0.5, **others):
                         f"({type(dropout_ratio).__name__}); {fix}") from None
     if not in_range:
         raise ValueError(f"dropout_ratio must be in [0, 1], got {dropout_ratio}")
+    if type(dropout_ratio).__name__ in ("bool", "bool_"):  # F.dropout(x, True): a mode, not a
+        raise TypeError(  # ratio (True would be 1, every element dropped)
+            f"dropout_ratio must be a number in [0, 1], got {dropout_ratio!r}, a bool: the mode "
+            "is no argument here (dropout drops in training and is the identity under "
+            "dezero_like.test_mode()); pass the probability of dropping, e.g. 0.5")
     if not Config.train or not dropout_ratio:  # a ratio of 0 drops nothing: x, dtype and all,
         return x  # as PyTorch (scaled by 1.0 an integer x would turn into float64)
     if x.dtype.kind in "biu" and dropout_ratio < 1.0:  # kept elements scaled by a fraction
         raise TypeError(
-            f"dropout of an integer input (dtype {x.dtype}) in training: the elements kept are "
+            f"dropout of {'a bool' if x.dtype.kind == 'b' else 'an integer'} input (dtype "
+            f"{x.dtype}) in training: the elements kept are "
             f"scaled by 1/(1 - {dropout_ratio}), which {x.dtype} cannot hold, and under "
             "test_mode() dropout returns x unchanged, so the output's dtype would depend on the "
             "mode (PyTorch refuses it too). Cast it to a float first: F.astype(x, np.float32)")

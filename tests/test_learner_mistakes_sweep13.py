@@ -243,3 +243,14 @@ def test_the_loader_checks_see_gpu_batches_too(recurrent):
         f"{name} carries its state into the first batch of a new epoch of SeqDataLoader"}
     assert _shown(_epochs, _on_gpu(recurrent), SeqDataLoader(_series(), 10, gpu=True),
                   epochs=2) == []
+
+
+def test_dropout_names_a_bool_input_and_refuses_a_bool_ratio():
+    """A bool array is no integer, and ``F.dropout(x, True)`` passes a mode where the ratio goes
+    (True would be a ratio of 1: every element dropped, silently)."""
+    with pytest.raises(TypeError, match=r"dropout of a bool input \(dtype bool\)"):
+        F.dropout(np.array([True, False]), 0.5)
+    for mode in (True, np.True_):
+        with pytest.raises(TypeError, match="a bool: the mode is no argument here"):
+            F.dropout(np.ones(3), mode)
+    assert F.dropout(np.ones(3), 1.0).data.tolist() == [0.0, 0.0, 0.0]  # a real ratio of 1
