@@ -7,6 +7,10 @@
   gx.backward()``): ``x.grad`` *is* ``gx``, so the second derivative was added to the first
   and the loop divided by ``f' + f''``. Now step 70's backward loop warns when a leaf's
   gradient is the very variable being differentiated.
+* in the step snapshots 13-22 (their own code, not the package), a two-input Function whose
+  backward returned one gradient: ``zip(f.inputs, gxs)`` stopped at the shorter one, so the
+  second input's ``.grad`` stayed None (and a third gradient was dropped). Now each
+  snapshot's backward loop refuses a count that does not match, as the package does (step 23).
 """
 
 import warnings
@@ -109,3 +113,35 @@ def test_newtons_loop_as_step_33_writes_it_and_double_backprop_stay_quiet():
         (x * x).backward()
         (x * x).backward()
         assert float(x.grad.data) == 12.0
+
+
+@pytest.mark.parametrize("number", range(13, 23))
+def test_a_snapshot_backward_with_a_gradient_too_few_or_too_many_is_refused(load_step, number):
+    step = load_step(number)
+
+    class MulForgetsOne(step.Function):
+        def forward(self, a, b):
+            return a * b
+
+        def backward(self, gy):
+            return gy * self.inputs[1].data  # b's gradient forgotten
+
+    class MulWithAnExtra(MulForgetsOne):
+        def backward(self, gy):
+            a, b = self.inputs
+            return gy * b.data, gy * a.data, gy
+
+    class MulRight(MulForgetsOne):
+        def backward(self, gy):
+            a, b = self.inputs
+            return gy * b.data, gy * a.data
+
+    for cls, given in ((MulForgetsOne, 1), (MulWithAnExtra, 3)):
+        a, b = step.Variable(np.array(2.0)), step.Variable(np.array(3.0))
+        y = cls()(a, b)
+        with pytest.raises(RuntimeError, match=rf"{cls.__name__}\.backward returned {given} "
+                                               r"gradients for 2 inputs: return one per input"):
+            y.backward()
+    a, b = step.Variable(np.array(2.0)), step.Variable(np.array(3.0))
+    MulRight()(a, b).backward()
+    assert (float(a.grad), float(b.grad)) == (3.0, 2.0)
