@@ -704,6 +704,8 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     _check_grads(f, gxs)  # raises: a gradient of the wrong shape (step 41)
                 c = x.creator
                 if c is None:
+                    if x.grad is y:  # gx = x.grad; gx.backward() with no x.cleargrad() between
+                        _warn_gradient_into_itself(x)
                     _accumulate_leaf(x, gx, loss_scale)
                     continue
                 slots = c._grads
@@ -730,11 +732,24 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
 
 
 # --- step 23 ------------------------------------------------------------
-def _grads_tuple(gxs):
-    """What a backward returned, as a tuple: one gradient, or a tuple or a list of them."""
+def _grads_tuple(gxs, f=None):
+    """What a backward returned, as a tuple: one gradient, or a tuple or a list of them.
+
+    A bare ``None`` is refused: it is what a backward that forgot its ``return`` gives,
+    and taken as "no gradient" it would leave ``x.grad`` at None with no error.
+    """
     if type(gxs) is tuple:
         return gxs
-    return tuple(gxs) if type(gxs) is list else (gxs,)
+    if type(gxs) is list:
+        return tuple(gxs)
+    if gxs is None:
+        name = f"{type(f).__name__}.backward" if f is not None else "a backward"
+        raise TypeError(
+            f"{name} returned None: did it forget its return? (A Python function that ends "
+            "without a return statement returns None.) Return one gradient per input; to "
+            "give an input no gradient on purpose, return None inside a tuple: (None,)"
+        )
+    return (gxs,)
 
 
 # --- step 70 ------------------------------------------------------------
@@ -1756,7 +1771,17 @@ def _call_backward(f, gys):
     gxs = f.backward(*gys)
     if type(gxs) is Variable:  # one gradient, the common case: no call of _grads_tuple
         return (gxs,)
-    return _grads_tuple(gxs)
+    return _grads_tuple(gxs, f)
+
+
+def _warn_gradient_into_itself(x):
+    """Say that the gradient being differentiated is also the one it is added to (step 33)."""
+    name = f"{x.name}.grad" if x.name else "x.grad"
+    warnings.warn(
+        f"backward() of {name} adds its result to {name} itself: without a cleargrad() in "
+        "between, the second derivative is added to the first, and .grad ends as f' + f'', "
+        "not f''. Write gx = x.grad, then x.cleargrad(), then gx.backward() (step 33)",
+        RuntimeWarning, stacklevel=4)  # 4: the caller of y.backward(), past _backprop
 
 
 def _binary(function, op, x0, x1, reverse=False):

@@ -103,6 +103,10 @@ class Variable:
             gxs = f.backward(*gys)  # 3. one step of the chain rule: one grad per input
             if not isinstance(gxs, tuple):
                 gxs = (gxs,)  # a single gradient may be returned without a tuple
+            if len(gxs) != len(f.inputs):  # zip would drop the unpaired ones silently
+                raise RuntimeError(f"{type(f).__name__}.backward returned {len(gxs)} "
+                                   f"gradients for {len(f.inputs)} inputs: return one "
+                                   "per input, in the order forward takes them")
             for x, gx in zip(f.inputs, gxs):  # each input gets its own gradient
                 x.accumulate_grad(as_array(gx))  # one method decides how gradients add up
                 if x.creator is not None:

@@ -551,16 +551,29 @@ def _backprop(y, seed, retain_grad):
                     out.grad = None
 
 
-def _grads_tuple(gxs):
-    """What a backward returned, as a tuple: one gradient, or a tuple or a list of them."""
+def _grads_tuple(gxs, f=None):
+    """What a backward returned, as a tuple: one gradient, or a tuple or a list of them.
+
+    A bare ``None`` is refused: it is what a backward that forgot its ``return`` gives,
+    and taken as "no gradient" it would leave ``x.grad`` at None with no error.
+    """
     if type(gxs) is tuple:
         return gxs
-    return tuple(gxs) if type(gxs) is list else (gxs,)
+    if type(gxs) is list:
+        return tuple(gxs)
+    if gxs is None:
+        name = f"{type(f).__name__}.backward" if f is not None else "a backward"
+        raise TypeError(
+            f"{name} returned None: did it forget its return? (A Python function that ends "
+            "without a return statement returns None.) Return one gradient per input; to "
+            "give an input no gradient on purpose, return None inside a tuple: (None,)"
+        )
+    return (gxs,)
 
 
 def _backward_step(f, gys):
     """One step of the chain rule: the gradients of ``f``'s inputs, as a tuple."""
-    gxs = _grads_tuple(f.backward(*gys))
+    gxs = _grads_tuple(f.backward(*gys), f)
     _check_grads(f, gxs)
     return tuple(gx if gx is None or isinstance(gx, Variable)
                  else Variable(as_array(gx), requires_grad=False) for gx in gxs)

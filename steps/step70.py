@@ -510,6 +510,7 @@ def get_retained_outputs(self):
 # %%
 #| export dezero_like/core.py
 import heapq
+import warnings
 import weakref
 
 from dezero_like.core import (
@@ -554,7 +555,7 @@ def _call_backward(f, gys):
     gxs = f.backward(*gys)
     if type(gxs) is Variable:  # one gradient, the common case: no call of _grads_tuple
         return (gxs,)
-    return _grads_tuple(gxs)
+    return _grads_tuple(gxs, f)
 
 
 def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
@@ -612,6 +613,8 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
                     _check_grads(f, gxs)  # raises: a gradient of the wrong shape (step 41)
                 c = x.creator
                 if c is None:
+                    if x.grad is y:  # gx = x.grad; gx.backward() with no x.cleargrad() between
+                        _warn_gradient_into_itself(x)
                     _accumulate_leaf(x, gx, loss_scale)
                     continue
                 slots = c._grads
@@ -635,6 +638,16 @@ def _backprop(y, seed, retain_grad, retain_graph, loss_scale=None):
             item[2]._grads = None
         if nxt is not None:
             nxt._grads = None
+
+
+def _warn_gradient_into_itself(x):
+    """Say that the gradient being differentiated is also the one it is added to (step 33)."""
+    name = f"{x.name}.grad" if x.name else "x.grad"
+    warnings.warn(
+        f"backward() of {name} adds its result to {name} itself: without a cleargrad() in "
+        "between, the second derivative is added to the first, and .grad ends as f' + f'', "
+        "not f''. Write gx = x.grad, then x.cleargrad(), then gx.backward() (step 33)",
+        RuntimeWarning, stacklevel=4)  # 4: the caller of y.backward(), past _backprop
 
 
 # %% [markdown]
