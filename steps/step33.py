@@ -46,7 +46,10 @@ for i in range(10):
 # * the update uses `.data`: the new $x$ must not be a function of the old one
 #   in any graph, or every iteration would drag the whole history along;
 # * `x.cleargrad()` comes twice per iteration: before the first pass (to drop
-#   the previous iteration's $f''$) and between the passes.
+#   the previous iteration's $f''$) and between the passes. Without the second
+#   one, `gx` *is* `x.grad`, so the second pass adds $f''$ to $f'$ and the step
+#   divides by the wrong number, with no error; the package warns about that
+#   `backward()` and names the missing `cleargrad()`.
 #
 # The picture shows what each step does. At the current $x$, Newton's method
 # fits a parabola with the same value, slope $f'$ and curvature $f''$ as $f$
