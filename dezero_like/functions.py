@@ -630,7 +630,7 @@ class Linear(Function):
                 f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
                 f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
         self.b_shape = b.shape
-        if x.dtype == W.dtype == np.float16:  # summed in float32, b added, rounded once
+        if x.dtype.char == W.dtype.char == "e":  # float16: in float32, rounded once
             return _float16_plus_bias(x.astype(np.float32) @ W.astype(np.float32), b)
         return _add_bias(x @ W, b)  # x @ W is a fresh array: in place when the dtype allows
 
