@@ -587,6 +587,15 @@ def _add_bias(y, b):
     return y
 
 
+def _float16_plus_bias(y, b):
+    """``y + b`` for a float16 product ``y`` made in float32, rounded to float16 once.
+
+    As PyTorch: rounding the product to float16 and then the sum again put outputs up to one
+    unit in the last place off, where one rounding leaves at most half a unit.
+    """
+    return (y + b).astype(np.result_type(np.float16, b.dtype))
+
+
 class Linear(Function):
     """y = x @ W + b (b optional); dL/dx = gy @ W.T, dL/dW = x.T @ gy, dL/db = sum of gy over rows.
 
@@ -614,15 +623,16 @@ class Linear(Function):
             )
         needs = self.needs_input_grad or (True, True, True)
         self.retain_inputs(((1,) if needs[0] else ()) + ((0,) if needs[1] else ()))
-        y = x @ W
-        if b is not None:
-            if b.ndim and b.shape[-1] != W.shape[1]:
-                raise ValueError(
-                    f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
-                    f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
-            self.b_shape = b.shape
-            y = _add_bias(y, b)  # y is a fresh array: in place when the dtype allows
-        return y
+        if b is None:
+            return x @ W
+        if b.ndim and b.shape[-1] != W.shape[1]:
+            raise ValueError(
+                f"linear: the bias has shape {b.shape}, but W of shape {W.shape} makes "
+                f"{W.shape[1]} outputs: b must have shape ({W.shape[1]},)")
+        self.b_shape = b.shape
+        if x.dtype.char == W.dtype.char == "e":  # float16: in float32, rounded once
+            return _float16_plus_bias(x.astype(np.float32) @ W.astype(np.float32), b)
+        return _add_bias(x @ W, b)  # x @ W is a fresh array: in place when the dtype allows
 
     # (step 71)
     def backward(self, gy):

@@ -362,7 +362,10 @@ def _per_image(x, K):
 
 # %%
 #| export dezero_like/functions_conv.py
+import numpy as np
+
 from dezero_like import cuda
+from dezero_like import functions as F
 from dezero_like.core import Function
 
 
@@ -412,6 +415,11 @@ class Conv2d(Function):
         if _per_image(x, K):  # each image's product lands in (N, OC, OH*OW): C-ordered
             y = W.reshape(OC, K) @ col.reshape(K, N, OH * OW).transpose(1, 0, 2)
             y = y.reshape(N, OC, OH, OW)
+        elif b is not None and x.dtype.char == W.dtype.char == "e":  # float16: b, then one rounding
+            y = W.reshape(OC, K).astype(np.float32) @ col.reshape(K, N * OH * OW).astype(
+                np.float32)
+            y = y.reshape(OC, N, OH, OW).transpose(1, 0, 2, 3)
+            return xp.ascontiguousarray(F._float16_plus_bias(y, b.reshape(1, OC, 1, 1)))
         else:
             y = W.reshape(OC, K) @ col.reshape(K, N * OH * OW)
             y = y.reshape(OC, N, OH, OW).transpose(1, 0, 2, 3)  # a view: (N, OC, OH, OW)
