@@ -84,12 +84,20 @@ def _check_sizes(name, kernel_size, stride, pad):
                          f"{kernel}stride {stride}, pad {pad}")
 
 
+def _to_4d(ndim):
+    """How to make an input of ``ndim`` axes the (N, C, H, W) a convolution takes, for each
+    way of reading its shape (PyTorch also takes one image (C, H, W) unbatched)."""
+    return {3: "a batch of one-channel images (N, H, W) needs its channel axis, "
+               "x.reshape(N, 1, H, W); one image (C, H, W) needs its batch axis, x[None]",
+            2: "rows of flattened images (N, C*H*W) need x.reshape(N, C, H, W); one image "
+               "(H, W) needs both axes, x.reshape(1, 1, H, W)"}.get(
+                   ndim, "reshape it to (N, C, H, W)")
+
+
 def _check_geometry(name, x_shape, kernel_size, stride, pad):
     if len(x_shape) != 4:
-        raise ValueError(
-            f"{name} expects a 4-d input (N, C, H, W), got shape {tuple(x_shape)}; "
-            "add a channel axis with x.reshape(N, 1, H, W)"
-        )
+        raise ValueError(f"{name} expects a 4-d input (N, C, H, W), got shape "
+                         f"{tuple(x_shape)}: {_to_4d(len(x_shape))}")
     _check_sizes(name, kernel_size, stride, pad)
     KH, KW = kernel_size
     PH, PW = pad

@@ -714,7 +714,7 @@ class Conv2d(Layer):
         if x.ndim != 4:
             raise ValueError(
                 f"{type(self).__name__} expects a batch of images (N, C, H, W), got shape "
-                f"{x.shape}; reshape flat inputs with x.reshape(N, C, H, W)"
+                f"{x.shape}: {Fc._to_4d(x.ndim)}"
             )
         _warn_channels_last(self, x, stacklevel=4)  # 4: the caller of the layer
         self.in_channels = x.shape[1]

@@ -145,3 +145,20 @@ def test_a_snapshot_backward_with_a_gradient_too_few_or_too_many_is_refused(load
     a, b = step.Variable(np.array(2.0)), step.Variable(np.array(3.0))
     MulRight()(a, b).backward()
     assert (float(a.grad), float(b.grad)) == (3.0, 2.0)
+
+
+def test_a_3d_image_to_conv2d_or_pooling_gets_both_readings_of_its_shape():
+    """PyTorch takes one unbatched image (C, H, W); here a 3-d input may also be a batch of
+    one-channel images (N, H, W). The message names the fix for each reading, not only one."""
+    import dezero_like.functions as F
+    import dezero_like.layers as L
+
+    image = np.ones((3, 8, 8), np.float32)
+    for call in (lambda: F.conv2d(image, np.ones((4, 3, 3, 3), np.float32)),
+                 lambda: F.pooling(image, 2),
+                 lambda: L.Conv2d(4, 3)(image)):
+        with pytest.raises(ValueError, match=r"got shape \(3, 8, 8\)") as info:
+            call()
+        assert "x.reshape(N, 1, H, W)" in str(info.value) and "x[None]" in str(info.value)
+    with pytest.raises(ValueError, match=r"x\.reshape\(1, 1, H, W\)"):
+        F.pooling(np.ones((8, 8)), 2)
