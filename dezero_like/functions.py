@@ -193,14 +193,7 @@ class Sum(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.x_shape = x.shape
-        if x.dtype == np.float16:  # added up in float16, 2000 numbers near 0.1 came out 3 % off;
-            y = x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.float32)  # PyTorch adds
-            return y.astype(np.float16)  # them up in float32 and rounds once, and so do we
-        if x.dtype.kind == "u" and x.dtype.itemsize < 8:  # NumPy adds uint8 up in uint64, so
-            # that -y or y - 1 wraps around to 2**64 - 1; PyTorch gives int64, as NumPy does for
-            # int8 and bool, and so do we (uint64 stays: int64 could not hold its values)
-            return x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.int64)
-        return x.sum(axis=self.axis, keepdims=self.keepdims)
+        return utils._sum_array(x, self.axis, self.keepdims)  # float16 in float32, uint in int64
 
     def backward(self, gy):
         gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)

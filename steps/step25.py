@@ -15,13 +15,12 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `core` gains `Variable.reshape`, `_global_hooks` and `Function._hooks`, and
-# changes `Function.__call__` and `_backward_step` (they call the hooks); `utils` gains `sum_to`,
-# `reshape_sum_backward`; `graph` gains `MAX_SHOWN_ELEMENTS`, `function_inputs`,
-# `function_outputs`, `format_array`, `node_value`, `node_grad`, `graph_functions`,
-# `get_dot_graph`, `keep_values_for_drawing`; `functions` gains `Tanh`, `tanh`, `Reshape`,
-# `reshape`, `Sum`, `sum`, `SumTo`, `sum_to`, `BroadcastTo`, `broadcast_to`; `hooks` gains
-# `FunctionHook`.
+# In this step `core` gains `Variable.reshape`, `_global_hooks` and `Function._hooks`, and changes
+# `Function.__call__` and `_backward_step` (they call the hooks); `utils` gains `_sum_array`,
+# `sum_to`, `reshape_sum_backward`; `graph` gains `MAX_SHOWN_ELEMENTS`, `function_inputs`,
+# `function_outputs`, `format_array`, `node_value`, `node_grad`, `graph_functions`, `get_dot_graph`,
+# `keep_values_for_drawing`; `functions` gains `Tanh`, `tanh`, `Reshape`, `reshape`, `Sum`, `sum`,
+# `SumTo`, `sum_to`, `BroadcastTo`, `broadcast_to`; `hooks` gains `FunctionHook`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -54,6 +53,21 @@ def reshape(self, *shape):
 
 # %%
 #| export dezero_like/utils.py
+def _sum_array(x, axis=None, keepdims=False):
+    """``x.sum(axis, keepdims)`` in PyTorch's dtypes (``sum_to`` and ``F.sum`` both add here).
+
+    float16 is added up in float32 and rounded once: added up in float16, 2000 numbers near
+    0.1 came out 3 % off. Unsigned integers narrower than 64 bits give int64, as NumPy does
+    for int8 and bool: its uint64 would make ``-y`` or ``y - 1`` wrap around to 2**64 - 1
+    (uint64 stays: int64 could not hold its values).
+    """
+    if x.dtype == np.float16:
+        return x.sum(axis=axis, keepdims=keepdims, dtype=np.float32).astype(np.float16)
+    if x.dtype.kind == "u" and x.dtype.itemsize < 8:
+        return x.sum(axis=axis, keepdims=keepdims, dtype=np.int64)
+    return x.sum(axis=axis, keepdims=keepdims)
+
+
 def sum_to(x, shape):
     """Sum an array down to ``shape``: the reverse of broadcasting it."""
     shape = tuple(shape)
@@ -61,12 +75,7 @@ def sum_to(x, shape):
     lead = x.ndim - ndim
     lead_axes = tuple(range(lead))
     axes = tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
-    if x.dtype == np.float16:  # added up in float32 and rounded once, as Sum.forward below
-        y = x.sum(lead_axes + axes, keepdims=True, dtype=np.float32).astype(np.float16)
-    elif x.dtype.kind == "u" and x.dtype.itemsize < 8:  # int64, as Sum.forward below
-        y = x.sum(lead_axes + axes, keepdims=True, dtype=np.int64)
-    else:
-        y = x.sum(lead_axes + axes, keepdims=True)
+    y = _sum_array(x, lead_axes + axes, keepdims=True)
     if lead > 0:
         y = y.reshape(y.shape[lead:])
     if y.shape != shape:  # shape is not one that x could have been broadcast from
@@ -585,14 +594,7 @@ class Sum(Function):
     def forward(self, x):
         self.retain_inputs(())
         self.x_shape = x.shape
-        if x.dtype == np.float16:  # added up in float16, 2000 numbers near 0.1 came out 3 % off;
-            y = x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.float32)  # PyTorch adds
-            return y.astype(np.float16)  # them up in float32 and rounds once, and so do we
-        if x.dtype.kind == "u" and x.dtype.itemsize < 8:  # NumPy adds uint8 up in uint64, so
-            # that -y or y - 1 wraps around to 2**64 - 1; PyTorch gives int64, as NumPy does for
-            # int8 and bool, and so do we (uint64 stays: int64 could not hold its values)
-            return x.sum(axis=self.axis, keepdims=self.keepdims, dtype=np.int64)
-        return x.sum(axis=self.axis, keepdims=self.keepdims)
+        return utils._sum_array(x, self.axis, self.keepdims)  # float16 in float32, uint in int64
 
     def backward(self, gy):
         gy = utils.reshape_sum_backward(gy, self.x_shape, self.axis, self.keepdims)
