@@ -72,7 +72,8 @@ for f in (sphere, matyas, goldstein):
 #
 # `utils.numerical_grad(f, x)` differentiates with respect to one argument, so
 # we hold the other fixed with a small `lambda`. The check uses a point where
-# nothing is a round number.
+# $x \ne y$, $(0.3, -0.7)$: at $(1, 1)$ the two partial derivatives of sphere and
+# Matyas are equal, and a `lambda` that held the wrong argument fixed would pass.
 
 # %%
 x0, y0 = 0.3, -0.7
