@@ -31,7 +31,7 @@
 #
 # In this step `graph` gains `SYSTEM_PROGRAM`, `FALLBACK_PROGRAM`, `NATIVE_FORMATS`,
 # `FORMATS`, `RendererNotFoundError`, `RenderError`, `RenderWarning`, `find_renderer`,
-# `GraphImage`, `plot_dot_graph`, `render_dot`.
+# `GraphImage`, `MANY_NODES`, `plot_dot_graph`, `render_dot`.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
