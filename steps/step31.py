@@ -49,7 +49,10 @@ print("switch on: ", g_graph, "creator", g_graph.creator)
 #    still sitting in `x.grad` (gradients accumulate, step 14);
 # 4. `gx.backward()`: now `x.grad` is $y''$.
 #
-# Forgetting step 3 is the classic mistake, so let us make it once on purpose:
+# Forgetting step 3 is the classic mistake, so let us make it once on purpose.
+# The finished package, the one you import, notices it (the backward of the very
+# object that `x.grad` holds reaches `x`; step 70 adds the check) and warns,
+# naming the missing `cleargrad()`; the sum is computed all the same:
 
 # %%
 def f(x):
