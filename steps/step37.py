@@ -251,7 +251,8 @@ print("after cleargrad:", W.grad)
 #
 # A chain of 20 `tanh` on a 1000×1000 float64 array (8 MB each). `tracemalloc`
 # measures the memory held by NumPy arrays after backward, with and without
-# `retain_graph` (`benchmarks/memory.py` does this at full size):
+# `retain_graph` (`benchmarks/memory.py` goes further: chains of 200 functions,
+# the peak during backward as well, `retain_grad`, and PyTorch beside it):
 
 # %%
 def memory_after_backward(retain_graph, depth=20):
