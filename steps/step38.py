@@ -6,7 +6,7 @@
 # dimensional *tensors*. The good news: every function we wrote so far already
 # accepts arrays, because NumPy applies `np.sin`, `np.exp`, `*`, `+` element by
 # element. This step checks that backpropagation works for arrays too, and
-# fixes one rule that the rest of Stage 4 depends on:
+# fixes one rule that every step from here on depends on:
 #
 # > **The gradient of a variable has the same shape as the variable.**
 #
