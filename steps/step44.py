@@ -37,7 +37,9 @@
 # over the rows for `b` (`sum_to`); so, as in `MatMul`, `W` is kept only when `x` needs a
 # gradient and `x` only when `W` does, and of `b` only its shape. The bias is added in place
 # (`y += b`): `x @ W` is a new array anyway, so no second one is made (a wider bias, float64
-# on float32, makes a new float64 array, as NumPy would). `linear(x, W)` without a
+# on float32, makes a new float64 array, as NumPy would). float16 `x` and `W` are multiplied in
+# float32 and the bias is added there too, so the result is rounded to float16 once, as
+# PyTorch rounds it (`_float16_plus_bias`). `linear(x, W)` without a
 # bias passes two inputs, and backward then returns two gradients.
 
 # %%
