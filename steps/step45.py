@@ -75,7 +75,11 @@ class Parameter(Variable):
 # the registering `__setattr__`. `params()` does not look inside lists, tuples or dicts (step 47's
 # `setup` warns when one holds layers that are not registered otherwise, and when a weight is a
 # plain Variable). PyTorch's `model.parameters()` and `model.zero_grad()` are `params()` and
-# `cleargrads()` here (step 63 makes PyTorch's names say what to write). Calling a layer runs its
+# `cleargrads()` here (step 63 makes PyTorch's names say what to write). A `forward` that makes a
+# Parameter or a sub-layer anew over one that already holds weights (`self.W = Parameter(...)`
+# inside `forward`) starts it from its initial values on every call, so the layer never
+# learns: `_replaced_in_forward` warns (a Parameter of another shape, or one the layer already
+# holds, is left alone). Calling a layer runs its
 # `forward`; a `forward` that computes its result and forgets `return` gives `None`, which would
 # fail later in some other function, so `__call__` says so at once.
 
