@@ -36,11 +36,13 @@
 # %% [markdown]
 # `Clip` limits `x` to `[x_min, x_max]`; the derivative is 1 inside the interval and 0 outside.
 # The bounds may be numbers or arrays that broadcast to `x`'s shape (one bound per element);
-# bounds that would make the result larger than `x` are refused.
-# Backward needs only that mask, not `x`, so forward keeps no input and computes the mask, only
-# when a gradient will be needed (`needs_input_grad`). On a GPU, NumPy array bounds are moved to
-# the device with `x`; bounds already on the GPU are not checked for `x_min <= x_max`, since
-# reading the answer back would make the host wait for the device.
+# bounds whose shape would broadcast the result to a larger shape than `x`'s are refused, and so
+# are crossed bounds, `x_min > x_max`.
+# Backward needs only the mask of where `x` lies inside the interval, not `x`, so forward keeps
+# no input and computes the mask, only when a gradient will be needed (`needs_input_grad`). On
+# a GPU, NumPy array bounds are moved to the device with `x`; bounds already on the GPU are not
+# checked for `x_min <= x_max`, since reading the answer back would make the host wait for the
+# device.
 
 # %%
 #| export dezero_like/functions.py
