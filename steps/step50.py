@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Step 50: Multi-class classification — the spiral data set
 #
-# Everything of Stage 4 comes together: an `MLP` produces 3 logits per point,
+# Everything of Stage 4 so far (steps 38–49) comes together: an `MLP` produces 3 logits per point,
 # `softmax_cross_entropy` scores them against integer labels, an optimizer
 # updates the weights, and we train in **mini-batches**, the way every real
 # training loop works.

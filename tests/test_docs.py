@@ -110,6 +110,22 @@ def test_readme_index_tool_round_trip(tmp_path):
         assert f"[test](tests/steps/test_{script.stem}.py)" in text
 
 
+def test_every_step_is_in_one_stage_and_each_stage_has_one_open_experiment():
+    """The README groups the curriculum by stage and promises one open experiment per stage."""
+    firsts = [first for first, _ in nbtool.STAGES]
+    assert firsts[0] == 1 and firsts == sorted(set(firsts)), firsts
+    groups = nbtool.stages(SCRIPTS)
+    assert [len(g[2]) for g in groups] and all(g[2] for g in groups)
+    assert [s for g in groups for s in g[2]] == list(SCRIPTS), "each step in exactly one stage"
+    assert len(groups) == len(nbtool.STAGES), "a stage without a step"
+    for number, title, members in groups:
+        experiments = [s.name for s in members
+                       if re.search(r"^# ## Open experiment", s.read_text(), re.M)]
+        assert len(experiments) == 1, (
+            f"stage {number} ({title}) has open experiments in {experiments or 'no step'}: "
+            "README.md promises one per stage")
+
+
 def test_readme_curriculum_index_is_current():
     text = (ROOT / "README.md").read_text()
     try:

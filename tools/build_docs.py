@@ -111,17 +111,22 @@ def write_api_pages(stage):
 
 
 def curriculum_page(scripts):
-    rows = ["| Step | Title | Files |", "| ---: | --- | --- |"]
-    for script in scripts:
-        name = script.stem
-        title = notebooks.step_title(script).replace("|", "\\|")
-        files = " · ".join([
-            f"[script]({github_url(f'steps/{name}.py')})",
-            f"[notebook]({github_url(f'notebooks/{name}.ipynb')})",
-            f"[test]({github_url(f'tests/steps/test_{name}.py')})",
-            f"[Colab]({notebooks.colab_url(name)})",
-        ])
-        rows.append(f"| {notebooks.step_number(script):02d} | [{title}]({name}.ipynb) | {files} |")
+    rows = []
+    for number, stage_title, members in notebooks.stages(scripts):
+        rows += [f"## {notebooks.stage_heading(number, stage_title, members)}", "",
+                 "| Step | Title | Files |", "| ---: | --- | --- |"]
+        for script in members:
+            name = script.stem
+            title = notebooks.step_title(script).replace("|", "\\|")
+            files = " · ".join([
+                f"[script]({github_url(f'steps/{name}.py')})",
+                f"[notebook]({github_url(f'notebooks/{name}.ipynb')})",
+                f"[test]({github_url(f'tests/steps/test_{name}.py')})",
+                f"[Colab]({notebooks.colab_url(name)})",
+            ])
+            rows.append(
+                f"| {notebooks.step_number(script):02d} | [{title}]({name}.ipynb) | {files} |")
+        rows.append("")
     toc = "\n".join(s.stem for s in scripts)
     return (
         "# Curriculum\n\n"

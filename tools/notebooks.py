@@ -446,6 +446,39 @@ def step_scripts():
     return sorted(STEPS.glob("step[0-9][0-9]*.py"))
 
 
+# The course's stages, in order: the first step of each and its title. A stage runs up to the
+# step before the next stage's first; the README's and the site's curriculum group the steps
+# under these headings, and each stage has one "Open experiment" (tests/test_docs.py).
+STAGES = (
+    (1, "From numerical to automatic differentiation"),
+    (11, "Code that feels like Python"),
+    (25, "Higher-order derivatives and seeing the graph"),
+    (38, "Neural networks"),
+    (57, "Convolution and recurrence"),
+    (63, "How industrial frameworks run backprop"),
+    (72, "Beyond one process"),
+)
+
+
+def stages(scripts=None):
+    """``[(number, title, [scripts...]), ...]``: the step scripts grouped by stage, none empty."""
+    scripts = step_scripts() if scripts is None else scripts
+    groups = []
+    for k, (first, title) in enumerate(STAGES):
+        last = STAGES[k + 1][0] - 1 if k + 1 < len(STAGES) else float("inf")
+        members = [s for s in scripts if first <= step_number(s) <= last]
+        if members:
+            groups.append((k + 1, title, members))
+    return groups
+
+
+def stage_heading(number, title, members):
+    """``Stage 4: Neural networks (steps 38-56)``, the heading of one stage."""
+    first, last = step_number(members[0]), step_number(members[-1])
+    span = f"step {first:02d}" if first == last else f"steps {first:02d}\u2013{last:02d}"
+    return f"Stage {number}: {title} ({span})"
+
+
 def step_number(script):
     """``steps/step14.py`` -> 14."""
     return int(re.fullmatch(r"step(\d+)", Path(script).stem).group(1))

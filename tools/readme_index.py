@@ -6,9 +6,10 @@ The index is the Markdown table between two marker lines in README.md:
     ...generated table...
     <!-- curriculum:end -->
 
-One row per ``steps/stepNN.py``: its number, its title (from the script's
-``# # Step NN: Title`` cell) and links to the script, the notebook, the test
-and Colab.
+One table per stage of the course (``STAGES`` in tools/notebooks.py), under its
+heading, and in it one row per ``steps/stepNN.py``: its number, its title (from
+the script's ``# # Step NN: Title`` cell) and links to the script, the notebook,
+the test and Colab.
 
     python tools/readme_index.py write    # rewrite the table between the markers
     python tools/readme_index.py check    # exit 1 if the table is stale
@@ -46,22 +47,26 @@ def markers_help():
 
 def index_table(scripts=None):
     """The Markdown table of every step (links relative to the repository root)."""
-    scripts = notebooks.step_scripts() if scripts is None else scripts
-    rows = [
-        "| Step | Title | Files |",
-        "| ---: | --- | --- |",
-    ]
-    for script in scripts:
-        n, name = notebooks.step_number(script), script.stem
-        title = notebooks.step_title(script).replace("|", "\\|")
-        files = " · ".join([
-            f"[script](steps/{name}.py)",
-            f"[notebook](notebooks/{name}.ipynb)",
-            f"[test](tests/steps/test_{name}.py)",
-            f"[Colab]({notebooks.colab_url(name)})",
-        ])
-        rows.append(f"| {n:02d} | {title} | {files} |")
-    return "\n".join(rows)
+    parts = []
+    for number, stage_title, members in notebooks.stages(scripts):
+        rows = [
+            f"### {notebooks.stage_heading(number, stage_title, members)}",
+            "",
+            "| Step | Title | Files |",
+            "| ---: | --- | --- |",
+        ]
+        for script in members:
+            n, name = notebooks.step_number(script), script.stem
+            title = notebooks.step_title(script).replace("|", "\\|")
+            files = " · ".join([
+                f"[script](steps/{name}.py)",
+                f"[notebook](notebooks/{name}.ipynb)",
+                f"[test](tests/steps/test_{name}.py)",
+                f"[Colab]({notebooks.colab_url(name)})",
+            ])
+            rows.append(f"| {n:02d} | {title} | {files} |")
+        parts.append("\n".join(rows))
+    return "\n\n".join(parts)
 
 
 def render(readme_text, table):
