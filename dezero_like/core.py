@@ -824,9 +824,13 @@ def _accumulate_leaf(x, gx, loss_scale=None):
         x.grad = gx
         x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
     else:
+        old = x.grad  # from before x changed, or a sum with such a one: no cleargrads() since
+        mixed = _stale_grads.get(id(old)) is old or _mixed_grads.get(id(old)) is old
         if x.loss_scale != loss_scale:
             gx = _to_common_scale(x, gx, loss_scale)
-        x.grad = _add_grads(x.grad, gx)
+        x.grad = _add_grads(old, gx)
+        if mixed:  # an update with it would be wrong: _changed_in_place warns then
+            _mixed_grads[id(x.grad)] = x.grad
     if _global_hooks:
         for hook in _global_hooks:
             if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
@@ -1341,14 +1345,28 @@ class _Clock:
 _data_clock = _Clock()
 
 
+# --- step 70 ------------------------------------------------------------
 def _changed_in_place(*variables):
-    """Tick the clock and stamp ``variables`` with the tick: each assignment to ``.data`` (the
-    setter above), and a change that no assignment announced (a GPU kernel writing the array)."""
+    """Tick the clock and stamp ``variables`` with the tick (step 37): each assignment to
+    ``.data`` (an optimizer's step, ``p.data -= lr * p.grad.data``), and a change that no
+    assignment announced. A gradient that a changed variable still holds belongs to its old
+    value: it is remembered as stale. A change made while a variable holds a stale gradient with
+    a new one added to it (``_accumulate_leaf``) is an update with a forgotten cleargrads: warn."""
+    if _mixed_grads:
+        for v in variables:
+            g = v.grad
+            if g is not None and _mixed_grads.get(id(g)) is g:
+                _warn_mixed_update(v)
+                break
     _data_clock.now += 1
     for v in variables:
         v._version = _data_clock.now
+        g = v.grad
+        if g is not None:
+            _stale_grads[id(g)] = g
 
 
+# --- step 37 ------------------------------------------------------------
 def _check_unchanged(f):
     """Refuse ``f``'s backward when an array it reads was assigned after ``f`` ran."""
     keep = f._retained_in  # None: backward may read every input
@@ -1710,6 +1728,28 @@ def _fill(v, data, requires_grad, creator, index, generation, name=None):
 def _make_variable(data, requires_grad):
     """Variable(data) without the input checks: for arrays a function just produced."""
     return _fill(_new_object(Variable), data, requires_grad, None, 0, 0)
+
+
+# by id, weakly (none is kept alive here): the gradients leaves held when their values changed,
+# and the sums that a backward made by adding to one of them
+_stale_grads = weakref.WeakValueDictionary()
+
+
+_mixed_grads = weakref.WeakValueDictionary()
+
+
+def _warn_mixed_update(x):
+    """Say that ``x`` is updated with a gradient added to one from before its last update."""
+    _mixed_grads.clear()  # one warning per update, not one per parameter
+    _, level = _outside_package(sys._getframe(2))  # 1 is _changed_in_place
+    name = x.name or f"a parameter of shape {tuple(x._data.shape)}"
+    warnings.warn(
+        f"{name} is being updated with a gradient that a backward() added to the one it held "
+        "before its last update: no cleargrads() in between, so the step mixes the gradient at "
+        "the old values with the one at the new, and goes further each iteration. Call "
+        "model.cleargrads() (x.cleargrad() for a Variable) before each loss.backward(), as "
+        "PyTorch's zero_grad(); to add the gradients of several batches on purpose, take the "
+        "step after the last of them", RuntimeWarning, stacklevel=level + 3)
 
 
 def _refuse_two_devices(name, arrays, error):

@@ -177,16 +177,32 @@ def _as_node(self):
 # step 37 did it in `set_creator`; `_backprop` looks at the inputs only when the clock has moved
 # since the function ran, which in a training loop it never does between a forward and its
 # backward.
+#
+# The clock also catches the commonest slip of a training loop, a `model.cleargrads()` left
+# out (PyTorch's forgotten `zero_grad()`): each backward then adds its gradient to the one the
+# last update already used, so every step goes further in the old directions. `_changed_in_place`
+# remembers the gradient a variable holds when its value changes; `_accumulate_leaf` remembers
+# the sum when a backward adds to such a gradient; and the next change of that variable (the
+# update) warns. Adding alone is no mistake: step 36 lets a first backward add to an old gradient
+# and drops the sum with `cleargrad()` before the backward that counts. In a loop that clears
+# its gradients each leaf starts afresh (`x.grad is None`), so the check sits on the branch that
+# adds, off the hot path.
 
 # %%
 #| export dezero_like/core.py
+import sys
+import warnings
+import weakref
+
 import numpy as np
 
 from dezero_like.core import (
     _F,
     Config,
     Variable,
+    _data_clock,
     _global_hooks,
+    _outside_package,
     _to_common_scale,
     _writeable,
     as_array,
@@ -281,13 +297,57 @@ def _accumulate_leaf(x, gx, loss_scale=None):
         x.grad = gx
         x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
     else:
+        old = x.grad  # from before x changed, or a sum with such a one: no cleargrads() since
+        mixed = _stale_grads.get(id(old)) is old or _mixed_grads.get(id(old)) is old
         if x.loss_scale != loss_scale:
             gx = _to_common_scale(x, gx, loss_scale)
-        x.grad = _add_grads(x.grad, gx)
+        x.grad = _add_grads(old, gx)
+        if mixed:  # an update with it would be wrong: _changed_in_place warns then
+            _mixed_grads[id(x.grad)] = x.grad
     if _global_hooks:
         for hook in _global_hooks:
             if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
                 hook.leaf_postprocess(x)
+
+
+# by id, weakly (none is kept alive here): the gradients leaves held when their values changed,
+# and the sums that a backward made by adding to one of them
+_stale_grads = weakref.WeakValueDictionary()
+_mixed_grads = weakref.WeakValueDictionary()
+
+
+def _changed_in_place(*variables):
+    """Tick the clock and stamp ``variables`` with the tick (step 37): each assignment to
+    ``.data`` (an optimizer's step, ``p.data -= lr * p.grad.data``), and a change that no
+    assignment announced. A gradient that a changed variable still holds belongs to its old
+    value: it is remembered as stale. A change made while a variable holds a stale gradient with
+    a new one added to it (``_accumulate_leaf``) is an update with a forgotten cleargrads: warn."""
+    if _mixed_grads:
+        for v in variables:
+            g = v.grad
+            if g is not None and _mixed_grads.get(id(g)) is g:
+                _warn_mixed_update(v)
+                break
+    _data_clock.now += 1
+    for v in variables:
+        v._version = _data_clock.now
+        g = v.grad
+        if g is not None:
+            _stale_grads[id(g)] = g
+
+
+def _warn_mixed_update(x):
+    """Say that ``x`` is updated with a gradient added to one from before its last update."""
+    _mixed_grads.clear()  # one warning per update, not one per parameter
+    _, level = _outside_package(sys._getframe(2))  # 1 is _changed_in_place
+    name = x.name or f"a parameter of shape {tuple(x._data.shape)}"
+    warnings.warn(
+        f"{name} is being updated with a gradient that a backward() added to the one it held "
+        "before its last update: no cleargrads() in between, so the step mixes the gradient at "
+        "the old values with the one at the new, and goes further each iteration. Call "
+        "model.cleargrads() (x.cleargrad() for a Variable) before each loss.backward(), as "
+        "PyTorch's zero_grad(); to add the gradients of several batches on purpose, take the "
+        "step after the last of them", RuntimeWarning, stacklevel=level + 3)
 
 
 # %% [markdown]
