@@ -12,7 +12,7 @@
 # This step measures that overhead, then removes it in five places without
 # changing what any function computes:
 #
-# 1. **`__slots__`.** A Variable with `__slots__` stores its nine fields in
+# 1. **`__slots__`.** A Variable with `__slots__` stores its ten fields in
 #    fixed places, like a C struct, instead of in a per-object `__dict__`:
 #    creating one is faster and it takes less memory.
 # 2. **One place fills a Variable's fields** (`_fill`). A Variable made inside
@@ -130,7 +130,7 @@ from dezero_like.core import _fill, _is_array, _new_object
 
 __slots__ = (
     "_data", "_version", "name", "grad", "creator", "index", "generation", "requires_grad",
-    "loss_scale", "__weakref__",
+    "loss_scale", "_grad_tick", "__weakref__",
 )
 
 
@@ -180,13 +180,14 @@ def _as_node(self):
 #
 # The clock also catches the commonest slip of a training loop, a `model.cleargrads()` left
 # out (PyTorch's forgotten `zero_grad()`): each backward then adds its gradient to the one the
-# last update already used, so every step goes further in the old directions. `_changed_in_place`
-# remembers the gradient a variable holds when its value changes; `_accumulate_leaf` remembers
-# the sum when a backward adds to such a gradient; and the next change of that variable (the
-# update) warns. Adding alone is no mistake: step 36 lets a first backward add to an old gradient
-# and drops the sum with `cleargrad()` before the backward that counts. In a loop that clears
-# its gradients each leaf starts afresh (`x.grad is None`), so the check sits on the branch that
-# adds, off the hot path.
+# last update already used, so every step goes further in the old directions. A leaf notes the
+# tick at which its gradient began (`_grad_tick`, set when `x.grad` was `None`); a backward
+# that adds to a gradient begun before the leaf's last change (`x._version` is later) marks the
+# leaf, and the next change of a marked leaf, the update, warns. Adding alone is no mistake:
+# step 36 lets a first backward add to an old gradient and drops the sum with `cleargrad()`
+# before the backward that counts, and gradients of several batches may be added up between two
+# updates. The hot path pays one store per leaf and backward; the test sits on the branch that
+# adds, which a loop that clears its gradients never takes.
 
 # %%
 #| export dezero_like/core.py
@@ -222,6 +223,7 @@ def _fill(v, data, requires_grad, creator, index, generation, name=None):
     v.generation = generation
     v.requires_grad = requires_grad
     v.loss_scale = None  # set on a leaf by backward(loss_scale=...)
+    v._grad_tick = None  # on a leaf, the tick at which its gradient began (_accumulate_leaf)
     return v
 
 
@@ -296,50 +298,56 @@ def _accumulate_leaf(x, gx, loss_scale=None):
     if x.grad is None:
         x.grad = gx
         x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
+        x._grad_tick = _data_clock.now  # and the tick it starts at
     else:
-        old = x.grad  # from before x changed, or a sum with such a one: no cleargrads() since
-        mixed = _stale_grads.get(id(old)) is old or _mixed_grads.get(id(old)) is old
+        tick = x._grad_tick  # None: a gradient set by hand
+        if tick is not None and x._version > tick:  # begun before x's last change: no cleargrads
+            x._grad_tick = -1  # an update with this sum would be wrong: _changed_in_place warns
+            _mixed_leaves.append(weakref.ref(x))
         if x.loss_scale != loss_scale:
             gx = _to_common_scale(x, gx, loss_scale)
-        x.grad = _add_grads(old, gx)
-        if mixed:  # an update with it would be wrong: _changed_in_place warns then
-            _mixed_grads[id(x.grad)] = x.grad
+        x.grad = _add_grads(x.grad, gx)
     if _global_hooks:
         for hook in _global_hooks:
             if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
                 hook.leaf_postprocess(x)
 
 
-# by id, weakly (none is kept alive here): the gradients leaves held when their values changed,
-# and the sums that a backward made by adding to one of them
-_stale_grads = weakref.WeakValueDictionary()
-_mixed_grads = weakref.WeakValueDictionary()
+# the leaves marked by _accumulate_leaf (weakly: none is kept alive here)
+_mixed_leaves = []
 
 
 def _changed_in_place(*variables):
     """Tick the clock and stamp ``variables`` with the tick (step 37): each assignment to
     ``.data`` (an optimizer's step, ``p.data -= lr * p.grad.data``), and a change that no
-    assignment announced. A gradient that a changed variable still holds belongs to its old
-    value: it is remembered as stale. A change made while a variable holds a stale gradient with
-    a new one added to it (``_accumulate_leaf``) is an update with a forgotten cleargrads: warn."""
-    if _mixed_grads:
-        for v in variables:
-            g = v.grad
-            if g is not None and _mixed_grads.get(id(g)) is g:
-                _warn_mixed_update(v)
-                break
+    assignment announced. One of them holding a gradient that a backward added to one from
+    before its last change (``_accumulate_leaf`` marked it) is updated with a forgotten
+    cleargrads(): warn, once per change."""
+    if _mixed_leaves:
+        _warn_if_mixed(variables)
     _data_clock.now += 1
     for v in variables:
         v._version = _data_clock.now
-        g = v.grad
-        if g is not None:
-            _stale_grads[id(g)] = g
+
+
+def _warn_if_mixed(variables):
+    """Warn if one of ``variables`` is a marked leaf that holds a gradient. The warning unmarks
+    every leaf: one per update, not one per parameter (an update may change its parameters one
+    by one, each ``p.data -= ...`` coming here); the marks of leaves since cleared go too."""
+    held = next((v for v in variables if v._grad_tick == -1 and v.grad is not None), None)
+    leaves = [v for r in _mixed_leaves if (v := r()) is not None and v._grad_tick == -1]
+    if held is not None:
+        for v in leaves:
+            v._grad_tick = _data_clock.now  # begun before this update: a next add marks it again
+        leaves = []
+    _mixed_leaves[:] = [weakref.ref(v) for v in leaves]
+    if held is not None:
+        _warn_mixed_update(held)
 
 
 def _warn_mixed_update(x):
     """Say that ``x`` is updated with a gradient added to one from before its last update."""
-    _mixed_grads.clear()  # one warning per update, not one per parameter
-    _, level = _outside_package(sys._getframe(2))  # 1 is _changed_in_place
+    _, level = _outside_package(sys._getframe(3))  # 1 is _warn_if_mixed, 2 _changed_in_place
     name = x.name or f"a parameter of shape {tuple(x._data.shape)}"
     warnings.warn(
         f"{name} is being updated with a gradient that a backward() added to the one it held "
@@ -347,7 +355,7 @@ def _warn_mixed_update(x):
         "the old values with the one at the new, and goes further each iteration. Call "
         "model.cleargrads() (x.cleargrad() for a Variable) before each loss.backward(), as "
         "PyTorch's zero_grad(); to add the gradients of several batches on purpose, take the "
-        "step after the last of them", RuntimeWarning, stacklevel=level + 3)
+        "step after the last of them", RuntimeWarning, stacklevel=level + 4)
 
 
 # %% [markdown]

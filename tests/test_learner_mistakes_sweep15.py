@@ -4,9 +4,11 @@ without a word.
 * ``model.cleargrads()`` left out of a training loop (PyTorch's forgotten ``zero_grad()``), with
   an optimizer or with step 43's update by hand (``p.data -= lr * p.grad.data``): each backward
   added its gradient to the one the last update had used, so every step went further in all the
-  old directions, and the loss went elsewhere than the book's. Now step 70 remembers a gradient
-  from before its variable changed, and the sums a backward makes with one, and warns when a
-  variable is changed (updated) while holding such a sum.
+  old directions, and the loss went elsewhere than the book's. Now a leaf notes the tick of the
+  clock at which its gradient began (step 70); a backward that adds to a gradient begun before
+  the leaf's last change marks the leaf, and its next change (the update) warns. The mark is on
+  the leaf, not on the gradient, so an optimizer's hooks and ``backward(loss_scale=)``, which
+  hand the update new gradient objects, do not hide it.
 """
 
 import warnings
@@ -63,6 +65,23 @@ def test_a_training_loop_without_cleargrads_warns_once_per_update_with_the_fix(b
     assert "model.cleargrads()" in message and "zero_grad()" in message
     assert wrong[0] == right[0]  # the first step is the same; then they part
     assert abs(wrong[-1] - right[-1]) > 0.01, (wrong[-1], right[-1])
+
+
+@pytest.mark.parametrize("kind", ["weight_decay", "loss_scale"])
+def test_hooks_and_loss_scaling_do_not_hide_a_forgotten_cleargrads(kind):
+    # both give update() new gradient objects: WeightDecay adds rate * p, the scale divides
+    np.random.seed(0)
+    x, t = _data()
+    model = MLP((10, 1))
+    optimizer = optimizers.SGD(0.2).setup(model)
+    if kind == "weight_decay":
+        optimizer.add_hook(optimizers.WeightDecay(1e-4))
+    scale = 8.0 if kind == "loss_scale" else None
+    with pytest.warns(RuntimeWarning, match=_FORGOT) as record:
+        for _ in range(4):
+            F.mean_squared_error(model(x), t).backward(loss_scale=scale)
+            optimizer.update()
+    assert len([w for w in record if "is being updated" in str(w.message)]) == 3
 
 
 def test_a_variable_updated_by_hand_without_cleargrad_warns_and_names_it():
