@@ -644,7 +644,7 @@ class Variable:
     # (step 70)
     __slots__ = (
         "_data", "_version", "name", "grad", "creator", "index", "generation", "requires_grad",
-        "loss_scale", "__weakref__",
+        "loss_scale", "_grad_tick", "__weakref__",
     )
 
 
@@ -823,7 +823,12 @@ def _accumulate_leaf(x, gx, loss_scale=None):
     if x.grad is None:
         x.grad = gx
         x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
+        x._grad_tick = _data_clock.now  # and the tick it starts at
     else:
+        tick = x._grad_tick  # None: a gradient set by hand
+        if tick is not None and x._version > tick:  # begun before x's last change: no cleargrads
+            x._grad_tick = -1  # an update with this sum would be wrong: _changed_in_place warns
+            _mixed_leaves.append(weakref.ref(x))
         if x.loss_scale != loss_scale:
             gx = _to_common_scale(x, gx, loss_scale)
         x.grad = _add_grads(x.grad, gx)
@@ -1341,14 +1346,21 @@ class _Clock:
 _data_clock = _Clock()
 
 
+# --- step 70 ------------------------------------------------------------
 def _changed_in_place(*variables):
-    """Tick the clock and stamp ``variables`` with the tick: each assignment to ``.data`` (the
-    setter above), and a change that no assignment announced (a GPU kernel writing the array)."""
+    """Tick the clock and stamp ``variables`` with the tick (step 37): each assignment to
+    ``.data`` (an optimizer's step, ``p.data -= lr * p.grad.data``), and a change that no
+    assignment announced. One of them holding a gradient that a backward added to one from
+    before its last change (``_accumulate_leaf`` marked it) is updated with a forgotten
+    cleargrads(): warn, once per change."""
+    if _mixed_leaves:
+        _warn_if_mixed(variables)
     _data_clock.now += 1
     for v in variables:
         v._version = _data_clock.now
 
 
+# --- step 37 ------------------------------------------------------------
 def _check_unchanged(f):
     """Refuse ``f``'s backward when an array it reads was assigned after ``f`` ran."""
     keep = f._retained_in  # None: backward may read every input
@@ -1704,12 +1716,45 @@ def _fill(v, data, requires_grad, creator, index, generation, name=None):
     v.generation = generation
     v.requires_grad = requires_grad
     v.loss_scale = None  # set on a leaf by backward(loss_scale=...)
+    v._grad_tick = None  # on a leaf, the tick at which its gradient began (_accumulate_leaf)
     return v
 
 
 def _make_variable(data, requires_grad):
     """Variable(data) without the input checks: for arrays a function just produced."""
     return _fill(_new_object(Variable), data, requires_grad, None, 0, 0)
+
+
+# the leaves marked by _accumulate_leaf (weakly: none is kept alive here)
+_mixed_leaves = []
+
+
+def _warn_if_mixed(variables):
+    """Warn if one of ``variables`` is a marked leaf that holds a gradient. The warning unmarks
+    every leaf: one per update, not one per parameter (an update may change its parameters one
+    by one, each ``p.data -= ...`` coming here); the marks of leaves since cleared go too."""
+    held = next((v for v in variables if v._grad_tick == -1 and v.grad is not None), None)
+    leaves = [v for r in _mixed_leaves if (v := r()) is not None and v._grad_tick == -1]
+    if held is not None:
+        for v in leaves:
+            v._grad_tick = _data_clock.now  # begun before this update: a next add marks it again
+        leaves = []
+    _mixed_leaves[:] = [weakref.ref(v) for v in leaves]
+    if held is not None:
+        _warn_mixed_update(held)
+
+
+def _warn_mixed_update(x):
+    """Say that ``x`` is updated with a gradient added to one from before its last update."""
+    _, level = _outside_package(sys._getframe(3))  # 1 is _warn_if_mixed, 2 _changed_in_place
+    name = x.name or f"a parameter of shape {tuple(x._data.shape)}"
+    warnings.warn(
+        f"{name} is being updated with a gradient that a backward() added to the one it held "
+        "before its last update: no cleargrads() in between, so the step mixes the gradient at "
+        "the old values with the one at the new, and goes further each iteration. Call "
+        "model.cleargrads() (x.cleargrad() for a Variable) before each loss.backward(), as "
+        "PyTorch's zero_grad(); to add the gradients of several batches on purpose, take the "
+        "step after the last of them", RuntimeWarning, stacklevel=level + 4)
 
 
 def _refuse_two_devices(name, arrays, error):

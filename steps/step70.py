@@ -12,7 +12,7 @@
 # This step measures that overhead, then removes it in five places without
 # changing what any function computes:
 #
-# 1. **`__slots__`.** A Variable with `__slots__` stores its nine fields in
+# 1. **`__slots__`.** A Variable with `__slots__` stores its ten fields in
 #    fixed places, like a C struct, instead of in a per-object `__dict__`:
 #    creating one is faster and it takes less memory.
 # 2. **One place fills a Variable's fields** (`_fill`). A Variable made inside
@@ -130,7 +130,7 @@ from dezero_like.core import _fill, _is_array, _new_object
 
 __slots__ = (
     "_data", "_version", "name", "grad", "creator", "index", "generation", "requires_grad",
-    "loss_scale", "__weakref__",
+    "loss_scale", "_grad_tick", "__weakref__",
 )
 
 
@@ -177,16 +177,33 @@ def _as_node(self):
 # step 37 did it in `set_creator`; `_backprop` looks at the inputs only when the clock has moved
 # since the function ran, which in a training loop it never does between a forward and its
 # backward.
+#
+# The clock also catches the commonest slip of a training loop, a `model.cleargrads()` left
+# out (PyTorch's forgotten `zero_grad()`): each backward then adds its gradient to the one the
+# last update already used, so every step goes further in the old directions. A leaf notes the
+# tick at which its gradient began (`_grad_tick`, set when `x.grad` was `None`); a backward
+# that adds to a gradient begun before the leaf's last change (`x._version` is later) marks the
+# leaf, and the next change of a marked leaf, the update, warns. Adding alone is no mistake:
+# step 36 lets a first backward add to an old gradient and drops the sum with `cleargrad()`
+# before the backward that counts, and gradients of several batches may be added up between two
+# updates. The hot path pays one store per leaf and backward; the test sits on the branch that
+# adds, which a loop that clears its gradients never takes.
 
 # %%
 #| export dezero_like/core.py
+import sys
+import warnings
+import weakref
+
 import numpy as np
 
 from dezero_like.core import (
     _F,
     Config,
     Variable,
+    _data_clock,
     _global_hooks,
+    _outside_package,
     _to_common_scale,
     _writeable,
     as_array,
@@ -206,6 +223,7 @@ def _fill(v, data, requires_grad, creator, index, generation, name=None):
     v.generation = generation
     v.requires_grad = requires_grad
     v.loss_scale = None  # set on a leaf by backward(loss_scale=...)
+    v._grad_tick = None  # on a leaf, the tick at which its gradient began (_accumulate_leaf)
     return v
 
 
@@ -280,7 +298,12 @@ def _accumulate_leaf(x, gx, loss_scale=None):
     if x.grad is None:
         x.grad = gx
         x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
+        x._grad_tick = _data_clock.now  # and the tick it starts at
     else:
+        tick = x._grad_tick  # None: a gradient set by hand
+        if tick is not None and x._version > tick:  # begun before x's last change: no cleargrads
+            x._grad_tick = -1  # an update with this sum would be wrong: _changed_in_place warns
+            _mixed_leaves.append(weakref.ref(x))
         if x.loss_scale != loss_scale:
             gx = _to_common_scale(x, gx, loss_scale)
         x.grad = _add_grads(x.grad, gx)
@@ -288,6 +311,51 @@ def _accumulate_leaf(x, gx, loss_scale=None):
         for hook in _global_hooks:
             if hasattr(hook, "leaf_postprocess"):  # a hook need not subclass FunctionHook
                 hook.leaf_postprocess(x)
+
+
+# the leaves marked by _accumulate_leaf (weakly: none is kept alive here)
+_mixed_leaves = []
+
+
+def _changed_in_place(*variables):
+    """Tick the clock and stamp ``variables`` with the tick (step 37): each assignment to
+    ``.data`` (an optimizer's step, ``p.data -= lr * p.grad.data``), and a change that no
+    assignment announced. One of them holding a gradient that a backward added to one from
+    before its last change (``_accumulate_leaf`` marked it) is updated with a forgotten
+    cleargrads(): warn, once per change."""
+    if _mixed_leaves:
+        _warn_if_mixed(variables)
+    _data_clock.now += 1
+    for v in variables:
+        v._version = _data_clock.now
+
+
+def _warn_if_mixed(variables):
+    """Warn if one of ``variables`` is a marked leaf that holds a gradient. The warning unmarks
+    every leaf: one per update, not one per parameter (an update may change its parameters one
+    by one, each ``p.data -= ...`` coming here); the marks of leaves since cleared go too."""
+    held = next((v for v in variables if v._grad_tick == -1 and v.grad is not None), None)
+    leaves = [v for r in _mixed_leaves if (v := r()) is not None and v._grad_tick == -1]
+    if held is not None:
+        for v in leaves:
+            v._grad_tick = _data_clock.now  # begun before this update: a next add marks it again
+        leaves = []
+    _mixed_leaves[:] = [weakref.ref(v) for v in leaves]
+    if held is not None:
+        _warn_mixed_update(held)
+
+
+def _warn_mixed_update(x):
+    """Say that ``x`` is updated with a gradient added to one from before its last update."""
+    _, level = _outside_package(sys._getframe(3))  # 1 is _warn_if_mixed, 2 _changed_in_place
+    name = x.name or f"a parameter of shape {tuple(x._data.shape)}"
+    warnings.warn(
+        f"{name} is being updated with a gradient that a backward() added to the one it held "
+        "before its last update: no cleargrads() in between, so the step mixes the gradient at "
+        "the old values with the one at the new, and goes further each iteration. Call "
+        "model.cleargrads() (x.cleargrad() for a Variable) before each loss.backward(), as "
+        "PyTorch's zero_grad(); to add the gradients of several batches on purpose, take the "
+        "step after the last of them", RuntimeWarning, stacklevel=level + 4)
 
 
 # %% [markdown]
