@@ -986,8 +986,8 @@ class Clip(Function):
                     f"clip's {name} is a Variable; the bounds are constants (numbers or "
                     f"arrays) that get no gradient: pass {name}.data")
         # an open side is an infinite bound, as in np.clip and torch.clamp
-        x_min = -float("inf") if x_min is None else x_min
-        x_max = float("inf") if x_max is None else x_max
+        x_min = -float("inf") if x_min is None else _as_setting(x_min)
+        x_max = float("inf") if x_max is None else _as_setting(x_max)
         # a bool, or an array of them for array bounds; bounds on a GPU are not compared (reading
         # the answer would wait for the device; one NumPy bound against one CuPy bound fails)
         crossed = None if cuda.is_cupy_array(x_min) or cuda.is_cupy_array(x_max) else x_min > x_max
@@ -1014,6 +1014,14 @@ class Clip(Function):
 
     def backward(self, gy):
         return gy * self.mask
+
+
+def _as_setting(bound):
+    """A NumPy number or 0-d NumPy array as the Python number it holds: np.float64(1) beside
+    float32 data would make it float64 (NumPy 2's rules), a Python 1.0 keeps float32."""
+    if isinstance(bound, (np.generic, np.ndarray)) and bound.ndim == 0:
+        return bound.item()
+    return bound
 
 
 _CLAMP_KEYWORDS = {  # PyTorch's torch.clamp(x, min=0.0, max=1.0)

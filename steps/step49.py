@@ -36,7 +36,11 @@
 # %% [markdown]
 # `Clip` limits `x` to `[x_min, x_max]`; the derivative is 1 inside the interval and 0 outside.
 # The bounds may be numbers or arrays that broadcast to `x`'s shape (one bound per element);
-# bounds that would make the result larger than `x` are refused.
+# bounds that would make the result larger than `x` are refused. A bound that is one number is a
+# setting, whatever its type: a NumPy number (`np.float64(1e-7)`, a maximum read off the data) or
+# a 0-d array is read as the Python number it holds, so it never changes `x`'s dtype, as
+# `torch.clamp` keeps float32 for any number. Bounds with axes are data, and combine with `x` by
+# NumPy's rules.
 # Backward needs only that mask, not `x`, so forward keeps no input and computes the mask, only
 # when a gradient will be needed (`needs_input_grad`). On a GPU, NumPy array bounds are moved to
 # the device with `x`; bounds already on the GPU are not checked for `x_min <= x_max`, since
@@ -65,8 +69,8 @@ class Clip(Function):
                     f"clip's {name} is a Variable; the bounds are constants (numbers or "
                     f"arrays) that get no gradient: pass {name}.data")
         # an open side is an infinite bound, as in np.clip and torch.clamp
-        x_min = -float("inf") if x_min is None else x_min
-        x_max = float("inf") if x_max is None else x_max
+        x_min = -float("inf") if x_min is None else _as_setting(x_min)
+        x_max = float("inf") if x_max is None else _as_setting(x_max)
         # a bool, or an array of them for array bounds; bounds on a GPU are not compared (reading
         # the answer would wait for the device; one NumPy bound against one CuPy bound fails)
         crossed = None if cuda.is_cupy_array(x_min) or cuda.is_cupy_array(x_max) else x_min > x_max
@@ -93,6 +97,14 @@ class Clip(Function):
 
     def backward(self, gy):
         return gy * self.mask
+
+
+def _as_setting(bound):
+    """A NumPy number or 0-d NumPy array as the Python number it holds: np.float64(1) beside
+    float32 data would make it float64 (NumPy 2's rules), a Python 1.0 keeps float32."""
+    if isinstance(bound, (np.generic, np.ndarray)) and bound.ndim == 0:
+        return bound.item()
+    return bound
 
 
 # %%
