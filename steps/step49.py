@@ -365,6 +365,9 @@ def _check_labels(name, x, t):
                     f"them, move the classes last and make each position a row: "
                     f"F.reshape(F.transpose(x, (0, {', '.join(map(str, last))})), (-1, "
                     f"{x.shape[1]})), with the labels t.reshape(-1)")
+        elif x.ndim == 1:  # one example's scores (C,), which PyTorch's cross_entropy takes too
+            hint = ("; for one example's scores (C,) make a batch of one: x[None] (shape (1, "
+                    f"{x.shape[0]})) with the label as np.array([t])")
         raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}{hint}")
     N, C = x.shape
     if t.dtype.kind not in "iu" or t.shape != (N,):
