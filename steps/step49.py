@@ -402,6 +402,7 @@ def _check_label_range(name, t, C, why=""):
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
 from dezero_like.functions import _per_example
@@ -418,9 +419,13 @@ class SoftmaxCrossEntropy(Function):
         _check_labels("softmax_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
         n = x.shape[0]
+        half = x.dtype.char == "e"  # float16: in float32, rounded once at the end (x - max(x)
+        if half:  # passes 65504 for logits of +-4e4, and each row's loss would round apart)
+            x = x.astype(np.float32)
         z, log_s = _shifted_logsumexp(x, axis=1)
         neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
-        return _per_example(neg_log_p, n)  # float16: summed in float32
+        loss = _per_example(neg_log_p, n)
+        return loss.astype(np.float16) if half else loss
 
     def backward(self, gy):
         x, t = self.inputs
