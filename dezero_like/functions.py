@@ -986,8 +986,8 @@ class Clip(Function):
                     f"clip's {name} is a Variable; the bounds are constants (numbers or "
                     f"arrays) that get no gradient: pass {name}.data")
         # an open side is an infinite bound, as in np.clip and torch.clamp
-        x_min = -float("inf") if x_min is None else x_min
-        x_max = float("inf") if x_max is None else x_max
+        x_min = -float("inf") if x_min is None else _as_setting(x_min)
+        x_max = float("inf") if x_max is None else _as_setting(x_max)
         # a bool, or an array of them for array bounds; bounds on a GPU are not compared (reading
         # the answer would wait for the device; one NumPy bound against one CuPy bound fails)
         crossed = None if cuda.is_cupy_array(x_min) or cuda.is_cupy_array(x_max) else x_min > x_max
@@ -1014,6 +1014,14 @@ class Clip(Function):
 
     def backward(self, gy):
         return gy * self.mask
+
+
+def _as_setting(bound):
+    """A NumPy number or 0-d NumPy array as the Python number it holds: np.float64(1) beside
+    float32 data would make it float64 (NumPy 2's rules), a Python 1.0 keeps float32."""
+    if isinstance(bound, (np.generic, np.ndarray)) and bound.ndim == 0:
+        return bound.item()
+    return bound
 
 
 _CLAMP_KEYWORDS = {  # PyTorch's torch.clamp(x, min=0.0, max=1.0)
@@ -1189,6 +1197,9 @@ def _check_labels(name, x, t):
                     f"them, move the classes last and make each position a row: "
                     f"F.reshape(F.transpose(x, (0, {', '.join(map(str, last))})), (-1, "
                     f"{x.shape[1]})), with the labels t.reshape(-1)")
+        elif x.ndim == 1:  # one example's scores (C,), which PyTorch's cross_entropy takes too
+            hint = ("; for one example's scores (C,) make a batch of one: x[None] (shape (1, "
+                    f"{x.shape[0]})) with the label as np.array([t])")
         raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}{hint}")
     N, C = x.shape
     if t.dtype.kind not in "iu" or t.shape != (N,):
@@ -1244,11 +1255,15 @@ class SoftmaxCrossEntropy(Function):
         if _raw_gpu(x) and x.size <= self.fused_max_size:  # one kernel: loss and probabilities
             loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
             return loss
+        half = x.dtype.char == "e"  # float16: in float32, rounded once at the end (x - max(x)
+        if half:  # passes 65504 for logits of +-4e4, and each row's loss would round apart)
+            x = x.astype(np.float32)
         z, log_s = _shifted_logsumexp(x, axis=1)
         neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
         if xp is not np:  # CuPy wraps an out-of-range index around: a bad label gives NaN instead
             neg_log_p = xp.where((t < 0) | (t >= x.shape[1]), xp.nan, neg_log_p)
-        return _per_example(neg_log_p, n)  # float16: summed in float32
+        loss = _per_example(neg_log_p, n)
+        return loss.astype(np.float16) if half else loss
 
     # (step 71)
     def backward(self, gy):
@@ -1686,6 +1701,11 @@ def flatten(x, **others):
     if others:  # PyTorch's torch.flatten(x, start_dim=1), say
         _refuse_keywords("F.flatten", others, _FLATTEN_KEYWORDS)
     x = as_variable(x)
+    if x.ndim == 0:  # no batch axis to keep (PyTorch's flatten(x, 1) refuses it too)
+        raise ValueError(
+            "F.flatten keeps the first (batch) axis and joins the others, but x has no axes "
+            "(shape ()): for a batch of one value write F.reshape(x, (1, 1)); for a 1-d result, "
+            "F.reshape(x, (1,))")
     return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))  # -1 cannot be solved for N = 0
 
 

@@ -37,7 +37,10 @@
 # `Clip` limits `x` to `[x_min, x_max]`; the derivative is 1 inside the interval and 0 outside.
 # The bounds may be numbers or arrays that broadcast to `x`'s shape (one bound per element);
 # bounds whose shape would broadcast the result to a larger shape than `x`'s are refused, and so
-# are crossed bounds, `x_min > x_max`.
+# are crossed bounds, `x_min > x_max`. A bound that is one number is a setting, whatever its
+# type: a NumPy number (`np.float64(1e-7)`, a maximum read off the data) or a 0-d array is read
+# as the Python number it holds, so it never changes `x`'s dtype, as `torch.clamp` keeps float32
+# for any number. Bounds with axes are data, and combine with `x` by NumPy's rules.
 # Backward needs only the mask of where `x` lies inside the interval, not `x`, so forward keeps
 # no input and computes the mask, only when a gradient will be needed (`needs_input_grad`). On
 # a GPU, NumPy array bounds are moved to the device with `x`; bounds already on the GPU are not
@@ -67,8 +70,8 @@ class Clip(Function):
                     f"clip's {name} is a Variable; the bounds are constants (numbers or "
                     f"arrays) that get no gradient: pass {name}.data")
         # an open side is an infinite bound, as in np.clip and torch.clamp
-        x_min = -float("inf") if x_min is None else x_min
-        x_max = float("inf") if x_max is None else x_max
+        x_min = -float("inf") if x_min is None else _as_setting(x_min)
+        x_max = float("inf") if x_max is None else _as_setting(x_max)
         # a bool, or an array of them for array bounds; bounds on a GPU are not compared (reading
         # the answer would wait for the device; one NumPy bound against one CuPy bound fails)
         crossed = None if cuda.is_cupy_array(x_min) or cuda.is_cupy_array(x_max) else x_min > x_max
@@ -95,6 +98,14 @@ class Clip(Function):
 
     def backward(self, gy):
         return gy * self.mask
+
+
+def _as_setting(bound):
+    """A NumPy number or 0-d NumPy array as the Python number it holds: np.float64(1) beside
+    float32 data would make it float64 (NumPy 2's rules), a Python 1.0 keeps float32."""
+    if isinstance(bound, (np.generic, np.ndarray)) and bound.ndim == 0:
+        return bound.item()
+    return bound
 
 
 # %%
@@ -355,6 +366,9 @@ def _check_labels(name, x, t):
                     f"them, move the classes last and make each position a row: "
                     f"F.reshape(F.transpose(x, (0, {', '.join(map(str, last))})), (-1, "
                     f"{x.shape[1]})), with the labels t.reshape(-1)")
+        elif x.ndim == 1:  # one example's scores (C,), which PyTorch's cross_entropy takes too
+            hint = ("; for one example's scores (C,) make a batch of one: x[None] (shape (1, "
+                    f"{x.shape[0]})) with the label as np.array([t])")
         raise ValueError(f"{name} expects logits of shape (N, C), got {x.shape}{hint}")
     N, C = x.shape
     if t.dtype.kind not in "iu" or t.shape != (N,):
@@ -389,6 +403,7 @@ def _check_label_range(name, t, C, why=""):
 
 # %%
 #| export dezero_like/functions.py
+import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
 from dezero_like.functions import _per_example
@@ -405,9 +420,13 @@ class SoftmaxCrossEntropy(Function):
         _check_labels("softmax_cross_entropy", x, t)
         xp = cuda.get_array_module(x)
         n = x.shape[0]
+        half = x.dtype.char == "e"  # float16: in float32, rounded once at the end (x - max(x)
+        if half:  # passes 65504 for logits of +-4e4, and each row's loss would round apart)
+            x = x.astype(np.float32)
         z, log_s = _shifted_logsumexp(x, axis=1)
         neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
-        return _per_example(neg_log_p, n)  # float16: summed in float32
+        loss = _per_example(neg_log_p, n)
+        return loss.astype(np.float16) if half else loss
 
     def backward(self, gy):
         x, t = self.inputs

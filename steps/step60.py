@@ -54,6 +54,11 @@ def flatten(x, **others):
     if others:  # PyTorch's torch.flatten(x, start_dim=1), say
         _refuse_keywords("F.flatten", others, _FLATTEN_KEYWORDS)
     x = as_variable(x)
+    if x.ndim == 0:  # no batch axis to keep (PyTorch's flatten(x, 1) refuses it too)
+        raise ValueError(
+            "F.flatten keeps the first (batch) axis and joins the others, but x has no axes "
+            "(shape ()): for a batch of one value write F.reshape(x, (1, 1)); for a 1-d result, "
+            "F.reshape(x, (1,))")
     return reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))))  # -1 cannot be solved for N = 0
 
 

@@ -707,11 +707,15 @@ def forward(self, x, t):
     if _raw_gpu(x) and x.size <= self.fused_max_size:  # one kernel: loss and probabilities
         loss, self.probabilities = cuda_kernels.softmax_cross_entropy(x, t)
         return loss
+    half = x.dtype.char == "e"  # float16: in float32, rounded once at the end (x - max(x)
+    if half:  # passes 65504 for logits of +-4e4, and each row's loss would round apart)
+        x = x.astype(np.float32)
     z, log_s = _shifted_logsumexp(x, axis=1)
     neg_log_p = log_s[:, 0] - z[xp.arange(n), t]
     if xp is not np:  # CuPy wraps an out-of-range index around: a bad label gives NaN instead
         neg_log_p = xp.where((t < 0) | (t >= x.shape[1]), xp.nan, neg_log_p)
-    return _per_example(neg_log_p, n)  # float16: summed in float32
+    loss = _per_example(neg_log_p, n)
+    return loss.astype(np.float16) if half else loss
 
 
 # %%
