@@ -47,6 +47,16 @@ from dezero_like.models import Model
 __version__ = "0.1.0"
 
 
+# The book's __init__ also has a switch, `is_simple_core`, that its steps 28-29 read to
+# swap in `core_simple`, whose x.grad is an array. Here there is one core (steps 01-22 are
+# the simple one), so asking for the switch says what to write instead.
+__getattr__ = utils.forward_names(__name__, {}, book={
+    "is_simple_core": "it has one core, where x.grad is a Variable. The book's steps 28-29 "
+                      "read it to switch to core_simple, whose x.grad is an array: leave that "
+                      "switch out and update with the array, x.data -= lr * x.grad.data",
+})
+
+
 __all__ = [
     "__version__",
     "as_array",

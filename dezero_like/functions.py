@@ -11,6 +11,7 @@ Every function works on NumPy and CuPy arrays through the same code.
 """
 
 import copy
+import math
 import numbers
 import sys
 import warnings
@@ -503,12 +504,15 @@ def _per_example(a, n):
     return total.astype(np.float16) if a.dtype == np.float16 else total
 
 
-def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)"):
+def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)",
+                      same_elements_ok=False):
     """Refuse a loss of ``a`` against ``b`` of different shapes; the number of examples else.
 
     NumPy would broadcast them: (N, 1) against (N,) makes an N x N difference, a wrong loss
-    with no error. The count is ``len(a)``, and 1 for a 0-d pair (one example)."""
-    if a.shape != b.shape:
+    with no error. With ``same_elements_ok``, shapes that broadcasting leaves at the same
+    number of elements pass ((1, 1) against (1,): one step of the book's RNN, step 59).
+    The count is ``len(a)``, and 1 for a 0-d pair (one example)."""
+    if a.shape != b.shape and not (same_elements_ok and _adds_no_element(a.shape, b.shape)):
         raise ValueError(
             f"{name} needs {what}, got {a.shape} and {b.shape} (NumPy would broadcast them: "
             "(N, 1) against (N,) makes an N x N difference, a wrong loss with no error). "
@@ -516,20 +520,32 @@ def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.re
     return len(a) if a.ndim else 1
 
 
+def _adds_no_element(shape_a, shape_b):
+    """Whether broadcasting the two shapes gives as many elements as each of them holds."""
+    try:
+        size = math.prod(np.broadcast_shapes(shape_a, shape_b))
+    except ValueError:  # shapes that do not broadcast at all
+        return False
+    return size == math.prod(shape_a) == math.prod(shape_b)
+
+
 class MeanSquaredError(Function):
-    """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1."""
+    """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1.
+
+    ``x1`` may differ from ``x0`` by axes of length 1 that broadcasting fills without adding
+    an element ((1, 1) against (1,)); each gradient then comes back in its input's shape."""
 
     def forward(self, x0, x1):
-        self.n = _check_same_shape("mean_squared_error", x0, x1)
+        self.n = _check_same_shape("mean_squared_error", x0, x1, same_elements_ok=True)
         diff = x0 - x1
         return _per_example(diff * diff, self.n)
 
     def backward(self, gy):
         x0, x1 = self.inputs
         diff = x0 - x1
-        gx0 = gy * diff * (2.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
+        gx = gy * diff * (2.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
         n0, n1 = self.needs_input_grad
-        return (gx0 if n0 else None), (-gx0 if n1 else None)
+        return (gx.reshape(x0.shape) if n0 else None), (-gx.reshape(x1.shape) if n1 else None)
 
 
 def _reduction(loss, **writes):
@@ -566,7 +582,7 @@ def mean_squared_error_simple(x0, x1):
     The same value as :func:`mean_squared_error`, which computes it as one function.
     """
     x0, x1 = as_variable(x0), as_variable(x1)
-    n = _check_same_shape("mean_squared_error_simple", x0, x1)
+    n = _check_same_shape("mean_squared_error_simple", x0, x1, same_elements_ok=True)
     diff = x0 - x1
     return (diff ** 2).sum() / n
 

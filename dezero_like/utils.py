@@ -163,7 +163,7 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, hint=None, **kwargs):
     return True
 
 
-def forward_names(module, names, pytorch=None):
+def forward_names(module, names, pytorch=None, book=None):
     """A module-level ``__getattr__`` (PEP 562) for names that live in a later module.
 
     ``names`` maps a name to the module that defines it, e.g. ``{"conv2d":
@@ -173,15 +173,22 @@ def forward_names(module, names, pytorch=None):
     imports ``functions``: importing it at the top would be a cycle).
     ``pytorch`` maps PyTorch's names that the module lacks to what to write
     instead: asking for one is still an AttributeError, which says so (step 57).
+    ``book`` does the same for names of the book's DeZero that are left out here,
+    so that the book's own scripts stop with what to write instead.
     """
     import importlib
 
     fixes = pytorch or {}
+    left_out = book or {}
 
     def __getattr__(name):
         if name not in names:
-            fix = fixes.get(name)
-            hint = f": that is PyTorch's name; here write {fix}" if fix else ""
+            if name in left_out:
+                hint = f": the book's DeZero has it, dezero_like leaves it out; {left_out[name]}"
+            elif name in fixes:
+                hint = f": that is PyTorch's name; here write {fixes[name]}"
+            else:
+                hint = ""
             raise AttributeError(f"module {module!r} has no attribute {name!r}{hint}")
         return getattr(importlib.import_module(names[name]), name)
 
@@ -248,6 +255,12 @@ __getattr__ = forward_names(__name__, {
     "get_dot_graph": "dezero_like.graph",
     "pair": "dezero_like.functions_conv",
     "plot_dot_graph": "dezero_like.graph",
+}, book={
+    "get_file": "download with dezero_like.datasets.download([url], path), which checks an "
+                "md5= if you give one, and pass the path on (pretrained VGG16 weights: "
+                "VGG16.pretrained_path() says where to put them)",
+    "cache_dir": "files go under dezero_like.datasets.data_root() (set DEZERO_LIKE_DATA)",
+    "show_progress": "dezero_like.datasets.download draws its own progress bar",
 })
 
 

@@ -1141,7 +1141,7 @@ def gradient_check(f, x, *args, rtol=1e-4, atol=1e-5, hint=None, **kwargs):
 
 # %%
 #| export dezero_like/utils.py
-def forward_names(module, names, pytorch=None):
+def forward_names(module, names, pytorch=None, book=None):
     """A module-level ``__getattr__`` (PEP 562) for names that live in a later module.
 
     ``names`` maps a name to the module that defines it, e.g. ``{"conv2d":
@@ -1151,15 +1151,22 @@ def forward_names(module, names, pytorch=None):
     imports ``functions``: importing it at the top would be a cycle).
     ``pytorch`` maps PyTorch's names that the module lacks to what to write
     instead: asking for one is still an AttributeError, which says so (step 57).
+    ``book`` does the same for names of the book's DeZero that are left out here,
+    so that the book's own scripts stop with what to write instead.
     """
     import importlib
 
     fixes = pytorch or {}
+    left_out = book or {}
 
     def __getattr__(name):
         if name not in names:
-            fix = fixes.get(name)
-            hint = f": that is PyTorch's name; here write {fix}" if fix else ""
+            if name in left_out:
+                hint = f": the book's DeZero has it, dezero_like leaves it out; {left_out[name]}"
+            elif name in fixes:
+                hint = f": that is PyTorch's name; here write {fixes[name]}"
+            else:
+                hint = ""
             raise AttributeError(f"module {module!r} has no attribute {name!r}{hint}")
         return getattr(importlib.import_module(names[name]), name)
 
@@ -1356,6 +1363,15 @@ from dezero_like.core import (
 )
 
 __version__ = "0.1.0"
+
+# The book's __init__ also has a switch, `is_simple_core`, that its steps 28-29 read to
+# swap in `core_simple`, whose x.grad is an array. Here there is one core (steps 01-22 are
+# the simple one), so asking for the switch says what to write instead.
+__getattr__ = utils.forward_names(__name__, {}, book={
+    "is_simple_core": "it has one core, where x.grad is a Variable. The book's steps 28-29 "
+                      "read it to switch to core_simple, whose x.grad is an array: leave that "
+                      "switch out and update with the array, x.data -= lr * x.grad.data",
+})
 
 
 # %%

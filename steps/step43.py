@@ -30,13 +30,17 @@
 # inputs, so forward declares nothing with `retain_inputs`; backward recomputes the
 # difference. Forward
 # refuses different shapes: NumPy would broadcast (N, 1) against (N,) into an N by N difference
-# and return a wrong loss without any error. In float16 the sum is added up in float32
-# (`_per_example`) and only the loss is rounded back: float16 ends at 65504, and a sum of many
-# small squares passes that long before their mean does (1000 errors of 10 give a loss of 100,
-# but a sum of `inf`).
+# and return a wrong loss without any error. It takes shapes that broadcasting fills without
+# adding an element, such as the book's (1, 1) output against a (1,) target of one RNN step
+# (step 59), and hands each gradient back in its input's shape. In float16 the sum is added up
+# in float32 (`_per_example`) and only the loss is rounded back: float16 ends at 65504, and a
+# sum of many small squares passes that long before their mean does (1000 errors of 10 give a
+# loss of 100, but a sum of `inf`).
 
 # %%
 #| export dezero_like/functions.py
+import math
+
 import numpy as np
 from dezero_like.core import Function
 from dezero_like.functions import _float_dtype
@@ -57,12 +61,15 @@ def _per_example(a, n):
     return total.astype(np.float16) if a.dtype == np.float16 else total
 
 
-def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)"):
+def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.reshape(y.shape)",
+                      same_elements_ok=False):
     """Refuse a loss of ``a`` against ``b`` of different shapes; the number of examples else.
 
     NumPy would broadcast them: (N, 1) against (N,) makes an N x N difference, a wrong loss
-    with no error. The count is ``len(a)``, and 1 for a 0-d pair (one example)."""
-    if a.shape != b.shape:
+    with no error. With ``same_elements_ok``, shapes that broadcasting leaves at the same
+    number of elements pass ((1, 1) against (1,): one step of the book's RNN, step 59).
+    The count is ``len(a)``, and 1 for a 0-d pair (one example)."""
+    if a.shape != b.shape and not (same_elements_ok and _adds_no_element(a.shape, b.shape)):
         raise ValueError(
             f"{name} needs {what}, got {a.shape} and {b.shape} (NumPy would broadcast them: "
             "(N, 1) against (N,) makes an N x N difference, a wrong loss with no error). "
@@ -70,20 +77,32 @@ def _check_same_shape(name, a, b, what="two arrays of the same shape", fix="t.re
     return len(a) if a.ndim else 1
 
 
+def _adds_no_element(shape_a, shape_b):
+    """Whether broadcasting the two shapes gives as many elements as each of them holds."""
+    try:
+        size = math.prod(np.broadcast_shapes(shape_a, shape_b))
+    except ValueError:  # shapes that do not broadcast at all
+        return False
+    return size == math.prod(shape_a) == math.prod(shape_b)
+
+
 class MeanSquaredError(Function):
-    """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1."""
+    """L = sum((x0 - x1)**2) / N with N = len(x0); dL/dx0 = 2 (x0 - x1) / N = -dL/dx1.
+
+    ``x1`` may differ from ``x0`` by axes of length 1 that broadcasting fills without adding
+    an element ((1, 1) against (1,)); each gradient then comes back in its input's shape."""
 
     def forward(self, x0, x1):
-        self.n = _check_same_shape("mean_squared_error", x0, x1)
+        self.n = _check_same_shape("mean_squared_error", x0, x1, same_elements_ok=True)
         diff = x0 - x1
         return _per_example(diff * diff, self.n)
 
     def backward(self, gy):
         x0, x1 = self.inputs
         diff = x0 - x1
-        gx0 = gy * diff * (2.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
+        gx = gy * diff * (2.0 / self.n if self.n else 0.0)  # an empty batch: an empty gradient
         n0, n1 = self.needs_input_grad
-        return (gx0 if n0 else None), (-gx0 if n1 else None)
+        return (gx.reshape(x0.shape) if n0 else None), (-gx.reshape(x1.shape) if n1 else None)
 
 
 # %%
@@ -123,8 +142,9 @@ def mean_squared_error(x0, x1, **others):
 # The book also keeps the loss written with the operators we already have, as
 # `mean_squared_error_simple`: the same numbers, but a graph of four nodes (`-`, `**`, `sum`, `/`)
 # whose intermediates are kept for backward, where `MeanSquaredError` is one node. It refuses
-# different shapes for the same reason. Both divide by `len(x0)`, the batch size; PyTorch's
-# `mse_loss` divides by the number of elements (the same for targets of shape (N,) or (N, 1)).
+# different shapes for the same reason (and takes the same (1, 1) against (1,)). Both divide by
+# `len(x0)`, the batch size; PyTorch's `mse_loss` divides by the number of elements (the same
+# for targets of shape (N,) or (N, 1)).
 
 # %%
 #| export dezero_like/functions.py
@@ -137,7 +157,7 @@ def mean_squared_error_simple(x0, x1):
     The same value as :func:`mean_squared_error`, which computes it as one function.
     """
     x0, x1 = as_variable(x0), as_variable(x1)
-    n = _check_same_shape("mean_squared_error_simple", x0, x1)
+    n = _check_same_shape("mean_squared_error_simple", x0, x1, same_elements_ok=True)
     diff = x0 - x1
     return (diff ** 2).sum() / n
 

@@ -165,7 +165,10 @@ def get_deconv_outsize(size, kernel_size, stride, pad):
 # The book keeps `pair` and the two size formulas in `utils`, where its readers' own
 # convolution code imports them from. `utils` finds them here, in `functions_conv`, the same
 # way it finds the drawing functions in `graph` (step 25): this cell writes its `__getattr__`
-# again, with the three new names added.
+# again, with the three new names added. It also answers three names of the book's `utils`
+# that are left out here (`get_file`, `cache_dir`, `show_progress`: this package downloads only
+# through `datasets.download`) with what to write instead, so that a book script that asks
+# for one stops with that advice rather than a bare `AttributeError`.
 
 # %%
 #| export dezero_like/utils.py
@@ -180,6 +183,12 @@ __getattr__ = forward_names(__name__, {
     "get_dot_graph": "dezero_like.graph",
     "pair": "dezero_like.functions_conv",
     "plot_dot_graph": "dezero_like.graph",
+}, book={
+    "get_file": "download with dezero_like.datasets.download([url], path), which checks an "
+                "md5= if you give one, and pass the path on (pretrained VGG16 weights: "
+                "VGG16.pretrained_path() says where to put them)",
+    "cache_dir": "files go under dezero_like.datasets.data_root() (set DEZERO_LIKE_DATA)",
+    "show_progress": "dezero_like.datasets.download draws its own progress bar",
 })
 
 

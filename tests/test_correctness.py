@@ -97,6 +97,24 @@ def test_sum_to_refuses_a_shape_that_does_not_broadcast():
 # ---- losses and activations -------------------------------------------------------
 
 
+def test_mean_squared_error_takes_shapes_that_hold_the_same_elements():
+    """The book's step 59 adds up F.mean_squared_error(y, t) of an RNN output y (1, 1) and a
+    target t (1,): broadcasting adds no element there, so it is the loss of the elements side
+    by side, with each gradient in its own input's shape (it used to be refused)."""
+    for f in (F.mean_squared_error, F.mean_squared_error_simple):
+        y, t = dz.Variable(np.array([[0.5]])), dz.Variable(np.array([2.0]))
+        loss = f(y, t)
+        loss.backward()
+        assert loss.data == pytest.approx(2.25), f.__name__
+        assert y.grad.shape == (1, 1) and t.grad.shape == (1,), f.__name__
+        assert y.grad.data[0, 0] == pytest.approx(-3.0) and t.grad.data[0] == pytest.approx(3.0)
+        a, b = np.array([[0.3, -1.2, 2.0]]), np.array([1.0, 0.5, -0.25])  # (1, 3) and (3,)
+        assert gradient_check(lambda u, f=f, b=b: f(u, dz.Variable(b)), a)
+        assert gradient_check(lambda v, f=f, a=a: f(dz.Variable(a), v), b)
+        with pytest.raises(ValueError, match=r"same shape, got \(2, 1\) and \(1, 2\)"):
+            f(np.ones((2, 1)), np.ones((1, 2)))  # broadcasting would make 2 x 2
+
+
 def test_mean_squared_error_refuses_shapes_that_would_broadcast():
     y = np.ones((4, 1))
     t = np.array([1.0, 2.0, 3.0, 4.0])
