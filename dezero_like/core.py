@@ -168,6 +168,8 @@ def as_array(x, like=None):
             return np.asarray(x, dtype)
         # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
         return cuda.get_array_module(like).full((), x, dtype or np.asarray(x).dtype)
+    if type(x) in cuda._CUPY_MODULES and type(like) is not np.ndarray:
+        return x  # a GPU array (every result of a function on a GPU): no call
     if _is_array(x):
         if type(like) is np.ndarray and cuda.is_cupy_array(x):
             raise TypeError(_mixed_devices(x, "the GPU (a CuPy array)", "the CPU"))
