@@ -168,6 +168,8 @@ def as_array(x, like=None):
             return np.asarray(x, dtype)
         # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
         return cuda.get_array_module(like).full((), x, dtype or np.asarray(x).dtype)
+    if type(x) in cuda._CUPY_MODULES and type(like) is not np.ndarray:
+        return x  # a GPU array (every result of a function on a GPU): no call
     if _is_array(x):
         if type(like) is np.ndarray and cuda.is_cupy_array(x):
             raise TypeError(_mixed_devices(x, "the GPU (a CuPy array)", "the CPU"))
@@ -885,7 +887,9 @@ class Function:
                     _refuse_two_devices(type(self).__name__, xs, error)
                     raise
             if type(ys) is not tuple:
-                return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
+                if type(ys) is not np.ndarray and type(ys) not in _GPU_ARRAYS:
+                    ys = as_array(ys)  # a NumPy scalar (from 0-d input) becomes a 0-d array
+                return _make_variable(ys, False)
             outputs = []
             for y in ys:
                 outputs.append(_make_variable(y if type(y) is np.ndarray else as_array(y), False))
@@ -923,10 +927,10 @@ class Function:
         if type(ys) is tuple:
             ys = list(ys)
             for i, y in enumerate(ys):
-                if type(y) is not np.ndarray:
+                if type(y) is not np.ndarray and type(y) not in _GPU_ARRAYS:
                     ys[i] = as_array(y)
         else:
-            ys = [ys if type(ys) is np.ndarray else as_array(ys)]
+            ys = [ys if type(ys) is np.ndarray or type(ys) in _GPU_ARRAYS else as_array(ys)]
         if hooks:
             for hook in hooks:
                 hook.forward_postprocess(self, xs, ys)
@@ -1703,6 +1707,11 @@ def _times(g, factor):
 
 # --- step 70 ------------------------------------------------------------
 _new_object = object.__new__
+
+
+# CuPy's array types met so far (step 23's dictionary, the same object): a function's result on
+# a GPU is an array already, and needs no call of as_array
+_GPU_ARRAYS = cuda._CUPY_MODULES
 
 
 def _fill(v, data, requires_grad, creator, index, generation, name=None):

@@ -15,19 +15,33 @@ import sys
 
 import numpy as np
 
-
 # --- step 23 ------------------------------------------------------------
+# the CuPy array types met so far, each with its module: on a GPU every function asks which
+# module holds its arrays, and one dictionary lookup answers, with no call
+_CUPY_MODULES = {}
+
+
 def is_cupy_array(x):
     """True for a CuPy array (checked without importing CuPy)."""
+    if type(x) in _CUPY_MODULES:
+        return True
     cupy = sys.modules.get("cupy")
-    return cupy is not None and isinstance(x, cupy.ndarray)
+    if cupy is None or not isinstance(x, cupy.ndarray):
+        return False
+    if cupy not in _CUPY_MODULES.values():  # another cupy module than before (a test's)
+        _CUPY_MODULES.clear()
+    _CUPY_MODULES[type(x)] = cupy
+    return True
 
 
 def get_array_module(x):
     """``numpy`` or ``cupy``, whichever holds ``x`` (an array or a Variable)."""
     if type(x) is np.ndarray:
         return np
-    if is_cupy_array(x):  # before the import below: a GPU array, on every GPU call, needs none
+    xp = _CUPY_MODULES.get(type(x))  # a GPU array of a type met before: no call
+    if xp is not None:
+        return xp
+    if is_cupy_array(x):  # before the import below: a GPU array needs none
         return sys.modules["cupy"]
     from dezero_like.core import Variable
 
@@ -153,10 +167,11 @@ def _why_no_cupy():
 
 def as_cupy(x):
     """A CuPy array on the current GPU; a clear error when there is none."""
-    from dezero_like.core import Variable
+    if type(x) is not np.ndarray:  # a NumPy batch, on every training step, needs no import
+        from dezero_like.core import Variable
 
-    if isinstance(x, Variable):
-        x = x.data
+        if isinstance(x, Variable):
+            x = x.data
     cupy = require_gpu()
     return cupy.asarray(x)
 

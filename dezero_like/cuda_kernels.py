@@ -160,7 +160,7 @@ def _raw(name, dtype, code=None):
     holds the current device, because a function looked up on one GPU is loaded
     there and cannot be launched on another.
     """
-    cupy = _cupy()
+    cupy = _built.get("cupy") or _cupy()  # the launcher asked for it already: no call
     code = _RAW if code is None else code
     device = cupy.cuda.runtime.getDevice()
     key = (name, dtype.itemsize, code, device)

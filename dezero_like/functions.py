@@ -1768,4 +1768,8 @@ def _fusable(gy, y):
 
 def _raw_gpu(a):
     """True for a CuPy array of a dtype the hand-written GPU kernels are built for."""
-    return cuda.is_cupy_array(a) and a.dtype.char in RAW_CHARS  # float32 or float64
+    if type(a) is np.ndarray:
+        return False
+    # a CuPy array type met before (step 23's _CUPY_MODULES) needs no call
+    return ((type(a) in cuda._CUPY_MODULES or cuda.is_cupy_array(a))
+            and a.dtype.char in RAW_CHARS)  # float32 or float64

@@ -109,6 +109,14 @@ class _OnePass:
         return next(self._items)
 
 
+class _KeptParams:
+    """A layer's parameter list (``Layer._param_list``) and the count of edits it was made at."""
+
+    def __init__(self, edits, params):
+        self.edits = edits
+        self.params = params
+
+
 class Layer:
     """Base class of layers and models.
 
@@ -130,9 +138,12 @@ class Layer:
             object.__setattr__(self, "_param_names", names)
         return names
 
+    _edits = 0  # registrations changed, in any layer: a kept parameter list is out of date
+
     def __setattr__(self, name, value):
         names = self._names()
         if isinstance(value, (Parameter, Layer)):
+            Layer._edits += 1
             if name not in names:
                 names.append(name)
             else:
@@ -143,12 +154,14 @@ class Layer:
             if isinstance(self.__dict__.get(name), Parameter):
                 _leaving_training(self, name, value)
             names.remove(name)
+            Layer._edits += 1
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
         names = self._names()
         if name in names:
             names.remove(name)
+            Layer._edits += 1
         object.__delattr__(self, name)
 
     def __call__(self, *inputs):
@@ -216,9 +229,22 @@ class Layer:
                 f"input's device, so move the input first: x = {move}")
         return xp
 
+    def _param_list(self):
+        """``list(self.params())``, kept for the next call: ``cleargrads`` and an optimizer's
+        update ask for it on every training step, and the walk through the sub-layers is the
+        same each time. A layer registering, replacing or dropping a Parameter or a sub-layer,
+        anywhere, counts in ``Layer._edits``, and a list made before that is made again."""
+        if type(self).params is not Layer.params:  # a layer that lists its own
+            return list(self.params())
+        kept = self.__dict__.get("_kept_params")
+        if kept is None or kept.edits != Layer._edits:
+            kept = _KeptParams(Layer._edits, list(self._unique_params()))
+            object.__setattr__(self, "_kept_params", kept)
+        return kept.params
+
     def cleargrads(self):
         """Reset the gradient of every parameter (call before each backward)."""
-        for param in self.params():
+        for param in self._param_list():
             param.cleargrad()
 
     # (step 54)

@@ -97,7 +97,7 @@ def _floats_only(optimizer, params):
     numbers = [v for v in vars(optimizer).values()  # NumPy scalars too (lr=np.float32(0.5))
                if type(v) in (int, float) or isinstance(v, np.number)]
     for p in params:
-        kind = p.data.dtype.kind
+        kind = p._data.dtype.kind  # the slot, not the property: once per parameter per step
         if kind == "c" and not getattr(optimizer, "complex_ok", True):
             raise TypeError(
                 f"{type(optimizer).__name__} scales each step by g * g, which for a complex "
@@ -343,8 +343,10 @@ class Optimizer:
         """
         if self.target is None:
             raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
+        # a Layer's list is kept between steps (step 45); another object lists its own
+        listed = getattr(self.target, "_param_list", self.target.params)()
         # by identity: a parameter that params() lists twice (weights tied by hand) steps once
-        params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
+        params = list({id(p): p for p in listed if p.grad is not None}.values())
         if not params:
             _warn_no_gradient()
         else:
@@ -468,10 +470,11 @@ class SGD(Optimizer):
         if type(self).update_one is not SGD.update_one:  # a subclass with its own rule
             return Optimizer.update_all(self, params)
         spans, rest = [], []
+        gpu = cuda._CUPY_MODULES  # CuPy's array types (step 23): tested without a call
         for p in params:
-            w, g = p.data, p.grad.data
-            if (cuda.is_cupy_array(w) and w.dtype.char in cuda_kernels.RAW_CHARS
-                    and cuda.is_cupy_array(g) and g.dtype.kind in "biuf"
+            w, g = p._data, p.grad._data  # the arrays, without the data property's call
+            if ((type(w) in gpu or cuda.is_cupy_array(w)) and w.dtype.char in cuda_kernels.RAW_CHARS
+                    and (type(g) in gpu or cuda.is_cupy_array(g)) and g.dtype.kind in "biuf"
                     and w.flags.c_contiguous and g.flags.c_contiguous):
                 start = w.data.ptr
                 spans.append((start, start + w.nbytes, len(spans), p, (w, g)))

@@ -243,6 +243,8 @@ def as_array(x, like=None):
             return np.asarray(x, dtype)
         # on a GPU, fill a 0-d array with a kernel: asarray would copy host -> device
         return cuda.get_array_module(like).full((), x, dtype or np.asarray(x).dtype)
+    if type(x) in cuda._CUPY_MODULES and type(like) is not np.ndarray:
+        return x  # a GPU array (every result of a function on a GPU): no call
     if _is_array(x):
         if type(like) is np.ndarray and cuda.is_cupy_array(x):
             raise TypeError(_mixed_devices(x, "the GPU (a CuPy array)", "the CPU"))
@@ -901,6 +903,14 @@ def setup_variable():
 setup_variable()
 
 
+# %% [markdown]
+# `cuda` holds what the GPU needs, without importing CuPy (step 54 uses it): `is_cupy_array`
+# asks whether CuPy is imported and the array is one of its arrays; `get_array_module` gives the
+# module to compute with. On a GPU these questions come several times per kernel launch, and a
+# training step is a few dozen launches (step 71), so `is_cupy_array` remembers every CuPy array
+# type it has met, with its module (`_CUPY_MODULES`): `get_array_module` and `as_array` then answer
+# for a GPU array with one dictionary lookup, and the NumPy path is not touched.
+
 # %%
 #| export dezero_like/cuda.py
 """GPU support through CuPy, imported only when it is used.
@@ -913,11 +923,22 @@ machines without CuPy.
 
 import sys
 
+# the CuPy array types met so far, each with its module: on a GPU every function asks which
+# module holds its arrays, and one dictionary lookup answers, with no call
+_CUPY_MODULES = {}
+
 
 def is_cupy_array(x):
     """True for a CuPy array (checked without importing CuPy)."""
+    if type(x) in _CUPY_MODULES:
+        return True
     cupy = sys.modules.get("cupy")
-    return cupy is not None and isinstance(x, cupy.ndarray)
+    if cupy is None or not isinstance(x, cupy.ndarray):
+        return False
+    if cupy not in _CUPY_MODULES.values():  # another cupy module than before (a test's)
+        _CUPY_MODULES.clear()
+    _CUPY_MODULES[type(x)] = cupy
+    return True
 
 
 # %%
@@ -930,7 +951,10 @@ def get_array_module(x):
     """``numpy`` or ``cupy``, whichever holds ``x`` (an array or a Variable)."""
     if type(x) is np.ndarray:
         return np
-    if is_cupy_array(x):  # before the import below: a GPU array, on every GPU call, needs none
+    xp = _CUPY_MODULES.get(type(x))  # a GPU array of a type met before: no call
+    if xp is not None:
+        return xp
+    if is_cupy_array(x):  # before the import below: a GPU array needs none
         return sys.modules["cupy"]
     from dezero_like.core import Variable
 

@@ -82,6 +82,14 @@ class Parameter(Variable):
 # holds, is left alone). Calling a layer runs its
 # `forward`; a `forward` that computes its result and forgets `return` gives `None`, which would
 # fail later in some other function, so `__call__` says so at once.
+#
+# `cleargrads()`, and an optimizer's update (step 47), need the parameters on every training
+# step, and the walk through the sub-layers gives the same list each time. So a layer keeps
+# the list it made (`_param_list`) with the value of a counter, `Layer._edits`, that
+# `__setattr__` and `__delattr__` raise whenever some layer registers, replaces or drops a
+# Parameter or a sub-layer; a list made before the last such edit is made again. One counter
+# for all layers, because a layer does not know which models hold it: a sub-layer added to
+# `model.l1` changes `model`'s list too.
 
 # %%
 #| export dezero_like/layers.py
@@ -173,6 +181,14 @@ class _OnePass:
         return next(self._items)
 
 
+class _KeptParams:
+    """A layer's parameter list (``Layer._param_list``) and the count of edits it was made at."""
+
+    def __init__(self, edits, params):
+        self.edits = edits
+        self.params = params
+
+
 class Layer:
     """Base class of layers and models.
 
@@ -194,9 +210,12 @@ class Layer:
             object.__setattr__(self, "_param_names", names)
         return names
 
+    _edits = 0  # registrations changed, in any layer: a kept parameter list is out of date
+
     def __setattr__(self, name, value):
         names = self._names()
         if isinstance(value, (Parameter, Layer)):
+            Layer._edits += 1
             if name not in names:
                 names.append(name)
             else:
@@ -207,12 +226,14 @@ class Layer:
             if isinstance(self.__dict__.get(name), Parameter):
                 _leaving_training(self, name, value)
             names.remove(name)
+            Layer._edits += 1
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
         names = self._names()
         if name in names:
             names.remove(name)
+            Layer._edits += 1
         object.__delattr__(self, name)
 
     def __call__(self, *inputs):
@@ -270,9 +291,22 @@ class Layer:
         CuPy). Step 54 makes it respect the device ``to_gpu()``/``to_cpu()`` chose."""
         return cuda.get_array_module(x)
 
+    def _param_list(self):
+        """``list(self.params())``, kept for the next call: ``cleargrads`` and an optimizer's
+        update ask for it on every training step, and the walk through the sub-layers is the
+        same each time. A layer registering, replacing or dropping a Parameter or a sub-layer,
+        anywhere, counts in ``Layer._edits``, and a list made before that is made again."""
+        if type(self).params is not Layer.params:  # a layer that lists its own
+            return list(self.params())
+        kept = self.__dict__.get("_kept_params")
+        if kept is None or kept.edits != Layer._edits:
+            kept = _KeptParams(Layer._edits, list(self._unique_params()))
+            object.__setattr__(self, "_kept_params", kept)
+        return kept.params
+
     def cleargrads(self):
         """Reset the gradient of every parameter (call before each backward)."""
-        for param in self.params():
+        for param in self._param_list():
             param.cleargrad()
 
 

@@ -164,7 +164,7 @@ def _floats_only(optimizer, params):
     numbers = [v for v in vars(optimizer).values()  # NumPy scalars too (lr=np.float32(0.5))
                if type(v) in (int, float) or isinstance(v, np.number)]
     for p in params:
-        kind = p.data.dtype.kind
+        kind = p._data.dtype.kind  # the slot, not the property: once per parameter per step
         if kind == "c" and not getattr(optimizer, "complex_ok", True):
             raise TypeError(
                 f"{type(optimizer).__name__} scales each step by g * g, which for a complex "

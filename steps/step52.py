@@ -131,6 +131,9 @@ def _cupy():
 
 # %%
 #| export dezero_like/cuda.py
+import numpy as np
+
+
 def require_gpu():
     """Return the cupy module, or raise a clear error saying how to get one."""
     cupy = _cupy()
@@ -156,10 +159,11 @@ def _why_no_cupy():
 
 def as_cupy(x):
     """A CuPy array on the current GPU; a clear error when there is none."""
-    from dezero_like.core import Variable
+    if type(x) is not np.ndarray:  # a NumPy batch, on every training step, needs no import
+        from dezero_like.core import Variable
 
-    if isinstance(x, Variable):
-        x = x.data
+        if isinstance(x, Variable):
+            x = x.data
     cupy = require_gpu()
     return cupy.asarray(x)
 

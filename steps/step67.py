@@ -564,8 +564,10 @@ def update(self):
     """
     if self.target is None:
         raise RuntimeError("call optimizer.setup(model) before optimizer.update()")
+    # a Layer's list is kept between steps (step 45); another object lists its own
+    listed = getattr(self.target, "_param_list", self.target.params)()
     # by identity: a parameter that params() lists twice (weights tied by hand) steps once
-    params = list({id(p): p for p in self.target.params() if p.grad is not None}.values())
+    params = list({id(p): p for p in listed if p.grad is not None}.values())
     if not params:
         _warn_no_gradient()
     else:

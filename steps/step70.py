@@ -208,8 +208,13 @@ from dezero_like.core import (
     _writeable,
     as_array,
 )
+from dezero_like import cuda
 
 _new_object = object.__new__
+
+# CuPy's array types met so far (step 23's dictionary, the same object): a function's result on
+# a GPU is an array already, and needs no call of as_array
+_GPU_ARRAYS = cuda._CUPY_MODULES
 
 
 def _fill(v, data, requires_grad, creator, index, generation, name=None):
@@ -472,7 +477,9 @@ def __call__(self, *inputs):
                 _refuse_two_devices(type(self).__name__, xs, error)
                 raise
         if type(ys) is not tuple:
-            return _make_variable(ys if type(ys) is np.ndarray else as_array(ys), False)
+            if type(ys) is not np.ndarray and type(ys) not in _GPU_ARRAYS:
+                ys = as_array(ys)  # a NumPy scalar (from 0-d input) becomes a 0-d array
+            return _make_variable(ys, False)
         outputs = []
         for y in ys:
             outputs.append(_make_variable(y if type(y) is np.ndarray else as_array(y), False))
@@ -510,10 +517,10 @@ def __call__(self, *inputs):
     if type(ys) is tuple:
         ys = list(ys)
         for i, y in enumerate(ys):
-            if type(y) is not np.ndarray:
+            if type(y) is not np.ndarray and type(y) not in _GPU_ARRAYS:
                 ys[i] = as_array(y)
     else:
-        ys = [ys if type(ys) is np.ndarray else as_array(ys)]
+        ys = [ys if type(ys) is np.ndarray or type(ys) in _GPU_ARRAYS else as_array(ys)]
     if hooks:
         for hook in hooks:
             hook.forward_postprocess(self, xs, ys)

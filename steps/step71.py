@@ -299,7 +299,7 @@ def _raw(name, dtype, code=None):
     holds the current device, because a function looked up on one GPU is loaded
     there and cannot be launched on another.
     """
-    cupy = _cupy()
+    cupy = _built.get("cupy") or _cupy()  # the launcher asked for it already: no call
     code = _RAW if code is None else code
     device = cupy.cuda.runtime.getDevice()
     key = (name, dtype.itemsize, code, device)
@@ -546,7 +546,11 @@ def _fusable(gy, y):
 
 def _raw_gpu(a):
     """True for a CuPy array of a dtype the hand-written GPU kernels are built for."""
-    return cuda.is_cupy_array(a) and a.dtype.char in RAW_CHARS  # float32 or float64
+    if type(a) is np.ndarray:
+        return False
+    # a CuPy array type met before (step 23's _CUPY_MODULES) needs no call
+    return ((type(a) in cuda._CUPY_MODULES or cuda.is_cupy_array(a))
+            and a.dtype.char in RAW_CHARS)  # float32 or float64
 
 
 # %% [markdown]
@@ -842,10 +846,11 @@ def update_all(self, params):
     if type(self).update_one is not SGD.update_one:  # a subclass with its own rule
         return Optimizer.update_all(self, params)
     spans, rest = [], []
+    gpu = cuda._CUPY_MODULES  # CuPy's array types (step 23): tested without a call
     for p in params:
-        w, g = p.data, p.grad.data
-        if (cuda.is_cupy_array(w) and w.dtype.char in cuda_kernels.RAW_CHARS
-                and cuda.is_cupy_array(g) and g.dtype.kind in "biuf"
+        w, g = p._data, p.grad._data  # the arrays, without the data property's call
+        if ((type(w) in gpu or cuda.is_cupy_array(w)) and w.dtype.char in cuda_kernels.RAW_CHARS
+                and (type(g) in gpu or cuda.is_cupy_array(g)) and g.dtype.kind in "biuf"
                 and w.flags.c_contiguous and g.flags.c_contiguous):
             start = w.data.ptr
             spans.append((start, start + w.nbytes, len(spans), p, (w, g)))

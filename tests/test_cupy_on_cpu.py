@@ -545,3 +545,22 @@ def test_the_noise_mode_rounds_as_a_gpu_may_and_keeps_exact_what_a_gpu_keeps_exa
     plain = _load_emulator()
     np.testing.assert_array_equal((plain.asarray(a) @ plain.asarray(b)).get(), a @ b)
     np.testing.assert_array_equal(plain.exp(plain.asarray(a)).get(), np.exp(a))
+
+
+def test_the_array_module_is_found_for_each_cupy_module_put_in_place(monkeypatch):
+    """``cuda`` remembers every CuPy array type it met, with its module (step 23): a second
+    CuPy module put in the first one's place (the emulator, loaded again) answers for its own
+    arrays, in ``get_array_module`` and in the functions' results."""
+    import dezero_like as dz
+    import dezero_like.functions as F
+    from dezero_like import cuda
+
+    first, second = _load_emulator(), _load_emulator()
+    monkeypatch.setitem(sys.modules, "cupy", first)
+    a = first.asarray(np.ones(3, np.float32))
+    assert cuda.is_cupy_array(a) and cuda.get_array_module(a) is first
+    monkeypatch.setitem(sys.modules, "cupy", second)
+    b = second.asarray(np.ones(3, np.float32))
+    assert cuda.is_cupy_array(b) and cuda.get_array_module(b) is second
+    y = F.sin(dz.Variable(b))
+    assert type(y.data) is second.ndarray and cuda.get_array_module(y.data) is second

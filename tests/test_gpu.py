@@ -1111,3 +1111,33 @@ def test_an_overflowing_loss_scale_skips_sgds_fused_gpu_update_as_on_the_cpu():
         results.append([cuda.as_numpy(p.data) for p in model.params()])
     for cpu, gpu in zip(*results):
         np.testing.assert_allclose(gpu, cpu, rtol=1e-6, atol=1e-6)
+
+
+@needs_gpu
+def test_a_model_moved_between_devices_between_steps_trains_as_on_one_device():
+    """The parameter list a model keeps between steps (step 45) holds the same Parameters
+    whatever device they are on: stepped on the GPU, moved to the CPU, stepped, moved back and
+    stepped again, the model ends where three CPU steps take it, and each step ran where its
+    parameters were (SGD's GPU path only on CuPy arrays, step 71)."""
+    np.random.seed(0)
+    x = np.random.rand(4, 3).astype(np.float32)
+    reference, moved = MLP((5, 2)), MLP((5, 2))
+    reference(x), moved(x)
+    for p, q in zip(reference.params(), moved.params()):
+        q.data[...] = p.data
+    steps = []
+    for model, devices in ((reference, "ccc"), (moved, "gcg")):
+        optimizer = optimizers.SGD(lr=0.5).setup(model)
+        for device in devices:
+            (model.to_gpu if device == "g" else model.to_cpu)()
+            xb = cuda.as_cupy(x) if device == "g" else x
+            loss = F.sum(model(xb) * model(xb))
+            model.cleargrads()
+            loss.backward()
+            optimizer.update()
+            steps.append((device, {cuda.is_cupy_array(p.data) for p in model.params()}))
+    assert steps[3:] == [("g", {True}), ("c", {False}), ("g", {True})], steps
+    moved.to_cpu()
+    for p, q in zip(reference.params(), moved.params()):
+        np.testing.assert_allclose(q.data, p.data, rtol=1e-5)
+

@@ -496,3 +496,110 @@ def test_a_list_of_layers_beside_a_registered_layer_is_warned_about():
         model.kinds = [L.Linear, L.Layer]  # classes, not layers
         optimizers.SGD().setup(model)
         optimizers.SGD().setup(Slotted())
+
+
+# ---- the parameter list kept between training steps (Layer._param_list, step 45) ------------
+
+
+class _Growing(Model):
+    """``a``, and ``b`` once it is assigned: a model that gains a layer between steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = L.Linear(2, in_size=3)
+
+    def forward(self, x):
+        y = self.a(x)
+        if "b" in self.__dict__:
+            y = y + self.b(x)
+        return y
+
+
+def _train_step(model, optimizer, x):
+    loss = F.sum(model(x) * model(x))
+    model.cleargrads()
+    loss.backward()
+    optimizer.update()
+
+
+def test_a_layer_added_after_a_training_step_is_trained_and_cleared():
+    """cleargrads and the optimizer's update keep the model's parameter list between steps; a
+    layer assigned after the first step is in the next step's list, and one deleted is not."""
+    from dezero_like import optimizers
+
+    np.random.seed(0)
+    x = np.random.rand(4, 3)
+    model = _Growing()
+    optimizer = optimizers.SGD(lr=0.1).setup(model)
+    _train_step(model, optimizer, x)
+    model.b = L.Linear(2, in_size=3)
+    before = model.b.W.data.copy()
+    _train_step(model, optimizer, x)
+    assert not np.array_equal(model.b.W.data, before), "the new layer was not updated"
+    model.cleargrads()
+    assert model.b.W.grad is None and model.a.W.grad is None
+    b = model.b
+    del model.b
+    b.W.grad = dz.Variable(np.ones_like(b.W.data))  # a gradient the model no longer owns
+    kept = b.W.data.copy()
+    _train_step(model, optimizer, x)
+    np.testing.assert_array_equal(b.W.data, kept)
+    model.cleargrads()
+    assert b.W.grad is not None, "cleargrads reached a layer deleted from the model"
+
+
+def test_a_parameter_replaced_or_a_layer_added_inside_a_shared_sub_layer_reaches_every_model():
+    """One count of edits for all layers: a sub-layer does not know the models that hold it, so
+    a Parameter put in place of another inside it, or a layer added to it, after both models
+    made their lists, is in both models' next lists."""
+    shared = L.Linear(2, in_size=3)
+    one, two = Sequential(shared), Sequential(shared, L.Linear(1, in_size=2))
+    for model in (one, two):
+        model.cleargrads()  # the lists are made and kept
+    old_W = shared.W
+    shared.W = Parameter(np.zeros((3, 2)))
+    shared.extra = L.Linear(1, in_size=2)
+    for model in (one, two):
+        for p in (shared.W, old_W, shared.extra.W):
+            p.grad = dz.Variable(np.ones_like(p.data))
+        model.cleargrads()
+        assert shared.W.grad is None and shared.extra.W.grad is None
+        assert old_W.grad is not None, "cleargrads still cleared the replaced Parameter"
+
+
+def test_a_copied_model_trains_its_own_parameters():
+    """A model copied after a step (copy.deepcopy copies its kept list too) updates the copy's
+    parameters, and the original stays as it was."""
+    import copy
+
+    from dezero_like import optimizers
+
+    np.random.seed(0)
+    x = np.random.rand(4, 3)
+    model = MLP((4, 2))
+    _train_step(model, optimizers.SGD(lr=0.1).setup(model), x)
+    twin = copy.deepcopy(model)
+    kept = [p.data.copy() for p in model.params()]
+    _train_step(twin, optimizers.SGD(lr=0.1).setup(twin), x)
+    for p, data in zip(model.params(), kept):
+        np.testing.assert_array_equal(p.data, data)
+    assert not all(np.array_equal(p.data, q.data) for p, q in zip(model.params(), twin.params()))
+
+
+def test_a_layer_that_lists_its_own_params_is_asked_every_time():
+    """A subclass with its own params() (here: only the bias) is what cleargrads and the
+    optimizer use, not the kept list of every registered Parameter."""
+    from dezero_like import optimizers
+
+    class BiasOnly(L.Linear):
+        def params(self):
+            return iter([self.b])
+
+    layer = BiasOnly(2, in_size=3)
+    layer.W.grad = dz.Variable(np.ones((3, 2)))
+    layer.b.grad = dz.Variable(np.ones(2))
+    W = layer.W.data.copy()
+    optimizers.SGD(lr=0.1).setup(layer).update()
+    np.testing.assert_array_equal(layer.W.data, W)
+    layer.cleargrads()
+    assert layer.b.grad is None and layer.W.grad is not None
