@@ -229,7 +229,6 @@ def gradient_check(f, x, eps=1e-4, rtol=1e-5, atol=1e-8):
     return True
 
 
-
 # %% [markdown]
 # ## $z = x^2 + y^2$
 #

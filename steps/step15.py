@@ -347,8 +347,8 @@ plt.show()
 #
 # ## Exercise
 # Another in-place trap: a `Function` whose `backward` modifies `gy`. Finish
-# `Double`, $y = 2x$, whose backward returns `gy * 2` (a new array) rather than
-# doing `gy *= 2`. The self-check checks that `y.grad` stays 1 after backward.
+# `Double`, $y = 2x$, whose backward returns its gradient as a new array rather
+# than doing `gy *= 2`. The self-check checks that `y.grad` stays 1 after backward.
 
 # %%
 #| exercise

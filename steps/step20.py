@@ -9,8 +9,8 @@
 #
 # The additions:
 #
-# * `name`: an optional label. We will use it in step 25 to label nodes when
-#   we draw graphs.
+# * `name`: an optional label. Pictures of graphs write it on the variable's
+#   node (step 21 draws one; step 25 writes the code that draws them).
 # * `shape`, `ndim`, `size`, `dtype`: **properties** that pass the question on
 #   to the array. A property is a method that is read like an attribute
 #   (`x.shape`, not `x.shape()`), so code written for ndarrays reads the same.

@@ -212,7 +212,7 @@ def as_variable(obj, like=None):
 
 
 class Function:
-    """Base class of every function: Variables in, new Variables out.
+    """Base class of every function: Variables (or numbers and arrays) in, new Variables out.
 
     Subclasses implement ``forward(x0, x1, ...)``, which receives arrays and
     returns an array or a tuple of arrays, and ``backward(gy0, ...)``, which turns
