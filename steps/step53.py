@@ -353,13 +353,15 @@ class MNISTUnavailableError(FixableError, FileNotFoundError):
     DEZERO_LIKE_OFFLINE=1"); the message is one paragraph that says what is
     missing, where it looked and how to fix it. Uncaught, it shows that
     paragraph without a traceback (see ``dezero_like._fixable``). ``details``
-    keeps the failed download attempts, if any.
+    keeps the failed download attempts, if any, in words; ``downloads`` as ``(file name,
+    error)`` pairs.
     """
 
-    def __init__(self, message, reason="", details=""):
+    def __init__(self, message, reason="", details="", downloads=()):
         super().__init__(message)
         self.reason = reason
         self.details = details
+        self.downloads = list(downloads)
 
 
 # %% [markdown]
@@ -528,7 +530,8 @@ class MNIST(Dataset):
             if failed:  # a bad file whose download failed is still there, still bad
                 cls._raise_unavailable(root, [n for n in missing if n in failed],
                                        [n for n in bad if n in failed], "the download failed",
-                                       _download_failures(failed, errors, mirrors))
+                                       _download_failures(failed, errors, mirrors),
+                                       downloads=zip(failed, errors))
         return [root / cls.FILES[key][0] for key in keys]
 
     @staticmethod
@@ -546,7 +549,7 @@ class MNIST(Dataset):
         return None
 
     @classmethod
-    def _raise_unavailable(cls, root, missing, bad, reason, details=""):
+    def _raise_unavailable(cls, root, missing, bad, reason, details="", downloads=()):
         """Raise the one-paragraph error: what is wrong in ``root``, why, and what will fix it."""
         existing = _existing_ancestor(root)
         if not existing.is_dir():  # no file can be put in root, nor downloaded there
@@ -578,8 +581,14 @@ class MNIST(Dataset):
                          "data_dir) is the folder that holds mnist/, not mnist/ itself.")
             fixes.append(f"set {DATA_ENV} (or data_dir=...) to the parent folder, "
                          f"{root.parent.parent}")
-        fixes.append(f"allow a download (unset {OFFLINE_ENV}, keep a network connection)"
-                     + (", which replaces damaged files" if bad else ""))
+        if reason == "the download failed":  # allowed, tried, and no mirror answered
+            allow = ("connect this machine to the network (behind a proxy, set HTTPS_PROXY) and "
+                     "run again")
+        elif OFFLINE_ENV in reason:
+            allow = f"allow a download (unset {OFFLINE_ENV}, keep a network connection)"
+        else:
+            allow = "allow a download (download=True, a writable folder, a network connection)"
+        fixes.append(allow + (", which replaces damaged files" if bad else ""))
         fixes.append(f"put {'intact copies of ' if bad else ''}the files in {root}")
         fixes.append(f"set {DATA_ENV} to a directory that holds mnist/ with them (or pass "
                      "data_dir=...)")
@@ -588,7 +597,8 @@ class MNIST(Dataset):
         if not any(cls._check_files(test_files, root)):  # a fix that works: the test images
             lines.append("Offline with only the test images, use "
                          "MNIST(train=..., source='test-split').")
-        raise MNISTUnavailableError(" ".join(lines), reason=reason, details=details)
+        raise MNISTUnavailableError(" ".join(lines), reason=reason, details=details,
+                                    downloads=downloads)
 
 
 def _download_failures(names, errors, mirrors):
@@ -660,9 +670,14 @@ def mnist_train_test(data_dir=None, transform=_DEFAULT, target_transform=None, n
             missing, bad = MNIST._check_files(MNIST.FILES, root)
             if not missing and not bad:  # the files came meanwhile: that split's own error
                 raise
+            tried = e.downloads + none_at_all.downloads  # both splits' failed downloads
+            details = none_at_all.details
+            if tried:
+                details = _download_failures([name for name, _ in tried],
+                                             [error for _, error in tried], MNIST.MIRRORS)
             try:
-                MNIST._raise_unavailable(root, missing, bad, none_at_all.reason,
-                                         none_at_all.details)
+                MNIST._raise_unavailable(root, missing, bad, none_at_all.reason, details,
+                                         downloads=tried)
             except MNISTUnavailableError as combined:
                 raise combined from None
         train.fallback_reason = e.reason

@@ -232,6 +232,23 @@ def test_mnist_train_test_names_a_damaged_test_file_and_does_not_offer_the_split
     assert "intact copies of the files" in msg
 
 
+def test_mnist_train_test_with_no_network_names_every_failed_download(tmp_path, monkeypatch):
+    """Downloads allowed, and no mirror answers (a closed local port): the one error names the
+    failed downloads of both splits, not only the test split's, and its fix is the network,
+    not a DEZERO_LIKE_OFFLINE that is not set."""
+    monkeypatch.delenv("DEZERO_LIKE_OFFLINE", raising=False)
+    monkeypatch.setattr(datasets.MNIST, "MIRRORS", ("http://127.0.0.1:9/",))
+    with pytest.raises(datasets.MNISTUnavailableError) as info:
+        datasets.mnist_train_test(data_dir=tmp_path, progress=False)
+    msg = str(info.value)
+    tried = msg[msg.index("could not download"):msg.index("To fix:")]
+    for name in ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", TEST_IMAGES,
+                 TEST_LABELS):
+        assert name in tried, (name, tried)
+    assert len(info.value.downloads) == 4
+    assert "DEZERO_LIKE_OFFLINE" not in msg and "connect this machine to the network" in msg
+
+
 def test_a_data_folder_that_is_a_file_is_named_offline_and_online(offline, tmp_path,
                                                                  monkeypatch):
     afile = tmp_path / "afile"
