@@ -305,10 +305,10 @@ class DataLoader:
         self.shuffle = shuffle
         self.data_size = len(dataset)
         self.max_iter = math.ceil(self.data_size / self.batch_size)
-        self.gpu = False
         self._rng = None if seed is None else np.random.default_rng(seed)
-        if gpu:
-            self.to_gpu()
+        if gpu:  # checked now, not at the first batch (step 54's to_gpu does the same)
+            cuda.require_gpu()
+        self.gpu = gpu
         self.reset()
 
     @property

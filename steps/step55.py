@@ -22,8 +22,9 @@
 # %% [markdown]
 # ### The package code of this step
 #
-# In this step `layers` gains `_write_npz`, `Layer.__getstate__`, `Layer.save_weights`,
-# `Layer.load_weights`.
+# In this step `layers` gains `_write_npz`, `_read_npz`, `Layer._flatten_params`,
+# `Layer.__getstate__`, `Layer.save_weights`, `Layer.load_weights`, and `Layer._lazy_shape`,
+# `Layer._took_shape` with `Linear`'s own versions of the two.
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the

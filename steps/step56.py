@@ -52,7 +52,9 @@ class test_mode(using_config):
 # $1/(1 - r)$, so the expected value of each element is unchanged and nothing needs rescaling at
 # test time, when it returns `x` itself. It is built from `*` with a constant array, so it needs no
 # backward of its own: the gradient is multiplied by the same mask. Integer input (pixels) is
-# scaled in float64, as `sigmoid` computes it: a scaled pixel is no longer an integer.
+# refused in training, as PyTorch refuses it: a scaled pixel is no longer an integer, and in test
+# mode the same call returns the integers unchanged, so the output's dtype would depend on the
+# mode. The error says to cast to a float first.
 #
 # `no_grad()` and `test_mode()` switch different things: the first stops recording the graph,
 # the second switches dropout (and step 58's batch norm) to their evaluation behaviour. An

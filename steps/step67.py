@@ -50,8 +50,9 @@ with np.errstate(over="ignore"):
 # `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
 # `_times`, `_from_backward` and `_warn_scaled_update`;
 # `optimizers` changes `Optimizer.update` (it divides the scale out, and skips an update whose
-# gradients overflowed) and gains `Optimizer.update_all`, `_count_overflowed` and
-# `_warn_overflow`.
+# gradients overflowed) and gains `Optimizer.update_all`, `_count_overflowed`,
+# `_warn_overflow`, `_check_grads`, and `_without_gradient` and `_watch_gradless` (a warning for
+# parameters that never get a gradient, below).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the

@@ -106,12 +106,15 @@ print(f"size:   with __dict__ {sys.getsizeof(d) + sys.getsizeof(d.__dict__)} byt
 #
 # ### The package code of this step
 #
-# In this step `core` gains `_new_object`, `_fill`, `_make_variable`, `_binary`,
-# `_refuse_two_devices`, `_refuse_second_call` and `_call_backward`, and `Variable.__slots__`;
-# it changes `Variable.__init__` and `_as_node` (through `_fill`), `_as_inputs`, `_add_grads`,
-# `_accumulate_leaf`, `_backward_step`, `_backprop`, `Function.__call__` and
-# `get_retained_outputs` (the fast versions), and `add`, `mul`, `sub`, `rsub`, `div`, `rdiv`
-# (through `_binary`).
+# In this step `core` gains `_new_object`, `_GPU_ARRAYS`, `_fill`, `_make_variable`, `_binary`,
+# `_refuse_two_devices`, `_refuse_not_an_array`, `_refuse_second_call` and `_call_backward`,
+# and `Variable.__slots__`; it changes `Variable.__init__` and `_as_node` (through `_fill`),
+# `_as_inputs`, `_sum_to`, `_add_grads`, `_accumulate_leaf`, `_backward_step`, `_backprop`,
+# `Function.__call__` and `get_retained_outputs` (the fast versions), and `add`, `mul`, `sub`,
+# `rsub`, `div`, `rdiv` (through `_binary`). It also gains two warnings: a forgotten
+# `cleargrads()` (`_mixed_leaves`, `_warn_if_mixed`, `_warn_mixed_update`, with
+# `_changed_in_place` changed to look), and a gradient differentiated into itself
+# (`_warn_gradient_into_itself`).
 #
 # A cell whose first line is `#| export dezero_like/core.py` is an **export cell**: it is part
 # of the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -581,6 +584,10 @@ def get_retained_outputs(self):
 # its shape with its input's; `_check_grads` runs only to raise its error.
 # `_call_backward` wraps the one gradient of a one-input backward (the common case) in a
 # tuple itself, one function call fewer per function than asking `_grads_tuple`.
+# The loop also catches the slip of step 33: `gx = x.grad; gx.backward()` with no
+# `x.cleargrad()` in between adds the second derivative to the first, in `x.grad` itself. When
+# the variable being differentiated is the leaf's own `.grad`, `_warn_gradient_into_itself`
+# says so.
 
 # %%
 #| export dezero_like/core.py

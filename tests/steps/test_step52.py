@@ -1,3 +1,8 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 
 import dezero_like as dz
@@ -53,3 +58,31 @@ def test_demo_output(load_step):
     assert "accuracy: 0.5" in out
     assert "epoch 300" in out
     assert "self-check passed" in out
+
+
+
+GPU_TRUE = """
+import dezero_like
+from dezero_like.dataloaders import DataLoader
+assert not hasattr(DataLoader, "to_gpu"), "step 54 writes to_gpu"
+try:
+    loader = DataLoader(list(zip(range(10), range(10))), 4, gpu=True)
+except RuntimeError as error:  # no GPU here: the error says so, and how to get one
+    assert "A GPU was requested" in str(error), error
+    print("refused:", dezero_like.__file__)
+else:
+    assert loader.gpu is True
+    print("on the GPU:", dezero_like.__file__)
+"""
+
+
+def test_gpu_true_works_on_the_package_as_it_stood_at_step_52(tmp_path):
+    # DataLoader(..., gpu=True) is taken from step 52 on, before step 54 writes to_gpu: the
+    # loader must check for a GPU itself (it called self.to_gpu(): an AttributeError)
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, str(root / "tools" / "export.py"), "upto", "52",
+                    str(tmp_path / "pkg")], check=True, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-c", GPU_TRUE], cwd=tmp_path, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(tmp_path / "pkg")})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert str(tmp_path / "pkg") in run.stdout
