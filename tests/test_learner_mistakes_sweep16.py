@@ -1,6 +1,9 @@
 """Sixteenth sweep: learner mistakes of the training loops (steps 47-67) that gave wrong numbers
 without a word.
 
+* ``it = iter(loader)`` kept for an epoch loop (``for x, t in it:`` in every epoch): an
+  iterator read to its end is spent, so every epoch after the first trained on nothing and its
+  loss read 0. Now a loop started on a spent epoch of a ``DataLoader`` warns (step 52).
 * an assignment to a name no optimizer reads, ``sgd.momentum = 0.9`` (plain SGD has none),
   ``sgd.alpha = 0.01`` (Adam's name), ``adam.eps_ = 1e-6``: a new attribute, and training went
   on as before. Only ``adam.lr = ...`` was refused. Now any name an optimizer does not have is
@@ -10,13 +13,17 @@ without a word.
 
 import copy
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 
 import dezero_like.functions as F
-from dezero_like import optimizers
+from dezero_like import DataLoader, SeqDataLoader, optimizers
+from dezero_like.datasets import SinCurve, Spiral
 from dezero_like.models import MLP
+
+_SPENT = "this loop runs over an epoch of a DataLoader that was read to its end already"
 
 
 def _data(seed=0):
@@ -29,6 +36,46 @@ def _model_and_optimizer(cls=optimizers.SGD, *args):
     np.random.seed(0)
     model = MLP((10, 1))
     return model, cls(*args).setup(model)
+
+
+# --- 2. one epoch iterator kept for every epoch --------------------------------------------------
+
+def _epoch_batches(loader, keep_iterator, epochs=3):
+    """The number of batches each epoch of a loop saw."""
+    it = iter(loader)
+    seen = []
+    for _ in range(epochs):
+        batches = it if keep_iterator else loader
+        seen.append(sum(1 for _ in batches))
+    return seen
+
+
+@pytest.mark.parametrize("make", [lambda: DataLoader(Spiral(), 30),
+                                  lambda: SeqDataLoader(SinCurve(), 10)],
+                         ids=["DataLoader", "SeqDataLoader"])
+def test_a_spent_epoch_iterator_looped_again_warns(make):
+    loader = make()
+    n = len(loader)
+    with pytest.warns(RuntimeWarning, match=_SPENT) as record:
+        seen = _epoch_batches(loader, keep_iterator=True)
+    assert seen == [n, 0, 0]  # what it warns about: the later epochs train on nothing
+    mine = [w for w in record if _SPENT in str(w.message)]
+    assert len(mine) == 2  # one per empty epoch
+    assert all(w.filename == __file__ for w in mine)
+    assert "for x, t in loader" in str(mine[0].message)
+
+
+def test_epochs_over_the_loader_and_a_resumed_iterator_stay_quiet():
+    loader = DataLoader(Spiral(), 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _epoch_batches(loader, keep_iterator=False) == [10, 10, 10]
+        it = iter(loader)
+        first = [batch for _, batch in zip(range(4), it)]  # a loop left half way ...
+        rest = list(it)  # ... and finished by another: one epoch, read once
+        assert len(first) + len(rest) == 10
+        with pytest.raises(StopIteration):  # an iterator's end is still the end
+            next(it)
 
 
 # --- 3. an assignment to a name the optimizer does not have --------------------------------------
