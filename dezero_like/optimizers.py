@@ -22,7 +22,15 @@ from collections.abc import Iterator
 import numpy as np
 
 from dezero_like import cuda, cuda_kernels
-from dezero_like.core import Parameter, Variable, _changed_in_place, _pytorch_names, as_array
+from dezero_like.core import (
+    Parameter,
+    Variable,
+    _changed_in_place,
+    _ones_seeded,
+    _outside_package,
+    _pytorch_names,
+    as_array,
+)
 
 
 # --- step 47 ------------------------------------------------------------
@@ -383,6 +391,9 @@ class Optimizer:
             if _same_grads_as_last_update(self, params):
                 _warn_repeated_update()  # no backward since the last update (step 47)
             _watch_gradless(self)  # some parameters get no gradient: only in the first updates
+            if _ones_seeded.shape is not None:  # the loss was left unreduced: a sum's gradients
+                _warn_summed_loss(_ones_seeded.shape)
+                _ones_seeded.shape = None  # once per backward
         _check_grads(params, "set by hand?")
         scaled = []  # (parameter, its scaled gradient, the scale): only after backward(loss_scale=)
         for p in params:
@@ -903,3 +914,16 @@ def _warn_overflow(bad, total, scaled):
         "scaler that halves the scale after one), "
         "warnings.filterwarnings('ignore', 'update\\(\\) skipped')",
         RuntimeWarning, stacklevel=3)
+
+
+def _warn_summed_loss(shape):
+    """Warn that the gradients come from a backward of an unreduced loss of ``shape``."""
+    n = math.prod(shape)
+    _, level = _outside_package(sys._getframe(2))  # 1 is update()
+    warnings.warn(
+        f"update() uses gradients from backward() of a loss of shape {tuple(shape)}, not a "
+        "single number: backward() started from ones, so these are the gradients of the sum "
+        f"of its {n} elements ({n} times those of their mean), and the step is that much too "
+        "large. Reduce the loss to one number before backward(): F.mean_squared_error(y, t), "
+        "or F.mean(loss) (F.sum(loss) if the sum is what you want). PyTorch refuses "
+        "backward() of a non-scalar without a gradient", RuntimeWarning, stacklevel=level + 3)

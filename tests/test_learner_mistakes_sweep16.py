@@ -1,6 +1,12 @@
 """Sixteenth sweep: learner mistakes of the training loops (steps 47-67) that gave wrong numbers
 without a word.
 
+* a loss left unreduced, ``loss = (y - t) ** 2`` then ``loss.backward()`` and
+  ``optimizer.update()``: ``backward()`` starts from ones, so the gradients were those of the sum
+  of the ``N`` elements, ``N`` times those of the mean, and every step ``N`` times too long
+  (PyTorch refuses ``backward()`` of a non-scalar without a gradient). ``backward()`` itself
+  still takes it (the elementwise demos of the early steps need it); now ``backward`` notes the
+  shape of an output it seeded with ones untold, and the next ``update()`` warns (step 67).
 * ``it = iter(loader)`` kept for an epoch loop (``for x, t in it:`` in every epoch): an
   iterator read to its end is spent, so every epoch after the first trained on nothing and its
   loss read 0. Now a loop started on a spent epoch of a ``DataLoader`` warns (step 52).
@@ -19,10 +25,11 @@ import numpy as np
 import pytest
 
 import dezero_like.functions as F
-from dezero_like import DataLoader, SeqDataLoader, optimizers
+from dezero_like import DataLoader, SeqDataLoader, Variable, optimizers
 from dezero_like.datasets import SinCurve, Spiral
 from dezero_like.models import MLP
 
+_SUMMED = r"update\(\) uses gradients from backward\(\) of a loss of shape"
 _SPENT = "this loop runs over an epoch of a DataLoader that was read to its end already"
 
 
@@ -36,6 +43,87 @@ def _model_and_optimizer(cls=optimizers.SGD, *args):
     np.random.seed(0)
     model = MLP((10, 1))
     return model, cls(*args).setup(model)
+
+
+# --- 1. a loss that is not a single number -----------------------------------------------------
+
+def _one_step(loss_of, **backward_args):
+    """One training step of step 45's regression with ``loss_of(y, t)``; the first layer's step."""
+    x, t = _data()
+    model, optimizer = _model_and_optimizer(optimizers.SGD, 0.1)
+    loss = loss_of(model(x), t)
+    before = model.l0.W.data.copy()  # made by the first forward
+    model.cleargrads()
+    loss.backward(**backward_args)
+    optimizer.update()
+    return model.l0.W.data - before
+
+
+def test_an_unreduced_loss_warns_at_the_update_and_its_step_is_n_times_too_long():
+    mean_step = _one_step(F.mean_squared_error)
+    with pytest.warns(RuntimeWarning, match=_SUMMED) as record:
+        summed_step = _one_step(lambda y, t: (y - t) ** 2)
+    mine = [w for w in record if "uses gradients from backward()" in str(w.message)]
+    assert len(mine) == 1
+    assert mine[0].filename == __file__  # the line of the update, not the package's
+    message = str(mine[0].message)
+    assert "(20, 1)" in message and "20 times" in message
+    assert "F.mean_squared_error(y, t)" in message and "F.mean(loss)" in message
+    # what it warns about: the sum of the 20 squared errors is 20 times the mean's gradient
+    np.testing.assert_allclose(summed_step, 20 * mean_step, rtol=1e-3)  # float32 weights
+
+
+def test_an_unreduced_loss_warns_with_a_loss_scale_and_with_adam_too():
+    x, t = _data()
+    model, optimizer = _model_and_optimizer(optimizers.Adam)
+    with pytest.warns(RuntimeWarning, match=_SUMMED):
+        loss = (model(x) - t) ** 2
+        loss.backward(loss_scale=8)
+        optimizer.update()
+
+
+def test_the_warning_comes_once_per_backward():
+    x, t = _data()
+    model, optimizer = _model_and_optimizer(optimizers.SGD, 0.1)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            model.cleargrads()
+            ((model(x) - t) ** 2).backward()
+            optimizer.update()
+        optimizer.update()  # again without a backward: that warning only, not this one again
+    summed = [w for w in record if "uses gradients from backward()" in str(w.message)]
+    repeated = [w for w in record if "got the very gradients" in str(w.message)]
+    assert len(summed) == 3 and len(repeated) == 1
+
+
+@pytest.mark.parametrize("case", ["mean", "told", "one_element", "no_update", "scalar_after",
+                                  "sum"])
+def test_no_false_alarm(case):
+    x, t = _data()
+    model, optimizer = _model_and_optimizer(optimizers.SGD, 0.1)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", _SUMMED)
+        y = model(x)
+        model.cleargrads()
+        if case == "mean":
+            F.mean_squared_error(y, t).backward()
+        elif case == "told":  # an explicit seed is the learner's choice
+            ((y - t) ** 2).backward(gradient=np.full(y.shape, 1 / len(x)))
+        elif case == "one_element":  # a (1, 1) loss is one number: ones is the right seed
+            F.sum(F.mean_squared_error(y, t), axis=None, keepdims=True).backward()
+        elif case == "no_update":  # an elementwise backward outside training: no update follows
+            v = Variable(np.linspace(0, 1, 5))
+            F.sin(v).backward()
+            np.testing.assert_allclose(v.grad.data, np.cos(v.data))
+            return
+        elif case == "scalar_after":  # a look at the elementwise gradients, then the real loss
+            y.backward(retain_graph=True)
+            model.cleargrads()
+            F.mean_squared_error(y, t).backward()
+        else:
+            F.sum((y - t) ** 2).backward()
+        optimizer.update()
 
 
 # --- 2. one epoch iterator kept for every epoch --------------------------------------------------
