@@ -451,6 +451,8 @@ class Variable:
                 "so no parameter gets a gradient. Call loss.backward() first, then "
                 "loss.unchain_backward()", RuntimeWarning, stacklevel=2)
         seed = self._seed(gradient, loss_scale, create_graph)
+        data = self.data  # a loss of several numbers, seeded with ones: update() warns (below)
+        _ones_seeded.shape = data.shape if gradient is None and data.size != 1 else None
         with using_config("enable_backprop", create_graph):
             _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
 
@@ -1703,6 +1705,19 @@ def _times(g, factor):
         return Variable((g.data.astype(np.float32) * factor).astype(np.float16),
                         requires_grad=False)
     return g * factor
+
+
+class _SeedNote:
+    """What the last ``backward()`` started from: ``shape`` is that of an output of more than
+    one number it seeded with ones, no gradient given (a loss left unreduced), else None."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self):
+        self.shape = None
+
+
+_ones_seeded = _SeedNote()
 
 
 # --- step 70 ------------------------------------------------------------

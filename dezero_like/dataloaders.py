@@ -18,6 +18,7 @@ after :meth:`DataLoader.to_gpu`, CuPy.
 """
 
 import math
+import warnings
 import weakref
 
 import numpy as np
@@ -60,6 +61,38 @@ def _refuse_item(dataset, j, ex):
         f"DataLoader needs (x, t) pairs, but {name}[{j}] is a {type(ex).__name__} of "
         f"{len(ex)} value{'s' if len(ex) != 1 else ''}: item[0] is read as the input and "
         f"item[1] as the label, so {what}; {fix}")
+
+
+class _Epoch:
+    """One epoch of a loader, as ``iter(loader)`` gives it: its batches, then the end.
+
+    Read to its end it is spent, as every Python iterator is: a loop that starts on it again
+    gets no batch. ``it = iter(loader)`` kept for an epoch loop would train on nothing after
+    the first epoch, so a loop started on a spent epoch warns.
+    """
+
+    __slots__ = ("_batches", "_spent")
+
+    def __init__(self, batches):
+        self._batches = batches
+        self._spent = False
+
+    def __iter__(self):
+        if self._spent:
+            warnings.warn(
+                "this loop runs over an epoch of a DataLoader that was read to its end already "
+                "(it = iter(loader), used again): it gets no batch, so nothing trains and the "
+                "epoch's loss adds up to 0. Loop over the loader itself, for x, t in loader: "
+                "each such loop is a new epoch (with a new order when shuffling); or call "
+                "iter(loader) again for each epoch", RuntimeWarning, stacklevel=2)
+        return self
+
+    def __next__(self):
+        try:
+            return next(self._batches)
+        except StopIteration:
+            self._spent = True
+            raise
 
 
 class DataLoader:
@@ -151,7 +184,7 @@ class DataLoader:
             self._stale = False  # here too: a subclass's reset() may not clear it
         if type(self).__next__ is not DataLoader.__next__:
             return self  # a subclass written the book's way, with its own __next__
-        return self._epoch(self.index)
+        return _Epoch(self._epoch(self.index))
 
     # (step 61)
     def _epoch(self, index):

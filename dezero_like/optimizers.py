@@ -14,6 +14,7 @@ out.)
 
 import inspect
 import math
+import sys
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -21,7 +22,15 @@ from collections.abc import Iterator
 import numpy as np
 
 from dezero_like import cuda, cuda_kernels
-from dezero_like.core import Parameter, Variable, _changed_in_place, _pytorch_names, as_array
+from dezero_like.core import (
+    Parameter,
+    Variable,
+    _changed_in_place,
+    _ones_seeded,
+    _outside_package,
+    _pytorch_names,
+    as_array,
+)
 
 
 # --- step 47 ------------------------------------------------------------
@@ -263,12 +272,38 @@ def _warn_replaced_target(optimizer, target):
         "one Model that holds both", stacklevel=3)
 
 
+def _refuse_unknown_setting(optimizer, name, value):
+    """Refuse ``optimizer.<name> = value`` for a name that no code of ``optimizer`` reads."""
+    cls = type(optimizer)
+    mine = list(cls._settings) or [n for n in optimizer.__dict__
+                                   if n[:1] != "_" and n not in ("target", "hooks")]
+    others = []  # the optimizers of this module that have such a setting
+    todo = list(Optimizer.__subclasses__())
+    while todo:
+        other = todo.pop(0)
+        todo.extend(other.__subclasses__())
+        if name in other._settings and other.__module__ == __name__:
+            others.append(other.__name__)
+    lr = getattr(optimizer, "lr", "...") if "lr" in mine else "..."
+    hint = (f" ({name} is a setting of {', '.join(others)})" if others else "") + (
+        f"; {_TORCH_SETTINGS[name](value, lr)}" if name in _TORCH_SETTINGS else "")
+    rate = next((n for n in ("lr", "alpha") if n in mine), None)  # a schedule's example
+    raise AttributeError(
+        f"{cls.__name__} has no setting {name!r}: its update never reads it, so assigning it "
+        f"would change nothing{hint}. The settings of {cls.__name__} are "
+        f"{', '.join(mine) or 'none'}, and stay settable while training"
+        + (f" (optimizer.{rate} *= 0.5 in a schedule)" if rate else "")
+        + ". To keep a value of your own on the optimizer, give it a name that starts with _")
+
+
 class Optimizer:
     """Base class: ``setup(target)``, ``update()``, ``add_hook(f)``.
 
     Subclasses write ``update_one(param)``, which changes ``param.data`` in place, and list
     their settings in ``_settings`` (``{name: (low, high)}``): every assignment of a setting,
-    in ``__init__`` or later (``optimizer.lr = 0.01`` in a schedule), is checked.
+    in ``__init__`` or later (``optimizer.lr = 0.01`` in a schedule), is checked. From outside
+    the optimizer's own methods, a name it does not have is refused (``sgd.momentum = 0.9``
+    would change nothing); names that start with ``_`` are free.
     """
 
     _settings = {}
@@ -277,6 +312,9 @@ class Optimizer:
         bounds = type(self)._settings.get(name)
         if bounds is not None:
             value = _checked(type(self).__name__, name, value, *bounds)
+        elif name not in self.__dict__ and not hasattr(type(self), name) \
+                and name[:1] != "_" and sys._getframe(1).f_locals.get("self") is not self:
+            _refuse_unknown_setting(self, name, value)  # sgd.momentum = 0.9: read by nobody
         object.__setattr__(self, name, value)
 
     def __new__(cls, *args, **kwargs):  # before __init__ binds (and rejects) the arguments
@@ -353,6 +391,9 @@ class Optimizer:
             if _same_grads_as_last_update(self, params):
                 _warn_repeated_update()  # no backward since the last update (step 47)
             _watch_gradless(self)  # some parameters get no gradient: only in the first updates
+            if _ones_seeded.shape is not None:  # the loss was left unreduced: a sum's gradients
+                _warn_summed_loss(_ones_seeded.shape)
+                _ones_seeded.shape = None  # once per backward
         _check_grads(params, "set by hand?")
         scaled = []  # (parameter, its scaled gradient, the scale): only after backward(loss_scale=)
         for p in params:
@@ -873,3 +914,16 @@ def _warn_overflow(bad, total, scaled):
         "scaler that halves the scale after one), "
         "warnings.filterwarnings('ignore', 'update\\(\\) skipped')",
         RuntimeWarning, stacklevel=3)
+
+
+def _warn_summed_loss(shape):
+    """Warn that the gradients come from a backward of an unreduced loss of ``shape``."""
+    n = math.prod(shape)
+    _, level = _outside_package(sys._getframe(2))  # 1 is update()
+    warnings.warn(
+        f"update() uses gradients from backward() of a loss of shape {tuple(shape)}, not a "
+        "single number: backward() started from ones, so these are the gradients of the sum "
+        f"of its {n} elements ({n} times those of their mean), and the step is that much too "
+        "large. Reduce the loss to one number before backward(): F.mean_squared_error(y, t), "
+        "or F.mean(loss) (F.sum(loss) if the sum is what you want). PyTorch refuses "
+        "backward() of a non-scalar without a gradient", RuntimeWarning, stacklevel=level + 3)

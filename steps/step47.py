@@ -341,9 +341,18 @@ def _refuse_torch_style(cls, args, kwargs):
 # entry also keeps a *weak reference* to its parameter: an entry whose parameter is gone (or is
 # another object) starts afresh, and the reference's callback drops the entry when the
 # parameter dies, so the optimizer does not hold dead models' arrays.
+#
+# An optimizer's settings are plain attributes, so that a schedule can change them while
+# training (`optimizer.lr *= 0.5`). That also lets a slip through: `sgd.momentum = 0.9` (plain
+# SGD has none), `sgd.alpha = 0.01` (Adam's name) or `adam.eps_ = 1e-6` would make a new
+# attribute that no update ever reads, and the training go on as before without a word.
+# `__setattr__` refuses a name the optimizer does not have, unless the assignment comes from one
+# of the optimizer's own methods (`__init__` making its settings, or a subclass's `update_one`
+# keeping its state); it names the settings there are. A name that starts with `_` is free.
 
 # %%
 #| export dezero_like/optimizers.py
+import sys
 import weakref
 
 import numpy as np
@@ -372,12 +381,38 @@ def _warn_replaced_target(optimizer, target):
         "one Model that holds both", stacklevel=3)
 
 
+def _refuse_unknown_setting(optimizer, name, value):
+    """Refuse ``optimizer.<name> = value`` for a name that no code of ``optimizer`` reads."""
+    cls = type(optimizer)
+    mine = list(cls._settings) or [n for n in optimizer.__dict__
+                                   if n[:1] != "_" and n not in ("target", "hooks")]
+    others = []  # the optimizers of this module that have such a setting
+    todo = list(Optimizer.__subclasses__())
+    while todo:
+        other = todo.pop(0)
+        todo.extend(other.__subclasses__())
+        if name in other._settings and other.__module__ == __name__:
+            others.append(other.__name__)
+    lr = getattr(optimizer, "lr", "...") if "lr" in mine else "..."
+    hint = (f" ({name} is a setting of {', '.join(others)})" if others else "") + (
+        f"; {_TORCH_SETTINGS[name](value, lr)}" if name in _TORCH_SETTINGS else "")
+    rate = next((n for n in ("lr", "alpha") if n in mine), None)  # a schedule's example
+    raise AttributeError(
+        f"{cls.__name__} has no setting {name!r}: its update never reads it, so assigning it "
+        f"would change nothing{hint}. The settings of {cls.__name__} are "
+        f"{', '.join(mine) or 'none'}, and stay settable while training"
+        + (f" (optimizer.{rate} *= 0.5 in a schedule)" if rate else "")
+        + ". To keep a value of your own on the optimizer, give it a name that starts with _")
+
+
 class Optimizer:
     """Base class: ``setup(target)``, ``update()``, ``add_hook(f)``.
 
     Subclasses write ``update_one(param)``, which changes ``param.data`` in place, and list
     their settings in ``_settings`` (``{name: (low, high)}``): every assignment of a setting,
-    in ``__init__`` or later (``optimizer.lr = 0.01`` in a schedule), is checked.
+    in ``__init__`` or later (``optimizer.lr = 0.01`` in a schedule), is checked. From outside
+    the optimizer's own methods, a name it does not have is refused (``sgd.momentum = 0.9``
+    would change nothing); names that start with ``_`` are free.
     """
 
     _settings = {}
@@ -386,6 +421,9 @@ class Optimizer:
         bounds = type(self)._settings.get(name)
         if bounds is not None:
             value = _checked(type(self).__name__, name, value, *bounds)
+        elif name not in self.__dict__ and not hasattr(type(self), name) \
+                and name[:1] != "_" and sys._getframe(1).f_locals.get("self") is not self:
+            _refuse_unknown_setting(self, name, value)  # sgd.momentum = 0.9: read by nobody
         object.__setattr__(self, name, value)
 
     def __new__(cls, *args, **kwargs):  # before __init__ binds (and rejects) the arguments

@@ -48,11 +48,12 @@ with np.errstate(over="ignore"):
 # (it forgets the scale too), `Variable.backward` and `Variable._seed` (they gain `loss_scale`),
 # `Variable._set_data` (it warns when a hand-written update meets a scaled gradient),
 # `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
-# `_times`, `_from_backward` and `_warn_scaled_update`;
-# `optimizers` changes `Optimizer.update` (it divides the scale out, and skips an update whose
-# gradients overflowed) and gains `Optimizer.update_all`, `_count_overflowed`,
-# `_warn_overflow`, `_check_grads`, and `_without_gradient` and `_watch_gradless` (a warning for
-# parameters that never get a gradient, below).
+# `_times`, `_from_backward`, `_warn_scaled_update` and `_ones_seeded`;
+# `optimizers` changes `Optimizer.update` (it divides the scale out, skips an update whose
+# gradients overflowed, and warns after the backward of a loss left unreduced) and gains
+# `Optimizer.update_all`, `_count_overflowed`, `_warn_overflow`, `_warn_summed_loss`,
+# `_check_grads`, and `_without_gradient` and `_watch_gradless` (a warning for parameters that
+# never get a gradient, below).
 #
 # A cell whose first line is `#| export dezero_like/...` is an **export cell**: it is part of
 # the package. `python tools/export.py write` copies these cells, step by step, into the
@@ -88,6 +89,7 @@ from dezero_like.core import (
     _cut,
     _is_array,
     _on_two_devices,
+    _ones_seeded,
     as_array,
     using_config,
 )
@@ -165,6 +167,8 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
             "so no parameter gets a gradient. Call loss.backward() first, then "
             "loss.unchain_backward()", RuntimeWarning, stacklevel=2)
     seed = self._seed(gradient, loss_scale, create_graph)
+    data = self.data  # a loss of several numbers, seeded with ones: update() warns (below)
+    _ones_seeded.shape = data.shape if gradient is None and data.size != 1 else None
     with using_config("enable_backprop", create_graph):
         _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
 
@@ -542,15 +546,64 @@ def _warn_overflow(bad, total, scaled):
         RuntimeWarning, stacklevel=3)
 
 
+# %% [markdown]
+# `update` also looks at the seed of the last backward. `backward()` of an output of several
+# numbers starts from ones, which is right for the elementwise demos of the early steps: each
+# $x_i$ gets $\partial y_i / \partial x_i$. For a loss it is a slip: `loss = (y - t) ** 2`
+# (no mean) then `loss.backward()` gives the gradients of the *sum* of its $N$ elements, $N$
+# times those of the mean, and the optimizer steps $N$ times too far, with no error. PyTorch
+# refuses such a `backward()` without a gradient; here it stays allowed, and `backward` notes
+# the shape of an output it seeded with ones because none was given (`_ones_seeded`, one
+# store per backward). An `update()` after it warns, once, and an explicit
+# `backward(gradient=...)`, a scalar loss or a non-scalar backward outside training says
+# nothing.
+
+# %%
+#| export dezero_like/core.py
+class _SeedNote:
+    """What the last ``backward()`` started from: ``shape`` is that of an output of more than
+    one number it seeded with ones, no gradient given (a loss left unreduced), else None."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self):
+        self.shape = None
+
+
+_ones_seeded = _SeedNote()
+
+
+# %%
+#| export dezero_like/optimizers.py
+import math
+import sys
+import warnings
+
+from dezero_like.core import _outside_package
+
+
+def _warn_summed_loss(shape):
+    """Warn that the gradients come from a backward of an unreduced loss of ``shape``."""
+    n = math.prod(shape)
+    _, level = _outside_package(sys._getframe(2))  # 1 is update()
+    warnings.warn(
+        f"update() uses gradients from backward() of a loss of shape {tuple(shape)}, not a "
+        "single number: backward() started from ones, so these are the gradients of the sum "
+        f"of its {n} elements ({n} times those of their mean), and the step is that much too "
+        "large. Reduce the loss to one number before backward(): F.mean_squared_error(y, t), "
+        "or F.mean(loss) (F.sum(loss) if the sum is what you want). PyTorch refuses "
+        "backward() of a non-scalar without a gradient", RuntimeWarning, stacklevel=level + 3)
+
+
 # %%
 #| export dezero_like/optimizers.py Optimizer
 import weakref
 
-from dezero_like.core import _changed_in_place
+from dezero_like.core import _changed_in_place, _ones_seeded
 from dezero_like.optimizers import (_check_grads, _count_overflowed, _floats_only, _new_grad,
                                     _same_grads_as_last_update, _warn_no_gradient,
-                                    _warn_overflow, _warn_repeated_update, _watch_gradless,
-                                    _wide)
+                                    _warn_overflow, _warn_repeated_update, _warn_summed_loss,
+                                    _watch_gradless, _wide)
 
 
 def update(self):
@@ -575,6 +628,9 @@ def update(self):
         if _same_grads_as_last_update(self, params):
             _warn_repeated_update()  # no backward since the last update (step 47)
         _watch_gradless(self)  # some parameters get no gradient: only in the first updates
+        if _ones_seeded.shape is not None:  # the loss was left unreduced: a sum's gradients
+            _warn_summed_loss(_ones_seeded.shape)
+            _ones_seeded.shape = None  # once per backward
     _check_grads(params, "set by hand?")
     scaled = []  # (parameter, its scaled gradient, the scale): only after backward(loss_scale=)
     for p in params:
