@@ -1762,7 +1762,9 @@ def _fusable(gy, y):
     real floating dtype (the kernels' C does arithmetic such as ``1 - y`` that CuPy's
     complex type does not define), and no graph of the backward is being recorded
     (create_graph needs differentiable steps)."""
-    return (not Config.enable_backprop and cuda.is_cupy_array(y) and y.dtype.kind == "f"
+    return (not Config.enable_backprop
+            and (type(y) in cuda._CUPY_MODULES or cuda.is_cupy_array(y))  # a type met: no call
+            and y.dtype.kind == "f"
             and gy.data.dtype == y.dtype)
 
 
