@@ -235,9 +235,7 @@ def _as_inputs(inputs, name="a function"):
     for x in inputs:
         if not isinstance(x, Variable):
             try:
-                # a GPU array (the labels, a batch) is taken as it is, as as_array would
-                data = x if type(like) is not np.ndarray and type(x) in _GPU_ARRAYS \
-                    else as_array(x, like)
+                data = as_array(x, like)
             except AttributeError as error:  # like has no dtype: x.data = [1, 2] by hand?
                 if like is not None:
                     _refuse_not_an_array(name, like, error)
