@@ -8,7 +8,10 @@ Wall-clock timings of a microsecond-sized step move by 10-20 % from run to run o
 a shared machine, which hides the effect of a small change to the hot path.
 Counting the instructions the CPU executes (``valgrind --tool=cachegrind``) gives
 the same number every time, as long as nothing else varies: one BLAS thread
-(an idle OpenBLAS thread spins and is counted) and a fixed hash seed.
+(an idle OpenBLAS thread spins and is counted), a fixed hash seed, and the same
+bytecode: the counted processes read every module's bytecode from one fresh folder
+(``PYTHONPYCACHEPREFIX``), since a process that compiles its modules (a checkout
+without ``__pycache__``) counted 0.8% more per sin step than one that loads them.
 
 The chain runs R1 times in one process and R2 times in another; the difference
 divided by (R2 - R1) x 1000 steps is the cost of one step, without the start-up
@@ -39,6 +42,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import _machine  # benchmarks/_machine.py, beside this script
 import overhead  # benchmarks/overhead.py: the same chains, written once
@@ -99,21 +103,48 @@ def run_training(chain, steps):
     return loss
 
 
-def count(framework, chain, runs, valgrind, tries=2):
+def count(framework, chain, runs, valgrind, tries=2, pycache=None):
     """Instructions executed by a child process (start-up included): the fewest of ``tries``.
 
     A count is exact, but a process can do one-off work now and then (a module compiled,
     a cache filled), seen as a difference of tens of thousands of instructions per step
     when the test suite ran beside it; the fewest of two counts leaves such work out.
+    ``pycache``: the folder the children read their bytecode from (see ``child_env``).
     """
-    return min(_count_once(framework, chain, runs, valgrind) for _ in range(tries))
+    return min(_count_once(framework, chain, runs, valgrind, pycache) for _ in range(tries))
 
 
-def _count_once(framework, chain, runs, valgrind):
+def child_env(pycache=None):
+    """The environment of a counted child: one BLAS thread, a fixed hash seed, and, with
+    ``pycache``, every module's bytecode read from that folder (``PYTHONPYCACHEPREFIX``).
+
+    The bytecode matters to the count per step, not only to the start-up: a process that
+    compiles its modules (no ``__pycache__`` beside them, or ``PYTHONDONTWRITEBYTECODE``
+    set) holds other objects at other addresses than one that loads them, and the steps
+    then cost otherwise (0.8% for the sin chain, 62,793 against 62,308 instructions, the
+    same code in two checkouts on 2026-11-29). ``main`` fills a fresh folder first
+    (``fill_pycache``), so every checkout is counted in the same state."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    if pycache is not None:
+        env["PYTHONPYCACHEPREFIX"] = pycache
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # counted runs only read it
+    return env
+
+
+def fill_pycache(framework, chain, pycache):
+    """Run ``chain`` once, without Valgrind, writing the bytecode of what it imports into
+    ``pycache``."""
+    env = child_env(pycache)
+    del env["PYTHONDONTWRITEBYTECODE"]
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--child", framework, chain, "1"],
+                   env=env, capture_output=True, check=True)
+
+
+def _count_once(framework, chain, runs, valgrind, pycache=None):
     cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
            sys.executable, os.path.abspath(__file__), "--child", framework, chain, str(runs)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, env=child_env(pycache), capture_output=True, text=True,
+                          check=False)
     return parse_total(proc.stderr, proc.returncode)
 
 
@@ -165,16 +196,20 @@ def main(argv=None):
                     "forward, loss, cleargrads, backward, SGD update), "
                     f"{TRAIN_STEPS} steps per run")
     print(f"instructions per {'; per '.join(what)}; runs {r1} vs {r2}, valgrind cachegrind "
-          "(fewest of 2 counts), 1 BLAS thread, PYTHONHASHSEED=0")
+          "(fewest of 2 counts), 1 BLAS thread, PYTHONHASHSEED=0, bytecode compiled once into "
+          "a fresh PYTHONPYCACHEPREFIX (a checkout's own __pycache__, or none, moves the count "
+          "per step by up to 1%)")
     print(f"{'chain':8} {'framework':12} {'instructions':>13}")
     results = {}
-    for chain in chains:
-        steps = TRAIN_STEPS if chain in TRAINING else STEPS
-        for fw in ["dezero_like"] if chain in TRAINING else frameworks:
-            n = per_step(count(fw, chain, r1, valgrind), count(fw, chain, r2, valgrind), r1, r2,
-                         steps)
-            results[chain, fw] = n
-            print(f"{chain:8} {fw:12} {n:13,.0f}")
+    with tempfile.TemporaryDirectory(prefix="instructions-pyc-") as pycache:
+        for chain in chains:
+            steps = TRAIN_STEPS if chain in TRAINING else STEPS
+            for fw in ["dezero_like"] if chain in TRAINING else frameworks:
+                fill_pycache(fw, chain, pycache)
+                low, high = (count(fw, chain, r, valgrind, pycache=pycache) for r in (r1, r2))
+                n = per_step(low, high, r1, r2, steps)
+                results[chain, fw] = n
+                print(f"{chain:8} {fw:12} {n:13,.0f}")
     for chain in chains:
         if (chain, "dezero") in results:
             ours, theirs, floor = (results[chain, k] for k in ("dezero_like", "dezero", "numpy"))

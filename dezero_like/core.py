@@ -131,6 +131,8 @@ def _mixed_devices(x, x_on, other_on):
 
 def _on_two_devices(a, b):
     """``("GPU", "CPU")`` or ``("CPU", "GPU")``: where arrays ``a`` and ``b`` lie, if apart."""
+    if type(a) is type(b):  # one array type lies on one device: no call
+        return None
     a_gpu, b_gpu = cuda.is_cupy_array(a), cuda.is_cupy_array(b)
     if a_gpu == b_gpu:
         return None
@@ -290,7 +292,8 @@ class Variable:
 
     # (step 70)
     def __init__(self, data, name=None, requires_grad=True):
-        if type(data) is not np.ndarray and data is not None:  # the common case tests one type
+        # the common cases test one type: a NumPy array, or a CuPy array of a type met before
+        if type(data) is not np.ndarray and data is not None and type(data) not in _GPU_ARRAYS:
             if not _is_array(data):
                 raise TypeError(
                     f"Variable data must be a numpy.ndarray (or a cupy.ndarray), "
@@ -809,7 +812,9 @@ def _add_grads(a, b):
     if Config.enable_backprop:
         return a + b
     y = a._data + b._data  # two 0-d arrays add up to a NumPy scalar: make it an array again
-    return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
+    if type(y) is np.ndarray or type(y) in _GPU_ARRAYS:  # an array (a GPU's too): no call
+        return _make_variable(y, False)
+    return _make_variable(as_array(y), False)
 
 
 def _accumulate_leaf(x, gx, loss_scale=None):
@@ -1867,9 +1872,14 @@ def _binary(function, op, x0, x1, reverse=False):
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0._data
     try:
-        b = x1._data if isinstance(x1, Variable) else as_array(x1, a)
+        if isinstance(x1, Variable):
+            b = x1._data
+        else:  # an array of a's own type (a mask, on either device) is taken as it is
+            b = x1 if type(x1) is type(a) else as_array(x1, a)
         y = op(b, a) if reverse else op(a, b)
-        return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
+        if type(y) is np.ndarray or type(y) in _GPU_ARRAYS:  # an array (a GPU's too): no call
+            return _make_variable(y, False)
+        return _make_variable(as_array(y), False)  # a NumPy scalar, from two 0-d arrays
     except (TypeError, AttributeError) as error:  # a .data set by hand (x.data = [1, 2])?
         datas = [v.data for v in (x0, x1) if isinstance(v, Variable)]
         _refuse_two_devices(function.__name__, datas, error)

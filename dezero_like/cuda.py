@@ -128,8 +128,15 @@ def _gpu_help():
             f"is {wheel}: {swap}pip install {wheel} (%pip in a notebook), and restart Python.")
 
 
+_gpu_cupy = None  # the CuPy module that found a GPU, once one did
+
+
 def _cupy():
     """Import CuPy, or return None when it is not installed or sees no GPU."""
+    global _gpu_cupy
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and cupy is _gpu_cupy:  # found a GPU before: no import, no driver call
+        return cupy
     try:
         import cupy
     except Exception:  # ImportError, or a CUDA library that fails to load
@@ -139,6 +146,7 @@ def _cupy():
             return None
     except Exception:  # CUDA driver missing: CuPy imports but cannot run
         return None
+    _gpu_cupy = cupy
     return cupy
 
 
@@ -172,7 +180,9 @@ def as_cupy(x):
 
         if isinstance(x, Variable):
             x = x.data
-    cupy = require_gpu()
+    cupy = sys.modules.get("cupy")
+    if cupy is None or cupy is not _gpu_cupy:  # no GPU found yet: look, or say why not
+        cupy = require_gpu()
     return cupy.asarray(x)
 
 

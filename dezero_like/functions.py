@@ -648,7 +648,7 @@ class Linear(Function):
         needs = self.needs_input_grad
         x, W = self.inputs[0], self.inputs[1]
         if not Config.enable_backprop and not _global_hooks:  # a plain backward (step 70)
-            return self._backward_arrays(gy.data, x, W, needs)
+            return self._backward_arrays(gy._data, x, W, needs)
         gx = matmul(gy, W.T) if needs[0] else None
         gW = matmul(x.T, gy) if needs[1] else None
         if len(needs) == 2:
@@ -660,8 +660,9 @@ class Linear(Function):
     # (step 71)
     def _backward_arrays(self, g, x, W, needs):
         """``backward`` from the arrays, when nothing records or watches: no Function objects."""
-        gx = _make_variable(g @ W.data.T, False) if needs[0] else None
-        gW = _make_variable(x.data.T @ g, False) if needs[1] else None
+        # the arrays through _data, as step 70's loop reads them: no property call
+        gx = _make_variable(g @ W._data.T, False) if needs[0] else None
+        gW = _make_variable(x._data.T @ g, False) if needs[1] else None
         if len(needs) == 2:
             return gx, gW
         if not needs[2]:
@@ -1286,7 +1287,7 @@ class SoftmaxCrossEntropy(Function):
         x, t = self.inputs
         p = getattr(self, "probabilities", None)
         if p is not None and _fusable(gy, p):
-            return Variable(cuda_kernels.softmax_cross_entropy_grad(p, t.data, gy.data)), None
+            return Variable(cuda_kernels.softmax_cross_entropy_grad(p, t._data, gy._data)), None
         xp = cuda.get_array_module(x.data)
         n, c = x.shape
         onehot = xp.eye(c, dtype=x.dtype)[t.data]
@@ -1762,8 +1763,10 @@ def _fusable(gy, y):
     real floating dtype (the kernels' C does arithmetic such as ``1 - y`` that CuPy's
     complex type does not define), and no graph of the backward is being recorded
     (create_graph needs differentiable steps)."""
-    return (not Config.enable_backprop and cuda.is_cupy_array(y) and y.dtype.kind == "f"
-            and gy.data.dtype == y.dtype)
+    return (not Config.enable_backprop
+            and (type(y) in cuda._CUPY_MODULES or cuda.is_cupy_array(y))  # a type met: no call
+            and y.dtype.kind == "f"
+            and gy._data.dtype == y.dtype)  # _data: no property call
 
 
 def _raw_gpu(a):

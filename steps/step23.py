@@ -206,6 +206,8 @@ def _mixed_devices(x, x_on, other_on):
 
 def _on_two_devices(a, b):
     """``("GPU", "CPU")`` or ``("CPU", "GPU")``: where arrays ``a`` and ``b`` lie, if apart."""
+    if type(a) is type(b):  # one array type lies on one device: no call
+        return None
     a_gpu, b_gpu = cuda.is_cupy_array(a), cuda.is_cupy_array(b)
     if a_gpu == b_gpu:
         return None

@@ -107,11 +107,26 @@ def _gpu_help():
 # `_cupy` returns the CuPy module only when it can actually run: it returns `None` when CuPy is not
 # installed, when its CUDA libraries fail to load, or when it sees no device. Callers then test one
 # value instead of catching errors themselves.
+#
+# Once it has found a GPU it keeps the module (`_gpu_cupy`): the number of devices a process sees
+# is fixed when CUDA starts, so asking the driver again on every batch (`as_cupy` below runs once
+# per batch) would only cost time. The answer is "this CuPy sees a GPU", not "which GPU": that
+# stays CuPy's current device, as it was. A different `cupy` module put in `sys.modules` (a
+# test's stand-in) is asked afresh.
 
 # %%
 #| export dezero_like/cuda.py
+import sys
+
+_gpu_cupy = None  # the CuPy module that found a GPU, once one did
+
+
 def _cupy():
     """Import CuPy, or return None when it is not installed or sees no GPU."""
+    global _gpu_cupy
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and cupy is _gpu_cupy:  # found a GPU before: no import, no driver call
+        return cupy
     try:
         import cupy
     except Exception:  # ImportError, or a CUDA library that fails to load
@@ -121,6 +136,7 @@ def _cupy():
             return None
     except Exception:  # CUDA driver missing: CuPy imports but cannot run
         return None
+    _gpu_cupy = cupy
     return cupy
 
 
@@ -164,7 +180,9 @@ def as_cupy(x):
 
         if isinstance(x, Variable):
             x = x.data
-    cupy = require_gpu()
+    cupy = sys.modules.get("cupy")
+    if cupy is None or cupy is not _gpu_cupy:  # no GPU found yet: look, or say why not
+        cupy = require_gpu()
     return cupy.asarray(x)
 
 

@@ -316,7 +316,7 @@ def softmax_cross_entropy(x, t):
     """(mean loss as a 0-d array, probabilities) of logits ``x`` (N, C) and labels ``t`` (N,).
 
     ``x`` must be float32 or float64 (``RAW_DTYPES``)."""
-    cupy = _cupy()
+    cupy = _built.get("cupy") or _cupy()  # after the first launch: no call
     n, c = x.shape
     x = cupy.ascontiguousarray(x)
     t = cupy.ascontiguousarray(t.astype(cupy.int64, copy=False))
@@ -328,7 +328,7 @@ def softmax_cross_entropy(x, t):
 
 def sum_rows(g):
     """``g.sum(axis=0)`` of a C-contiguous float32/float64 matrix, in one light launch."""
-    cupy = _cupy()
+    cupy = _built.get("cupy") or _cupy()  # after the first launch: no call
     n, c = g.shape
     out = cupy.empty(c, g.dtype)
     threads = 128
@@ -467,7 +467,7 @@ def _launch(name, dtype, arrays, total, *sizes):
 
 def im2col_channels_first(img, kernel_size, stride, pad, out_hw):
     """col ``(C, KH, KW, N, OH, OW)`` of a C-contiguous ``img (N, C, H, W)``, in one launch."""
-    cupy = _cupy()
+    cupy = _built.get("cupy") or _cupy()  # after the first launch: no call
     N, C, H, W = img.shape
     (KH, KW), (SH, SW), (PH, PW), (OH, OW) = kernel_size, stride, pad, out_hw
     col = cupy.empty((C, KH, KW, N, OH, OW), img.dtype)
@@ -478,7 +478,7 @@ def im2col_channels_first(img, kernel_size, stride, pad, out_hw):
 
 def col2im_gather(col, out_shape, stride, pad):
     """``(N, OC, OH, OW)`` from the columns ``(OC, KH, KW, N, H, W)``, in one launch."""
-    cupy = _cupy()
+    cupy = _built.get("cupy") or _cupy()  # after the first launch: no call
     OC, KH, KW, N, H, W = col.shape
     (SH, SW), (PH, PW) = stride, pad
     img = cupy.empty(out_shape, col.dtype)
@@ -489,7 +489,7 @@ def col2im_gather(col, out_shape, stride, pad):
 
 def max_pool_tiles(x, kernel_size):
     """(y, winners) of max pooling with windows that tile ``x (N, C, H, W)``."""
-    cupy = _cupy()
+    cupy = _built.get("cupy") or _cupy()  # after the first launch: no call
     N, C, H, W = x.shape
     KH, KW = kernel_size
     y = cupy.empty((N, C, H // KH, W // KW), x.dtype)
@@ -500,7 +500,7 @@ def max_pool_tiles(x, kernel_size):
 
 
 def max_pool_tiles_grad(gy, win, x_shape, kernel_size):
-    cupy = _cupy()
+    cupy = _built.get("cupy") or _cupy()  # after the first launch: no call
     N, C, H, W = x_shape
     KH, KW = kernel_size
     gx = cupy.empty(x_shape, gy.dtype)
@@ -540,8 +540,10 @@ def _fusable(gy, y):
     real floating dtype (the kernels' C does arithmetic such as ``1 - y`` that CuPy's
     complex type does not define), and no graph of the backward is being recorded
     (create_graph needs differentiable steps)."""
-    return (not Config.enable_backprop and cuda.is_cupy_array(y) and y.dtype.kind == "f"
-            and gy.data.dtype == y.dtype)
+    return (not Config.enable_backprop
+            and (type(y) in cuda._CUPY_MODULES or cuda.is_cupy_array(y))  # a type met: no call
+            and y.dtype.kind == "f"
+            and gy._data.dtype == y.dtype)  # _data: no property call
 
 
 def _raw_gpu(a):
@@ -574,8 +576,9 @@ from dezero_like.functions import matmul, sum_to
 
 def _backward_arrays(self, g, x, W, needs):
     """``backward`` from the arrays, when nothing records or watches: no Function objects."""
-    gx = _make_variable(g @ W.data.T, False) if needs[0] else None
-    gW = _make_variable(x.data.T @ g, False) if needs[1] else None
+    # the arrays through _data, as step 70's loop reads them: no property call
+    gx = _make_variable(g @ W._data.T, False) if needs[0] else None
+    gW = _make_variable(x._data.T @ g, False) if needs[1] else None
     if len(needs) == 2:
         return gx, gW
     if not needs[2]:
@@ -593,7 +596,7 @@ def backward(self, gy):
     needs = self.needs_input_grad
     x, W = self.inputs[0], self.inputs[1]
     if not Config.enable_backprop and not _global_hooks:  # a plain backward (step 70)
-        return self._backward_arrays(gy.data, x, W, needs)
+        return self._backward_arrays(gy._data, x, W, needs)
     gx = matmul(gy, W.T) if needs[0] else None
     gW = matmul(x.T, gy) if needs[1] else None
     if len(needs) == 2:
@@ -734,7 +737,7 @@ def backward(self, gy):
     x, t = self.inputs
     p = getattr(self, "probabilities", None)
     if p is not None and _fusable(gy, p):
-        return Variable(cuda_kernels.softmax_cross_entropy_grad(p, t.data, gy.data)), None
+        return Variable(cuda_kernels.softmax_cross_entropy_grad(p, t._data, gy._data)), None
     xp = cuda.get_array_module(x.data)
     n, c = x.shape
     onehot = xp.eye(c, dtype=x.dtype)[t.data]

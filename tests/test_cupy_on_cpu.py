@@ -275,6 +275,68 @@ def test_a_gpu_training_step_runs_no_import_statement_in_the_package(
 
 
 @needs_compiler
+def test_a_gpu_training_step_asks_nothing_it_was_told_in_the_step_before(
+        load_benchmark, monkeypatch, tmp_path):
+    """After a first step, the MLP's and the small CNN's GPU steps of benchmarks/launches.py
+    neither ask again whether CuPy sees a GPU (``require_gpu`` per batch copy, a driver call on
+    a real GPU) nor ask of a result whether it is a GPU array (``as_array``, ``is_cupy_array``,
+    ``_is_array``: a dictionary of the CuPy types met answers), nor fetch CuPy by a call.
+    ``as_array`` still takes the inputs given as arrays, as on the CPU, where a test of the
+    array's type before it would cost every number a function is given."""
+    from dezero_like import cuda_kernels
+
+    monkeypatch.setenv("CUPY_ON_CPU_CACHE", str(tmp_path))
+    launches = load_benchmark("launches")
+    emulator = launches.load_emulator()
+    monkeypatch.setitem(sys.modules, "cupy", emulator)
+    monkeypatch.setattr(cuda_kernels, "_built", {})  # the GPU's kernels, if any, come back after
+    asked = []
+    count = emulator.cuda.runtime.getDeviceCount
+    monkeypatch.setattr(emulator.cuda.runtime, "getDeviceCount",
+                        lambda: asked.append(1) or count())
+    calls = launches.count_calls(emulator)  # one step watched, after one step of warm-up
+    assert set(calls) == {"dezero_like", "dezero_like, small CNN"}
+    not_per_step = ("cuda.py:require_gpu", "cuda.py:_cupy", "cuda_kernels.py:_cupy",
+                    "cuda.py:is_cupy_array", "core.py:_is_array")
+    for name, counter in calls.items():
+        assert counter["cuda.py:as_cupy"] == 2, (name, counter)  # the batch, x and t
+        # as_array only for the two inputs given as arrays (x to the first layer, t to the
+        # loss), not for the results of the operators (ReLU's backward, say)
+        assert counter["core.py:as_array"] <= 2, (name, counter)
+        repeated = {k: counter[k] for k in not_per_step if counter[k]}
+        assert repeated == {}, f"{name}: {repeated}"
+    assert len(asked) == 1, asked  # the first batch of the first model found the GPU
+
+
+def test_as_cupy_asks_for_a_gpu_once_per_cupy_module(monkeypatch):
+    """``cuda.as_cupy`` copies a batch on every training step: once a CuPy module has found a
+    GPU, it is not asked again. Another module put in its place is asked (a stand-in that sees
+    no device gets the clear error on every call)."""
+    from dezero_like import cuda
+
+    first, second = _load_emulator(), _load_emulator()
+    asked = []
+    for module in (first, second):
+        count = module.cuda.runtime.getDeviceCount
+        monkeypatch.setattr(module.cuda.runtime, "getDeviceCount",
+                            lambda m=module, c=count: asked.append(m) or c())
+    monkeypatch.setitem(sys.modules, "cupy", first)
+    for _ in range(3):
+        a = cuda.as_cupy(np.arange(3.0))
+    assert type(a) is first.ndarray and asked == [first]
+    assert cuda.require_gpu() is first and cuda.gpu_available() and asked == [first]
+    monkeypatch.setitem(sys.modules, "cupy", second)
+    monkeypatch.setattr(second.cuda.runtime, "getDeviceCount", lambda: asked.append(second) or 0)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="GPU was requested but no CUDA GPU is visible"):
+            cuda.as_cupy(np.arange(3.0))
+    assert asked == [first, second, second]
+    monkeypatch.setitem(sys.modules, "cupy", first)
+    assert type(cuda.as_cupy(np.arange(3.0))) is first.ndarray
+    assert asked == [first, second, second]  # the one that found a GPU is still known
+
+
+@needs_compiler
 def test_a_kernel_looked_up_on_one_gpu_is_looked_up_again_on_another(monkeypatch, tmp_path):
     """A function CuPy's ``RawModule`` hands out is loaded on the GPU that was current then:
     launched on a second GPU it would fail. ``cuda_kernels`` keeps one per device."""
