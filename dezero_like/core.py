@@ -1228,6 +1228,8 @@ def add(x0, x1):
 
 
 def mul(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("mul", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Mul, operator.mul, x0, x1)
 
 
@@ -1246,10 +1248,14 @@ def rsub(x0, x1):
 
 
 def div(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("div", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Div, operator.truediv, x0, x1)
 
 
 def rdiv(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("rdiv", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Div, operator.truediv, x0, x1, reverse=True)
 
 
@@ -1703,6 +1709,34 @@ def _times(g, factor):
         return Variable((g.data.astype(np.float32) * factor).astype(np.float16),
                         requires_grad=False)
     return g * factor
+
+
+_NUMBERS = frozenset((int, float))  # Python numbers (bool is no number here: x * True is exact)
+
+
+class Float16WithNumber(Function):
+    """``x * c``, ``x / c`` or ``c / x`` (``op`` "mul", "div" or "rdiv") for float16 ``x`` and
+    a Python number ``c``: computed in float32, with ``c`` as a float32, and rounded to float16
+    once, as PyTorch does. dy/dx is ``c``, ``1/c`` or ``-c/x**2``."""
+
+    def __init__(self, op, c):
+        self.op = op
+        self.c = c
+
+    def forward(self, x):
+        self.retain_inputs((0,) if self.op == "rdiv" else ())  # only c / x reads x again
+        a = x.astype(np.float32)
+        c = np.float32(self.c)
+        y = a * c if self.op == "mul" else a / c if self.op == "div" else c / a
+        return y.astype(x.dtype)
+
+    def backward(self, gy):
+        if self.op == "mul":  # a float16 gy comes back here: the gradient is rounded once
+            return gy * self.c
+        if self.op == "div":
+            return gy / self.c
+        (x,) = self.inputs
+        return gy * (-self.c / x) / x
 
 
 # --- step 70 ------------------------------------------------------------

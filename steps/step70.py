@@ -727,13 +727,14 @@ def _warn_gradient_into_itself(x):
 
 # %% [markdown]
 # The operators. `_binary` decides, once per operator, whether the Function is
-# needed at all.
+# needed at all. `*` and `/` first send float16 with a Python number to step 67's
+# `Float16WithNumber`, as before.
 
 # %%
 #| export dezero_like/core.py
 import operator
 
-from dezero_like.core import Add, Div, Mul, Sub, _make_variable
+from dezero_like.core import _NUMBERS, Add, Div, Float16WithNumber, Mul, Sub, _make_variable
 
 
 def _binary(function, op, x0, x1, reverse=False):
@@ -764,6 +765,8 @@ def add(x0, x1):
 
 
 def mul(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("mul", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Mul, operator.mul, x0, x1)
 
 
@@ -776,10 +779,14 @@ def rsub(x0, x1):
 
 
 def div(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("div", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Div, operator.truediv, x0, x1)
 
 
 def rdiv(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("rdiv", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Div, operator.truediv, x0, x1, reverse=True)
 
 
