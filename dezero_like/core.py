@@ -1228,8 +1228,6 @@ def add(x0, x1):
 
 
 def mul(x0, x1):
-    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
-        return Float16WithNumber("mul", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Mul, operator.mul, x0, x1)
 
 
@@ -1248,14 +1246,10 @@ def rsub(x0, x1):
 
 
 def div(x0, x1):
-    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
-        return Float16WithNumber("div", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Div, operator.truediv, x0, x1)
 
 
 def rdiv(x0, x1):
-    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
-        return Float16WithNumber("rdiv", x1)(x0)  # float16 with a Python number (step 67)
     return _binary(Div, operator.truediv, x0, x1, reverse=True)
 
 
@@ -1872,6 +1866,12 @@ def _warn_gradient_into_itself(x):
         RuntimeWarning, stacklevel=4)  # 4: the caller of y.backward(), past _backprop
 
 
+_IN_FLOAT32 = {Mul: "mul", Div: "div"}  # float16 with a Python number: Float16WithNumber's op
+
+
+_FLOAT16 = np.dtype(np.float16)  # `is` is one comparison; dtype.char would build a string
+
+
 def _binary(function, op, x0, x1, reverse=False):
     """Apply a two-operand operator; ``x0`` is normally the Variable whose operator was called.
 
@@ -1881,12 +1881,21 @@ def _binary(function, op, x0, x1, reverse=False):
     the case for every operator inside a plain ``backward()`` (gradients are computed
     with these same operators) and under no_grad(). With a graph (or a hook) the
     Function runs as usual, so create_graph and the hooks see every operation.
+    float16 ``x0`` times or over a Python number goes to ``Float16WithNumber`` (step 67).
     """
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
+        if type(x1) in _NUMBERS and function in _IN_FLOAT32 and isinstance(x0, Variable) \
+                and x0._data.dtype is _FLOAT16:
+            return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0._data
     try:
-        b = x1._data if isinstance(x1, Variable) else as_array(x1, a)
+        if isinstance(x1, Variable):
+            b = x1._data
+        elif function in _IN_FLOAT32 and a.dtype is _FLOAT16 and type(x1) in _NUMBERS:
+            return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
+        else:
+            b = as_array(x1, a)
         y = op(b, a) if reverse else op(a, b)
         return _make_variable(y if type(y) is np.ndarray else as_array(y), False)
     except (TypeError, AttributeError) as error:  # a .data set by hand (x.data = [1, 2])?
