@@ -754,8 +754,8 @@ def _binary(function, op, x0, x1, reverse=False):
     float16 ``x0`` times or over a Python number goes to ``Float16WithNumber`` (step 67).
     """
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
-        if type(x1) in _NUMBERS and function in _IN_FLOAT32 and isinstance(x0, Variable) \
-                and x0._data.dtype is _FLOAT16:
+        if function in _IN_FLOAT32 and type(x1) in _NUMBERS and isinstance(x0, Variable) \
+                and getattr(x0._data, "dtype", None) is _FLOAT16:  # (x.data = [1, 2]: below)
             return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0._data

@@ -173,3 +173,19 @@ def test_float16_matmul_gradient_summed_over_a_batch_is_rounded_once(case, creat
     err = _ulps(ours.data, exact.numpy()).max()
     assert err <= max(1.0, _ulps(theirs.numpy(), exact.numpy()).max()), (
         f"{case}: {broadcast}'s gradient is {err:.2f} units off the exact one")
+
+
+@pytest.mark.parametrize("graph", [True, False], ids=["graph", "no_grad"])
+@pytest.mark.parametrize("op", ["x * 0.5", "x / 2", "2 / x"])
+def test_a_data_set_by_hand_still_gets_its_message_before_the_float16_test(op, graph):
+    """The float16 test of * and / reads x.data's dtype; a list put there by hand must still
+    get the message that names the mistake, not "'list' object has no attribute 'dtype'"."""
+    x = dz.Variable(np.ones(2, np.float16))
+    x.data = [1, 2]
+    f = {"x * 0.5": lambda v: v * 0.5, "x / 2": lambda v: v / 2, "2 / x": lambda v: 2 / v}[op]
+    with pytest.raises(TypeError, match=r"x\.data = \[1, 2\]"):
+        if graph:
+            f(x)
+        else:
+            with dz.no_grad():
+                f(x)
