@@ -1725,6 +1725,34 @@ class _SeedNote:
 _ones_seeded = _SeedNote()
 
 
+_NUMBERS = frozenset((int, float))  # Python numbers (bool is no number here: x * True is exact)
+
+
+class Float16WithNumber(Function):
+    """``x * c``, ``x / c`` or ``c / x`` (``op`` "mul", "div" or "rdiv") for float16 ``x`` and
+    a Python number ``c``: computed in float32, with ``c`` as a float32, and rounded to float16
+    once, as PyTorch does. dy/dx is ``c``, ``1/c`` or ``-c/x**2``."""
+
+    def __init__(self, op, c):
+        self.op = op
+        self.c = c
+
+    def forward(self, x):
+        self.retain_inputs((0,) if self.op == "rdiv" else ())  # only c / x reads x again
+        a = x.astype(np.float32)
+        c = np.float32(self.c)
+        y = a * c if self.op == "mul" else a / c if self.op == "div" else c / a
+        return y.astype(x.dtype)
+
+    def backward(self, gy):
+        if self.op == "mul":  # a float16 gy comes back here: the gradient is rounded once
+            return gy * self.c
+        if self.op == "div":
+            return gy / self.c
+        (x,) = self.inputs
+        return gy * (-self.c / x) / x
+
+
 # --- step 70 ------------------------------------------------------------
 _new_object = object.__new__
 
@@ -1858,6 +1886,12 @@ def _warn_gradient_into_itself(x):
         RuntimeWarning, stacklevel=4)  # 4: the caller of y.backward(), past _backprop
 
 
+_IN_FLOAT32 = {Mul: "mul", Div: "div"}  # float16 with a Python number: Float16WithNumber's op
+
+
+_FLOAT16 = np.dtype(np.float16)  # `is` is one comparison; dtype.char would build a string
+
+
 def _binary(function, op, x0, x1, reverse=False):
     """Apply a two-operand operator; ``x0`` is normally the Variable whose operator was called.
 
@@ -1867,13 +1901,19 @@ def _binary(function, op, x0, x1, reverse=False):
     the case for every operator inside a plain ``backward()`` (gradients are computed
     with these same operators) and under no_grad(). With a graph (or a hook) the
     Function runs as usual, so create_graph and the hooks see every operation.
+    float16 ``x0`` times or over a Python number goes to ``Float16WithNumber`` (step 67).
     """
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
+        if function in _IN_FLOAT32 and type(x1) in _NUMBERS and isinstance(x0, Variable) \
+                and getattr(x0._data, "dtype", None) is _FLOAT16:  # (x.data = [1, 2]: below)
+            return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0._data
     try:
         if isinstance(x1, Variable):
             b = x1._data
+        elif function in _IN_FLOAT32 and a.dtype is _FLOAT16 and type(x1) in _NUMBERS:
+            return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
         else:  # an array of a's own type (a mask, on either device) is taken as it is
             b = x1 if type(x1) is type(a) else as_array(x1, a)
         y = op(b, a) if reverse else op(a, b)

@@ -48,7 +48,8 @@ with np.errstate(over="ignore"):
 # (it forgets the scale too), `Variable.backward` and `Variable._seed` (they gain `loss_scale`),
 # `Variable._set_data` (it warns when a hand-written update meets a scaled gradient),
 # `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
-# `_times`, `_from_backward`, `_warn_scaled_update` and `_ones_seeded`;
+# `_times`, `_from_backward`, `_warn_scaled_update`, `_ones_seeded` and `Float16WithNumber`, and
+# changes `mul`, `div` and `rdiv` (float16 with a Python number);
 # `optimizers` changes `Optimizer.update` (it divides the scale out, skips an update whose
 # gradients overflowed, and warns after the backward of a loss left unreduced) and gains
 # `Optimizer.update_all`, `_count_overflowed`, `_warn_overflow`, `_warn_summed_loss`,
@@ -670,6 +671,77 @@ def update_all(self, params):
     for p in params:
         self.update_one(p)
 
+
+# %% [markdown]
+# ### float16 times a Python number
+#
+# Scaling is multiplication by a number, and NumPy 2 does that in float16 in two roundings:
+# the Python number is first rounded to float16 (0.1 becomes 0.0999755859375, 70000 becomes
+# `inf`), then the product. PyTorch computes `x * c` and `x / c` of a float16 tensor in
+# float32, with `c` as a float32, and rounds once: about a third of the elements of `x * 0.1`
+# differ by one unit in the last place, and `x / 70000` is 0 in NumPy. So `*` and `/` between a
+# float16 Variable and a Python `int` or `float` go to `Float16WithNumber`, which computes in
+# float32 and rounds once, and whose backward (`gy * c`, `gy / c`) goes through the same
+# operators, so the gradients are rounded once too, also with `create_graph=True`. `c / x` is
+# rounded once as well (PyTorch computes `x.reciprocal() * c`, two roundings). `+`, `-` and
+# `**` are left to NumPy: PyTorch rounds the number to float16 there too.
+
+# %%
+#| export dezero_like/core.py
+import numpy as np
+
+from dezero_like.core import Div, Function, Mul, Variable
+
+_NUMBERS = frozenset((int, float))  # Python numbers (bool is no number here: x * True is exact)
+
+
+class Float16WithNumber(Function):
+    """``x * c``, ``x / c`` or ``c / x`` (``op`` "mul", "div" or "rdiv") for float16 ``x`` and
+    a Python number ``c``: computed in float32, with ``c`` as a float32, and rounded to float16
+    once, as PyTorch does. dy/dx is ``c``, ``1/c`` or ``-c/x**2``."""
+
+    def __init__(self, op, c):
+        self.op = op
+        self.c = c
+
+    def forward(self, x):
+        self.retain_inputs((0,) if self.op == "rdiv" else ())  # only c / x reads x again
+        a = x.astype(np.float32)
+        c = np.float32(self.c)
+        y = a * c if self.op == "mul" else a / c if self.op == "div" else c / a
+        return y.astype(x.dtype)
+
+    def backward(self, gy):
+        if self.op == "mul":  # a float16 gy comes back here: the gradient is rounded once
+            return gy * self.c
+        if self.op == "div":
+            return gy / self.c
+        (x,) = self.inputs
+        return gy * (-self.c / x) / x
+
+
+def mul(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("mul", x1)(x0)
+    return Mul()(x0, x1)
+
+
+def div(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("div", x1)(x0)
+    return Div()(x0, x1)
+
+
+def rdiv(x0, x1):
+    if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
+        return Float16WithNumber("rdiv", x1)(x0)
+    return Div()(x1, x0)
+
+
+# %% [markdown]
+# The test is written out in each operator, the type of `x1` first, with no function call:
+# these operators run many times in every step of every model. Step 70 moves it into the
+# operators' fast path, where a product of two Variables inside a backward pays nothing.
 
 # %% [markdown]
 # ## An experiment: linear regression with small targets

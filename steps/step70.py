@@ -737,13 +737,19 @@ def _warn_gradient_into_itself(x):
 
 # %% [markdown]
 # The operators. `_binary` decides, once per operator, whether the Function is
-# needed at all.
+# needed at all. It also sends `*` and `/` of float16 with a Python number to step 67's
+# `Float16WithNumber` (`_IN_FLOAT32`); the test sits where the code already knows that
+# `x1` is no Variable (the array path) or is about to make a Function (the graph path), so
+# an operation between two Variables pays for it only when a graph is recorded.
 
 # %%
 #| export dezero_like/core.py
 import operator
 
-from dezero_like.core import Add, Div, Mul, Sub, _make_variable
+from dezero_like.core import _NUMBERS, Add, Div, Float16WithNumber, Mul, Sub, _make_variable
+
+_IN_FLOAT32 = {Mul: "mul", Div: "div"}  # float16 with a Python number: Float16WithNumber's op
+_FLOAT16 = np.dtype(np.float16)  # `is` is one comparison; dtype.char would build a string
 
 
 def _binary(function, op, x0, x1, reverse=False):
@@ -755,13 +761,19 @@ def _binary(function, op, x0, x1, reverse=False):
     the case for every operator inside a plain ``backward()`` (gradients are computed
     with these same operators) and under no_grad(). With a graph (or a hook) the
     Function runs as usual, so create_graph and the hooks see every operation.
+    float16 ``x0`` times or over a Python number goes to ``Float16WithNumber`` (step 67).
     """
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
+        if function in _IN_FLOAT32 and type(x1) in _NUMBERS and isinstance(x0, Variable) \
+                and getattr(x0._data, "dtype", None) is _FLOAT16:  # (x.data = [1, 2]: below)
+            return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
         return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0._data
     try:
         if isinstance(x1, Variable):
             b = x1._data
+        elif function in _IN_FLOAT32 and a.dtype is _FLOAT16 and type(x1) in _NUMBERS:
+            return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
         else:  # an array of a's own type (a mask, on either device) is taken as it is
             b = x1 if type(x1) is type(a) else as_array(x1, a)
         y = op(b, a) if reverse else op(a, b)

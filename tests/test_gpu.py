@@ -593,6 +593,23 @@ def test_sgd_updates_float16_parameters_in_one_kernel_as_on_the_cpu():
 
 
 @needs_gpu
+def test_float16_times_a_python_number_rounds_once_on_the_gpu_too():
+    """float16 * 0.1, / 70000 and 7 / x (step 67) are computed in float32 and rounded once on
+    CuPy as on NumPy, values and gradients (with create_graph), and stay float16 there."""
+    a = np.arange(1, 2001).astype(np.float16)
+    for f in (lambda v: v * 0.1, lambda v: v / 70000, lambda v: 7 / v):
+        exact = f(a.astype(np.float32)).astype(np.float16)
+        x = dz.Variable(cuda.as_cupy(a))
+        y = f(x)
+        y.backward(create_graph=True)
+        assert y.dtype == x.grad.dtype == np.float16 and cuda.get_array_module(y) is not np
+        np.testing.assert_array_equal(cuda.as_numpy(y.data), exact)
+        xc = dz.Variable(a.copy())
+        f(xc).backward()
+        np.testing.assert_array_equal(cuda.as_numpy(x.grad.data), xc.grad.data)
+
+
+@needs_gpu
 def test_sgd_on_the_gpu_casts_the_gradient_to_the_parameter_and_refuses_what_numpy_refuses():
     """The kernel takes one dtype: a float64 gradient of a float32 parameter is cast, as
     NumPy's ``-=`` casts. An integer parameter takes ``-=`` on the GPU too: in the kernel the
