@@ -331,8 +331,8 @@ def test_debug_mode_catches_a_sum_of_finite_gradients_that_overflows():
     z = dz.Variable(np.array([0.0], np.float16))
     with pytest.raises(DebugError, match=r"reached output 0 of Mul.*sum"):
         with dz.debug_mode():
-            a = z * 1.0
-            (a * 40000.0 + a * 40000.0).backward()
+            a = z * dz.Variable(np.array([1.0], np.float16))  # a Mul (z * 1.0: step 67's
+            (a * 40000.0 + a * 40000.0).backward()            # Float16WithNumber)
     w = dz.Variable(np.array([1.0]))
     w.grad = dz.Variable(np.array([np.nan]))  # left over from an earlier run
     with pytest.raises(DebugError, match=r"held NaN/Inf before this backward"):
