@@ -1110,8 +1110,8 @@ fig = plot_curves({"training loss (MSE)": histories}, xlabel="iteration", logy=T
 # below: with 100 points the network starts to fit the noise). SGD's loss jumps
 # far up in its first iterations
 # (its peak is printed above: $\eta = 0.3$ is too large while the gradients of
-# the scaled weights are big) and then recovers. MomentumSGD falls fastest at
-# first; Adam overtakes it within the first 100 iterations, and Momentum
+# the scaled weights are big) and then recovers. MomentumSGD falls fastest after
+# its first few iterations; Adam overtakes it within the first 100 iterations, and Momentum
 # flattens out and ends above SGD (the printed losses show where). That is a
 # statement about these learning rates on this problem, not a ranking of the
 # methods: each optimizer needs its own learning rate tuned.

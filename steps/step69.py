@@ -562,17 +562,15 @@ print("both graphs give the same gradient (c**100):", same,
 #    of 20 `sin` calls keeps after forward; then write `sin_chain(x, n)`, which
 #    applies `F.sin` `n` times and returns the result, and let the self-check
 #    measure it with `tracemalloc`.
-# 2. **Implement then test: keep only what backward reads.** Steps 25 and 35
-#    wrote tanh and the sigmoid, whose derivatives are written with their
-#    output. Write `MySoftplus`, $y = \log(1 + e^x)$ (a smooth ReLU), the same
-#    way. Its derivative is the sigmoid $\sigma(x) = e^x / (1 + e^x)$; write it
-#    with the output alone (what is $e^y$?), so that `forward` keeps no input
-#    but its one output (`retain_inputs` and `retain_outputs`), and `backward`
-#    reads `y` back from what was kept, not from `self.inputs`. (NumPy's
-#    `logaddexp(a, b)` is $\log(e^a + e^b)$ without overflow.) The self-check
-#    compares the forward with NumPy, runs `gradient_check`, and verifies that
-#    the input of a `MySoftplus` that was computed by another function is a
-#    data-less stand-in.
+# 2. **Implement then test: keep only what backward reads.** Step 25 wrote tanh and step 44 the
+#    sigmoid (step 35's exercise too), whose derivatives are written with their output. Write
+#    `MySoftplus`, $y = \log(1 + e^x)$ (a smooth ReLU), the same way. Its derivative is the
+#    sigmoid $\sigma(x) = e^x / (1 + e^x)$; write it with the output alone (what is $e^y$?), so
+#    that `forward` keeps no input but its one output (`retain_inputs` and `retain_outputs`),
+#    and `backward` reads `y` back from what was kept, not from `self.inputs`. (NumPy's
+#    `logaddexp(a, b)` is $\log(e^a + e^b)$ without overflow.) The self-check compares the
+#    forward with NumPy, runs `gradient_check`, and verifies that the input of a `MySoftplus`
+#    that was computed by another function is a data-less stand-in.
 
 # %%
 #| exercise

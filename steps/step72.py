@@ -473,7 +473,7 @@ for k in whole:
           f"{np.abs(whole[k] - averaged[k]).max():.1e}")
 
 # %% [markdown]
-# The differences are at the level of float64 rounding ($10^{-16}$ or so):
+# The differences are at the level of float64 rounding (below $10^{-16}$ here):
 # the two halves' averaged gradient is the whole batch's gradient. The
 # equal-size condition matters, though. With slices of 24 and 8 examples, a
 # plain average gives each of the 8 examples of the small slice twice the
