@@ -311,9 +311,9 @@ def _accumulate_leaf(x, gx, loss_scale=None):
         x.loss_scale = loss_scale  # the scale of the sum that starts here (step 67)
         x._grad_tick = _data_clock.now  # and the tick it starts at
     else:
-        tick = x._grad_tick  # None: a gradient set by hand
-        if tick is not None and x._version > tick:  # begun before x's last change: no cleargrads
-            x._grad_tick = -1  # an update with this sum would be wrong: _changed_in_place warns
+        tick = x._grad_tick  # None: a gradient set by hand; -1: marked already
+        if tick is not None and x._version > tick >= 0:  # begun before x's last change
+            x._grad_tick = -1  # no cleargrads() since: _changed_in_place warns at the update
             _mixed_leaves.append(weakref.ref(x))
         if x.loss_scale != loss_scale:
             gx = _to_common_scale(x, gx, loss_scale)
@@ -345,15 +345,15 @@ def _warn_if_mixed(variables):
     """Warn if one of ``variables`` is a marked leaf that holds a gradient. The warning unmarks
     every leaf: one per update, not one per parameter (an update may change its parameters one
     by one, each ``p.data -= ...`` coming here); the marks of leaves since cleared go too."""
+    marked = [v for r in _mixed_leaves if (v := r()) is not None and v._grad_tick == -1]
     held = next((v for v in variables if v._grad_tick == -1 and v.grad is not None), None)
-    leaves = [v for r in _mixed_leaves if (v := r()) is not None and v._grad_tick == -1]
-    if held is not None:
-        for v in leaves:
-            v._grad_tick = _data_clock.now  # begun before this update: a next add marks it again
-        leaves = []
-    _mixed_leaves[:] = [weakref.ref(v) for v in leaves]
-    if held is not None:
-        _warn_mixed_update(held)
+    if held is None:
+        _mixed_leaves[:] = [weakref.ref(v) for v in marked]
+        return
+    for v in marked:
+        v._grad_tick = _data_clock.now  # begun before this update: a next add marks it again
+    _mixed_leaves.clear()
+    _warn_mixed_update(held)
 
 
 def _warn_mixed_update(x):
