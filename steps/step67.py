@@ -683,7 +683,8 @@ def update_all(self, params):
 # float16 Variable and a Python `int` or `float` go to `Float16WithNumber`, which computes in
 # float32 and rounds once, and whose backward (`gy * c`, `gy / c`) goes through the same
 # operators, so the gradients are rounded once too, also with `create_graph=True`. `c / x` is
-# rounded once as well (PyTorch computes `x.reciprocal() * c`, two roundings). `+`, `-` and
+# rounded once as well (PyTorch computes `x.reciprocal() * c`, two roundings). The function
+# forms take the number on either side: `F.mul(0.1, x)` is `0.1 * x`. `+`, `-` and
 # `**` are left to NumPy: PyTorch rounds the number to float16 there too. A drawn graph and
 # `debug_mode`'s messages name the function that ran, so `x * 0.1` of a float16 `x` shows as
 # `Float16WithNumber` where float32 shows `Mul`.
@@ -725,18 +726,24 @@ class Float16WithNumber(Function):
 def mul(x0, x1):
     if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
         return Float16WithNumber("mul", x1)(x0)
+    if type(x0) in _NUMBERS and isinstance(x1, Variable) and x1._data.dtype.char == "e":
+        return Float16WithNumber("mul", x0)(x1)  # F.mul(0.1, x): the number first
     return Mul()(x0, x1)
 
 
 def div(x0, x1):
     if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
         return Float16WithNumber("div", x1)(x0)
+    if type(x0) in _NUMBERS and isinstance(x1, Variable) and x1._data.dtype.char == "e":
+        return Float16WithNumber("rdiv", x0)(x1)  # F.div(1.0, x) is 1.0 / x
     return Div()(x0, x1)
 
 
 def rdiv(x0, x1):
     if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
         return Float16WithNumber("rdiv", x1)(x0)
+    if type(x0) in _NUMBERS and isinstance(x1, Variable) and x1._data.dtype.char == "e":
+        return Float16WithNumber("div", x0)(x1)  # F.rdiv(7, x) is x / 7
     return Div()(x1, x0)
 
 

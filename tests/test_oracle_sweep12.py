@@ -1,0 +1,112 @@
+"""A twelfth sweep against PyTorch: float16 with a Python number written first
+(``F.mul(0.1, x)``, the book's style) or in the other byte order (``'>f2'``), ...
+
+Sweep 11 sent float16 ``x * c``, ``c * x`` and ``x / c`` to ``Float16WithNumber`` (float32,
+one rounding, as PyTorch). The function forms with the number first, ``F.mul(0.1, x)`` and
+``F.div(0.1, x)``, still went to ``Mul`` and ``Div``, which round 0.1 to float16 first (a
+third of the elements a unit off), and step 70's operators compared the dtype itself with
+float16's, so a byte-swapped ``'>f2'`` array took the two roundings too, in every form.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dezero_like as dz
+import dezero_like.functions as F
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is not installed: the oracle tests need it (pip install torch)"
+)
+
+RNG = np.random.default_rng(12)
+# whole numbers, where float16 is exact, and random ones of both signs across its range
+X16 = np.concatenate([np.arange(1, 501), RNG.uniform(-100, 100, 1500)]).astype(np.float16)
+X16[X16 == 0] = 1
+GY16 = RNG.uniform(0.5, 1.5, X16.shape).astype(np.float16)
+
+
+def _run(f, data, create_graph=False):
+    """f(x) of a float16 Variable holding ``data`` and its gradient, seeded with GY16."""
+    x = dz.Variable(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # overflow to inf
+        y = f(x)
+        y.backward(gradient=dz.Variable(GY16), create_graph=create_graph)
+    return y, x.grad
+
+
+def _torch(f):
+    t = torch.tensor(X16, requires_grad=True)
+    yt = f(t)
+    yt.backward(torch.tensor(GY16))
+    return yt.detach().numpy(), t.grad.numpy()
+
+
+# (ours, PyTorch's): the number first in the function form, and what PyTorch computes
+NUMBER_FIRST = {
+    "F.mul(0.1, x)": (lambda x: F.mul(0.1, x), lambda t: 0.1 * t),
+    "F.mul(3, x)": (lambda x: F.mul(3, x), lambda t: 3 * t),
+    "F.mul(70000.0, x)": (lambda x: F.mul(70000.0, x), lambda t: 70000.0 * t),
+    "F.mul(1e-8, x)": (lambda x: F.mul(1e-8, x), lambda t: 1e-8 * t),
+    "F.rdiv(7, x) (x / 7)": (lambda x: F.rdiv(7, x), lambda t: t / 7),
+    "F.rdiv(0.3, x) (x / 0.3)": (lambda x: F.rdiv(0.3, x), lambda t: t / 0.3),
+    "F.rdiv(70000, x) (x / 70000)": (lambda x: F.rdiv(70000, x), lambda t: t / 70000),
+}
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["plain", "create_graph"])
+@pytest.mark.parametrize("op", sorted(NUMBER_FIRST))
+def test_float16_function_form_with_the_number_first_is_torchs_to_the_bit(op, create_graph):
+    """F.mul(c, x) and F.rdiv(c, x) (= x / c) of float16 x: the values and the gradients equal
+    PyTorch's in every element, as x * c and x / c already did. Before, F.mul(0.1, x) rounded
+    0.1 to float16 first: 1 unit off in about a third of the elements."""
+    ours, theirs = NUMBER_FIRST[op]
+    y, gx = _run(ours, X16.copy(), create_graph)
+    yt, gt = _torch(theirs)
+    assert y.dtype == gx.dtype == np.float16
+    np.testing.assert_array_equal(y.data, yt, err_msg=f"{op}: values")
+    np.testing.assert_array_equal(gx.data, gt, err_msg=f"{op}: gradients")
+
+
+@pytest.mark.parametrize("c", [0.1, 7, 70000.0], ids=str)
+def test_float16_number_over_x_function_form_is_the_operators(c):
+    """F.div(c, x) is c / x: rounded once from float32 like the operator (step 67), values and
+    gradients equal to ``c / x``'s, and every value the float32 quotient rounded once."""
+    y, gx = _run(lambda x: F.div(c, x), X16.copy())
+    y_op, gx_op = _run(lambda x: c / x, X16.copy())
+    np.testing.assert_array_equal(y.data, y_op.data)
+    np.testing.assert_array_equal(gx.data, gx_op.data)
+    with np.errstate(over="ignore"):  # 70000 / 1 is inf in float16, in both
+        once = (np.float32(c) / X16.astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(y.data, once)
+
+
+SWAPPED = {
+    "x * 0.1": lambda x: x * 0.1, "0.1 * x": lambda x: 0.1 * x,
+    "F.mul(0.1, x)": lambda x: F.mul(0.1, x), "x / 70000": lambda x: x / 70000,
+    "c / x": lambda x: 0.1 / x, "x ** 0.1": lambda x: x ** 0.1, "x + 0.1": lambda x: x + 0.1,
+}
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["graph", "no_grad"])
+@pytest.mark.parametrize("op", sorted(SWAPPED))
+def test_float16_in_the_other_byte_order_rounds_as_native_float16(op, grad):
+    """A big-endian '>f2' array is float16 too: every operator with a Python number gives the
+    values (and gradients) of the native array, with a graph and under no_grad. Before, step
+    70 compared the dtype itself with float16's, and x * 0.1 of '>f2' rounded twice."""
+    f = SWAPPED[op]
+    swapped = X16.astype(">f2")
+    if grad:
+        y, gx = _run(f, swapped)
+        y_native, gx_native = _run(f, X16.copy())
+        np.testing.assert_array_equal(gx.data.astype(np.float16), gx_native.data, err_msg=op)
+    else:
+        with dz.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            y, y_native = f(dz.Variable(swapped)), f(dz.Variable(X16.copy()))
+    assert y.dtype.type is np.float16
+    np.testing.assert_array_equal(y.data.astype(np.float16), y_native.data, err_msg=op)
