@@ -310,6 +310,8 @@ class Variable:
                     "Variable(np.asarray(data))")
         if data is not None and data.dtype.kind not in "biufc":
             raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
+        if data is not None and not data.dtype.isnative:  # '>f2': _set_data's copy (step 67)
+            data = data.astype(data.dtype.newbyteorder("="))
         _fill(self, data, requires_grad, None, 0, 0, name)
 
     @property
@@ -480,6 +482,8 @@ class Variable:
     def _set_data(self, value):
         if self.loss_scale is not None:  # p.data -= lr * p.grad.data, with a gradient still scaled
             _warn_scaled_update(self)
+        if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy
+            value = value.astype(value.dtype.newbyteorder("="))
         self._data = value
         _changed_in_place(self)  # x.data = a, x.data += 1, x.data -= lr * g: all come here
 

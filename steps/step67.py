@@ -75,6 +75,13 @@ with np.errstate(over="ignore"):
 # divide part of the sum by the wrong number. `cleargrad` forgets the scale together with the
 # gradient. A gradient that `retain_grad` kept on an output is a result: `backward` never takes
 # it for a hand-set seed (`_from_backward` remembers which gradients those are).
+#
+# Setting `data` (in `__init__` too) also brings an array stored in the other byte order
+# (`'>f2'`, big-endian, as a file written on another machine may give, like MNIST's in step 53)
+# to this machine's order, as a copy. NumPy computes with either, but the functions that treat
+# float16 apart (in float32, one rounding) ask whether the dtype is float16, and
+# `np.dtype('>f2') == np.float16` is False: such an array would take the float16 path that
+# overflows, its mean of 3000s `inf`.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -245,6 +252,8 @@ from dezero_like.core import _changed_in_place
 def _set_data(self, value):
     if self.loss_scale is not None:  # p.data -= lr * p.grad.data, with a gradient still scaled
         _warn_scaled_update(self)
+    if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy
+        value = value.astype(value.dtype.newbyteorder("="))
     self._data = value
     _changed_in_place(self)  # x.data = a, x.data += 1, x.data -= lr * g: all come here
 

@@ -156,6 +156,8 @@ def __init__(self, data, name=None, requires_grad=True):
                 "Variable(np.asarray(data))")
     if data is not None and data.dtype.kind not in "biufc":
         raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
+    if data is not None and not data.dtype.isnative:  # '>f2': _set_data's copy (step 67)
+        data = data.astype(data.dtype.newbyteorder("="))
     _fill(self, data, requires_grad, None, 0, 0, name)
 
 

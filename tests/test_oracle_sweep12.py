@@ -136,3 +136,78 @@ def test_leaky_relu_of_other_dtypes_is_unchanged():
         assert y.dtype == dtype
         np.testing.assert_array_equal(y.data, yt)
     assert F.leaky_relu(dz.Variable(np.array([-2, 3]))).dtype == np.float64
+
+
+def _batch_norm(v):
+    from dezero_like.functions_conv import batch_norm
+    c = v.shape[1]
+    return batch_norm(v * 300, np.ones(c, np.float16), np.zeros(c, np.float16),
+                      np.zeros(c, np.float16), np.ones(c, np.float16))
+
+
+def _average_pooling(v):
+    from dezero_like.functions_conv import average_pooling
+    return average_pooling(F.reshape(v, (4, 16, 4, 10)) * 3000, 2)
+
+
+B16 = RNG.uniform(-15, 15, (64, 40)).astype(np.float16)
+LABELS = RNG.integers(0, 40, 64)
+W16 = RNG.uniform(-1, 1, (40, 8)).astype(np.float16)
+# the functions that compute float16 in float32 (each was rounded in float16 for a '>f2' array)
+FLOAT16_IN_FLOAT32 = {
+    "sigmoid": F.sigmoid, "softmax": F.softmax, "log_softmax": F.log_softmax,
+    "mean of 3000s": lambda v: F.mean(v * 3000), "sum": lambda v: F.sum(v * 10),
+    "softmax_cross_entropy": lambda v: F.softmax_cross_entropy(v, LABELS),
+    "sigmoid_cross_entropy": lambda v: F.sigmoid_cross_entropy(v, (B16 > 0).astype(int)),
+    "linear": lambda v: F.linear(v, W16, np.ones(8, np.float16)),
+    "batch_norm": _batch_norm, "average_pooling of 3000s": _average_pooling,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT16_IN_FLOAT32))
+def test_float16_in_the_other_byte_order_takes_the_float32_paths(name):
+    """A '>f2' array is brought to this machine's byte order by Variable, so every function that
+    computes float16 in float32 does so for it too: the values and gradients of the native
+    array. Before, the mean of 3000s and average pooling were inf, softmax, the losses and the
+    rest rounded in float16."""
+    f = FLOAT16_IN_FLOAT32[name]
+    results = []
+    for data in (B16.astype(">f2"), B16.copy()):
+        x = dz.Variable(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            y = f(x)
+            F.sum(y).backward()
+        results.append((y, x.grad))
+    (y, gx), (y_native, gx_native) = results
+    assert y.dtype == gx.dtype == np.float16
+    assert np.all(np.isfinite(y.data)), f"{name}: {y.data}"
+    np.testing.assert_array_equal(y.data, y_native.data, err_msg=f"{name}: values")
+    np.testing.assert_array_equal(gx.data, gx_native.data, err_msg=f"{name}: gradients")
+
+
+def test_a_byte_swapped_array_becomes_a_native_copy_and_a_native_one_is_kept():
+    """Variable keeps a native array itself (x.data is a, as in the book) and copies one in the
+    other byte order into this machine's: same values, dtype float16 (== np.float16). PyTorch
+    refuses a '>f2' array (torch.from_numpy) and needs the same conversion."""
+    a = B16.copy()
+    assert dz.Variable(a).data is a
+    swapped = B16.astype(">f2")
+    x = dz.Variable(swapped)
+    assert x.dtype == np.float16 and x.dtype.isnative
+    np.testing.assert_array_equal(x.data, B16)
+    assert dz.Parameter(np.ones(2, ">f4")).dtype == np.float32
+    t = torch.tensor(swapped.astype(np.float16))
+    np.testing.assert_array_equal(F.mean(dz.Variable(swapped) * 3000).data,
+                                  (t * 3000).mean().numpy())
+
+
+def test_data_set_to_a_byte_swapped_array_is_held_in_this_machines_order():
+    """x.data = a for a '>f2' array holds a native copy too, so float16 x * 3000 and its mean
+    (in float32) stay finite, as for a native array."""
+    x = dz.Variable(np.zeros(3, np.float16))
+    x.data = B16.astype(">f2")
+    assert x.dtype == np.float16 and x.dtype.isnative
+    y = F.mean(x * 3000)
+    assert np.isfinite(y.data), y
+    np.testing.assert_array_equal(y.data, F.mean(dz.Variable(B16.copy()) * 3000).data)
