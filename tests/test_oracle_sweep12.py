@@ -211,3 +211,31 @@ def test_data_set_to_a_byte_swapped_array_is_held_in_this_machines_order():
     y = F.mean(x * 3000)
     assert np.isfinite(y.data), y
     np.testing.assert_array_equal(y.data, F.mean(dz.Variable(B16.copy()) * 3000).data)
+
+
+GPU_CASES = {  # products only: one IEEE multiplication is exactly rounded on any device
+    "F.leaky_relu(x)": lambda x: F.leaky_relu(x), "F.mul(0.1, x)": lambda x: F.mul(0.1, x),
+    "F.mul(70000.0, x)": lambda x: F.mul(70000.0, x),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not dz.cuda.gpu_available(), reason="needs CuPy and a CUDA GPU")
+@pytest.mark.parametrize("name", sorted(GPU_CASES))
+def test_float16_number_first_and_leaky_relu_round_once_on_the_gpu_too(name):
+    """On a GPU the same float32 product, rounded once to float16: equal to the CPU's bit for
+    bit, the gradients too."""
+    import cupy
+
+    results = []
+    for xp in (np, cupy):
+        x = dz.Variable(xp.asarray(X16))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # 70000 * 100 is inf in float16
+            y = GPU_CASES[name](x)
+            y.backward(gradient=dz.Variable(xp.asarray(GY16)))
+        results.append((dz.cuda.as_numpy(y.data), dz.cuda.as_numpy(x.grad.data)))
+    (y_cpu, g_cpu), (y_gpu, g_gpu) = results
+    assert y_gpu.dtype == g_gpu.dtype == np.float16
+    np.testing.assert_array_equal(y_gpu, y_cpu, err_msg=f"{name}: values")
+    np.testing.assert_array_equal(g_gpu, g_cpu, err_msg=f"{name}: gradients")
