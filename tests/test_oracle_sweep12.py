@@ -1,11 +1,24 @@
 """A twelfth sweep against PyTorch: float16 with a Python number written first
-(``F.mul(0.1, x)``, the book's style) or in the other byte order (``'>f2'``), ...
+(``F.mul(0.1, x)``, the book's style), float16 arrays in the other byte order (``'>f2'``),
+and float16 ``leaky_relu``.
 
 Sweep 11 sent float16 ``x * c``, ``c * x`` and ``x / c`` to ``Float16WithNumber`` (float32,
 one rounding, as PyTorch). The function forms with the number first, ``F.mul(0.1, x)`` and
 ``F.div(0.1, x)``, still went to ``Mul`` and ``Div``, which round 0.1 to float16 first (a
 third of the elements a unit off), and step 70's operators compared the dtype itself with
-float16's, so a byte-swapped ``'>f2'`` array took the two roundings too, in every form.
+float16's, so a byte-swapped ``'>f2'`` array took the two roundings too, in every form. More:
+every function that computes float16 in float32 asked ``dtype == np.float16``, False for
+``'>f2'``, so such an array was summed, averaged, normalised and soft-maxed in float16 (the mean
+of 3000s was inf); a Variable now holds it in this machine's byte order. ``leaky_relu`` rounded
+its slope to float16 before the product (PyTorch multiplies in float32 and rounds once).
+
+Compared and found equal (throwaway scripts, not repeated here): conv2d, deconv2d (with
+outsize), max and average pooling over kernels (3, 2), (1, 3), (4, 4), strides (1, 1), (2, 3),
+(3, 2), pads (0, 0), (1, 2), (2, 1) and sizes that do not divide, in float64 and float32;
+float16 unary functions, matmul, the losses, batch norm's float16 running statistics against a
+``.half()`` BatchNorm2d; every binary operator's broadcast gradients over (), (1,), (3, 1),
+(1, 4), (3, 4), (2, 3, 4), (4,); the optimizers with uncommon hyper-parameters over 8 steps;
+the overflow edges (sigmoid at +-800, exp, log at 0, pow of 0 and negative bases).
 """
 
 from __future__ import annotations
