@@ -4,11 +4,14 @@
     python tools/run_steps.py 1 14 53    # just these steps
     python tools/run_steps.py --quiet    # only the summary lines
     python tools/run_steps.py --exercises 10   # check your own answers to step 10
+    python tools/run_steps.py --show 33  # also open each plot in a window
 
 Each step runs as ``python steps/stepNN.py`` in a fresh process from the current
 directory, exactly as a reader would run it, so the files it writes land in
 ``outputs/stepNN/`` there. Plots are drawn with Matplotlib's non-interactive
-backend unless a display is available.
+backend, so no window opens and stops the run: each step prints the path of every
+picture it writes. ``--show`` opens them in windows instead (each plot then waits
+for its window to be closed), as ``python steps/stepNN.py`` does on a desktop.
 
 A step script runs its exercises' solutions, so its self-checks always pass. To
 check your own answer, fill in the ``#| exercise`` cell in ``steps/stepNN.py`` and
@@ -55,6 +58,9 @@ def main(argv=None):
     parser.add_argument("--quiet", action="store_true", help="do not show the steps' output")
     parser.add_argument("--exercises", action="store_true",
                         help="run with the solutions off, so the self-checks test your answers")
+    parser.add_argument("--show", action="store_true",
+                        help="open the plots in windows (each waits until it is closed); "
+                             "by default they are only written to files")
     args = parser.parse_args(argv)
     available = {int(p.stem[4:]): p for p in sorted((ROOT / "steps").glob("step[0-9][0-9].py"))}
     wanted = args.steps or sorted(available)
@@ -64,9 +70,7 @@ def main(argv=None):
     stale = installed_elsewhere()
     if stale:
         print(stale, file=sys.stderr)
-    env = dict(os.environ)
-    if not env.get("DISPLAY"):
-        env.setdefault("MPLBACKEND", "Agg")
+    env = step_environment(os.environ, show=args.show)
     failed, no_data = [], []
     total = time.perf_counter()
     for n in wanted:
@@ -107,6 +111,19 @@ def main(argv=None):
     steps = f"{len(wanted)} step{'s' * (len(wanted) != 1)}"
     print(f"ran {steps} in {time.perf_counter() - total:.1f} s: " + ", ".join(parts))
     return 1 if failed or no_data else 0
+
+
+def step_environment(environ, show=False):
+    """The environment the steps run in: Matplotlib draws into files only, unless ``show``.
+
+    With a display (Linux's DISPLAY, or any macOS or Windows desktop), Matplotlib would open
+    each ``plt.show()`` in a window and stop the run until it is closed, so a demo of several
+    steps would wait on a window nobody asked for. A backend the user chose is kept.
+    """
+    env = dict(environ)
+    if not show:
+        env.setdefault("MPLBACKEND", "Agg")
+    return env
 
 
 def installed_elsewhere():
