@@ -602,3 +602,12 @@ def test_step_numbers_and_stages_the_docs_quote_exist():
                 wrong.append(f"{page.name}: {m.group(0)!r}, but STAGES has {stages.get(k)}")
     assert len(stages) == 7, stages
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_home_page_links_every_page_of_the_site():
+    """A new reader finds each page from the home page's "Where to go next", not only from
+    the sidebar: every docs/*.md and generated page is linked there."""
+    home = (ROOT / "docs" / "index.md").read_text()
+    linked = set(re.findall(r"\]\(([\w/-]+)\.md\)", home.split("## Where to go next", 1)[1]))
+    pages = {p.stem for p in (ROOT / "docs").glob("*.md")} - {"index"} | GENERATED_PAGES
+    assert pages - linked == set(), f"not linked from docs/index.md: {sorted(pages - linked)}"
