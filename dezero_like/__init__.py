@@ -13,9 +13,9 @@
 variable(8.0)
 """
 
-import warnings
+import warnings as _warnings
 
-import numpy as np
+import numpy as _np
 
 from dezero_like import (
     cuda,
@@ -55,10 +55,10 @@ __version__ = "0.1.0"
 # is float32 and a float32 array + np.float64(1) is float64, where NumPy 1 gives float64
 # and float32. Under NumPy 1 it runs (the book's tests pass, with Chainer as their oracle,
 # which needs NumPy 1), but some dtypes come out otherwise, so it says so once, with the fix.
-if int(np.__version__.split(".")[0]) < 2:
-    warnings.warn(
-        f"dezero_like is written for NumPy 2, but this Python imports NumPy {np.__version__} "
-        f"(from {np.__file__}): where a NumPy scalar meets a Python number or an array, "
+if int(_np.__version__.split(".")[0]) < 2:
+    _warnings.warn(
+        f"dezero_like is written for NumPy 2, but this Python imports NumPy {_np.__version__} "
+        f"(from {_np.__file__}): where a NumPy scalar meets a Python number or an array, "
         "some results get another dtype than the steps show (NEP 50). To fix: pip install "
         "--upgrade \"numpy>=2\", then start Python again (in Jupyter or Colab, restart the "
         "kernel: a NumPy already imported stays the old one).", UserWarning, stacklevel=2)
@@ -93,7 +93,6 @@ __all__ = [
     "Model",
     "models",
     "no_grad",
-    "np",
     "optimizers",
     "Parameter",
     "SeqDataLoader",
@@ -102,5 +101,4 @@ __all__ = [
     "using_config",
     "utils",
     "Variable",
-    "warnings",
 ]

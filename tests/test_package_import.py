@@ -69,3 +69,19 @@ def test_numpy_2_of_any_minor_version_imports_without_a_word():
     result = _run("-W", "error", "-c",
                   "import numpy\nnumpy.__version__ = '2.0.0rc1'\nimport dezero_like")
     assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_star_import_gives_the_package_names_only():
+    """``from dezero_like import *`` brings the package's names, not the modules it uses
+    (``np``, ``warnings``): a learner's own ``np`` must not be replaced by a star import."""
+    import types
+
+    import dezero_like
+
+    own = {"cuda", "datasets", "functions", "layers", "models", "optimizers", "utils",
+           "dataloaders", "transforms", "core", "hooks", "plot"}
+    for name in dezero_like.__all__:
+        value = getattr(dezero_like, name)
+        if isinstance(value, types.ModuleType):
+            assert value.__name__.startswith("dezero_like"), (name, value)
+            assert name in own or value.__name__ == f"dezero_like.{name}", name
