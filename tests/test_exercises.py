@@ -211,10 +211,22 @@ KNOWN_MISTAKES = [
      "(x,) = self.inputs\n        return gy * F.sigmoid(x)", "get_retained_outputs"),
     ("step72", 2, "Variable(g, requires_grad=False)", "Variable(g)", "constant Variable"),
     # found by trying the exercises as a learner: each of these passed, or failed with a
-    # message that pointed elsewhere
+    # message that pointed elsewhere (NumPy's, or "on the GPU" for a CPU Variable)
+    ("step27", 1, "    return y", "    return dz.Variable(np.array(y.data))", "not connected to x"),
+    ("step30", 1, "get_dot_graph(xe.grad, verbose=False)",
+     "get_dot_graph(F.exp(xe), verbose=False)", "the graph of y = exp(x)"),
+    ("step33", 1, "return float(x.data)", "return x", "as a Python float"),
+    ("step40", 1, "return F.sum(x, axis=axis)", "return x.data.sum(axis=axis)",
+     "mean should return a Variable"),
     ("step52", 2, "    return x, t", "    return list(x), list(t)", "two NumPy arrays"),
     ("step52", 2, "for j in batch_index]", "for j in range(len(batch_index))]",
      "whose indices are in batch_index"),
+    ("step59", 2, "F.reshape(gy, (-1, 1)) * p", "gy * p", "reshape gy to a column"),
+    ("step62", 2, "c = i * u if c_prev is None else f * c_prev + i * u", "c = f * c_prev + i * u",
+     "c_prev is None"),
+    ("step62", 2, "return h, c", "return c, h", "h and c are swapped"),
+    ("step65", 1, "raise TypeError(", "raise ValueError(", "raise TypeError, the error"),
+    ("step65", 1, "if a.dtype == np.float64", "if a.data.dtype == np.float64", "not Variables"),
     ("step68", 2, 'if self.depth == 0:\n            self._add(function, "backward")',
      'self._add(function, "backward")', "ran inside Recomputed's backward"),
     ("step68", 2, "self.depth += 1", "self.depth = 1", "ran inside Recomputed's backward"),
