@@ -356,21 +356,28 @@ class Variable:
         is not handed to NumPy (PyTorch refuses it too). A 0-d Variable is a number,
         a loss or an accuracy to plot or average (``plt.plot(losses)``), and is read.
         """
-        if not isinstance(self.data, np.ndarray):
-            raise TypeError("this Variable's data is on the GPU (or absent); "
-                            "cuda.as_numpy(v.data) gives a NumPy array")
-        if self.requires_grad and self.data.ndim:  # a 0-d one is a number: a loss to plot
+        data = self.data
+        if isinstance(data, np.generic):  # x.data = x.data - ... on a 0-d array: a NumPy number
+            data = np.asarray(data)
+        if data is None:
+            raise TypeError("this Variable holds no array (its .data is None): give it one, "
+                            "v.data = np.array(...)")
+        if not isinstance(data, np.ndarray):
+            kind = f"{type(data).__module__.split('.')[0]}.{type(data).__name__}"
+            raise TypeError(f"this Variable's data is a {kind}, not a NumPy array: on the "
+                            "GPU, cuda.as_numpy(v.data) gives a NumPy array")
+        if self.requires_grad and data.ndim:  # a 0-d one is a number: a loss to plot
             raise TypeError(
                 "NumPy was given a Variable that requires grad; its result would not be part "
                 "of the graph. Use the functions of dezero_like.functions (F.sum, F.matmul, "
                 "...) to differentiate through it, or pass v.data for the numbers alone"
             )
-        if dtype is not None and np.dtype(dtype) != self.data.dtype:
+        if dtype is not None and np.dtype(dtype) != data.dtype:
             if copy is False:
-                raise ValueError(f"a {self.data.dtype} Variable cannot become {np.dtype(dtype)} "
+                raise ValueError(f"a {data.dtype} Variable cannot become {np.dtype(dtype)} "
                                  "without a copy")
-            return self.data.astype(dtype)
-        return self.data.copy() if copy else self.data
+            return data.astype(dtype)
+        return data.copy() if copy else data
 
     def __init__(self, data, name=None, requires_grad=True):
         if data is not None and not _is_array(data):

@@ -123,6 +123,10 @@ assert abs(yc.data - reference) < 1e-4, (
     f"my_cos(1) = {yc.data}, F.cos(1) = {reference}: check the signs and the factorial (2i)!"
 )
 yc.backward()
+assert xc.grad is not None, (
+    "backward gave x no gradient: my_cos's result is not connected to x. Build every term "
+    "with the operators on the Variable x itself (x ** (2 * i)), not on x.data"
+)
 assert abs(xc.grad.data + np.sin(1.0)) < 1e-3, (
     f"the derivative at 1 should be close to -sin(1) = {-np.sin(1.0):.4f}, got {xc.grad.data}"
 )

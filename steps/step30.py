@@ -219,6 +219,10 @@ exp_dot = get_dot_graph(xe.grad, verbose=False)
 # %%
 #| check
 assert isinstance(exp_dot, str), f"exp_dot should be DOT text (a str), got {type(exp_dot).__name__}"
+assert 'label="Mul"' in exp_dot or 'label="Exp"' not in exp_dot, (
+    "exp_dot holds Exp but no Mul: it is the graph of y = exp(x), the forward pass. Take the "
+    "DOT text of xe.grad, the gradient, after backward(create_graph=True)"
+)
 assert 'label="Exp"' in exp_dot and 'label="Mul"' in exp_dot, (
     "the gradient's graph should hold Exp and Mul (gy * exp(x)): did you pass create_graph=True?"
 )

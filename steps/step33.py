@@ -121,15 +121,21 @@ def newton(fn, x0, steps):
 # %%
 #| check
 try:
-    end = newton(f, 2.0, 10)
+    one = newton(f, 2.0, 1)
 except NotImplementedError as e:
     raise AssertionError(f"newton is not written yet: {e}") from None
+assert isinstance(one, float), (
+    f"newton should return the final x as a Python float, got {type(one).__name__}: "
+    "float(x.data)"
+)
+assert np.isclose(one, iterates[1]), (
+    f"one step from 2 should give {iterates[1]}, x - f'(x) / f''(x), got {one}: take `steps` "
+    "steps of x - f'/f'', and clear x.grad before each backward (or the second derivative is "
+    "added to the first)"
+)
+end = newton(f, 2.0, 10)
 assert np.isclose(end, iterates[-1], rtol=0, atol=1e-12), (
     f"from 2, 10 steps on x^4 - 2x^2 should end at {iterates[-1]}, got {end}"
-)
-assert np.isclose(newton(f, 2.0, 1), iterates[1]), (
-    f"one step from 2 should give {iterates[1]}, got {newton(f, 2.0, 1)}: clear x.grad "
-    "before each backward"
 )
 for a, b in np.random.default_rng(0).uniform(0.5, 3.0, size=(3, 2)):
     got = newton(lambda v, a=a, b=b: a * v**2 + b * v, 1.0, 1)

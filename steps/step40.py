@@ -212,6 +212,10 @@ def mean(x, axis):
 # %%
 #| check
 m = dz.Variable(np.random.default_rng(1).normal(size=(4, 3)))
+assert isinstance(mean(m, 0), dz.Variable), (
+    f"mean should return a Variable, got {type(mean(m, 0)).__name__}: compute it with F.sum "
+    "on x itself, not with NumPy on x.data, so that backward can go through it"
+)
 for axis in (0, 1):
     assert np.allclose(mean(m, axis).data, m.data.mean(axis=axis)), (
         f"mean(m, {axis}) should equal m.data.mean(axis={axis})"

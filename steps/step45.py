@@ -579,8 +579,15 @@ try:
     ss = ScaleShift(4)
 except NotImplementedError as e:
     raise AssertionError(f"ScaleShift is not written yet: {e}") from None
-names = sorted(q.name for q in ss.params())
+names = sorted(str(q.name) for q in ss.params())
+assert "None" not in names, (
+    f"ScaleShift registers {len(names)} Parameters, but not all have a name (got {names}): "
+    "give each its name when you create it, as Scale does"
+)
 assert names == ["c", "w"], f"ScaleShift should register the Parameters w and c, got {names}"
+assert ss.w.shape == (4,) and ss.c.shape == (4,), (
+    f"for size 4, w and c should have shape (4,), got {ss.w.shape} and {ss.c.shape}"
+)
 assert np.array_equal(ss.w.data, np.ones(4)) and np.array_equal(ss.c.data, np.zeros(4)), (
     "w starts at ones and c at zeros"
 )
@@ -588,6 +595,10 @@ check_rng = np.random.default_rng(0)
 ss.w.data, ss.c.data = check_rng.normal(size=4), check_rng.normal(size=4)
 xs = check_rng.normal(size=(3, 4))
 out = ss(xs)
+assert isinstance(out, dz.Variable) and out.creator is not None, (
+    "the output has no graph, so no gradient can reach w and c: compute forward with the "
+    "Parameters themselves, not with their .data"
+)
 assert np.allclose(out.data, xs * ss.w.data + ss.c.data), (
     "forward should be x w + c, element by element"
 )

@@ -733,13 +733,24 @@ plain = DataLoader(spiral, batch_size=8, shuffle=False)
 for k, (x_ref, t_ref) in enumerate(plain):
     if k == 3:
         break
-    x_mine, t_mine = collate(spiral, np.arange(8 * k, 8 * (k + 1)))
+    wanted = np.arange(8 * k, 8 * (k + 1))
+    x_mine, t_mine = collate(spiral, wanted)
+    assert isinstance(x_mine, np.ndarray) and isinstance(t_mine, np.ndarray), (
+        f"collate should return two NumPy arrays, got {type(x_mine).__name__} and "
+        f"{type(t_mine).__name__}: make one array of the inputs and one of the labels"
+    )
     assert np.shape(x_mine) == x_ref.shape, (
         f"batch {k}: x should have shape {x_ref.shape}, got {np.shape(x_mine)}: stack the inputs"
     )
-    assert np.allclose(x_mine, x_ref) and np.array_equal(t_mine, t_ref), (
-        f"batch {k} differs from the loader's: read dataset[j] (so the transforms apply), "
+    untransformed = np.shape(x_mine) == spiral.data[wanted].shape and np.allclose(
+        x_mine, spiral.data[wanted])
+    assert not untransformed, (
+        f"batch {k} holds the raw inputs: read dataset[j] (so the transforms apply), "
         "not dataset.data[j]"
+    )
+    assert np.allclose(x_mine, x_ref) and np.array_equal(t_mine, t_ref), (
+        f"batch {k} differs from the loader's: read the examples whose indices are in "
+        "batch_index, in its order"
     )
 some = rng.permutation(len(spiral))[:5]
 x_some, t_some = collate(spiral, some)

@@ -959,6 +959,15 @@ assert np.allclose(mine, want), (
     f"RowLogSumExp gives {np.round(mine, 4).tolist()}, expected {np.round(want, 4).tolist()}: "
     "the log of the sum of the exps of a row, a little above the row's max"
 )
+try:
+    (RowLogSumExp()(dz.Variable(z)) * w).sum().backward()
+except ValueError as e:
+    if "broadcast" not in str(e):
+        raise
+    raise AssertionError(
+        f"RowLogSumExp's backward failed ({e}): gy has one number per row, shape (4,), and x "
+        "is (4, 5); reshape gy to a column, (4, 1), so that it broadcasts along each row "
+        "(step 41)") from None
 gradient_check(lambda v: RowLogSumExp()(v), z,
                hint="the gradient of RowLogSumExp is wrong. Differentiate log(sum_j exp(x_j)) "
                     "with respect to one x_k: every element of a row gets a share, the larger "

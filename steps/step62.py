@@ -572,8 +572,19 @@ for step, x_t in enumerate(rng.normal(size=(3, 5, 2)).astype(np.float32)):
     i = gate(cell.x2i, cell.h2i, F.sigmoid, x_t)
     o = gate(cell.x2o, cell.h2o, F.sigmoid, x_t)
     u = gate(cell.x2u, cell.h2u, F.tanh, x_t)
-    h_mine, c_mine = lstm_update(f, i, o, u, cell.c)
+    try:
+        h_mine, c_mine = lstm_update(f, i, o, u, cell.c)
+    except TypeError as e:
+        if cell.c is not None:
+            raise
+        raise AssertionError(
+            f"at the first step c_prev is None (no old state yet) and lstm_update raised "
+            f"{type(e).__name__} on it: then the new cell state is the input gate times the "
+            "candidate alone"
+        ) from None
     h_ref = cell(x_t)  # the layer's own step, from the same state
+    swapped = np.allclose(c_mine.data, h_ref.data) and np.allclose(h_mine.data, cell.c.data)
+    assert not swapped, f"step {step + 1}: h and c are swapped: return (h, c), h first"
     assert np.allclose(c_mine.data, cell.c.data, atol=1e-6), (
         f"step {step + 1}: the cell state differs: the forget gate scales the old state, the "
         "input gate scales the candidate (and there is no old state at the first step)"

@@ -492,11 +492,22 @@ class DtypeCheckHook(FunctionHook):
 # %%
 #| check
 with DtypeCheckHook():
-    ok = F.exp(dz.Variable(np.ones(2, dtype=np.float32)))  # fine: must not raise
+    try:
+        ok = F.exp(dz.Variable(np.ones(2, dtype=np.float32)))  # fine: must not raise
+    except AttributeError as e:
+        raise AssertionError(
+            f"the hook failed on a float32 input ({e}): in_data holds the input arrays "
+            "themselves (NumPy arrays, not Variables), so each one has its own .dtype"
+        ) from None
     try:
         F.exp(dz.Variable(np.ones(2)))
     except TypeError as e:
         assert "Exp" in str(e), f"the message should name the function (Exp), got {e!r}"
+    except Exception as e:  # noqa: BLE001 - any other error is the wrong kind, named below
+        raise AssertionError(
+            f"the hook raised {type(e).__name__} ({e}) for a float64 input: raise TypeError, "
+            "the error Python raises for a value of the wrong type"
+        ) from None
     else:
         raise AssertionError("the float64 input was not caught: raise TypeError for it")
     try:  # only float64 is refused: other dtypes and integer labels go through

@@ -165,7 +165,9 @@ timer.print_report()
 #    backward run inside another backward. `self.depth` should always tell
 #    how many backwards are running: which callbacks mark a backward's start
 #    and its end? The self-check runs one iteration under both hooks and
-#    compares.
+#    compares, then runs a function whose backward runs a backward of its own
+#    (as gradient checkpointing does): `TimerHook` times that inner backward
+#    too, your counter must not count it.
 
 # %%
 #| exercise
@@ -256,4 +258,37 @@ assert not extra, (
     "backward is running"
 )
 assert counter.counts == expected, f"expected the counts {expected}, got {counter.counts}"
-print("self-check passed: CallCounter counts calls as TimerHook attributes them")
+
+
+class Recomputed(dz.Function):
+    """exp(x), whose backward computes exp again on a graph of its own and runs a backward
+    through it, as gradient checkpointing does: a backward inside a backward."""
+
+    def forward(self, x):
+        return np.exp(x)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        inner = dz.Variable(x.data.copy())
+        with dz.using_config("enable_backprop", True):
+            F.sum(F.exp(inner) * gy.data).backward()
+        return inner.grad
+
+
+with CallCounter() as nested:
+    F.sum(Recomputed()(dz.Variable(np.array([0.1, 0.2])))).backward()
+outer = {("Recomputed", "forward"): 1, ("Sum", "forward"): 1, ("Sum", "backward"): 1,
+         ("Recomputed", "backward"): 1}
+inner_counted = sorted(set(nested.counts) - set(outer))
+assert not inner_counted, (
+    f"counted {inner_counted}, which ran inside Recomputed's backward: count a backward only "
+    "when it ends with no other backward still running (self.depth tells)"
+)
+assert nested.counts == outer, (
+    f"around a backward that runs a backward of its own, expected the counts {outer}, got "
+    f"{nested.counts}: self.depth must count the backwards running (up at each start, down "
+    "at each end), not just say whether one is"
+)
+assert nested.depth == 0, f"after the backward, depth should be back to 0, got {nested.depth}"
+print("self-check passed: CallCounter counts calls as TimerHook attributes them, and counts "
+      "no backward run inside another")

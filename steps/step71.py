@@ -1207,7 +1207,12 @@ labels = rng.integers(0, 4, size=6)
 seed = np.array(0.7)
 F.softmax_cross_entropy(logits, labels).backward(gradient=seed)
 probs = F.softmax(logits.data).data
+probs_before = probs.copy()
 mine = softmax_ce_grad_reference(probs, labels, float(seed))
+assert np.array_equal(probs, probs_before), (
+    "softmax_ce_grad_reference changed p in place: the caller's probabilities are gone. "
+    "Compute the result as a new array, from p and the one-hot, leaving p as it was"
+)
 assert np.shape(mine) == (6, 4), f"expected shape (6, 4), got {np.shape(mine)}"
 assert np.allclose(mine, logits.grad.data), (
     "your gradient differs from softmax_cross_entropy's: is the one-hot at each row's "

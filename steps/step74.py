@@ -264,7 +264,23 @@ whole = {k: q.grad.data.copy() for k, q in net._flatten_params().items()}
 for p in (1, 2, 3, 4):
     got = data_parallel_grads(net, xb, tb, p)
     assert set(got) == set(whole), f"expected the keys {sorted(whole)}, got {sorted(got)}"
+    kinds = sorted({type(g).__name__ for g in got.values()} - {"ndarray"})
+    assert not kinds, (
+        f"the gradients should be NumPy arrays, got {kinds}: take each gradient's .data"
+    )
+    held = {k: q.grad for k, q in net._flatten_params().items()}
+    assert all(held[k] is not None and np.array_equal(held[k].data, whole[k]) for k in whole), (
+        f"with {p} processes, data_parallel_grads changed the gradients the model holds: each "
+        "process works on a copy of its own (copy.deepcopy(model)), and the model is left "
+        "as it was"
+    )
     worst = max(np.abs(got[k] - whole[k]).max() for k in whole)
+    if p == 1:
+        assert worst < 1e-12, (
+            f"with 1 process the gradient differs from the whole batch's by {worst:.1e}: the "
+            "copy starts with the gradient the model held (deepcopy copies .grad too), and a "
+            "backward adds to it; clear the copy's gradients before its backward"
+        )
     assert worst < 1e-12, (
         f"with {p} processes the averaged gradient differs from the whole batch's by {worst:.1e}: "
         "give every process an equal slice and average the gradients over processes"
