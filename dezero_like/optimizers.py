@@ -391,9 +391,10 @@ class Optimizer:
             if _same_grads_as_last_update(self, params):
                 _warn_repeated_update()  # no backward since the last update (step 47)
             _watch_gradless(self)  # some parameters get no gradient: only in the first updates
-            if _ones_seeded.shape is not None:  # the loss was left unreduced: a sum's gradients
-                _warn_summed_loss(_ones_seeded.shape)
-                _ones_seeded.shape = None  # once per backward
+            if _ones_seeded.marks:  # some backward was of a loss left unreduced: a sum's gradients
+                shape = _ones_seeded.shape_in(params)  # in these parameters? (once per backward)
+                if shape is not None:
+                    _warn_summed_loss(shape)
         _check_grads(params, "set by hand?")
         scaled = []  # (parameter, its scaled gradient, the scale): only after backward(loss_scale=)
         for p in params:
@@ -418,7 +419,7 @@ class Optimizer:
         if self.hooks:
             _check_grads(params, "after the hooks")
         _floats_only(self, params)
-        self.__dict__["_stepped"] = True  # setup() of another model after this is no mistake
+        self.__dict__["_stepped"] = self.__dict__.get("_stepped", 0) + 1  # updates (step 47)
         self.prepare()
         self.update_all(params)
         self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]

@@ -1,0 +1,124 @@
+"""Seventeenth sweep: learner mistakes that still gave wrong numbers without a word.
+
+* a loss left unreduced, ``loss = (y - t) ** 2``, then ``loss.backward()`` and the update written
+  by hand as in steps 43-46 (``p.data -= lr * p.grad.data``): the gradients are those of the sum
+  of the ``N`` elements, so every step is ``N`` times too long. Only ``optimizer.update()``
+  warned. And its warning read one note of the *last* backward: a non-scalar backward of other
+  variables between the loss's backward and the update warned about a loss that was fine, and a
+  scalar backward of something else there hid a loss that was not. Now ``backward`` notes
+  which gradients it made from ones (step 67), and the update of a parameter that holds one
+  warns, with ``optimizer.update()`` or by hand.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dezero_like.functions as F
+from dezero_like import Variable, optimizers
+from dezero_like.models import MLP
+
+_SUMMED = r"update\(\) uses gradients from backward\(\) of a loss of shape"
+_BY_HAND = r"data changed while its gradient comes from backward\(\) of a loss of shape"
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.random((20, 1))
+    return x, np.sin(2 * np.pi * x)
+
+
+def _model(seed=0):
+    np.random.seed(seed)
+    model = MLP((10, 1))
+    return model
+
+
+def _hand_step(loss_of, lr=0.1):
+    """One step of step 45's regression, updated by hand as in step 46; the first layer's step."""
+    x, t = _data()
+    model = _model()
+    loss = loss_of(model(x), t)
+    before = model.l0.W.data.copy()
+    model.cleargrads()
+    loss.backward()
+    for p in model.params():
+        p.data -= lr * p.grad.data
+    return model.l0.W.data - before
+
+
+# --- 1. a loss left unreduced, and the update of its parameters ----------------------------------
+
+def test_a_hand_written_update_after_an_unreduced_loss_warns_once_and_is_n_times_too_long():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mean_step = _hand_step(F.mean_squared_error)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        summed_step = _hand_step(lambda y, t: (y - t) ** 2)
+    mine = [w for w in record if "comes from backward() of a loss of shape" in str(w.message)]
+    assert len(mine) == 1, [str(w.message) for w in record]  # one per backward, not per parameter
+    assert mine[0].filename == __file__  # the line of the update, not the package's
+    message = str(mine[0].message)
+    assert "(20, 1)" in message and "20 times" in message and "F.mean(loss)" in message
+    # what it warns about: the sum of the 20 squared errors is 20 times the mean's gradient
+    np.testing.assert_allclose(summed_step, 20 * mean_step, rtol=1e-3)  # float32 weights
+
+
+def test_another_non_scalar_backward_before_the_update_is_no_false_alarm():
+    x, t = _data()
+    model = _model()
+    optimizer = optimizers.SGD(0.1).setup(model)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", _SUMMED)
+        warnings.filterwarnings("error", _BY_HAND)
+        for _ in range(2):
+            model.cleargrads()
+            F.mean_squared_error(model(x), t).backward()
+            v = Variable(np.linspace(0, 1, 5))  # an elementwise look at something else
+            F.sin(v).backward()
+            optimizer.update()
+            v.data -= 0.1 * v.grad.data  # a plain Variable's elementwise step is no mistake
+
+
+def test_a_scalar_backward_of_something_else_does_not_hide_an_unreduced_loss():
+    x, t = _data()
+    model = _model()
+    optimizer = optimizers.SGD(0.1).setup(model)
+    model.cleargrads()
+    ((model(x) - t) ** 2).backward()
+    v = Variable(np.array(2.0))
+    (v ** 2).backward()  # a scalar backward of another graph between them
+    with pytest.warns(RuntimeWarning, match=_SUMMED):
+        optimizer.update()
+
+
+def test_each_of_two_models_updated_after_its_own_unreduced_loss_warns():
+    x, t = _data()
+    models = [_model(0), _model(1)]
+    opts = [optimizers.SGD(0.1).setup(m) for m in models]
+    losses = [(m(x) - t) ** 2 for m in models]
+    for m, loss in zip(models, losses):
+        m.cleargrads()
+        loss.backward()
+    for opt in opts:
+        with pytest.warns(RuntimeWarning, match=_SUMMED):
+            opt.update()
+
+
+def test_hand_written_updates_of_a_scalar_loss_and_loading_weights_stay_quiet(tmp_path):
+    x, t = _data()
+    model = _model()
+    model(x)
+    model.save_weights(str(tmp_path / "w.npz"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _hand_step(lambda y, t: F.sum((y - t) ** 2) / len(t))
+        model.cleargrads()
+        ((model(x) - t) ** 2).backward()
+        model.load_weights(str(tmp_path / "w.npz"))  # the package's write is no update by hand
+    with pytest.warns(RuntimeWarning, match=_BY_HAND):  # the gradient is still the sum's
+        for p in model.params():
+            p.data -= 0.1 * p.grad.data
+
