@@ -122,3 +122,65 @@ def test_hand_written_updates_of_a_scalar_loss_and_loading_weights_stay_quiet(tm
         for p in model.params():
             p.data -= 0.1 * p.grad.data
 
+
+# --- 2. a dataset whose length changes under its loader -----------------------------------------
+
+class _Growing:
+    """A list of (x, t) pairs that the learner appends to, as a PyTorch map-style dataset."""
+
+    def __init__(self, n):
+        self.items = [(np.full(2, float(i)), i % 2) for i in range(n)]
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+_RESIZED = "the dataset has 14 examples now, and had 10 when the loader was made"
+
+
+def test_examples_appended_after_the_loader_was_made_are_not_dropped_silently():
+    from dezero_like import DataLoader
+
+    data = _Growing(10)
+    loader = DataLoader(data, 4, shuffle=True, seed=0)
+    assert sum(len(x) for x, _ in loader) == 10
+    data.items += [(np.full(2, 99.0), 1)] * 4
+    with pytest.raises(ValueError, match=_RESIZED) as error:  # before: 10 of the 14, silently
+        for _ in loader:
+            pass
+    assert "4 added would never be read" in str(error.value)
+    assert "DataLoader(dataset, 4)" in str(error.value)
+    with pytest.raises(ValueError, match=_RESIZED):  # the book's next(loader) form
+        next(loader)
+    seen = sum(len(x) for x, _ in DataLoader(data, 4, shuffle=True, seed=0))  # the fix
+    assert seen == 14
+
+
+def test_examples_removed_in_the_middle_of_an_epoch_are_named_not_an_index_error():
+    from dezero_like import DataLoader
+
+    data = _Growing(10)
+    loader = DataLoader(data, 4, shuffle=False)
+    with pytest.raises(ValueError, match="has 6 examples now, and had 10") as error:
+        for i, _ in enumerate(loader):
+            del data.items[6:]
+    assert "positions up to 9" in str(error.value)
+    assert isinstance(error.value.__cause__, IndexError)
+
+
+def test_a_dataset_of_a_fixed_length_and_its_own_index_errors_are_unchanged():
+    from dezero_like import DataLoader
+
+    class Broken(_Growing):
+        def __getitem__(self, i):
+            raise IndexError("my own bug")
+
+    loader = DataLoader(_Growing(10), 4)
+    for _ in range(3):
+        assert sum(len(x) for x, _ in loader) == 10
+    with pytest.raises(IndexError, match="my own bug"):
+        next(iter(DataLoader(Broken(10), 4)))
+
