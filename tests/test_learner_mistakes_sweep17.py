@@ -8,6 +8,14 @@
   scalar backward of something else there hid a loss that was not. Now ``backward`` notes
   which gradients it made from ones (step 67), and the update of a parameter that holds one
   warns, with ``optimizer.update()`` or by hand.
+* examples appended to a dataset after its ``DataLoader`` was made: the loader counted its
+  batches and drew its order from the old length, so the new examples were never read, and
+  examples removed gave an ``IndexError`` from deep inside. Now each epoch compares the length
+  with the count and says to make the loader again (step 52).
+* ``opt = Adam().setup(model)`` written inside the training loop: every step started from zero
+  state, so Adam's steps were ``alpha * sign(g)`` and MomentumSGD had no momentum, without a
+  word. Now ``setup`` warns when a new optimizer of the same class replaces one that made a
+  single update and keeps state (step 47).
 """
 
 import warnings
@@ -184,3 +192,54 @@ def test_a_dataset_of_a_fixed_length_and_its_own_index_errors_are_unchanged():
     with pytest.raises(IndexError, match="my own bug"):
         next(iter(DataLoader(Broken(10), 4)))
 
+
+# --- 3. an optimizer made inside the training loop ----------------------------------------------
+
+_IN_LOOP = "an optimizer made inside the training loop starts each step from zero state"
+
+
+def _train(cls, in_loop, steps=30):
+    """Step 45's regression trained with ``cls``; the final loss."""
+    x, t = _data()
+    model = _model()
+    optimizer = cls().setup(model)
+    for _ in range(steps):
+        if in_loop:
+            optimizer = cls().setup(model)
+        loss = F.mean_squared_error(model(x), t)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+    return float(loss.data)
+
+
+@pytest.mark.parametrize("cls", [optimizers.MomentumSGD, optimizers.Adam, optimizers.AdaGrad])
+def test_a_stateful_optimizer_made_in_the_loop_warns_and_loses_its_state(cls):
+    with pytest.warns(RuntimeWarning, match=_IN_LOOP) as record:
+        in_loop = _train(cls, in_loop=True)
+    mine = [w for w in record if _IN_LOOP in str(w.message)]
+    assert mine[0].filename == __file__
+    assert f"{cls.__name__}(...).setup(model)" in str(mine[0].message)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", _IN_LOOP)
+        once = _train(cls, in_loop=False)
+    assert in_loop != once  # what it warns about: another training, not the one written
+
+
+def test_sgd_in_the_loop_a_second_run_and_two_models_stay_quiet():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", _IN_LOOP)
+        _train(optimizers.SGD, in_loop=True)  # no state: nothing lost
+        x, t = _data()
+        model = _model()
+        for alpha in (1e-3, 1e-4):  # a second phase after a whole run, as a notebook does
+            optimizer = optimizers.Adam(alpha).setup(model)
+            for _ in range(5):
+                model.cleargrads()
+                F.mean_squared_error(model(x), t).backward()
+                optimizer.update()
+        for model in (_model(0), _model(1)):  # each model its own optimizer, once
+            optimizer = optimizers.Adam().setup(model)
+            model.cleargrads()
+            F.mean_squared_error(model(x), t).backward()
+            optimizer.update()
