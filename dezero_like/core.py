@@ -454,8 +454,8 @@ class Variable:
                 "so no parameter gets a gradient. Call loss.backward() first, then "
                 "loss.unchain_backward()", RuntimeWarning, stacklevel=2)
         seed = self._seed(gradient, loss_scale, create_graph)
-        if gradient is None and self.data.size != 1:  # a loss of several numbers, seeded with ones:
-            leaves = _ones_seeded.leaves_of(self)     # the update of one of its leaves warns (below)
+        if gradient is None and self.data.size != 1:  # a loss of several numbers, seeded with ones
+            leaves = _ones_seeded.leaves_of(self)  # the update of one of its leaves warns (below)
             with using_config("enable_backprop", create_graph):
                 _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
             _ones_seeded.note(self.data.shape, leaves)

@@ -173,7 +173,7 @@ def test_examples_removed_in_the_middle_of_an_epoch_are_named_not_an_index_error
     data = _Growing(10)
     loader = DataLoader(data, 4, shuffle=False)
     with pytest.raises(ValueError, match="has 6 examples now, and had 10") as error:
-        for i, _ in enumerate(loader):
+        for _ in loader:
             del data.items[6:]
     assert "positions up to 9" in str(error.value)
     assert isinstance(error.value.__cause__, IndexError)
