@@ -798,7 +798,8 @@ def relu(x):
 
 
 class LeakyReLU(Function):
-    """y = x where x > 0, else slope * x; dy/dx = 1 where x > 0, else slope (also at 0)."""
+    """y = x where x > 0, else slope * x; dy/dx = 1 where x > 0, else slope (also at 0).
+    float16 is multiplied in float32 and rounded once, forward and backward."""
 
     def __init__(self, slope=0.2):
         if isinstance(slope, bool) or not isinstance(slope, numbers.Real):
@@ -809,13 +810,16 @@ class LeakyReLU(Function):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
         dtype = _float_dtype(x.dtype, complex_ok=False)
+        if dtype.type is np.float16:  # the slope as a float32, the product rounded once
+            dtype = np.dtype(np.float32)
         scale = xp.where(x > 0, dtype.type(1), dtype.type(self.slope))  # nan: slope * nan
         if self.needs_input_grad:
             self.scale = scale
-        return x * scale
+        return (x * scale).astype(x.dtype, copy=False) if x.dtype.type is np.float16 else x * scale
 
     def backward(self, gy):
-        return gy * self.scale
+        gx = gy * self.scale
+        return astype(gx, gy.dtype) if gx.dtype != gy.dtype else gx  # float16: back from float32
 
 
 _UNAVAILABLE = "not available here"

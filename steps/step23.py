@@ -1377,6 +1377,10 @@ def cos(x):
 variable(8.0)
 """
 
+import warnings as _warnings
+
+import numpy as _np
+
 from dezero_like import cuda, functions, utils
 from dezero_like.core import (
     as_array,
@@ -1389,6 +1393,18 @@ from dezero_like.core import (
 )
 
 __version__ = "0.1.0"
+
+# The package is written for NumPy 2's rules of mixing dtypes (NEP 50): np.float32(1) + 1.0
+# is float32 and a float32 array + np.float64(1) is float64, where NumPy 1 gives float64
+# and float32. Under NumPy 1 it runs (the book's tests pass, with Chainer as their oracle,
+# which needs NumPy 1), but some dtypes come out otherwise, so it says so once, with the fix.
+if int(_np.__version__.split(".")[0]) < 2:
+    _warnings.warn(
+        f"dezero_like is written for NumPy 2, but this Python imports NumPy {_np.__version__} "
+        f"(from {_np.__file__}): where a NumPy scalar meets a Python number or an array, "
+        "some results get another dtype than the steps show (NEP 50). To fix: pip install "
+        "--upgrade \"numpy>=2\", then start Python again (in Jupyter or Colab, restart the "
+        "kernel: a NumPy already imported stays the old one).", UserWarning, stacklevel=2)
 
 # The book's __init__ also has a switch, `is_simple_core`, that its steps 28-29 read to
 # swap in `core_simple`, whose x.grad is an array. Here there is one core (steps 01-22 are

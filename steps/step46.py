@@ -78,7 +78,9 @@ def relu(x):
 # $y = a x$ elsewhere, with a small slope $a$. A unit whose inputs have all become negative still
 # learns. Forward computes the factor, 1 or $a$, once and keeps it: it is both what $x$ is
 # multiplied by and the derivative. (The book's DeZero has it with $a = 0.2$ by default;
-# PyTorch's `negative_slope` is 0.01.)
+# PyTorch's `negative_slope` is 0.01.) For float16 the factor is kept in float32 and each
+# product rounded to float16 once, as PyTorch does: a float16 $a$ would be rounded first
+# (0.2 is 0.199951171875 there), and about one negative element in three would be a unit off.
 
 # %%
 #| export dezero_like/functions.py
@@ -87,11 +89,12 @@ import numbers
 import numpy as np
 from dezero_like import cuda
 from dezero_like.core import Function
-from dezero_like.functions import _float_dtype
+from dezero_like.functions import _float_dtype, astype
 
 
 class LeakyReLU(Function):
-    """y = x where x > 0, else slope * x; dy/dx = 1 where x > 0, else slope (also at 0)."""
+    """y = x where x > 0, else slope * x; dy/dx = 1 where x > 0, else slope (also at 0).
+    float16 is multiplied in float32 and rounded once, forward and backward."""
 
     def __init__(self, slope=0.2):
         if isinstance(slope, bool) or not isinstance(slope, numbers.Real):
@@ -102,13 +105,16 @@ class LeakyReLU(Function):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
         dtype = _float_dtype(x.dtype, complex_ok=False)
+        if dtype.type is np.float16:  # the slope as a float32, the product rounded once
+            dtype = np.dtype(np.float32)
         scale = xp.where(x > 0, dtype.type(1), dtype.type(self.slope))  # nan: slope * nan
         if self.needs_input_grad:
             self.scale = scale
-        return x * scale
+        return (x * scale).astype(x.dtype, copy=False) if x.dtype.type is np.float16 else x * scale
 
     def backward(self, gy):
-        return gy * self.scale
+        gx = gy * self.scale
+        return astype(gx, gy.dtype) if gx.dtype != gy.dtype else gx  # float16: back from float32
 
 
 # %%

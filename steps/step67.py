@@ -76,6 +76,13 @@ with np.errstate(over="ignore"):
 # divide part of the sum by the wrong number. `cleargrad` forgets the scale together with the
 # gradient. A gradient that `retain_grad` kept on an output is a result: `backward` never takes
 # it for a hand-set seed (`_from_backward` remembers which gradients those are).
+#
+# Setting `data` (in `__init__` too) also brings an array stored in the other byte order
+# (`'>f2'`, big-endian, as a file written on another machine may give, like MNIST's in step 53)
+# to this machine's order, as a copy. NumPy computes with either, but the functions that treat
+# float16 apart (in float32, one rounding) ask whether the dtype is float16, and
+# `np.dtype('>f2') == np.float16` is False: such an array would take the float16 path that
+# overflows, its mean of 3000s `inf`.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -252,6 +259,8 @@ def _set_data(self, value):
         _warn_scaled_update(self)
     if _ones_seeded.marks:  # p.data -= lr * p.grad.data, with a gradient of an unreduced loss
         _warn_summed_update(self)
+    if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy
+        value = value.astype(value.dtype.newbyteorder("="))
     self._data = value
     _changed_in_place(self)  # x.data = a, x.data += 1, x.data -= lr * g: all come here
 
@@ -769,7 +778,8 @@ def update_all(self, params):
 # float16 Variable and a Python `int` or `float` go to `Float16WithNumber`, which computes in
 # float32 and rounds once, and whose backward (`gy * c`, `gy / c`) goes through the same
 # operators, so the gradients are rounded once too, also with `create_graph=True`. `c / x` is
-# rounded once as well (PyTorch computes `x.reciprocal() * c`, two roundings). `+`, `-` and
+# rounded once as well (PyTorch computes `x.reciprocal() * c`, two roundings). The function
+# forms take the number on either side: `F.mul(0.1, x)` is `0.1 * x`. `+`, `-` and
 # `**` are left to NumPy: PyTorch rounds the number to float16 there too. A drawn graph and
 # `debug_mode`'s messages name the function that ran, so `x * 0.1` of a float16 `x` shows as
 # `Float16WithNumber` where float32 shows `Mul`.
@@ -811,18 +821,24 @@ class Float16WithNumber(Function):
 def mul(x0, x1):
     if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
         return Float16WithNumber("mul", x1)(x0)
+    if type(x0) in _NUMBERS and isinstance(x1, Variable) and x1._data.dtype.char == "e":
+        return Float16WithNumber("mul", x0)(x1)  # F.mul(0.1, x): the number first
     return Mul()(x0, x1)
 
 
 def div(x0, x1):
     if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
         return Float16WithNumber("div", x1)(x0)
+    if type(x0) in _NUMBERS and isinstance(x1, Variable) and x1._data.dtype.char == "e":
+        return Float16WithNumber("rdiv", x0)(x1)  # F.div(1.0, x) is 1.0 / x
     return Div()(x0, x1)
 
 
 def rdiv(x0, x1):
     if type(x1) in _NUMBERS and isinstance(x0, Variable) and x0._data.dtype.char == "e":
         return Float16WithNumber("rdiv", x1)(x0)
+    if type(x0) in _NUMBERS and isinstance(x1, Variable) and x1._data.dtype.char == "e":
+        return Float16WithNumber("div", x0)(x1)  # F.rdiv(7, x) is x / 7
     return Div()(x1, x0)
 
 

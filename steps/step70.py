@@ -156,6 +156,8 @@ def __init__(self, data, name=None, requires_grad=True):
                 "Variable(np.asarray(data))")
     if data is not None and data.dtype.kind not in "biufc":
         raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
+    if data is not None and not data.dtype.isnative:  # '>f2': _set_data's copy (step 67)
+        data = data.astype(data.dtype.newbyteorder("="))
     _fill(self, data, requires_grad, None, 0, 0, name)
 
 
@@ -738,7 +740,9 @@ def _warn_gradient_into_itself(x):
 # %% [markdown]
 # The operators. `_binary` decides, once per operator, whether the Function is
 # needed at all. It also sends `*` and `/` of float16 with a Python number to step 67's
-# `Float16WithNumber` (`_IN_FLOAT32`); the test sits where the code already knows that
+# `Float16WithNumber` (`_IN_FLOAT32`), with the number on either side (`F.mul(0.1, x)` as
+# `F.mul(x, 0.1)`) and in either byte order (`dtype.type`, not the dtype, is compared: a
+# `'>f2'` array is float16 too); the test sits where the code already knows that
 # `x1` is no Variable (the array path) or is about to make a Function (the graph path), so
 # an operation between two Variables pays for it only when a graph is recorded.
 
@@ -748,8 +752,9 @@ import operator
 
 from dezero_like.core import _NUMBERS, Add, Div, Float16WithNumber, Mul, Sub, _make_variable
 
-_IN_FLOAT32 = {Mul: "mul", Div: "div"}  # float16 with a Python number: Float16WithNumber's op
-_FLOAT16 = np.dtype(np.float16)  # `is` is one comparison; dtype.char would build a string
+# float16 with a Python number: Float16WithNumber's op, by whether the number is the dividend
+_IN_FLOAT32 = {Mul: ("mul", "mul"), Div: ("div", "rdiv")}
+_FLOAT16 = np.float16  # dtype.type `is` this is one comparison; dtype.char would build a string
 
 
 def _binary(function, op, x0, x1, reverse=False):
@@ -761,19 +766,25 @@ def _binary(function, op, x0, x1, reverse=False):
     the case for every operator inside a plain ``backward()`` (gradients are computed
     with these same operators) and under no_grad(). With a graph (or a hook) the
     Function runs as usual, so create_graph and the hooks see every operation.
-    float16 ``x0`` times or over a Python number goes to ``Float16WithNumber`` (step 67).
+    A float16 Variable times or over a Python number, on either side, goes to
+    ``Float16WithNumber`` (step 67).
     """
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
-        if function in _IN_FLOAT32 and type(x1) in _NUMBERS and isinstance(x0, Variable) \
-                and getattr(x0._data, "dtype", None) is _FLOAT16:  # (x.data = [1, 2]: below)
-            return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
-        return function()(x1, x0) if reverse else function()(x0, x1)
+        if function in _IN_FLOAT32:
+            if type(x1) in _NUMBERS and isinstance(x0, Variable) \
+                    and getattr(getattr(x0._data, "dtype", None), "type", None) is _FLOAT16:
+                return Float16WithNumber(_IN_FLOAT32[function][reverse], x1)(x0)  # (x.data =
+            if type(x0) in _NUMBERS and isinstance(x1, Variable) \
+                    and getattr(getattr(x1._data, "dtype", None), "type", None) is _FLOAT16:
+                # F.mul(0.1, x), F.div(1.0, x): the number first, x0 / x1 is c / x
+                return Float16WithNumber(_IN_FLOAT32[function][not reverse], x0)(x1)
+        return function()(x1, x0) if reverse else function()(x0, x1)  # [1, 2]: below)
     a = x0._data
     try:
         if isinstance(x1, Variable):
             b = x1._data
-        elif function in _IN_FLOAT32 and a.dtype is _FLOAT16 and type(x1) in _NUMBERS:
-            return Float16WithNumber(("r" if reverse else "") + _IN_FLOAT32[function], x1)(x0)
+        elif function in _IN_FLOAT32 and a.dtype.type is _FLOAT16 and type(x1) in _NUMBERS:
+            return Float16WithNumber(_IN_FLOAT32[function][reverse], x1)(x0)
         else:  # an array of a's own type (a mask, on either device) is taken as it is
             b = x1 if type(x1) is type(a) else as_array(x1, a)
         y = op(b, a) if reverse else op(a, b)

@@ -540,3 +540,74 @@ def test_environment_variables_the_docs_name_are_read_somewhere():
         r"\b((?:DEZERO_|CUPY_ON_CPU|GPU_CHECK_)[A-Z_]*[A-Z])\b", page.read_text())}
     assert "DEZERO_LIKE_DATA" in names, names
     assert not [n for n in names if n not in code], sorted(n for n in names if n not in code)
+
+
+def test_subcommands_the_docs_quote_are_the_scripts_own():
+    """``python tools/export.py upto N OUT``: the first plain word after a tool is one of its
+    commands (a quoted string in its source), so a renamed command cannot stay in the docs."""
+    wrong, seen = [], 0
+    for page in DOC_PAGES:
+        text = re.sub(r"\s*\n\s*", " ", page.read_text())  # a command may wrap in prose
+        for m in _COMMAND.finditer(text):
+            words = m.group(2).split()
+            if not words or not re.fullmatch(r"[a-z][a-z-]+", words[0]):
+                continue  # an option, a step number, or a placeholder (N, PATH, OUT)
+            seen += 1
+            if f'"{words[0]}"' not in (ROOT / m.group(1)).read_text():
+                wrong.append(f"{page.name}: {m.group(0).strip()!r}: {m.group(1)} has no "
+                             f"command {words[0]!r}")
+    assert seen >= 10, f"only {seen} subcommands found: has the pattern stopped matching?"
+    assert not wrong, "\n".join(wrong)
+
+
+def _mnist_steps():
+    """The steps that load MNIST's files (and so need the network or a cache)."""
+    import ast
+
+    def calls(script):
+        for node in ast.walk(ast.parse(script.read_text())):
+            if isinstance(node, ast.Call):
+                yield getattr(node.func, "attr", getattr(node.func, "id", None))
+
+    return {int(s.stem[4:]) for s in SCRIPTS
+            if {"mnist_train_test", "MNIST"} & set(calls(s))}
+
+
+def test_the_mnist_steps_the_docs_name_are_those_that_load_mnist():
+    found = _mnist_steps()
+    assert found == {53, 54, 60, 74}, found  # the numbers the prose below is checked against
+    for page, pattern in ((ROOT / "README.md", r"Only the MNIST steps \(([\d, and]+)\)"),
+                          (ROOT / "docs" / "install.md", r"steps ([\d, and]+) train on MNIST")):
+        quoted = re.search(pattern, re.sub(r"\s+", " ", page.read_text()))
+        assert quoted, f"{page.name} no longer names the MNIST steps as {pattern!r}"
+        assert {int(n) for n in re.findall(r"\d+", quoted.group(1))} == found, page.name
+
+
+def test_step_numbers_and_stages_the_docs_quote_exist():
+    """"step 75" or "Stage 8" cannot appear: the course has 74 steps in the stages of STAGES,
+    and a range quoted as a stage (Stage 4 ... steps 38-56) is that stage's range."""
+    last = len(SCRIPTS)
+    bounds = [first for first, _ in nbtool.STAGES] + [last + 1]
+    stages = {k + 1: (bounds[k], bounds[k + 1] - 1) for k in range(len(nbtool.STAGES))}
+    wrong = []
+    for page in DOC_PAGES:
+        text = re.sub(r"\s+", " ", page.read_text())
+        for m in re.finditer(r"\b[Ss]teps? (\d+)(?![.\d])(?:\s*[-–]\s*(\d+))?", text):
+            numbers = [int(n) for n in m.groups() if n]
+            if not all(1 <= n <= last for n in numbers):
+                wrong.append(f"{page.name}: {m.group(0)!r} (the course has steps 1-{last})")
+        for m in re.finditer(r"\bStage (\d+)\b[^()]{0,80}?\(steps (\d+)[-–](\d+)\)", text):
+            k, first, end = map(int, m.groups())
+            if stages.get(k) != (first, end):
+                wrong.append(f"{page.name}: {m.group(0)!r}, but STAGES has {stages.get(k)}")
+    assert len(stages) == 7, stages
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_home_page_links_every_page_of_the_site():
+    """A new reader finds each page from the home page's "Where to go next", not only from
+    the sidebar: every docs/*.md and generated page is linked there."""
+    home = (ROOT / "docs" / "index.md").read_text()
+    linked = set(re.findall(r"\]\(([\w/-]+)\.md\)", home.split("## Where to go next", 1)[1]))
+    pages = {p.stem for p in (ROOT / "docs").glob("*.md")} - {"index"} | GENERATED_PAGES
+    assert pages - linked == set(), f"not linked from docs/index.md: {sorted(pages - linked)}"

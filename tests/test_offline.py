@@ -93,3 +93,27 @@ def test_notebook_cell_shows_the_paragraph_only(offline_env, tmp_path):
     (error,) = [o for o in nb.cells[0].outputs if o.output_type == "error"]
     assert len(error.traceback) == 1
     _one_paragraph(error.traceback[0], empty)
+
+
+def test_run_steps_names_the_part_each_step_lacked(offline_env, tmp_path):
+    """Exit status 3 means "a part is missing", MNIST or mpi4py: the runner's lines name the
+    one the step's paragraph named (it once called every such step's part MNIST). mpi4py is
+    hidden by a package of that name, first on the path, that fails to import."""
+    _, env = offline_env
+    hide = tmp_path / "hide" / "mpi4py"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ImportError('mpi4py hidden by the test')\n")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hide.parent), str(ROOT),
+                                                      env.get("PYTHONPATH")]))
+    for quiet in ([], ["--quiet"]):
+        result = subprocess.run([sys.executable, str(ROOT / "tools" / "run_steps.py"), "53",
+                                 "73", *quiet], cwd=tmp_path, env=env, capture_output=True,
+                                text=True, timeout=300)
+        assert result.returncode == 1, result.stderr[-2000:]
+        out = result.stdout
+        assert "--- step 53: skipped: MNIST is not available" in out, out[-2000:]
+        assert "--- step 73: skipped: mpi4py is not available" in out, out[-2000:]
+        assert "MPIUnavailableError: " in (out if quiet else result.stderr)
+        last = out.strip().splitlines()[-1]
+        assert "0 ok, 1 could not get MNIST [53]" in last, last
+        assert '1 could not get mpi4py [73] (pip install -e ".[mpi]")' in last, last

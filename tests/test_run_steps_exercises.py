@@ -132,3 +132,32 @@ def test_a_package_installed_from_another_checkout_is_named_with_the_fix(tmp_pat
     here = subprocess.run([sys.executable, str(ROOT / "tools" / "run_steps.py"), "--quiet", "1"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "warning" not in here.stderr
+
+
+def test_the_steps_draw_into_files_unless_asked_to_show():
+    """A display (DISPLAY on Linux, any macOS or Windows desktop) must not make the README's
+    demo stop at step 33's plot until its window is closed: the runner asks Matplotlib for
+    files only, and opens windows with --show; a backend the user set is kept."""
+    env = run_steps.step_environment({"DISPLAY": ":0", "PATH": "/bin"})
+    assert env["MPLBACKEND"] == "Agg" and env["DISPLAY"] == ":0" and env["PATH"] == "/bin"
+    assert run_steps.step_environment({}) == {"MPLBACKEND": "Agg"}  # macOS, Windows: no DISPLAY
+    assert "MPLBACKEND" not in run_steps.step_environment({"DISPLAY": ":0"}, show=True)
+    assert run_steps.step_environment({"MPLBACKEND": "TkAgg"})["MPLBACKEND"] == "TkAgg"
+
+
+def test_the_runner_and_the_notebook_tool_load_without_a_toml_reader():
+    """On Python 3.10 the standard library has no tomllib, and the README's first command
+    (`pip install -e .`, no extras) installs no tomli: tools/run_steps.py must still run."""
+    blocked = "import sys\nsys.modules['tomllib'] = None\nsys.modules['tomli'] = None\n"
+    runner = subprocess.run(
+        [sys.executable, "-c", blocked + "import runpy\nsys.argv = ['run_steps.py', '--help']\n"
+         f"runpy.run_path({str(ROOT / 'tools' / 'run_steps.py')!r}, run_name='__main__')"],
+        capture_output=True, text=True, cwd=ROOT)
+    assert runner.returncode == 0 and "--show" in runner.stdout, runner.stderr[-2000:]
+    settings = subprocess.run(
+        [sys.executable, "-c", blocked + "import runpy\n"
+         f"nb = runpy.run_path({str(ROOT / 'tools' / 'notebooks.py')!r})\n"
+         "nb['project_settings']()"],
+        capture_output=True, text=True, cwd=ROOT)
+    assert settings.returncode == 1, settings.stderr[-2000:]
+    assert "tomli" in settings.stderr and 'pip install -e ".[docs]"' in settings.stderr

@@ -61,11 +61,6 @@ import tempfile
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 from pathlib import Path
 from typing import NamedTuple
 
@@ -143,6 +138,15 @@ def placeholder_warning():
 
 def project_settings():
     """Repository address and branch, configured once in pyproject.toml."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: imported here, so run_steps.py needs no tomli
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            sys.exit("notebooks: Python 3.10 reads pyproject.toml with the tomli package, which "
+                     "is not installed. To fix: pip install -e \".[docs]\" (or \".[test]\"), "
+                     "which installs it, then run this again.")
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     cfg = data["tool"]["dezero_like"]
     return cfg["repository"].rstrip("/"), cfg["branch"]

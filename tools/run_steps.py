@@ -4,11 +4,14 @@
     python tools/run_steps.py 1 14 53    # just these steps
     python tools/run_steps.py --quiet    # only the summary lines
     python tools/run_steps.py --exercises 10   # check your own answers to step 10
+    python tools/run_steps.py --show 33  # also open each plot in a window
 
 Each step runs as ``python steps/stepNN.py`` in a fresh process from the current
 directory, exactly as a reader would run it, so the files it writes land in
 ``outputs/stepNN/`` there. Plots are drawn with Matplotlib's non-interactive
-backend unless a display is available.
+backend, so no window opens and stops the run: each step prints the path of every
+picture it writes. ``--show`` opens them in windows instead (each plot then waits
+for its window to be closed), as ``python steps/stepNN.py`` does on a desktop.
 
 A step script runs its exercises' solutions, so its self-checks always pass. To
 check your own answer, fill in the ``#| exercise`` cell in ``steps/stepNN.py`` and
@@ -23,9 +26,11 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -55,6 +60,9 @@ def main(argv=None):
     parser.add_argument("--quiet", action="store_true", help="do not show the steps' output")
     parser.add_argument("--exercises", action="store_true",
                         help="run with the solutions off, so the self-checks test your answers")
+    parser.add_argument("--show", action="store_true",
+                        help="open the plots in windows (each waits until it is closed); "
+                             "by default they are only written to files")
     args = parser.parse_args(argv)
     available = {int(p.stem[4:]): p for p in sorted((ROOT / "steps").glob("step[0-9][0-9].py"))}
     wanted = args.steps or sorted(available)
@@ -64,9 +72,7 @@ def main(argv=None):
     stale = installed_elsewhere()
     if stale:
         print(stale, file=sys.stderr)
-    env = dict(os.environ)
-    if not env.get("DISPLAY"):
-        env.setdefault("MPLBACKEND", "Agg")
+    env = step_environment(os.environ, show=args.show)
     failed, no_data = [], []
     total = time.perf_counter()
     for n in wanted:
@@ -77,8 +83,7 @@ def main(argv=None):
             if args.exercises:
                 result = run_counted(learner_version(script, Path(tmp)), env, args.quiet)
             else:
-                result = subprocess.run([sys.executable, str(script)], env=env,
-                                        capture_output=args.quiet, text=True)
+                result = run_teed(script, env, args.quiet)
         elapsed = time.perf_counter() - start
         if result.returncode == 0:
             status = "ok"
@@ -88,8 +93,9 @@ def main(argv=None):
                 todo = sum(line.startswith("not solved yet") for line in lines)
                 status += f", self-checks: {passed} passed, {todo} not solved yet"
         elif result.returncode == DATA_EXIT_CODE:  # the step printed why, in one paragraph
-            status = "skipped: MNIST is not available (see the paragraph above)"
-            no_data.append(n)
+            part = missing_part(result.stderr)
+            status = f"skipped: {part} is not available (see the paragraph above)"
+            no_data.append((n, part))
             if args.quiet:
                 print(result.stderr.strip()[-2000:])
         else:
@@ -100,13 +106,80 @@ def main(argv=None):
         print(f"--- step {n:02d}: {status} in {elapsed:.1f} s\n", flush=True)
     ok = len(wanted) - len(failed) - len(no_data)
     parts = [f"{ok} ok"]
-    if no_data:
-        parts.append(f"{len(no_data)} could not get MNIST {no_data} (set {DATA_ENV} to a folder "
-                     "with mnist/, or allow the download)")
+    for part, fix in MISSING_PARTS.values():
+        steps = [n for n, missing in no_data if missing == part]
+        if steps:
+            parts.append(f"{len(steps)} could not get {part} {steps} ({fix})")
     parts.append(f"{len(failed)} failed" + (f" {failed}" if failed else ""))
     steps = f"{len(wanted)} step{'s' * (len(wanted) != 1)}"
     print(f"ran {steps} in {time.perf_counter() - total:.1f} s: " + ", ".join(parts))
     return 1 if failed or no_data else 0
+
+
+# What a step that stops on a missing part (exit status 3, dezero_like._fixable) lacked, told
+# apart by the error it printed last: the part, and the fix for the summary line.
+MISSING_PARTS = {
+    "MNISTUnavailableError": ("MNIST", f"set {DATA_ENV} to a folder with mnist/, or allow the "
+                                       "download"),
+    "MPIUnavailableError": ("mpi4py", 'pip install -e ".[mpi]"'),
+    None: ("a part it needs", "each step's paragraph says what to install"),
+}
+
+
+def missing_part(stderr):
+    """The part a step that exited with status 3 lacked, from the error it printed last."""
+    named = re.findall(r"^(\w+Error): ", stderr or "", re.MULTILINE)
+    return MISSING_PARTS.get(named[-1] if named else None, MISSING_PARTS[None])[0]
+
+
+def run_teed(script, env, quiet):
+    """Run a step as ``python script``; its output shows as it comes (unless ``quiet``).
+
+    Its stderr passes through a pipe, written on at once (tqdm's bars stay live), so that
+    the runner can read which part a step that stopped on one lacked; the result's stderr
+    holds its last 4,000 characters (all of it with ``quiet``, stdout then captured too).
+    """
+    if quiet:
+        return subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True)
+    with subprocess.Popen([sys.executable, str(script)], env=env,
+                          stderr=subprocess.PIPE) as child:
+        said = _tee(child.stderr)()  # returns once the step has closed its stderr
+    return subprocess.CompletedProcess(child.args, child.returncode, None, said)
+
+
+def _tee(stream):
+    """Copy ``stream`` to this process's stderr as it comes; return a getter of its tail."""
+    kept = bytearray()
+
+    def copy():
+        while chunk := os.read(stream.fileno(), 4096):
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.buffer.flush()
+            kept.extend(chunk)
+            del kept[:-4000]
+
+    thread = threading.Thread(target=copy, daemon=True)
+    thread.start()
+
+    def tail():
+        thread.join()
+        return kept.decode("utf-8", "replace")
+
+    return tail
+
+
+def step_environment(environ, show=False):
+    """The environment the steps run in: Matplotlib draws into files only, unless ``show``.
+
+    With a display (Linux's DISPLAY, or any macOS or Windows desktop), Matplotlib would open
+    each ``plt.show()`` in a window and stop the run until it is closed, so a demo of several
+    steps would wait on a window nobody asked for. A backend the user chose is kept.
+    """
+    env = dict(environ)
+    if not show:
+        env.setdefault("MPLBACKEND", "Agg")
+    return env
 
 
 def installed_elsewhere():
@@ -130,18 +203,23 @@ def run_counted(path, env, quiet):
     """Run ``path``, echoing its output as it comes (unless ``quiet``); return what it printed.
 
     The result has ``returncode``, ``stdout`` and ``stderr`` as ``subprocess.run`` gives them
-    (with ``quiet``, stderr is merged into stdout, so a failure's message can be shown).
+    (with ``quiet``, stderr is merged into stdout, so a failure's message can be shown;
+    without, stderr shows as it comes and the result keeps its tail, as in ``run_teed``).
     """
     env = dict(env, PYTHONIOENCODING="utf-8")
     with subprocess.Popen([sys.executable, str(path)], env=env, text=True, encoding="utf-8",
                           stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT if quiet else None) as child:
+                          stderr=subprocess.STDOUT if quiet else subprocess.PIPE) as child:
+        tail = (lambda: "") if quiet else _tee(child.stderr)
         lines = []
         for line in child.stdout:
             lines.append(line)
             if not quiet:
                 print(line, end="", flush=True)
-    return subprocess.CompletedProcess(child.args, child.returncode, "".join(lines), "")
+        said = tail()
+    merged = "".join(lines)
+    return subprocess.CompletedProcess(child.args, child.returncode, merged,
+                                       merged[-4000:] if quiet else said)
 
 
 def learner_version(script, folder):
