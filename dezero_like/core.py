@@ -463,8 +463,12 @@ class Variable:
                 "so no parameter gets a gradient. Call loss.backward() first, then "
                 "loss.unchain_backward()", RuntimeWarning, stacklevel=2)
         seed = self._seed(gradient, loss_scale, create_graph)
-        data = self.data  # a loss of several numbers, seeded with ones: update() warns (below)
-        _ones_seeded.shape = data.shape if gradient is None and data.size != 1 else None
+        if gradient is None and self.data.size != 1:  # a loss of several numbers, seeded with ones
+            leaves = _ones_seeded.leaves_of(self)  # the update of one of its leaves warns (below)
+            with using_config("enable_backprop", create_graph):
+                _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
+            _ones_seeded.note(self.data.shape, leaves)
+            return
         with using_config("enable_backprop", create_graph):
             _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
 
@@ -489,6 +493,8 @@ class Variable:
     def _set_data(self, value):
         if self.loss_scale is not None:  # p.data -= lr * p.grad.data, with a gradient still scaled
             _warn_scaled_update(self)
+        if _ones_seeded.marks:  # p.data -= lr * p.grad.data, with a gradient of an unreduced loss
+            _warn_summed_update(self)
         if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy
             value = value.astype(value.dtype.newbyteorder("="))
         self._data = value
@@ -1724,16 +1730,80 @@ def _times(g, factor):
 
 
 class _SeedNote:
-    """What the last ``backward()`` started from: ``shape`` is that of an output of more than
-    one number it seeded with ones, no gradient given (a loss left unreduced), else None."""
+    """The gradients of the backwards of an output of more than one number that ``backward()``
+    seeded with ones, no gradient given (a loss left unreduced). ``marks`` holds, per such
+    backward, the output's shape and, for each leaf it reached, weak references to the leaf and
+    to the gradient it left there: a leaf whose ``.grad`` is still that one holds the gradient
+    of a sum. Empty in a training loop with a scalar loss, so the checks cost one test."""
 
-    __slots__ = ("shape",)
+    __slots__ = ("marks",)
 
     def __init__(self):
-        self.shape = None
+        self.marks = []
+
+    @staticmethod
+    def leaves_of(y):
+        """The leaves of ``y``'s graph that take a gradient (found before backward frees it)."""
+        if y.creator is None:
+            return [y] if y.requires_grad else []
+        leaves, seen, todo = [], {id(y.creator)}, [y.creator]
+        while todo:
+            for x in todo.pop().inputs:
+                c = x.creator
+                if c is None:
+                    if x.requires_grad:
+                        leaves.append(x)
+                elif id(c) not in seen:
+                    seen.add(id(c))
+                    todo.append(c)
+        return leaves
+
+    def note(self, shape, leaves):
+        """Remember the gradients that a backward of an output of ``shape`` left on ``leaves``;
+        forget those of earlier ones that no leaf holds any more."""
+        held = {id(x): (weakref.ref(x), weakref.ref(x.grad)) for x in leaves if x.grad is not None}
+        self.marks = [(s, h) for s, h in self.marks if any(
+            (x := leaf()) is not None and x.grad is not None and grad() is x.grad
+            for leaf, grad in h.values())]
+        if held:
+            self.marks.append((tuple(shape), held))
+
+    def shape_in(self, params):
+        """The shape of the unreduced loss whose gradient one of ``params`` still holds, else
+        None. The notes of every such loss go: one warning per backward, not per parameter."""
+        found = [i for i, (_, held) in enumerate(self.marks) if any(
+            (refs := held.get(id(p))) is not None and refs[0]() is p and p.grad is not None
+            and refs[1]() is p.grad for p in params)]
+        if not found:
+            return None
+        shape = self.marks[found[0]][0]
+        self.marks = [m for i, m in enumerate(self.marks) if i not in found]
+        return shape
 
 
 _ones_seeded = _SeedNote()
+
+
+def _warn_summed_update(p):
+    """Warn when the data of ``p``, a Parameter, is assigned by hand while it holds a gradient
+    that backward() of an unreduced loss made (``_ones_seeded``): the step is N times too far."""
+    if not isinstance(p, Parameter) or getattr(p, "grad", None) is None:  # a plain Variable:
+        return  # maybe a demo's x; or one being made (the __init__ of steps 67-69 sets data)
+    caller = sys._getframe(2)  # 1 is the setter
+    if caller.f_globals.get("__name__", "").startswith("dezero_like."):
+        return  # the package's own write: update() has warned already; load_weights is no step
+    shape = _ones_seeded.shape_in((p,))
+    if shape is None:
+        return
+    n = math.prod(shape)
+    _, level = _outside_package(caller)
+    warnings.warn(
+        f"a {type(p).__name__}'s data changed while its gradient comes from backward() of a "
+        f"loss of shape {shape}, not a single number: backward() started from ones, so it is "
+        f"the gradient of the sum of its {n} elements ({n} times that of their mean), and an "
+        f"update written by hand with p.grad steps {n} times too far. Reduce the loss to one "
+        "number before backward(): F.mean_squared_error(y, t), or F.mean(loss) (F.sum(loss) "
+        "if the sum is what you want)", RuntimeWarning, stacklevel=level + 3)
 
 
 _NUMBERS = frozenset((int, float))  # Python numbers (bool is no number here: x * True is exact)

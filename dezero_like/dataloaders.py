@@ -63,6 +63,19 @@ def _refuse_item(dataset, j, ex):
         f"item[1] as the label, so {what}; {fix}")
 
 
+def _refuse_resized(loader, error=None):
+    """Say that ``loader.dataset`` changed its length since the loader counted it, and what to
+    do: the loader's batches and order come from the length it had then."""
+    now, then = len(loader.dataset), loader.data_size
+    effect = (f"the {now - then} added would never be read" if now > then else
+              f"its order still holds positions up to {then - 1}, which the dataset no longer has")
+    raise ValueError(
+        f"DataLoader: the dataset has {now} examples now, and had {then} when the loader was made; "
+        f"the loader counted its {loader.max_iter} batches and draws its order from those {then}, "
+        f"so {effect}. Make the loader again after changing the dataset: "
+        f"DataLoader(dataset, {loader.batch_size})") from error
+
+
 class _Epoch:
     """One epoch of a loader, as ``iter(loader)`` gives it: its batches, then the end.
 
@@ -179,6 +192,8 @@ class DataLoader:
 
     def __iter__(self):
         """One epoch, as a new iterator: two loops over one loader keep their own places."""
+        if len(self.dataset) != self.data_size:  # examples added or removed since it was made
+            _refuse_resized(self)
         if self.iteration != 0 or self._stale:  # an epoch was left half read: a new one
             self.reset()
             self._stale = False  # here too: a subclass's reset() may not clear it
@@ -200,6 +215,8 @@ class DataLoader:
         if self.iteration >= self.max_iter:
             self.reset()
             raise StopIteration
+        if self.iteration == 0 and len(self.dataset) != self.data_size:  # a new epoch: resized?
+            _refuse_resized(self)
         batch = _hand_out(self, self._collate(self._batch_index()), self.iteration == 0)
         self.iteration += 1
         return batch
@@ -213,7 +230,12 @@ class DataLoader:
     def _collate(self, batch_index):
         """Stack the examples at ``batch_index`` into arrays ``(x, t)`` on the loader's device."""
         indices = [int(j) for j in batch_index]
-        examples = [self.dataset[j] for j in indices]
+        try:
+            examples = [self.dataset[j] for j in indices]
+        except IndexError as error:  # examples removed in the middle of an epoch?
+            if len(self.dataset) != self.data_size:
+                _refuse_resized(self, error)
+            raise
         first = examples[0]
         # every item, not only the first: (x, t, w) would lose w, (x,) fail with an IndexError
         bad = next(((j, ex) for j, ex in zip(indices, examples)

@@ -250,6 +250,38 @@ def _refuse_torch_style(cls, args, kwargs):
                     f"{', '.join(names) or 'none'}")
 
 
+# the optimizer last set up on each model, weakly (neither is kept alive here)
+_set_up_on = weakref.WeakKeyDictionary()
+
+
+def _warn_made_in_the_loop(optimizer, target):
+    """Warn when ``setup`` gives ``target`` a new optimizer of the class of the one it had, when
+    that one made a single update and keeps state: an optimizer made inside the training loop.
+
+    ``opt = Adam().setup(model)`` in the loop starts every step from zero state: each step is a
+    first step (Adam's is ``alpha * sign(g)``, MomentumSGD's has no momentum), with no error.
+    A new optimizer after training with the old one (a notebook cell run again, a second phase
+    with other settings) follows many updates, and stateless SGD loses nothing: both are quiet.
+    """
+    try:
+        ref = _set_up_on.get(target)
+        _set_up_on[target] = weakref.ref(optimizer)
+    except TypeError:  # a target that takes no weak reference: not watched
+        return
+    old = None if ref is None else ref()
+    if old is None or old is optimizer or type(old) is not type(optimizer) \
+            or old.__dict__.get("_stepped") != 1 or not old.__dict__.get("_states"):
+        return
+    name = type(optimizer).__name__
+    warnings.warn(
+        f"a new {name} was set up on this {type(target).__name__} after the last one made a "
+        f"single update: an optimizer made inside the training loop starts each step from "
+        f"zero state, so its state (the velocity of momentum, Adam's running averages) never "
+        "builds up and every step is a first step. Make the optimizer once, before the loop "
+        f"(optimizer = {name}(...).setup(model)), and call optimizer.update() in it",
+        RuntimeWarning, stacklevel=3)
+
+
 def _warn_replaced_target(optimizer, target):
     """Warn when ``setup`` replaces a model this optimizer never updated by an unrelated one.
 
@@ -342,6 +374,7 @@ class Optimizer:
             )
         _warn_unregistered(target)
         _warn_replaced_target(self, target)
+        _warn_made_in_the_loop(self, target)
         if target is not self.__dict__.get("target"):  # the new model has not been updated yet
             self.__dict__.pop("_stepped", None)
         self.target = target
@@ -391,9 +424,10 @@ class Optimizer:
             if _same_grads_as_last_update(self, params):
                 _warn_repeated_update()  # no backward since the last update (step 47)
             _watch_gradless(self)  # some parameters get no gradient: only in the first updates
-            if _ones_seeded.shape is not None:  # the loss was left unreduced: a sum's gradients
-                _warn_summed_loss(_ones_seeded.shape)
-                _ones_seeded.shape = None  # once per backward
+            if _ones_seeded.marks:  # some backward was of a loss left unreduced: a sum's gradients
+                shape = _ones_seeded.shape_in(params)  # in these parameters? (once per backward)
+                if shape is not None:
+                    _warn_summed_loss(shape)
         _check_grads(params, "set by hand?")
         scaled = []  # (parameter, its scaled gradient, the scale): only after backward(loss_scale=)
         for p in params:
@@ -418,7 +452,7 @@ class Optimizer:
         if self.hooks:
             _check_grads(params, "after the hooks")
         _floats_only(self, params)
-        self.__dict__["_stepped"] = True  # setup() of another model after this is no mistake
+        self.__dict__["_stepped"] = self.__dict__.get("_stepped", 0) + 1  # updates (step 47)
         self.prepare()
         self.update_all(params)
         self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]

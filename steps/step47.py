@@ -334,7 +334,12 @@ def _refuse_torch_style(cls, args, kwargs):
 # gradients (a notebook cell with `optimizer.update()` run again); it warns. `_state` gives each
 # parameter its own arrays (velocity, running averages): zeros of the parameter's shape and dtype
 # (float32 for a float16 parameter, step 67 says why), made on first use and kept under
-# `id(param)`, the book's key.
+# `id(param)`, the book's key. That state is why an optimizer is made once, before the loop:
+# `opt = Adam().setup(model)` written inside it starts every step from zero state, so each step
+# is a first step (for Adam, `alpha * sign(g)`), with no error. `setup` remembers (weakly) the
+# optimizer last set up on each model, and warns when a new one of the same class replaces one
+# that made a single update and keeps state; a new optimizer after a whole training run, or a
+# stateless `SGD`, says nothing.
 # An `id` is only unique among objects alive at the same time: once a model is
 # garbage-collected, a parameter of the next model may get the very same number, and would
 # inherit the dead one's velocity (or crash on its shape). So each
@@ -357,6 +362,38 @@ import weakref
 
 import numpy as np
 from dezero_like import cuda
+
+
+# the optimizer last set up on each model, weakly (neither is kept alive here)
+_set_up_on = weakref.WeakKeyDictionary()
+
+
+def _warn_made_in_the_loop(optimizer, target):
+    """Warn when ``setup`` gives ``target`` a new optimizer of the class of the one it had, when
+    that one made a single update and keeps state: an optimizer made inside the training loop.
+
+    ``opt = Adam().setup(model)`` in the loop starts every step from zero state: each step is a
+    first step (Adam's is ``alpha * sign(g)``, MomentumSGD's has no momentum), with no error.
+    A new optimizer after training with the old one (a notebook cell run again, a second phase
+    with other settings) follows many updates, and stateless SGD loses nothing: both are quiet.
+    """
+    try:
+        ref = _set_up_on.get(target)
+        _set_up_on[target] = weakref.ref(optimizer)
+    except TypeError:  # a target that takes no weak reference: not watched
+        return
+    old = None if ref is None else ref()
+    if old is None or old is optimizer or type(old) is not type(optimizer) \
+            or old.__dict__.get("_stepped") != 1 or not old.__dict__.get("_states"):
+        return
+    name = type(optimizer).__name__
+    warnings.warn(
+        f"a new {name} was set up on this {type(target).__name__} after the last one made a "
+        f"single update: an optimizer made inside the training loop starts each step from "
+        f"zero state, so its state (the velocity of momentum, Adam's running averages) never "
+        "builds up and every step is a first step. Make the optimizer once, before the loop "
+        f"(optimizer = {name}(...).setup(model)), and call optimizer.update() in it",
+        RuntimeWarning, stacklevel=3)
 
 
 def _warn_replaced_target(optimizer, target):
@@ -451,6 +488,7 @@ class Optimizer:
             )
         _warn_unregistered(target)
         _warn_replaced_target(self, target)
+        _warn_made_in_the_loop(self, target)
         if target is not self.__dict__.get("target"):  # the new model has not been updated yet
             self.__dict__.pop("_stepped", None)
         self.target = target
@@ -490,7 +528,9 @@ class Optimizer:
             f(params)
         params = [p for p in params if p.grad is not None]  # a hook (FreezeParam) may remove one
         _floats_only(self, params)
-        self.__dict__["_stepped"] = True  # setup() of another model after this is no mistake
+        # setup() of another model after this is no mistake; a count: a new optimizer after a
+        # single update may be one made in the loop
+        self.__dict__["_stepped"] = self.__dict__.get("_stepped", 0) + 1
         self.prepare()
         for p in params:
             self.update_one(p)

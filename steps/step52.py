@@ -222,7 +222,10 @@ def as_cupy(x):
 # batches is counted from `batch_size` when the loader is made, so `batch_size` cannot be
 # changed afterwards (a loader of 300 examples made with `batch_size=30` counts 10 batches;
 # `loader.batch_size = 10` would then have read 100 of them an epoch): a new batch size is a new
-# loader.
+# loader. So is a dataset that changed its length: examples appended to it after the loader was
+# made would never be read (its batches and its order were counted from the old length), and
+# examples removed would leave positions in the order that no longer exist. Each epoch starts by
+# comparing `len(dataset)` with the count, and refuses a change with that advice.
 
 # %%
 #| export dezero_like/dataloaders.py
@@ -281,6 +284,19 @@ def _refuse_item(dataset, j, ex):
         f"DataLoader needs (x, t) pairs, but {name}[{j}] is a {type(ex).__name__} of "
         f"{len(ex)} value{'s' if len(ex) != 1 else ''}: item[0] is read as the input and "
         f"item[1] as the label, so {what}; {fix}")
+
+
+def _refuse_resized(loader, error=None):
+    """Say that ``loader.dataset`` changed its length since the loader counted it, and what to
+    do: the loader's batches and order come from the length it had then."""
+    now, then = len(loader.dataset), loader.data_size
+    effect = (f"the {now - then} added would never be read" if now > then else
+              f"its order still holds positions up to {then - 1}, which the dataset no longer has")
+    raise ValueError(
+        f"DataLoader: the dataset has {now} examples now, and had {then} when the loader was made; "
+        f"the loader counted its {loader.max_iter} batches and draws its order from those {then}, "
+        f"so {effect}. Make the loader again after changing the dataset: "
+        f"DataLoader(dataset, {loader.batch_size})") from error
 
 
 class _Epoch:
@@ -399,6 +415,8 @@ class DataLoader:
 
     def __iter__(self):
         """One epoch, as a new iterator: two loops over one loader keep their own places."""
+        if len(self.dataset) != self.data_size:  # examples added or removed since it was made
+            _refuse_resized(self)
         if self.iteration != 0 or self._stale:  # an epoch was left half read: a new one
             self.reset()
             self._stale = False  # here too: a subclass's reset() may not clear it
@@ -418,6 +436,8 @@ class DataLoader:
         if self.iteration >= self.max_iter:
             self.reset()
             raise StopIteration
+        if self.iteration == 0 and len(self.dataset) != self.data_size:  # a new epoch: resized?
+            _refuse_resized(self)
         batch = self._collate(self._batch_index())
         self.iteration += 1
         return batch
@@ -431,7 +451,12 @@ class DataLoader:
     def _collate(self, batch_index):
         """Stack the examples at ``batch_index`` into arrays ``(x, t)`` on the loader's device."""
         indices = [int(j) for j in batch_index]
-        examples = [self.dataset[j] for j in indices]
+        try:
+            examples = [self.dataset[j] for j in indices]
+        except IndexError as error:  # examples removed in the middle of an epoch?
+            if len(self.dataset) != self.data_size:
+                _refuse_resized(self, error)
+            raise
         first = examples[0]
         # every item, not only the first: (x, t, w) would lose w, (x,) fail with an IndexError
         bad = next(((j, ex) for j, ex in zip(indices, examples)

@@ -162,6 +162,9 @@ def _hand_out(loader, batch, first):
 
 # %%
 #| export dezero_like/dataloaders.py DataLoader
+from dezero_like.dataloaders import _refuse_resized
+
+
 def _epoch(self, index):
     for i in range(self.max_iter):
         self._stale = True
@@ -175,6 +178,8 @@ def __next__(self):
     if self.iteration >= self.max_iter:
         self.reset()
         raise StopIteration
+    if self.iteration == 0 and len(self.dataset) != self.data_size:  # a new epoch: resized?
+        _refuse_resized(self)
     batch = _hand_out(self, self._collate(self._batch_index()), self.iteration == 0)
     self.iteration += 1
     return batch

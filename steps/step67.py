@@ -46,10 +46,11 @@ with np.errstate(over="ignore"):
 #
 # In this step `core` changes `Variable.__init__` (a `loss_scale` field), `Variable.cleargrad`
 # (it forgets the scale too), `Variable.backward` and `Variable._seed` (they gain `loss_scale`),
-# `Variable._set_data` (it warns when a hand-written update meets a scaled gradient),
+# `Variable._set_data` (it warns when a hand-written update meets a scaled gradient, or one of
+# a loss left unreduced),
 # `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
-# `_times`, `_from_backward`, `_warn_scaled_update`, `_ones_seeded` and `Float16WithNumber`, and
-# changes `mul`, `div` and `rdiv` (float16 with a Python number);
+# `_times`, `_from_backward`, `_warn_scaled_update`, `_ones_seeded`, `_warn_summed_update` and
+# `Float16WithNumber`, and changes `mul`, `div` and `rdiv` (float16 with a Python number);
 # `optimizers` changes `Optimizer.update` (it divides the scale out, skips an update whose
 # gradients overflowed, and warns after the backward of a loss left unreduced) and gains
 # `Optimizer.update_all`, `_count_overflowed`, `_warn_overflow`, `_warn_summed_loss`,
@@ -175,8 +176,12 @@ def backward(self, gradient=None, retain_grad=False, create_graph=False,
             "so no parameter gets a gradient. Call loss.backward() first, then "
             "loss.unchain_backward()", RuntimeWarning, stacklevel=2)
     seed = self._seed(gradient, loss_scale, create_graph)
-    data = self.data  # a loss of several numbers, seeded with ones: update() warns (below)
-    _ones_seeded.shape = data.shape if gradient is None and data.size != 1 else None
+    if gradient is None and self.data.size != 1:  # a loss of several numbers, seeded with ones
+        leaves = _ones_seeded.leaves_of(self)  # the update of one of its leaves warns (below)
+        with using_config("enable_backprop", create_graph):
+            _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
+        _ones_seeded.note(self.data.shape, leaves)
+        return
     with using_config("enable_backprop", create_graph):
         _backprop(self, seed, retain_grad, retain_graph or create_graph, loss_scale)
 
@@ -246,12 +251,14 @@ def _seed(self, gradient, loss_scale=None, create_graph=False):
 #| export dezero_like/core.py Variable
 import warnings
 
-from dezero_like.core import _changed_in_place
+from dezero_like.core import _changed_in_place, _ones_seeded, _warn_summed_update
 
 
 def _set_data(self, value):
     if self.loss_scale is not None:  # p.data -= lr * p.grad.data, with a gradient still scaled
         _warn_scaled_update(self)
+    if _ones_seeded.marks:  # p.data -= lr * p.grad.data, with a gradient of an unreduced loss
+        _warn_summed_update(self)
     if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy
         value = value.astype(value.dtype.newbyteorder("="))
     self._data = value
@@ -563,24 +570,102 @@ def _warn_overflow(bad, total, scaled):
 # (no mean) then `loss.backward()` gives the gradients of the *sum* of its $N$ elements, $N$
 # times those of the mean, and the optimizer steps $N$ times too far, with no error. PyTorch
 # refuses such a `backward()` without a gradient; here it stays allowed, and `backward` notes
-# the shape of an output it seeded with ones because none was given (`_ones_seeded`, one
-# store per backward). An `update()` after it warns, once, and an explicit
-# `backward(gradient=...)`, a scalar loss or a non-scalar backward outside training says
-# nothing.
+# which gradients it made from an output it seeded with ones because none was given
+# (`_ones_seeded`: the output's shape, and weak references to each leaf and the gradient it
+# left there). An `update()` of parameters that still hold such a gradient warns, once per
+# backward, and so does an update written by hand, `p.data -= lr * p.grad.data`, of a
+# `Parameter` (a model's weight, shared by every example of the batch). An explicit
+# `backward(gradient=...)` and a scalar loss say nothing, and neither does a non-scalar
+# backward of other variables between the loss's backward and the update (an elementwise
+# demo's `x`, whose $x_i$ each get their own $y_i$'s derivative, is no mistake). The leaves
+# are found by a walk over the graph before backward frees it; a training loop with a scalar
+# loss pays one test per backward, per `update()` and per assignment to `.data`.
 
 # %%
 #| export dezero_like/core.py
-class _SeedNote:
-    """What the last ``backward()`` started from: ``shape`` is that of an output of more than
-    one number it seeded with ones, no gradient given (a loss left unreduced), else None."""
+import math
+import sys
+import warnings
+import weakref
 
-    __slots__ = ("shape",)
+from dezero_like.core import Parameter, _outside_package
+
+
+class _SeedNote:
+    """The gradients of the backwards of an output of more than one number that ``backward()``
+    seeded with ones, no gradient given (a loss left unreduced). ``marks`` holds, per such
+    backward, the output's shape and, for each leaf it reached, weak references to the leaf and
+    to the gradient it left there: a leaf whose ``.grad`` is still that one holds the gradient
+    of a sum. Empty in a training loop with a scalar loss, so the checks cost one test."""
+
+    __slots__ = ("marks",)
 
     def __init__(self):
-        self.shape = None
+        self.marks = []
+
+    @staticmethod
+    def leaves_of(y):
+        """The leaves of ``y``'s graph that take a gradient (found before backward frees it)."""
+        if y.creator is None:
+            return [y] if y.requires_grad else []
+        leaves, seen, todo = [], {id(y.creator)}, [y.creator]
+        while todo:
+            for x in todo.pop().inputs:
+                c = x.creator
+                if c is None:
+                    if x.requires_grad:
+                        leaves.append(x)
+                elif id(c) not in seen:
+                    seen.add(id(c))
+                    todo.append(c)
+        return leaves
+
+    def note(self, shape, leaves):
+        """Remember the gradients that a backward of an output of ``shape`` left on ``leaves``;
+        forget those of earlier ones that no leaf holds any more."""
+        held = {id(x): (weakref.ref(x), weakref.ref(x.grad)) for x in leaves if x.grad is not None}
+        self.marks = [(s, h) for s, h in self.marks if any(
+            (x := leaf()) is not None and x.grad is not None and grad() is x.grad
+            for leaf, grad in h.values())]
+        if held:
+            self.marks.append((tuple(shape), held))
+
+    def shape_in(self, params):
+        """The shape of the unreduced loss whose gradient one of ``params`` still holds, else
+        None. The notes of every such loss go: one warning per backward, not per parameter."""
+        found = [i for i, (_, held) in enumerate(self.marks) if any(
+            (refs := held.get(id(p))) is not None and refs[0]() is p and p.grad is not None
+            and refs[1]() is p.grad for p in params)]
+        if not found:
+            return None
+        shape = self.marks[found[0]][0]
+        self.marks = [m for i, m in enumerate(self.marks) if i not in found]
+        return shape
 
 
 _ones_seeded = _SeedNote()
+
+
+def _warn_summed_update(p):
+    """Warn when the data of ``p``, a Parameter, is assigned by hand while it holds a gradient
+    that backward() of an unreduced loss made (``_ones_seeded``): the step is N times too far."""
+    if not isinstance(p, Parameter) or getattr(p, "grad", None) is None:  # a plain Variable:
+        return  # maybe a demo's x; or one being made (the __init__ of steps 67-69 sets data)
+    caller = sys._getframe(2)  # 1 is the setter
+    if caller.f_globals.get("__name__", "").startswith("dezero_like."):
+        return  # the package's own write: update() has warned already; load_weights is no step
+    shape = _ones_seeded.shape_in((p,))
+    if shape is None:
+        return
+    n = math.prod(shape)
+    _, level = _outside_package(caller)
+    warnings.warn(
+        f"a {type(p).__name__}'s data changed while its gradient comes from backward() of a "
+        f"loss of shape {shape}, not a single number: backward() started from ones, so it is "
+        f"the gradient of the sum of its {n} elements ({n} times that of their mean), and an "
+        f"update written by hand with p.grad steps {n} times too far. Reduce the loss to one "
+        "number before backward(): F.mean_squared_error(y, t), or F.mean(loss) (F.sum(loss) "
+        "if the sum is what you want)", RuntimeWarning, stacklevel=level + 3)
 
 
 # %%
@@ -638,9 +723,10 @@ def update(self):
         if _same_grads_as_last_update(self, params):
             _warn_repeated_update()  # no backward since the last update (step 47)
         _watch_gradless(self)  # some parameters get no gradient: only in the first updates
-        if _ones_seeded.shape is not None:  # the loss was left unreduced: a sum's gradients
-            _warn_summed_loss(_ones_seeded.shape)
-            _ones_seeded.shape = None  # once per backward
+        if _ones_seeded.marks:  # some backward was of a loss left unreduced: a sum's gradients
+            shape = _ones_seeded.shape_in(params)  # in these parameters? (once per backward)
+            if shape is not None:
+                _warn_summed_loss(shape)
     _check_grads(params, "set by hand?")
     scaled = []  # (parameter, its scaled gradient, the scale): only after backward(loss_scale=)
     for p in params:
@@ -665,7 +751,7 @@ def update(self):
     if self.hooks:
         _check_grads(params, "after the hooks")
     _floats_only(self, params)
-    self.__dict__["_stepped"] = True  # setup() of another model after this is no mistake
+    self.__dict__["_stepped"] = self.__dict__.get("_stepped", 0) + 1  # updates (step 47)
     self.prepare()
     self.update_all(params)
     self.__dict__["_last_grads"] = [weakref.ref(p.grad) for p in params]
