@@ -140,7 +140,10 @@ class TimerHook(_NestingHook):
 
     Forward calls made *inside* a backward step (a backward is built from
     functions) are part of that backward's time and are not counted again as
-    forwards. On a GPU the hook synchronises before reading the clock.
+    forwards. A backward run inside another backward (gradient checkpointing) is
+    timed on its own, and taken out of the outer one's *self* time, so
+    :meth:`total_time` counts each second once. On a GPU the hook synchronises
+    before reading the clock.
 
     >>> import numpy as np, dezero_like as dz, dezero_like.functions as F
     >>> x = dz.Variable(np.ones(3))
@@ -158,54 +161,77 @@ class TimerHook(_NestingHook):
 
     def reset(self):
         """Forget everything measured so far."""
-        self.call_history = []  # (function type name, "forward"/"backward", seconds)
-        self._starts = {}
+        # (function type name, "forward"/"backward", self seconds, total seconds)
+        self.call_history = []
+        self._open = []  # calls being timed, innermost last: [key, start, seconds nested in it]
+
+    def _start(self, key):
+        self._open.append([key, time.perf_counter(), 0.0])
+
+    def _stop(self, key):
+        """End the call ``key``: its (self, total) seconds, or None if it was not timed."""
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == key:
+                _, start, nested = self._open.pop(i)
+                total = time.perf_counter() - start
+                if i > 0:  # it ran inside another timed call: that one's self time excludes it
+                    self._open[i - 1][2] += total
+                return total - nested, total
+        return None
 
     def forward_preprocess(self, function, in_data):
         if self._in_backward:
             return
         _sync(in_data)
-        self._starts[id(function), "forward"] = time.perf_counter()
+        self._start((id(function), "forward"))
 
     def forward_postprocess(self, function, in_data, out_data):
-        start = self._starts.pop((id(function), "forward"), None)
-        if start is None:
+        if not any(key == (id(function), "forward") for key, _, _ in self._open):
             return
         _sync(out_data)
-        self.call_history.append((type(function).__name__, "forward", time.perf_counter() - start))
+        self.call_history.append(
+            (type(function).__name__, "forward", *self._stop((id(function), "forward")))
+        )
 
     def backward_preprocess(self, function, grad_outputs):
         super().backward_preprocess(function, grad_outputs)
         _sync(_datas(grad_outputs))
-        self._starts[id(function), "backward"] = time.perf_counter()
+        self._start((id(function), "backward"))
 
     def backward_postprocess(self, function, grad_outputs, grad_inputs):
         super().backward_postprocess(function, grad_outputs, grad_inputs)
-        start = self._starts.pop((id(function), "backward"), None)
-        if start is None:
+        if not any(key == (id(function), "backward") for key, _, _ in self._open):
             return
         _sync(_datas(grad_inputs))
         self.call_history.append(
-            (type(function).__name__, "backward", time.perf_counter() - start)
+            (type(function).__name__, "backward", *self._stop((id(function), "backward")))
         )
 
     def total_time(self):
-        """Seconds measured in all functions, forward and backward."""
-        return sum(t for _, _, t in self.call_history)
+        """Seconds measured in all functions, forward and backward, each second once.
+
+        The sum of the calls' self times: a backward run inside another backward is not
+        counted again in the outer one.
+        """
+        return sum(t for _, _, t, _ in self.call_history)
 
     def summary(self):
-        """``{name: {"forward": {"calls": n, "time": s}, "backward": {...}}}`` per function type."""
+        """``{name: {"forward": {"calls": n, "time": s, "total": s}, "backward": {...}}}``.
+
+        Per function type and pass: ``time`` is the self time (without the timed calls that ran
+        inside), ``total`` the time from start to end (PyTorch's profiler: self and total).
+        """
         table = {}
-        for name, phase, seconds in self.call_history:
-            row = table.setdefault(
-                name, {"forward": {"calls": 0, "time": 0.0}, "backward": {"calls": 0, "time": 0.0}}
-            )
+        for name, phase, seconds, total in self.call_history:
+            row = table.setdefault(name, {p: {"calls": 0, "time": 0.0, "total": 0.0}
+                                          for p in ("forward", "backward")})
             row[phase]["calls"] += 1
             row[phase]["time"] += seconds
+            row[phase]["total"] += total
         return table
 
     def report(self):
-        """The summary as a text table, slowest function type first (times in ms)."""
+        """The summary as a text table, slowest function type first (self times in ms)."""
         table = self.summary()
         total = self.total_time() or 1.0
         head = (f"{'function':<22}{'fwd calls':>10}{'fwd ms':>10}{'bwd calls':>10}"

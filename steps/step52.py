@@ -764,6 +764,12 @@ for k, (x_ref, t_ref) in enumerate(plain):
         f"collate should return two NumPy arrays, got {type(x_mine).__name__} and "
         f"{type(t_mine).__name__}: make one array of the inputs and one of the labels"
     )
+    swapped = np.shape(x_mine) == t_ref.shape and np.shape(t_mine) == x_ref.shape
+    assert not swapped, (
+        f"batch {k}: the inputs and the labels look swapped: the first array has the labels' "
+        f"shape {t_ref.shape} and the second the inputs' {x_ref.shape}; return the inputs "
+        "first and the labels second, in the loader's order"
+    )
     assert np.shape(x_mine) == x_ref.shape, (
         f"batch {k}: x should have shape {x_ref.shape}, got {np.shape(x_mine)}: stack the inputs"
     )

@@ -167,7 +167,9 @@ timer.print_report()
 #    and its end? The self-check runs one iteration under both hooks and
 #    compares, then runs a function whose backward runs a backward of its own
 #    (as gradient checkpointing does): `TimerHook` times that inner backward
-#    too, your counter must not count it.
+#    too (as its own call, taken out of the outer backward's self time, so
+#    `total_time()` counts those seconds once: step 65), your counter must not
+#    count it.
 
 # %%
 #| exercise

@@ -611,3 +611,61 @@ def test_the_home_page_links_every_page_of_the_site():
     linked = set(re.findall(r"\]\(([\w/-]+)\.md\)", home.split("## Where to go next", 1)[1]))
     pages = {p.stem for p in (ROOT / "docs").glob("*.md")} - {"index"} | GENERATED_PAGES
     assert pages - linked == set(), f"not linked from docs/index.md: {sorted(pages - linked)}"
+
+
+# --------------------------------------------------------------------------- #
+# docs/pytorch.md: the names and defaults it quotes are the package's
+# --------------------------------------------------------------------------- #
+
+PYTORCH_PAGE = ROOT / "docs" / "pytorch.md"
+
+
+def test_the_functions_and_layers_pytorch_md_names_exist_or_are_refused_with_a_translation():
+    """Every ``F.name``, ``L.name``, ``dz.name`` and ``dezero_like.name`` of docs/pytorch.md is
+    there, or (PyTorch's names, such as ``F.cross_entropy``) raises an AttributeError that says
+    it is PyTorch's name and what to write: a renamed function would leave the page wrong."""
+    import dezero_like
+    import dezero_like.functions as F
+    import dezero_like.layers as L
+
+    modules = {"F": F, "L": L, "dz": dezero_like, "dezero_like": dezero_like}
+    text = PYTORCH_PAGE.read_text()
+    found = set(re.findall(r"(?<![\w.])(F|L|dz|dezero_like)\.([A-Za-z_]\w*)", text))
+    assert len(found) > 40, f"only {len(found)} names found: has the pattern stopped matching?"
+    wrong, refused = [], 0
+    for prefix, name in sorted(found):
+        try:
+            getattr(modules[prefix], name)
+        except AttributeError as error:
+            if "PyTorch's name" in str(error) and "write" in str(error):
+                refused += 1
+            else:
+                wrong.append(f"{prefix}.{name}: {error}")
+    assert not wrong, "docs/pytorch.md names what the package does not have:\n" + "\n".join(wrong)
+    assert refused >= 10, f"only {refused} of PyTorch's names refused: F.cross_entropy and co."
+
+
+def test_the_defaults_pytorch_md_quotes_are_the_signatures():
+    """The "Defaults (Chainer's)" and ``leaky_relu`` rows quote default arguments."""
+    import inspect
+
+    import dezero_like.functions as F
+    import dezero_like.layers as L
+    from dezero_like import optimizers as O
+
+    def default(f, name):
+        return inspect.signature(f).parameters[name].default
+
+    text = PYTORCH_PAGE.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| Defaults (Chainer's)"))
+    quoted = {"batch norm `eps`": default(L.BatchNorm, "eps"),
+              "AdaGrad `lr`": default(O.AdaGrad, "lr"),
+              "and `eps`": default(O.AdaGrad, "eps"),
+              "AdaDelta `rho`": default(O.AdaDelta, "rho"),
+              "SGD `lr`": default(O.SGD, "lr"),
+              "MomentumSGD `momentum`": default(O.MomentumSGD, "momentum")}
+    for words, value in quoted.items():
+        m = re.search(re.escape(words) + r" (\d[0-9.e-]*\d)", row)
+        assert m and float(m.group(1)) == value, (
+            f"docs/pytorch.md's defaults row says {words} {m and m.group(1)}, the code has {value}")
+    assert default(F.leaky_relu, "slope") == 0.2 and "`leaky_relu(x, slope=0.2)`" in text

@@ -221,6 +221,7 @@ KNOWN_MISTAKES = [
     ("step52", 2, "    return x, t", "    return list(x), list(t)", "two NumPy arrays"),
     ("step52", 2, "for j in batch_index]", "for j in range(len(batch_index))]",
      "whose indices are in batch_index"),
+    ("step52", 2, "    return x, t", "    return t, x", "look swapped"),
     ("step59", 2, "F.reshape(gy, (-1, 1)) * p", "gy * p", "reshape gy to a column"),
     ("step62", 2, "c = i * u if c_prev is None else f * c_prev + i * u", "c = f * c_prev + i * u",
      "c_prev is None"),

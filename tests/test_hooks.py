@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 import numpy as np
 import pytest
@@ -338,3 +339,47 @@ def test_debug_mode_catches_a_sum_of_finite_gradients_that_overflows():
     with pytest.raises(DebugError, match=r"held NaN/Inf before this backward"):
         with dz.debug_mode():
             (w * 2.0).backward()
+
+
+class _RecomputedExp(dz.Function):
+    """exp(x) whose backward runs a backward of its own, as gradient checkpointing does."""
+
+    def forward(self, x):
+        time.sleep(0.02)
+        return np.exp(x)
+
+    def backward(self, gy):
+        (x,) = self.inputs
+        inner = dz.Variable(x.data.copy())
+        with dz.using_config("enable_backprop", True):
+            F.sum(_SlowExp()(inner) * gy.data).backward()
+        return inner.grad
+
+
+class _SlowExp(dz.Function):
+    def forward(self, x):
+        return np.exp(x)
+
+    def backward(self, gy):
+        time.sleep(0.05)
+        return gy * np.exp(self.inputs[0].data)
+
+
+def test_timer_counts_a_backward_inside_a_backward_once():
+    # The inner backward (_SlowExp's 50 ms) runs inside _RecomputedExp's backward: the outer
+    # span includes it, so it must count once in total_time, as the inner call's self time.
+    x = dz.Variable(np.array([0.1, 0.2]))
+    start = time.perf_counter()
+    with TimerHook() as timer:
+        F.sum(_RecomputedExp()(x)).backward()
+    wall = time.perf_counter() - start
+    assert np.allclose(x.grad.data, np.exp([0.1, 0.2]))
+    s = timer.summary()
+    assert s["_SlowExp"]["backward"]["calls"] == 1
+    outer = s["_RecomputedExp"]["backward"]
+    assert outer["total"] >= 0.05  # inclusive: the inner backward ran inside it
+    assert outer["time"] < outer["total"] - 0.045  # self: the inner backward taken out
+    assert timer.total_time() <= wall  # each second counted once (0.07 s, not 0.12 s)
+    assert timer.total_time() == pytest.approx(
+        sum(r[p]["time"] for r in s.values() for p in ("forward", "backward")))
+    assert "_SlowExp" in timer.report()
