@@ -548,7 +548,10 @@ class SGD(Optimizer):
         gpu = cuda._CUPY_MODULES  # CuPy's array types (step 23): tested without a call
         for p in params:
             w, g = p._data, p.grad._data  # the arrays, without the data property's call
-            if ((type(w) in gpu or cuda.is_cupy_array(w)) and w.dtype.char in cuda_kernels.RAW_CHARS
+            if type(w) is np.ndarray:  # on the CPU: update_one, below, with no CuPy test
+                rest.append(p)
+            elif ((type(w) in gpu or cuda.is_cupy_array(w))
+                    and w.dtype.char in cuda_kernels.RAW_CHARS
                     and (type(g) in gpu or cuda.is_cupy_array(g)) and g.dtype.kind in "biuf"
                     and w.flags.c_contiguous and g.flags.c_contiguous):
                 start = w.data.ptr

@@ -139,12 +139,12 @@ class _Pool(Function):
         self.x_shape = x.shape
         self.dtype = x.dtype
         H, W = x.shape[2:]
-        self.out_hw = tuple(get_conv_outsize(s, k, st, p) for s, k, st, p in
-                            zip((H, W), self.kernel_size, self.stride, self.pad))
+        (KH, KW), (SH, SW), (PH, PW) = self.kernel_size, self.stride, self.pad
+        self.out_hw = (get_conv_outsize(H, KH, SH, PH), get_conv_outsize(W, KW, SW, PW))
         # windows that cover the image exactly once (stride = kernel, no padding, sizes
         # that divide), as in the common 2x2 pooling with stride 2
         self.tiles = (self.stride == self.kernel_size and self.pad == (0, 0)
-                      and H % self.kernel_size[0] == 0 and W % self.kernel_size[1] == 0)
+                      and H % KH == 0 and W % KW == 0)
 
 
 # %% [markdown]
@@ -211,15 +211,21 @@ def _max_pool_2x2(x, nan_wins=False):
     return y.reshape(N, C, H // 2, W // 2), masks
 
 
+# the integer type of each width (a dtype object: NumPy would parse a name such as "i4" anew on
+# every view); there is none of 16 bytes, so a longdouble or complex128 takes the general path
+_INT_OF_WIDTH = {n: np.dtype(f"i{n}") for n in (1, 2, 4, 8)}
+
+
 def _bits(a):
     """The same memory seen as integers of the same width: float32 -> int32, and so on."""
-    return a.view(f"i{a.dtype.itemsize}")
+    return a.view(_INT_OF_WIDTH[a.dtype.itemsize])
 
 
 def _pair_spread(g, mask, to_a, to_b):
     """Write ``g`` into ``to_b`` where ``mask`` is set, into ``to_a`` elsewhere; 0 in the other."""
-    np.bitwise_and(_bits(g), mask, out=_bits(to_b))  # the int8 mask widens to -1 or 0
-    np.bitwise_xor(_bits(g), _bits(to_b), out=_bits(to_a))
+    g, to_b = _bits(g), _bits(to_b)
+    np.bitwise_and(g, mask, out=to_b)  # the int8 mask widens to -1 or 0
+    np.bitwise_xor(g, to_b, out=_bits(to_a))
 
 
 def _pair_pick(a, b, mask):
@@ -269,7 +275,8 @@ def _max_pool_windows(pool, x):
 
 # %% [markdown]
 # `Pooling` takes the 2x2 fast path on NumPy arrays (`pair_masks` keeps its two masks) and the
-# general one otherwise (`indexes`). Either way, what is recorded is all backward needs.
+# general one otherwise (`indexes`), also for elements of 16 bytes (`longdouble`, `complex128`),
+# whose bits no integer type can hold. Either way, what is recorded is all backward needs.
 
 # %%
 #| export dezero_like/functions_conv.py
@@ -289,7 +296,8 @@ class Pooling(_Pool):
         self._setup("pooling", x)
         xp = cuda.get_array_module(x)
         self.pair_masks = None
-        if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
+        if (self.tiles and self.kernel_size == (2, 2) and xp is np
+                and x.dtype.itemsize in _INT_OF_WIDTH):  # max of pairs, twice
             y, self.pair_masks = _max_pool_2x2(x)
             return y
         y, self.indexes = _max_pool_windows(self, x)

@@ -841,6 +841,7 @@ def sgd_update_many(pairs, lr):
 
 # %%
 #| export dezero_like/optimizers.py SGD
+import numpy as np
 from dezero_like import cuda, cuda_kernels
 from dezero_like.optimizers import SGD, Optimizer
 
@@ -852,7 +853,10 @@ def update_all(self, params):
     gpu = cuda._CUPY_MODULES  # CuPy's array types (step 23): tested without a call
     for p in params:
         w, g = p._data, p.grad._data  # the arrays, without the data property's call
-        if ((type(w) in gpu or cuda.is_cupy_array(w)) and w.dtype.char in cuda_kernels.RAW_CHARS
+        if type(w) is np.ndarray:  # on the CPU: update_one, below, with no CuPy test
+            rest.append(p)
+        elif ((type(w) in gpu or cuda.is_cupy_array(w))
+                and w.dtype.char in cuda_kernels.RAW_CHARS
                 and (type(g) in gpu or cuda.is_cupy_array(g)) and g.dtype.kind in "biuf"
                 and w.flags.c_contiguous and g.flags.c_contiguous):
             start = w.data.ptr
@@ -981,7 +985,7 @@ def forward(self, x, W, b=None):
 import numpy as np
 from dezero_like import cuda, cuda_kernels
 from dezero_like.functions import _raw_gpu
-from dezero_like.functions_conv import _max_pool_2x2, _max_pool_windows
+from dezero_like.functions_conv import _INT_OF_WIDTH, _max_pool_2x2, _max_pool_windows
 
 
 def forward(self, x):
@@ -991,7 +995,8 @@ def forward(self, x):
     if self.tiles and _raw_gpu(x):  # on a GPU: one kernel (step 71)
         y, self.indexes = cuda_kernels.max_pool_tiles(x, self.kernel_size)
         return y
-    if self.tiles and self.kernel_size == (2, 2) and xp is np:  # max of pairs, twice
+    if (self.tiles and self.kernel_size == (2, 2) and xp is np
+            and x.dtype.itemsize in _INT_OF_WIDTH):  # max of pairs, twice
         y, self.pair_masks = _max_pool_2x2(x)
         return y
     y, self.indexes = _max_pool_windows(self, x)
