@@ -200,8 +200,9 @@ def _is_array(x):
 def _mixed_devices(x, x_on, other_on):
     return (f"an array of shape {tuple(x.shape)} on {x_on} is combined with a Variable on "
             f"{other_on}; put both on one device first (cuda.as_cupy(a) or cuda.as_numpy(a) "
-            "for an array, v.to_gpu() or v.to_cpu() for a Variable, model.to_gpu() for a "
-            "model)")
+            "for an array, v.to_gpu() or v.to_cpu() for a Variable, model.to_gpu() or "
+            "model.to_cpu() for a model, DataLoader(..., gpu=True) or loader.to_gpu() for the "
+            "batches of a DataLoader)")
 
 
 def _on_two_devices(a, b):
@@ -364,8 +365,13 @@ class Variable:
                             "v.data = np.array(...)")
         if not isinstance(data, np.ndarray):
             kind = f"{type(data).__module__.split('.')[0]}.{type(data).__name__}"
-            raise TypeError(f"this Variable's data is a {kind}, not a NumPy array: on the "
-                            "GPU, cuda.as_numpy(v.data) gives a NumPy array")
+            # a loss or an accuracy kept on the GPU (plt.plot(losses), np.mean(accs)): the
+            # number it holds is what the caller wants, and float(v) copies it to the host
+            number = ("for a loss or an accuracy, keep float(v), one number copied to the host "
+                      "(losses.append(float(loss))); " if getattr(data, "size", 0) == 1 else "")
+            raise TypeError(f"this Variable's data is a {kind}, not a NumPy array, so NumPy "
+                            f"(and matplotlib) cannot read it: {number}on the GPU, "
+                            "cuda.as_numpy(v.data) gives a NumPy array")
         if self.requires_grad and data.ndim:  # a 0-d one is a number: a loss to plot
             raise TypeError(
                 "NumPy was given a Variable that requires grad; its result would not be part "

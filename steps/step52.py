@@ -142,7 +142,8 @@ def _cupy():
 
 # %% [markdown]
 # `require_gpu` turns that `None` into an error that says which case happened (CuPy not
-# installed, installed but failing to import, or imported but with no GPU) and how to fix it.
+# installed, installed but failing to import, or imported but with no GPU, in CuPy's own words
+# when it gives a reason, such as no driver) and how to fix it.
 # `as_cupy` copies an array, or a Variable's data, to the GPU through it.
 
 # %%
@@ -160,16 +161,18 @@ def require_gpu():
 
 def _why_no_cupy():
     """Why ``_cupy()`` found nothing: not installed, failing to import, or no device."""
-    if "cupy" in sys.modules:
-        return "no CUDA GPU is visible"
     try:
-        import cupy  # noqa: F401
+        import cupy
     except ModuleNotFoundError as e:
         if e.name == "cupy":
             return "CuPy is not installed"
         return f"CuPy is installed but does not import ({e})"
     except Exception as e:  # a CUDA library that fails to load
         return f"CuPy is installed but does not import ({type(e).__name__}: {e})"
+    try:  # CuPy imports: its own words say why it sees no device (no driver, an old one, ...)
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        return f"no CUDA GPU is visible (CuPy says {type(e).__name__}: {e})"
     return "no CUDA GPU is visible"
 
 

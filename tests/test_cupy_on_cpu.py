@@ -46,7 +46,8 @@ GPU_TEST_FILES = ["tests/test_gpu.py", "tests/test_cuda.py", "tests/test_conv.py
                   "tests/test_stage6.py", "tests/test_book_suite.py",
                   "tests/steps/test_step54.py", "tests/steps/test_step71.py",
                   "tests/test_learner_mistakes_sweep11.py",
-                  "tests/test_learner_mistakes_sweep13.py", "tests/test_oracle_sweep12.py"]
+                  "tests/test_learner_mistakes_sweep13.py", "tests/test_oracle_sweep12.py",
+                  "tests/test_learner_mistakes_gpu.py"]
 # what may skip there: the tests of what a machine without a GPU is told
 CPU_ONLY_SKIPS = ("without a GPU is told", "CPU-only error message", "CPU-only machine is told")
 
