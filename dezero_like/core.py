@@ -324,7 +324,7 @@ class Variable:
         if data is not None and data.dtype.kind not in "biufc":
             raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
         if data is not None and not data.dtype.isnative:  # '>f2': _set_data's copy (step 67)
-            data = data.astype(data.dtype.newbyteorder("="))
+            data = data.astype(data.dtype.type)  # NumPy's own dtype object: `is` finds float16
         _fill(self, data, requires_grad, None, 0, 0, name)
 
     @property
@@ -501,8 +501,8 @@ class Variable:
             _warn_scaled_update(self)
         if _ones_seeded.marks:  # p.data -= lr * p.grad.data, with a gradient of an unreduced loss
             _warn_summed_update(self)
-        if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy
-            value = value.astype(value.dtype.newbyteorder("="))
+        if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy,
+            value = value.astype(value.dtype.type)  # NumPy's own dtype object, float16's included
         self._data = value
         _changed_in_place(self)  # x.data = a, x.data += 1, x.data -= lr * g: all come here
 
@@ -1977,7 +1977,9 @@ def _warn_gradient_into_itself(x):
 _IN_FLOAT32 = {Mul: ("mul", "mul"), Div: ("div", "rdiv")}
 
 
-_FLOAT16 = np.float16  # dtype.type `is` this is one comparison; dtype.char would build a string
+# a Variable holds its array in this machine's byte order (step 67: '>f2' becomes a native
+# copy), so a float16 one has NumPy's one float16 dtype: `is` is one comparison
+_FLOAT16 = np.dtype(np.float16)
 
 
 def _binary(function, op, x0, x1, reverse=False):
@@ -1994,19 +1996,19 @@ def _binary(function, op, x0, x1, reverse=False):
     """
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
         if function in _IN_FLOAT32:
-            if type(x1) in _NUMBERS and isinstance(x0, Variable) \
-                    and getattr(getattr(x0._data, "dtype", None), "type", None) is _FLOAT16:
-                return Float16WithNumber(_IN_FLOAT32[function][reverse], x1)(x0)  # (x.data =
-            if type(x0) in _NUMBERS and isinstance(x1, Variable) \
-                    and getattr(getattr(x1._data, "dtype", None), "type", None) is _FLOAT16:
+            if type(x1) in _NUMBERS:  # x * 0.1 (x.data = [1, 2] has no dtype: below)
+                if isinstance(x0, Variable) and getattr(x0._data, "dtype", None) is _FLOAT16:
+                    return Float16WithNumber(_IN_FLOAT32[function][reverse], x1)(x0)
+            elif type(x0) in _NUMBERS and isinstance(x1, Variable) \
+                    and getattr(x1._data, "dtype", None) is _FLOAT16:
                 # F.mul(0.1, x), F.div(1.0, x): the number first, x0 / x1 is c / x
                 return Float16WithNumber(_IN_FLOAT32[function][not reverse], x0)(x1)
-        return function()(x1, x0) if reverse else function()(x0, x1)  # [1, 2]: below)
+        return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0._data
     try:
         if isinstance(x1, Variable):
             b = x1._data
-        elif function in _IN_FLOAT32 and a.dtype.type is _FLOAT16 and type(x1) in _NUMBERS:
+        elif function in _IN_FLOAT32 and a.dtype is _FLOAT16 and type(x1) in _NUMBERS:
             return Float16WithNumber(_IN_FLOAT32[function][reverse], x1)(x0)
         else:  # an array of a's own type (a mask, on either device) is taken as it is
             b = x1 if type(x1) is type(a) else as_array(x1, a)

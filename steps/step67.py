@@ -259,8 +259,8 @@ def _set_data(self, value):
         _warn_scaled_update(self)
     if _ones_seeded.marks:  # p.data -= lr * p.grad.data, with a gradient of an unreduced loss
         _warn_summed_update(self)
-    if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy
-        value = value.astype(value.dtype.newbyteorder("="))
+    if not getattr(getattr(value, "dtype", None), "isnative", True):  # '>f2': a native copy,
+        value = value.astype(value.dtype.type)  # NumPy's own dtype object, float16's included
     self._data = value
     _changed_in_place(self)  # x.data = a, x.data += 1, x.data -= lr * g: all come here
 

@@ -157,7 +157,7 @@ def __init__(self, data, name=None, requires_grad=True):
     if data is not None and data.dtype.kind not in "biufc":
         raise TypeError(f"Variable data must have a numeric dtype, got {data.dtype}")
     if data is not None and not data.dtype.isnative:  # '>f2': _set_data's copy (step 67)
-        data = data.astype(data.dtype.newbyteorder("="))
+        data = data.astype(data.dtype.type)  # NumPy's own dtype object: `is` finds float16
     _fill(self, data, requires_grad, None, 0, 0, name)
 
 
@@ -741,8 +741,8 @@ def _warn_gradient_into_itself(x):
 # The operators. `_binary` decides, once per operator, whether the Function is
 # needed at all. It also sends `*` and `/` of float16 with a Python number to step 67's
 # `Float16WithNumber` (`_IN_FLOAT32`), with the number on either side (`F.mul(0.1, x)` as
-# `F.mul(x, 0.1)`) and in either byte order (`dtype.type`, not the dtype, is compared: a
-# `'>f2'` array is float16 too); the test sits where the code already knows that
+# `F.mul(x, 0.1)`); an array of the other byte order (`'>f2'`) is float16 too, as a Variable
+# holds it as a native copy (step 67). The test sits where the code already knows that
 # `x1` is no Variable (the array path) or is about to make a Function (the graph path), so
 # an operation between two Variables pays for it only when a graph is recorded.
 
@@ -754,7 +754,9 @@ from dezero_like.core import _NUMBERS, Add, Div, Float16WithNumber, Mul, Sub, _m
 
 # float16 with a Python number: Float16WithNumber's op, by whether the number is the dividend
 _IN_FLOAT32 = {Mul: ("mul", "mul"), Div: ("div", "rdiv")}
-_FLOAT16 = np.float16  # dtype.type `is` this is one comparison; dtype.char would build a string
+# a Variable holds its array in this machine's byte order (step 67: '>f2' becomes a native
+# copy), so a float16 one has NumPy's one float16 dtype: `is` is one comparison
+_FLOAT16 = np.dtype(np.float16)
 
 
 def _binary(function, op, x0, x1, reverse=False):
@@ -771,19 +773,19 @@ def _binary(function, op, x0, x1, reverse=False):
     """
     if Config.enable_backprop or _global_hooks or not isinstance(x0, Variable):
         if function in _IN_FLOAT32:
-            if type(x1) in _NUMBERS and isinstance(x0, Variable) \
-                    and getattr(getattr(x0._data, "dtype", None), "type", None) is _FLOAT16:
-                return Float16WithNumber(_IN_FLOAT32[function][reverse], x1)(x0)  # (x.data =
-            if type(x0) in _NUMBERS and isinstance(x1, Variable) \
-                    and getattr(getattr(x1._data, "dtype", None), "type", None) is _FLOAT16:
+            if type(x1) in _NUMBERS:  # x * 0.1 (x.data = [1, 2] has no dtype: below)
+                if isinstance(x0, Variable) and getattr(x0._data, "dtype", None) is _FLOAT16:
+                    return Float16WithNumber(_IN_FLOAT32[function][reverse], x1)(x0)
+            elif type(x0) in _NUMBERS and isinstance(x1, Variable) \
+                    and getattr(x1._data, "dtype", None) is _FLOAT16:
                 # F.mul(0.1, x), F.div(1.0, x): the number first, x0 / x1 is c / x
                 return Float16WithNumber(_IN_FLOAT32[function][not reverse], x0)(x1)
-        return function()(x1, x0) if reverse else function()(x0, x1)  # [1, 2]: below)
+        return function()(x1, x0) if reverse else function()(x0, x1)
     a = x0._data
     try:
         if isinstance(x1, Variable):
             b = x1._data
-        elif function in _IN_FLOAT32 and a.dtype.type is _FLOAT16 and type(x1) in _NUMBERS:
+        elif function in _IN_FLOAT32 and a.dtype is _FLOAT16 and type(x1) in _NUMBERS:
             return Float16WithNumber(_IN_FLOAT32[function][reverse], x1)(x0)
         else:  # an array of a's own type (a mask, on either device) is taken as it is
             b = x1 if type(x1) is type(a) else as_array(x1, a)
