@@ -84,6 +84,11 @@ def _gpu_help():
     """The advice that ends every 'no GPU' error: which CuPy wheel to install, and how."""
     major = _driver_cuda_major()
     if major is None:
+        installed = _installed_cupy_wheels()
+        if installed:  # CuPy is here (Colab's CPU runtime has it too): the GPU is what is missing
+            return (f"CuPy ({', '.join(installed)}) is installed, but this machine has no NVIDIA "
+                    "driver, so no GPU: run on a machine with an NVIDIA GPU. In Colab: Runtime > "
+                    "Change runtime type > GPU (the runtime restarts; run the set-up cell again).")
         return ("Install CuPy for your CUDA version (pip install 'dezero_like[gpu]' for CUDA "
                 "12, or e.g. pip install cupy-cuda13x) on a machine with an NVIDIA GPU. In "
                 "Colab: Runtime > Change runtime type > GPU.")

@@ -44,7 +44,9 @@ def test_normalize_rows_exercise(load_step):
 def test_cpu_only_machine_is_told_clearly(load_step):
     out = load_step(54).output
     assert "No GPU available" in out and "this step runs on the CPU" in out
-    assert "RuntimeError: A GPU was requested but" in out and "pip install" in out
+    assert "RuntimeError: A GPU was requested but" in out
+    # what to do: install CuPy, or (CuPy installed, as by .ci/run and in Colab) get a GPU
+    assert "pip install" in out or "is installed, but this machine has no NVIDIA driver" in out
     assert set(load_step(54).results) == {"cpu"}
     assert "self-check passed" in out
 
