@@ -1414,7 +1414,7 @@ __version__ = "0.1.0"
 if int(_np.__version__.split(".")[0]) < 2:
     _warnings.warn(
         f"dezero_like is written for NumPy 2, but this Python imports NumPy {_np.__version__} "
-        f"(from {_np.__file__}): where a NumPy scalar meets a Python number or an array, "
+        f"(from {_np.__path__[0]}): where a NumPy scalar meets a Python number or an array, "
         "some results get another dtype than the steps show (NEP 50). To fix: pip install "
         "--upgrade \"numpy>=2\", then start Python again (in Jupyter or Colab, restart the "
         "kernel: a NumPy already imported stays the old one).", UserWarning, stacklevel=2)

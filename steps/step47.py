@@ -336,10 +336,10 @@ def _refuse_torch_style(cls, args, kwargs):
 # (float32 for a float16 parameter, step 67 says why), made on first use and kept under
 # `id(param)`, the book's key. That state is why an optimizer is made once, before the loop:
 # `opt = Adam().setup(model)` written inside it starts every step from zero state, so each step
-# is a first step (for Adam, `alpha * sign(g)`), with no error. `setup` remembers (weakly) the
-# optimizer last set up on each model, and warns when a new one of the same class replaces one
-# that made a single update and keeps state; a new optimizer after a whole training run, or a
-# stateless `SGD`, says nothing.
+# is a first step (for Adam, `alpha * sign(g)`), with no error. `setup` remembers the optimizer
+# last set up on each model (without keeping either alive), and warns when a new one of the
+# same class replaces one that made a single update and keeps state; a new optimizer after a
+# whole training run, or a stateless `SGD`, says nothing.
 # An `id` is only unique among objects alive at the same time: once a model is
 # garbage-collected, a parameter of the next model may get the very same number, and would
 # inherit the dead one's velocity (or crash on its shape). So each

@@ -147,8 +147,8 @@ def _cupy():
 
 # %% [markdown]
 # `require_gpu` turns that `None` into an error that says which case happened (CuPy not
-# installed, installed but failing to import, or imported but with no GPU, in CuPy's own words
-# when it gives a reason, such as no driver) and how to fix it.
+# installed, installed but failing to import, or imported but with no GPU, with CuPy's own
+# reason when it gives one, such as a missing driver) and how to fix it.
 # `as_cupy` copies an array, or a Variable's data, to the GPU through it.
 
 # %%

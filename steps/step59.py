@@ -275,8 +275,9 @@ def _max_pool_windows(pool, x):
 
 # %% [markdown]
 # `Pooling` takes the 2x2 fast path on NumPy arrays (`pair_masks` keeps its two masks) and the
-# general one otherwise (`indexes`), also for elements of 16 bytes (`longdouble`, `complex128`),
-# whose bits no integer type can hold. Either way, what is recorded is all backward needs.
+# general one otherwise (`indexes`), also for elements of 16 bytes (`longdouble`, `complex128`):
+# NumPy has no integer type that wide to see their bits as. Either way, what is recorded is
+# all backward needs.
 
 # %%
 #| export dezero_like/functions_conv.py

@@ -168,7 +168,7 @@ def _check_file(file, where):
 # `summary` and `report` add the recorded times up per function type.
 #
 # A backward can also run a whole backward of its own (gradient checkpointing recomputes a
-# piece of the forward and backpropagates through it; step 68's exercise builds one). Both
+# piece of the forward and backpropagates through it; step 68's self-check runs one). Both
 # are timed, and the outer one's span contains the inner one's, so adding the two spans would
 # count those seconds twice. The hook keeps, as PyTorch's profiler does, two times per call:
 # its **total** (start to end, everything inside included) and its **self** time (the total

@@ -78,11 +78,11 @@ with np.errstate(over="ignore"):
 # it for a hand-set seed (`_from_backward` remembers which gradients those are).
 #
 # Setting `data` (in `__init__` too) also brings an array stored in the other byte order
-# (`'>f2'`, big-endian, as a file written on another machine may give, like MNIST's in step 53)
-# to this machine's order, as a copy. NumPy computes with either, but the functions that treat
-# float16 apart (in float32, one rounding) ask whether the dtype is float16, and
-# `np.dtype('>f2') == np.float16` is False: such an array would take the float16 path that
-# overflows, its mean of 3000s `inf`.
+# (`'>f2'`, big-endian, as a file written for another machine may hold; step 53's `load_idx`
+# turns MNIST's numbers around the same way) to this machine's order, as a copy. NumPy
+# computes with either, but the functions that treat float16 apart (in float32, one rounding)
+# ask whether the dtype is float16, and `np.dtype('>f2') == np.float16` is False: such an array
+# would take the float16 path that overflows, its mean of 3000s `inf`.
 
 # %%
 #| export dezero_like/core.py Variable
@@ -572,12 +572,12 @@ def _warn_overflow(bad, total, scaled):
 # refuses such a `backward()` without a gradient; here it stays allowed, and `backward` notes
 # which gradients it made from an output it seeded with ones because none was given
 # (`_ones_seeded`: the output's shape, and weak references to each leaf and the gradient it
-# left there). An `update()` of parameters that still hold such a gradient warns, once per
-# backward, and so does an update written by hand, `p.data -= lr * p.grad.data`, of a
-# `Parameter` (a model's weight, shared by every example of the batch). An explicit
-# `backward(gradient=...)` and a scalar loss say nothing, and neither does a non-scalar
-# backward of other variables between the loss's backward and the update (an elementwise
-# demo's `x`, whose $x_i$ each get their own $y_i$'s derivative, is no mistake). The leaves
+# left there). While a parameter still holds such a gradient, `update()` warns, once per
+# backward; so does an update written by hand, `p.data -= lr * p.grad.data`, of a `Parameter`
+# (a model's weight, shared by every example of the batch). Nothing warns after
+# `backward(gradient=...)` or a scalar loss, nor for a plain `Variable` such as an elementwise
+# demo's `x` (each $x_i$ rightly gets its own $y_i$'s derivative), even when its backward runs
+# between the loss's backward and the update. The leaves
 # are found by a walk over the graph before backward frees it; a training loop with a scalar
 # loss pays one test per backward, per `update()` and per assignment to `.data`.
 

@@ -166,10 +166,10 @@ timer.print_report()
 #    how many backwards are running: which callbacks mark a backward's start
 #    and its end? The self-check runs one iteration under both hooks and
 #    compares, then runs a function whose backward runs a backward of its own
-#    (as gradient checkpointing does): `TimerHook` times that inner backward
-#    too (as its own call, taken out of the outer backward's self time, so
-#    `total_time()` counts those seconds once: step 65), your counter must not
-#    count it.
+#    (as gradient checkpointing does, step 65), and checks that your counter
+#    leaves that inner backward out. (`TimerHook` times it as a call of its
+#    own and takes it out of the outer backward's self time, so each second
+#    is counted once; a count has no such share to take out.)
 
 # %%
 #| exercise
