@@ -304,7 +304,8 @@ def _refuse_resized(loader, error=None):
         f"DataLoader: the dataset has {now} examples now, and had {then} when the loader was made; "
         f"the loader counted its {loader.max_iter} batches and draws its order from those {then}, "
         f"so {effect}. Make the loader again after changing the dataset: "
-        f"DataLoader(dataset, {loader.batch_size})") from error
+        f"DataLoader(dataset, {loader.batch_size}, shuffle={loader.shuffle}"
+        f"{', gpu=True' if loader.gpu else ''})") from error
 
 
 class _Epoch:

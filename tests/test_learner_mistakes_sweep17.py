@@ -160,7 +160,7 @@ def test_examples_appended_after_the_loader_was_made_are_not_dropped_silently():
         for _ in loader:
             pass
     assert "4 added would never be read" in str(error.value)
-    assert "DataLoader(dataset, 4)" in str(error.value)
+    assert "DataLoader(dataset, 4, shuffle=True)" in str(error.value)
     with pytest.raises(ValueError, match=_RESIZED):  # the book's next(loader) form
         next(loader)
     seen = sum(len(x) for x, _ in DataLoader(data, 4, shuffle=True, seed=0))  # the fix
