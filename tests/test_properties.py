@@ -41,6 +41,8 @@ tF = torch.nn.functional
 # warnings.simplefilter inside a test lasts until pytest restores the filters after it
 SWEEP = settings(max_examples=60, deadline=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# a test run once per function (pytest.mark.parametrize) draws fewer examples for each
+SWEEP_EACH = settings(SWEEP, max_examples=15)
 FLOATS = st.sampled_from([np.float64, np.float32])
 SEEDS = st.integers(0, 2**16)
 # float64: only the order of a sum may differ; float32: a unit or two in the last place of
@@ -110,14 +112,37 @@ def _compare(ours, theirs, arrays, *, grad=True, tol=None, dtype_of=None, layout
     # rounds a gradient to its tensor's dtype where dezero_like need not
     w = np.random.default_rng(y.size).uniform(0.5, 1.5, size=y.shape).astype(
         y.dtype if y.dtype.kind == "f" else np.float64)
-    F.sum(y * dz.Variable(w)).backward()
+    F.sum(y * dz.Variable(w)).backward(create_graph=True)
     used = [t for t, d in zip(ts, diff) if d]
-    gts = torch.autograd.grad((yt * torch.tensor(w)).sum(), used, allow_unused=True)
-    for x, gt in zip([x for x, d in zip(xs, diff) if d], gts):
+    gts = torch.autograd.grad((yt * torch.tensor(w)).sum(), used, allow_unused=True,
+                              create_graph=True)
+    leaves = [x for x, d in zip(xs, diff) if d]
+    for x, gt in zip(leaves, gts):
         expected = np.zeros(x.shape) if gt is None else _np(gt)
         got = np.zeros(x.shape) if x.grad is None else x.grad.data
         assert got.shape == x.shape and got.dtype == x.dtype, (got.shape, got.dtype, x.shape)
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-11)
+    us = [np.random.default_rng(x.size + 7).uniform(0.5, 1.5, size=x.shape) for x in leaves]
+    grads = [x.grad for x in leaves]
+    for x in leaves:
+        x.cleargrad()
+    total = None
+    for g, u in zip(grads, us):
+        if g is not None:
+            term = F.sum(g * dz.Variable(u))
+            total = term if total is None else total + term
+    pairs = [(gt * torch.tensor(u)).sum() for gt, u in zip(gts, us)
+             if gt is not None and gt.requires_grad]
+    if not pairs:  # linear in every input: no second derivative in PyTorch either
+        return
+    if total is not None and total.requires_grad:  # else a first gradient without a graph
+        total.backward()
+    ggts = torch.autograd.grad(sum(pairs), used, allow_unused=True)
+    for x, ggt in zip(leaves, ggts):
+        expected = np.zeros(x.shape) if ggt is None else _np(ggt)
+        got = np.zeros(x.shape) if x.grad is None else x.grad.data
+        np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10,
+                                   err_msg="second derivative")
 
 
 def _shapes(min_dims=0, max_dims=4, min_side=0, max_side=3):
@@ -153,15 +178,17 @@ INTEGER_OK = {"square": UNARY["square"][:2], "neg": UNARY["neg"][:2], "relu": UN
               "clip": (lambda x: F.clip(x, -1, 2), lambda t: torch.clamp(t, -1, 2))}
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(UNARY)), shape=_shapes(), dtype=FLOATS, seed=SEEDS)
+@pytest.mark.parametrize("name", sorted(UNARY))
+@SWEEP_EACH
+@given(shape=_shapes(), dtype=FLOATS, seed=SEEDS)
 def test_elementwise_functions_match_torch(name, shape, dtype, seed):
     ours, theirs, domain = UNARY[name]
     _compare(ours, theirs, [_values(np.random.default_rng(seed), shape, dtype, domain)])
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(INTEGER_OK)), shape=_shapes(), seed=SEEDS,
+@pytest.mark.parametrize("name", sorted(INTEGER_OK))
+@SWEEP_EACH
+@given(shape=_shapes(), seed=SEEDS,
        dtype=st.sampled_from([np.int64, np.int32]))
 def test_elementwise_functions_of_integers_keep_their_dtype(name, shape, dtype, seed):
     ours, theirs = INTEGER_OK[name]
@@ -175,8 +202,9 @@ BINARY = {
 }
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(BINARY)), dtype=FLOATS, seed=SEEDS,
+@pytest.mark.parametrize("name", sorted(BINARY))
+@SWEEP_EACH
+@given(dtype=FLOATS, seed=SEEDS,
        shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=4, min_side=0,
                                                 max_side=3))
 def test_broadcasting_binary_operators_match_torch(name, shapes, dtype, seed):
@@ -187,8 +215,9 @@ def test_broadcasting_binary_operators_match_torch(name, shapes, dtype, seed):
     _compare(ours, theirs, [a, b])
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(BINARY)), shape=_shapes(), dtype=FLOATS, seed=SEEDS,
+@pytest.mark.parametrize("name", sorted(BINARY))
+@SWEEP_EACH
+@given(shape=_shapes(), dtype=FLOATS, seed=SEEDS,
        c=st.sampled_from([2, -3, 0.5, 1.25]), left=st.booleans())
 def test_binary_operators_with_a_python_number_match_torch(name, shape, dtype, seed, c, left):
     ours, theirs = BINARY[name]
@@ -231,8 +260,9 @@ REDUCTIONS = {
 }
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(REDUCTIONS)), case=_reduction(), dtype=FLOATS, seed=SEEDS)
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@SWEEP_EACH
+@given(case=_reduction(), dtype=FLOATS, seed=SEEDS)
 def test_reductions_match_torch(name, case, dtype, seed):
     shape, axis, keepdims = case
     ours, theirs = REDUCTIONS[name]
@@ -260,8 +290,9 @@ def test_sum_of_integers_and_booleans_is_int64_as_in_torch(case, dtype, seed):
              lambda t: torch.sum(t, dim=_dims(axis, len(shape)), keepdim=keepdims), [x])
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(REDUCTIONS)), case=_reduction(min_side=1), seed=SEEDS,
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@SWEEP_EACH
+@given(case=_reduction(min_side=1), seed=SEEDS,
        dtype=st.sampled_from([np.int32, np.int64]))
 def test_reductions_of_integers_match_torch(name, case, dtype, seed):
     # max, min and sum as PyTorch; the mean of integers is float64 (docs/pytorch.md, "Arrays
@@ -285,8 +316,9 @@ FLOAT_OF_INTEGERS = {
 }
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(FLOAT_OF_INTEGERS)), shape=_shapes(min_dims=1),
+@pytest.mark.parametrize("name", sorted(FLOAT_OF_INTEGERS))
+@SWEEP_EACH
+@given(shape=_shapes(min_dims=1),
        dtype=st.sampled_from([np.int32, np.int64, np.uint8]), seed=SEEDS)
 def test_float_functions_of_integers_give_float64(name, shape, dtype, seed):
     # docs/pytorch.md, "... take integers to float64: ... F.exp ... of integers give float64"
@@ -478,8 +510,9 @@ SOFTMAX = {"softmax": (F.softmax, torch.softmax), "log_softmax": (F.log_softmax,
            "softmax_simple": (F.softmax_simple, torch.softmax)}
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(SOFTMAX)), shape=_shapes(), data=st.data(), dtype=FLOATS,
+@pytest.mark.parametrize("name", sorted(SOFTMAX))
+@SWEEP_EACH
+@given(shape=_shapes(), data=st.data(), dtype=FLOATS,
        seed=SEEDS)
 def test_softmax_along_any_axis_matches_torch(name, shape, data, dtype, seed):
     # a 0-d input takes axis 0 or -1 only: docs/pytorch.md, "softmax ... of a 0-d input"
@@ -502,10 +535,10 @@ def test_softmax_cross_entropy_matches_torch(n, c, simple, dtype, seed):
     _compare(lambda v: fn(v, t), lambda u: tF.cross_entropy(u, torch.tensor(t)), [x])
 
 
-@SWEEP
-@given(shape=_shapes(min_dims=1), name=st.sampled_from(
-    ["mean_squared_error", "mean_squared_error_simple", "sigmoid_cross_entropy",
-     "binary_cross_entropy"]), dtype=FLOATS, seed=SEEDS)
+@pytest.mark.parametrize("name", ["mean_squared_error", "mean_squared_error_simple",
+                                  "sigmoid_cross_entropy", "binary_cross_entropy"])
+@SWEEP_EACH
+@given(shape=_shapes(min_dims=1), dtype=FLOATS, seed=SEEDS)
 def test_losses_divided_by_the_batch_size_match_torch(shape, name, dtype, seed):
     # docs/pytorch.md, "mean_squared_error ... is sum((x0 - x1)**2) / len(x0)": PyTorch's
     # reduction="sum" divided by len(x), and the targets of the two cross entropies are
@@ -602,10 +635,10 @@ def test_deconv2d_matches_torch(case, oc, bias, extra, dtype, seed):
                                                       output_padding=more), arrays)
 
 
-@SWEEP
-@given(case=_window(max_pad=lambda k: k // 2), name=st.sampled_from(
-    ["pooling", "pooling_simple", "average_pooling"]), default_stride=st.booleans(),
-    dtype=FLOATS, seed=SEEDS)
+@pytest.mark.parametrize("name", ["pooling", "pooling_simple", "average_pooling"])
+@SWEEP_EACH
+@given(case=_window(max_pad=lambda k: k // 2), default_stride=st.booleans(), dtype=FLOATS,
+       seed=SEEDS)
 def test_pooling_matches_torch(case, name, default_stride, dtype, seed):
     # padding up to kernel // 2, PyTorch's limit: docs/pytorch.md, "Pooling accepts padding
     # up to kernel - 1"; average pooling counts the padding (count_include_pad=True)
@@ -715,8 +748,9 @@ TIES = {  # values drawn from a few whole numbers, so maxima tie and inputs sit 
 }
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(TIES)), case=_reduction(min_side=1), dtype=FLOATS,
+@pytest.mark.parametrize("name", sorted(TIES))
+@SWEEP_EACH
+@given(case=_reduction(min_side=1), dtype=FLOATS,
        seed=SEEDS)
 def test_ties_and_kinks_follow_torch(name, case, dtype, seed):
     # docs/pytorch.md, "F.max / F.min with ties": the tied elements share the gradient, as in
@@ -739,9 +773,9 @@ def test_max_pooling_ties_go_to_the_first_maximum_as_in_torch(case, seed):
 
 
 # ---- two dtypes ----------------------------------------------------------------------------
-@SWEEP
-@given(name=st.sampled_from(sorted(BINARY)),
-       shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, min_side=0,
+@pytest.mark.parametrize("name", sorted(BINARY))
+@SWEEP_EACH
+@given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, min_side=0,
                                                 max_side=3),
        dtypes=st.tuples(*[st.sampled_from([np.float64, np.float32, np.float16, np.int32])] * 2)
        .filter(lambda d: np.float64 in d or np.float32 in d or np.float16 in d),
@@ -812,8 +846,9 @@ SECOND.update({
 })
 
 
-@SWEEP
-@given(name=st.sampled_from(sorted(SECOND)), shape=_shapes(min_dims=1, min_side=1),
+@pytest.mark.parametrize("name", sorted(SECOND))
+@SWEEP_EACH
+@given(shape=_shapes(min_dims=1, min_side=1),
        seed=SEEDS)
 def test_second_derivatives_match_torch(name, shape, seed):
     # the gradient of sum(g * u) for the first gradient g of sum(y * w), in float64
