@@ -481,6 +481,30 @@ def test_get_item_matches_numpy_and_adds_repeats_up(case, dtype, seed):
     np.testing.assert_allclose(v.grad.data, g, **TOL[np.dtype(dtype)])
 
 
+@SWEEP
+@given(case=_index(), seed=SEEDS)
+def test_get_item_second_derivative_scatters_back(case, seed):
+    # y = x[index] ** 3: the first gradient is 3 x[index]**2 w added back where each element came
+    # from (GetItemGrad), and the gradient of sum(g * u) through it is 6 x[index] w u[index]
+    shape, index = case
+    rng = np.random.default_rng(seed)
+    x = _values(rng, shape, np.float64)
+    v = dz.Variable(x.copy())
+    y = F.get_item(v, index) ** 3
+    w = rng.uniform(0.5, 1.5, size=y.shape)
+    u = rng.uniform(0.5, 1.5, size=x.shape)
+    F.sum(y * dz.Variable(w)).backward(create_graph=True)
+    g = v.grad
+    v.cleargrad()
+    F.sum(g * dz.Variable(u)).backward()
+    expected_g, expected_gg = np.zeros_like(x), np.zeros_like(x)
+    np.add.at(expected_g, index, 3 * x[index] ** 2 * w)
+    np.add.at(expected_gg, index, 6 * x[index] * w * u[index])
+    np.testing.assert_allclose(g.data, expected_g, rtol=1e-12, atol=1e-14)
+    got = np.zeros_like(x) if v.grad is None else v.grad.data  # nothing picked: no gradient
+    np.testing.assert_allclose(got, expected_gg, rtol=1e-12, atol=1e-14)
+
+
 # ---- matrix products -----------------------------------------------------------------------
 @SWEEP
 @given(shapes=hnp.mutually_broadcastable_shapes(signature="(m?,n),(n,p?)->(m?,p?)",
@@ -886,7 +910,7 @@ SWEPT = {  # public function -> the test above that draws its arguments
     "reshape": "test_reshape_matches_torch", "transpose": "test_transpose_matches_torch",
     "expand_dims": "test_expand_dims_and_flatten_match_torch",
     "flatten": "test_expand_dims_and_flatten_match_torch",
-    "get_item": "test_get_item_matches_numpy_and_adds_repeats_up",
+    "get_item": "test_get_item_matches_numpy_and_adds_repeats_up",  # and its 2nd derivative
     "matmul": "test_matmul_matches_torch", "linear": "test_linear_matches_torch",
     "linear_simple": "test_linear_matches_torch",
     **{name: "test_softmax_along_any_axis_matches_torch" for name in SOFTMAX},
