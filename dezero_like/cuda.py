@@ -11,6 +11,7 @@ machines without CuPy.
 """
 
 import ctypes
+import importlib
 import sys
 
 import numpy as np
@@ -136,9 +137,12 @@ def _gpu_help():
 _gpu_cupy = None  # the CuPy module that found a GPU, once one did
 
 
+_no_device_reason = None  # CuPy's words when it last could not count devices (no driver, ...)
+
+
 def _cupy():
     """Import CuPy, or return None when it is not installed or sees no GPU."""
-    global _gpu_cupy
+    global _gpu_cupy, _no_device_reason
     cupy = sys.modules.get("cupy")
     if cupy is not None and cupy is _gpu_cupy:  # found a GPU before: no import, no driver call
         return cupy
@@ -147,9 +151,11 @@ def _cupy():
     except Exception:  # ImportError, or a CUDA library that fails to load
         return None
     try:
+        _no_device_reason = None
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return None
-    except Exception:  # CUDA driver missing: CuPy imports but cannot run
+    except Exception as e:  # CUDA driver missing: CuPy imports but cannot run
+        _no_device_reason = f"{type(e).__name__}: {e}"  # for require_gpu's message
         return None
     _gpu_cupy = cupy
     return cupy
@@ -166,17 +172,15 @@ def require_gpu():
 def _why_no_cupy():
     """Why ``_cupy()`` found nothing: not installed, failing to import, or no device."""
     try:
-        import cupy
+        importlib.import_module("cupy")
     except ModuleNotFoundError as e:
         if e.name == "cupy":
             return "CuPy is not installed"
         return f"CuPy is installed but does not import ({e})"
     except Exception as e:  # a CUDA library that fails to load
         return f"CuPy is installed but does not import ({type(e).__name__}: {e})"
-    try:  # CuPy imports: its own words say why it sees no device (no driver, an old one, ...)
-        cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:
-        return f"no CUDA GPU is visible (CuPy says {type(e).__name__}: {e})"
+    if _no_device_reason:  # it imports, and _cupy() kept CuPy's words on why it saw no device
+        return f"no CUDA GPU is visible (CuPy says {_no_device_reason})"  # (no driver, ...)
     return "no CUDA GPU is visible"
 
 
