@@ -59,6 +59,18 @@ TORCH_DTYPES = {torch.float64: np.float64, torch.float32: np.float32, torch.floa
                 torch.int32: np.int32, torch.bool: np.bool_, torch.uint8: np.uint8}
 
 
+def _grad_of_grad(v, y, rng):
+    """Draw weights w (y's shape) and u (v's); backpropagate sum(y * w) with a graph, keep the
+    first gradient g, then backpropagate sum(g * u): v.grad ends as the second derivative."""
+    w = rng.uniform(0.5, 1.5, size=y.shape)
+    u = rng.uniform(0.5, 1.5, size=v.shape)
+    F.sum(y * dz.Variable(w)).backward(create_graph=True)
+    g = v.grad
+    v.cleargrad()
+    F.sum(g * dz.Variable(u)).backward()
+    return w, u, g
+
+
 def _values(rng, shape, dtype, domain="any"):
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
@@ -495,12 +507,7 @@ def test_get_item_second_derivative_scatters_back(case, seed):
     x = _values(rng, shape, np.float64)
     v = dz.Variable(x.copy())
     y = F.get_item(v, index) ** 3
-    w = rng.uniform(0.5, 1.5, size=y.shape)
-    u = rng.uniform(0.5, 1.5, size=x.shape)
-    F.sum(y * dz.Variable(w)).backward(create_graph=True)
-    g = v.grad
-    v.cleargrad()
-    F.sum(g * dz.Variable(u)).backward()
+    w, u, g = _grad_of_grad(v, y, rng)
     expected_g, expected_gg = np.zeros_like(x), np.zeros_like(x)
     np.add.at(expected_g, index, 3 * x[index] ** 2 * w)
     np.add.at(expected_gg, index, 6 * x[index] * w * u[index])
@@ -887,12 +894,7 @@ def test_second_derivatives_match_torch(name, shape, seed):
     x = _values(rng, shape, np.float64, domain)
     v, t = dz.Variable(x.copy()), torch.tensor(x, requires_grad=True)
     y, yt = ours(v), theirs(t)
-    w = rng.uniform(0.5, 1.5, size=y.shape)
-    u = rng.uniform(0.5, 1.5, size=x.shape)
-    F.sum(y * dz.Variable(w)).backward(create_graph=True)
-    g = v.grad
-    v.cleargrad()
-    F.sum(g * dz.Variable(u)).backward()
+    w, u, g = _grad_of_grad(v, y, rng)
     (gt,) = torch.autograd.grad((yt * torch.tensor(w)).sum(), t, create_graph=True)
     if gt.requires_grad:
         (ggt,) = torch.autograd.grad((gt * torch.tensor(u)).sum(), t, allow_unused=True)
