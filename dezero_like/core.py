@@ -1790,6 +1790,19 @@ class _SeedNote:
 _ones_seeded = _SeedNote()
 
 
+def _unreduced_loss(shape):
+    """The unreduced-loss warnings' words on a loss of ``shape``: the number of its elements,
+    and what a backward() from ones made of it."""
+    n = math.prod(shape)
+    return n, (f"a loss of shape {tuple(shape)}, not a single number: backward() started from "
+               f"ones, so it gave the gradients of the sum of its {n} elements ({n} times those "
+               "of their mean)")
+
+
+_REDUCE_THE_LOSS = ("Reduce the loss to one number before backward(): F.mean_squared_error(y, t), "
+                    "or F.mean(loss) (F.sum(loss) if the sum is what you want)")
+
+
 def _warn_summed_update(p):
     """Warn when the data of ``p``, a Parameter, is assigned by hand while it holds a gradient
     that backward() of an unreduced loss made (``_ones_seeded``): the step is N times too far."""
@@ -1801,15 +1814,12 @@ def _warn_summed_update(p):
     shape = _ones_seeded.shape_in((p,))
     if shape is None:
         return
-    n = math.prod(shape)
+    n, loss = _unreduced_loss(shape)
     _, level = _outside_package(caller)
     warnings.warn(
-        f"a {type(p).__name__}'s data changed while its gradient comes from backward() of a "
-        f"loss of shape {shape}, not a single number: backward() started from ones, so it is "
-        f"the gradient of the sum of its {n} elements ({n} times that of their mean), and an "
-        f"update written by hand with p.grad steps {n} times too far. Reduce the loss to one "
-        "number before backward(): F.mean_squared_error(y, t), or F.mean(loss) (F.sum(loss) "
-        "if the sum is what you want)", RuntimeWarning, stacklevel=level + 3)
+        f"a {type(p).__name__}'s data changed while its gradient comes from backward() of "
+        f"{loss}, and an update written by hand with p.grad steps {n} times too far. "
+        f"{_REDUCE_THE_LOSS}", RuntimeWarning, stacklevel=level + 3)
 
 
 _NUMBERS = frozenset((int, float))  # Python numbers (bool is no number here: x * True is exact)

@@ -23,12 +23,14 @@ import numpy as np
 
 from dezero_like import cuda, cuda_kernels
 from dezero_like.core import (
+    _REDUCE_THE_LOSS,
     Parameter,
     Variable,
     _changed_in_place,
     _ones_seeded,
     _outside_package,
     _pytorch_names,
+    _unreduced_loss,
     as_array,
 )
 
@@ -955,12 +957,9 @@ def _warn_overflow(bad, total, scaled):
 
 def _warn_summed_loss(shape):
     """Warn that the gradients come from a backward of an unreduced loss of ``shape``."""
-    n = math.prod(shape)
+    _, loss = _unreduced_loss(shape)
     _, level = _outside_package(sys._getframe(2))  # 1 is update()
     warnings.warn(
-        f"update() uses gradients from backward() of a loss of shape {tuple(shape)}, not a "
-        "single number: backward() started from ones, so these are the gradients of the sum "
-        f"of its {n} elements ({n} times those of their mean), and the step is that much too "
-        "large. Reduce the loss to one number before backward(): F.mean_squared_error(y, t), "
-        "or F.mean(loss) (F.sum(loss) if the sum is what you want). PyTorch refuses "
-        "backward() of a non-scalar without a gradient", RuntimeWarning, stacklevel=level + 3)
+        f"update() uses gradients from backward() of {loss}, and the step is that much too "
+        f"large. {_REDUCE_THE_LOSS}. PyTorch refuses backward() of a non-scalar without a "
+        "gradient", RuntimeWarning, stacklevel=level + 3)

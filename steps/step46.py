@@ -105,12 +105,14 @@ class LeakyReLU(Function):
         self.retain_inputs(())
         xp = cuda.get_array_module(x)
         dtype = _float_dtype(x.dtype, complex_ok=False)
-        if dtype.type is np.float16:  # the slope as a float32, the product rounded once
+        half = dtype.type is np.float16  # the slope as a float32, the product rounded once
+        if half:
             dtype = np.dtype(np.float32)
         scale = xp.where(x > 0, dtype.type(1), dtype.type(self.slope))  # nan: slope * nan
         if self.needs_input_grad:
             self.scale = scale
-        return (x * scale).astype(x.dtype, copy=False) if x.dtype.type is np.float16 else x * scale
+        y = x * scale
+        return y.astype(np.float16) if half else y
 
     def backward(self, gy):
         gx = gy * self.scale

@@ -530,8 +530,7 @@ class MNIST(Dataset):
             if failed:  # a bad file whose download failed is still there, still bad
                 cls._raise_unavailable(root, [n for n in missing if n in failed],
                                        [n for n in bad if n in failed], "the download failed",
-                                       _download_failures(failed, errors, mirrors),
-                                       downloads=zip(failed, errors))
+                                       downloads=zip(failed, errors), mirrors=mirrors)
         return [root / cls.FILES[key][0] for key in keys]
 
     @staticmethod
@@ -549,8 +548,13 @@ class MNIST(Dataset):
         return None
 
     @classmethod
-    def _raise_unavailable(cls, root, missing, bad, reason, details="", downloads=()):
-        """Raise the one-paragraph error: what is wrong in ``root``, why, and what will fix it."""
+    def _raise_unavailable(cls, root, missing, bad, reason, downloads=(), mirrors=None):
+        """Raise the one-paragraph error: what is wrong in ``root``, why, and what will fix it.
+        ``downloads``: the ``(file name, error)`` of each failed download, from ``mirrors``."""
+        downloads = list(downloads)
+        details = _download_failures(  # the failed downloads, in words (or none)
+            [name for name, _ in downloads], [error for _, error in downloads],
+            cls.MIRRORS if mirrors is None else mirrors) if downloads else ""
         existing = _existing_ancestor(root)
         if not existing.is_dir():  # no file can be put in root, nor downloaded there
             move = f"move the file {root} out of the way, or " if existing == root else ""
@@ -670,14 +674,9 @@ def mnist_train_test(data_dir=None, transform=_DEFAULT, target_transform=None, n
             missing, bad = MNIST._check_files(MNIST.FILES, root)
             if not missing and not bad:  # the files came meanwhile: that split's own error
                 raise
-            tried = e.downloads + none_at_all.downloads  # both splits' failed downloads
-            details = none_at_all.details
-            if tried:
-                details = _download_failures([name for name, _ in tried],
-                                             [error for _, error in tried], MNIST.MIRRORS)
-            try:
-                MNIST._raise_unavailable(root, missing, bad, none_at_all.reason, details,
-                                         downloads=tried)
+            try:  # with both splits' failed downloads
+                MNIST._raise_unavailable(root, missing, bad, none_at_all.reason,
+                                         downloads=e.downloads + none_at_all.downloads)
             except MNISTUnavailableError as combined:
                 raise combined from None
         train.fallback_reason = e.reason

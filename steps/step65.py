@@ -212,47 +212,40 @@ class TimerHook(_NestingHook):
         self.call_history = []
         self._open = []  # calls being timed, innermost last: [key, start, seconds nested in it]
 
-    def _start(self, key):
-        self._open.append([key, time.perf_counter(), 0.0])
+    def _start(self, function, phase):
+        self._open.append([(id(function), phase), time.perf_counter(), 0.0])
 
-    def _stop(self, key):
-        """End the call ``key``: its (self, total) seconds, or None if it was not timed."""
+    def _stop(self, function, phase, arrays):
+        """End the timed call of ``function`` in ``phase`` once the device has made ``arrays``,
+        and record its self and total seconds; a call that was not timed is passed over."""
+        key = (id(function), phase)
         for i in range(len(self._open) - 1, -1, -1):
             if self._open[i][0] == key:
+                _sync(arrays)
                 _, start, nested = self._open.pop(i)
                 total = time.perf_counter() - start
                 if i > 0:  # it ran inside another timed call: that one's self time excludes it
                     self._open[i - 1][2] += total
-                return total - nested, total
-        return None
+                self.call_history.append((type(function).__name__, phase, total - nested, total))
+                return
 
     def forward_preprocess(self, function, in_data):
         if self._in_backward:
             return
         _sync(in_data)
-        self._start((id(function), "forward"))
+        self._start(function, "forward")
 
     def forward_postprocess(self, function, in_data, out_data):
-        if not any(key == (id(function), "forward") for key, _, _ in self._open):
-            return
-        _sync(out_data)
-        self.call_history.append(
-            (type(function).__name__, "forward", *self._stop((id(function), "forward")))
-        )
+        self._stop(function, "forward", out_data)
 
     def backward_preprocess(self, function, grad_outputs):
         super().backward_preprocess(function, grad_outputs)
         _sync(_datas(grad_outputs))
-        self._start((id(function), "backward"))
+        self._start(function, "backward")
 
     def backward_postprocess(self, function, grad_outputs, grad_inputs):
         super().backward_postprocess(function, grad_outputs, grad_inputs)
-        if not any(key == (id(function), "backward") for key, _, _ in self._open):
-            return
-        _sync(_datas(grad_inputs))
-        self.call_history.append(
-            (type(function).__name__, "backward", *self._stop((id(function), "backward")))
-        )
+        self._stop(function, "backward", _datas(grad_inputs))
 
     def total_time(self):
         """Seconds measured in all functions, forward and backward, each second once.

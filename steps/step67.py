@@ -49,7 +49,8 @@ with np.errstate(over="ignore"):
 # `Variable._set_data` (it warns when a hand-written update meets a scaled gradient, or one of
 # a loss left unreduced),
 # `_backprop` and `_accumulate_leaf` (leaves remember the scale), and gains `_to_common_scale`,
-# `_times`, `_from_backward`, `_warn_scaled_update`, `_ones_seeded`, `_warn_summed_update` and
+# `_times`, `_from_backward`, `_warn_scaled_update`, `_ones_seeded`, `_warn_summed_update` (with
+# `_unreduced_loss` and `_REDUCE_THE_LOSS`, the words it shares with `update()`'s warning) and
 # `Float16WithNumber`, and changes `mul`, `div` and `rdiv` (float16 with a Python number);
 # `optimizers` changes `Optimizer.update` (it divides the scale out, skips an update whose
 # gradients overflowed, and warns after the backward of a loss left unreduced) and gains
@@ -646,6 +647,19 @@ class _SeedNote:
 _ones_seeded = _SeedNote()
 
 
+def _unreduced_loss(shape):
+    """The unreduced-loss warnings' words on a loss of ``shape``: the number of its elements,
+    and what a backward() from ones made of it."""
+    n = math.prod(shape)
+    return n, (f"a loss of shape {tuple(shape)}, not a single number: backward() started from "
+               f"ones, so it gave the gradients of the sum of its {n} elements ({n} times those "
+               "of their mean)")
+
+
+_REDUCE_THE_LOSS = ("Reduce the loss to one number before backward(): F.mean_squared_error(y, t), "
+                    "or F.mean(loss) (F.sum(loss) if the sum is what you want)")
+
+
 def _warn_summed_update(p):
     """Warn when the data of ``p``, a Parameter, is assigned by hand while it holds a gradient
     that backward() of an unreduced loss made (``_ones_seeded``): the step is N times too far."""
@@ -657,37 +671,30 @@ def _warn_summed_update(p):
     shape = _ones_seeded.shape_in((p,))
     if shape is None:
         return
-    n = math.prod(shape)
+    n, loss = _unreduced_loss(shape)
     _, level = _outside_package(caller)
     warnings.warn(
-        f"a {type(p).__name__}'s data changed while its gradient comes from backward() of a "
-        f"loss of shape {shape}, not a single number: backward() started from ones, so it is "
-        f"the gradient of the sum of its {n} elements ({n} times that of their mean), and an "
-        f"update written by hand with p.grad steps {n} times too far. Reduce the loss to one "
-        "number before backward(): F.mean_squared_error(y, t), or F.mean(loss) (F.sum(loss) "
-        "if the sum is what you want)", RuntimeWarning, stacklevel=level + 3)
+        f"a {type(p).__name__}'s data changed while its gradient comes from backward() of "
+        f"{loss}, and an update written by hand with p.grad steps {n} times too far. "
+        f"{_REDUCE_THE_LOSS}", RuntimeWarning, stacklevel=level + 3)
 
 
 # %%
 #| export dezero_like/optimizers.py
-import math
 import sys
 import warnings
 
-from dezero_like.core import _outside_package
+from dezero_like.core import _REDUCE_THE_LOSS, _outside_package, _unreduced_loss
 
 
 def _warn_summed_loss(shape):
     """Warn that the gradients come from a backward of an unreduced loss of ``shape``."""
-    n = math.prod(shape)
+    _, loss = _unreduced_loss(shape)
     _, level = _outside_package(sys._getframe(2))  # 1 is update()
     warnings.warn(
-        f"update() uses gradients from backward() of a loss of shape {tuple(shape)}, not a "
-        "single number: backward() started from ones, so these are the gradients of the sum "
-        f"of its {n} elements ({n} times those of their mean), and the step is that much too "
-        "large. Reduce the loss to one number before backward(): F.mean_squared_error(y, t), "
-        "or F.mean(loss) (F.sum(loss) if the sum is what you want). PyTorch refuses "
-        "backward() of a non-scalar without a gradient", RuntimeWarning, stacklevel=level + 3)
+        f"update() uses gradients from backward() of {loss}, and the step is that much too "
+        f"large. {_REDUCE_THE_LOSS}. PyTorch refuses backward() of a non-scalar without a "
+        "gradient", RuntimeWarning, stacklevel=level + 3)
 
 
 # %%
